@@ -1,0 +1,124 @@
+// Command mcp-aggregator is one MCP server that fronts many: it runs or
+// connects to upstream MCP servers and re-exports their tools, filtered and
+// renamed, to one downstream client over stdio or streamable HTTP.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+const usage = `mcp-aggregator: one MCP server that fronts many.
+
+Usage:
+  mcp-aggregator [serve] [--config FILE]... [--http ADDR]  serve (stdio by default; --http serves http://ADDR/mcp)
+  mcp-aggregator check   [--config FILE]...                validate the config, print problems; exit 1 on any error
+  mcp-aggregator tools   [--config FILE]... [--json]       start the upstreams, print the exported catalog
+  mcp-aggregator version                                   print the version
+
+Without --config, the first of ./mcp-aggregator.yaml and ./.minds/mcp.yaml is
+used; with neither, serve runs a built-in demo config.
+
+Run 'mcp-aggregator COMMAND --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		cmd, args = "help", nil
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stdin, stdout, stderr)
+	case "check":
+		return check(args, stdout, stderr)
+	case "tools":
+		return tools(args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "mcp-aggregator", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "demo-server": // hidden: the demo upstreams compiled into this binary
+		if len(args) == 0 {
+			fmt.Fprintf(stderr, "demo-server: name one of %s\n", strings.Join(demo.Names(), ", "))
+			return 2
+		}
+		if err := demo.Run(context.Background(), args[0], args[1:], stdin, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "demo-server:", err)
+			return 1
+		}
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcp-aggregator: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+// configFlags is a repeatable --config.
+type configFlags []string
+
+func (c *configFlags) String() string     { return strings.Join(*c, ",") }
+func (c *configFlags) Set(v string) error { *c = append(*c, v); return nil }
+
+// common are the flags every command that loads config shares.
+type common struct {
+	configs   configFlags
+	logLevel  string
+	logFormat string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.Var(&c.configs, "config", "config `FILE` (repeatable; later files replace servers with the same id)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+}
+
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", c.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: use text or json", c.logFormat)
+	}
+}
+
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, 0
+		}
+		return false, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return false, 2
+	}
+	return true, 0
+}

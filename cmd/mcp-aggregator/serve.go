@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// shutdownGrace bounds how long in-flight calls may run after a stop signal.
+const shutdownGrace = 10 * time.Second
+
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
+	if ok, code := parse(fs, args, stderr); !ok {
+		return code
+	}
+	log, err := c.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	src, _ := resolveConfig(c.configs, true)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	p := proxy.New(proxy.Options{Logger: log, Version: version})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		p.Close(cctx)
+		log.Info("stopped; every upstream is closed")
+	}()
+
+	// Upstreams start while the downstream is already served: a slow or
+	// broken server never delays the client's initialize.
+	loaded := make(chan int, 1)
+	go func() { loaded <- initialLoad(ctx, p, src, log) }()
+
+	if *httpAddr == "" {
+		errc := make(chan error, 1)
+		go func() { errc <- p.ServeStdio(ctx, stdin, stdout) }()
+		select {
+		case code := <-loaded:
+			if code != 0 {
+				return code
+			}
+		case err := <-errc:
+			return stdioDone(err, log)
+		}
+		return stdioDone(<-errc, log)
+	}
+	return serveHTTP(ctx, p, *httpAddr, loaded, log)
+}
+
+func stdioDone(err error, log *slog.Logger) int {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		log.Error("stdio transport failed", "err", err)
+		return 1
+	}
+	log.Info("downstream closed; shutting down")
+	return 0
+}
+
+// initialLoad loads the config and starts every upstream. It returns a
+// non-zero exit code when a required server could not start.
+func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) int {
+	ws, problems := src.load()
+	if src.demo {
+		log.Info("no config found; serving the built-in demo config", "looked_for", strings.Join(config.DefaultPaths(), ", "))
+	}
+	report := p.Reconcile(ctx, ws, problems)
+	for _, pr := range report.Problems {
+		if pr.Severity == config.SeverityError {
+			log.Error(pr.String())
+		} else {
+			log.Warn(pr.String())
+		}
+	}
+	names := make([]string, 0, p.Catalog().Len())
+	for _, e := range p.Catalog().Entries() {
+		names = append(names, e.Exported)
+	}
+	log.Info("exporting tools", "count", len(names), "tools", strings.Join(names, ", "), "version", report.Version)
+	if ws != nil {
+		for _, s := range ws.Servers {
+			if s.Required && contains(report.Failed, s.ID) {
+				log.Error("a required server could not start; exiting", "server", s.ID,
+					"fix", "repair the server or set required: false to serve without it")
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// listenAddr binds loopback unless the address names a host.
+func listenAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// A bare port such as "8080".
+		return net.JoinHostPort("127.0.0.1", strings.TrimPrefix(addr, ":"))
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func serveHTTP(ctx context.Context, p *proxy.Proxy, addr string, loaded <-chan int, log *slog.Logger) int {
+	ln, err := net.Listen("tcp", listenAddr(addr))
+	if err != nil {
+		log.Error("cannot listen", "addr", addr, "err", err)
+		return 1
+	}
+	handler, shutdownMCP := p.HTTPHandler("/mcp")
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	// Tests and scripts read this line to learn the port.
+	log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
+
+	code := 0
+	select {
+	case code = <-loaded:
+		if code == 0 {
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				log.Error("http server failed", "err", err)
+				code = 1
+			}
+		}
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Error("http server failed", "err", err)
+		code = 1
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	_ = shutdownMCP(sctx)
+	_ = srv.Shutdown(sctx)
+	return code
+}

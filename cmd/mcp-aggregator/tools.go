@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// catalogTool is one line of `tools` output.
+type catalogTool struct {
+	Name        string `json:"name"`
+	Server      string `json:"server"`
+	Original    string `json:"original"`
+	Description string `json:"description"`
+}
+
+// tools starts the upstreams, prints the exported catalog and every problem.
+func tools(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON: {\"tools\": [...], \"problems\": [...]}")
+	if ok, code := parse(fs, args, stderr); !ok {
+		return code
+	}
+	c.logLevel = "error"
+	log, err := c.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	src, _ := resolveConfig(c.configs, true)
+	ws, problems := src.load()
+	p := proxy.New(proxy.Options{Logger: log, Version: version})
+	report := p.Reconcile(context.Background(), ws, problems)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		p.Close(ctx)
+	}()
+
+	var out []catalogTool
+	for _, e := range p.Catalog().Entries() {
+		var head struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(e.Raw, &head)
+		desc, _, _ := strings.Cut(strings.TrimSpace(head.Description), "\n")
+		out = append(out, catalogTool{Name: e.Exported, Server: e.Server, Original: e.Original, Description: desc})
+	}
+	errs := 0
+	for _, pr := range report.Problems {
+		if pr.Severity == config.SeverityError {
+			errs++
+		}
+	}
+	if *asJSON {
+		texts := make([]string, 0, len(report.Problems))
+		for _, pr := range report.Problems {
+			texts = append(texts, pr.String())
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"tools": out, "problems": texts})
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDESCRIPTION")
+		for _, t := range out {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Server, t.Original, t.Description)
+		}
+		_ = tw.Flush()
+		if len(report.Problems) > 0 {
+			fmt.Fprintln(stdout)
+			printProblems(stdout, report.Problems)
+		}
+	}
+	_ = time.Second
+	if errs > 0 {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// topKeys are the keys a config file may have at its top level.
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin"}
+
+// SupportedVersion is the only config version this build reads.
+const SupportedVersion = 1
+
+// fileResult is what one config file contributes to the workspace.
+type fileResult struct {
+	problems problemList // workspace-level problems
+	servers  []*serverDef
+	settings settings
+}
+
+// settings are the workspace-wide values one file sets; nil means "not set here".
+type settings struct {
+	maxConcurrent   *int
+	allowedCommands []string
+	commandsSet     bool
+	validPattern    *string
+	adminEnabled    *bool
+	leaseReminder   *bool
+}
+
+var yamlErrorLine = regexp.MustCompile(`line (\d+)`)
+
+// parseFile reads one config file. A workspace-level error leaves result.problems with an
+// error; server-level problems stay with each serverDef.
+func parseFile(fc fileContext, data []byte) (res fileResult) {
+	r := &reader{problemList: problemList{file: fc.file}}
+	defer func() { res.problems = r.problemList }()
+
+	root, err := decodeYAML(data)
+	if err != nil {
+		line := 0
+		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		r.errorf(line, "", "invalid YAML: %v; fix the syntax near that line", err)
+		return res
+	}
+	if root.more {
+		r.warnf(root.moreLine, "", "only the first YAML document is read; remove the '---' and what follows, or merge it into the first")
+	}
+	if root.node == nil || isNull(root.node) {
+		r.errorf(0, "version", "the file is empty; start it with version: %d and a servers: mapping", SupportedVersion)
+		return res
+	}
+	if !isMapping(root.node) {
+		r.errorf(root.node.Line, "", "the top level must be a mapping with version: %d and servers:", SupportedVersion)
+		return res
+	}
+	f := r.fields(root.node, "", topKeys...)
+
+	if p, ok := f["version"]; !ok {
+		r.errorf(root.node.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+	} else if v := deref(p.v); v.Kind != yaml.ScalarNode || v.Value != strconv.Itoa(SupportedVersion) {
+		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
+	}
+	res.settings = readSettings(r, f)
+	if p, ok := f["servers"]; ok {
+		res.servers = readServers(r, fc, p.v)
+	}
+	return res
+}
+
+// document is the first YAML document of a file.
+type document struct {
+	node     *yaml.Node
+	more     bool // further documents follow
+	moreLine int
+}
+
+// decodeYAML parses the first document into a node tree. The parser is third-party code
+// fed untrusted text, so a panic in it is reported as invalid YAML rather than crashing.
+func decodeYAML(data []byte) (doc document, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the YAML parser failed: %v", v)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var n yaml.Node
+	if err := dec.Decode(&n); err != nil {
+		if errors.Is(err, io.EOF) {
+			return document{}, nil
+		}
+		return document{}, err
+	}
+	if len(n.Content) > 0 {
+		doc.node = n.Content[0]
+	}
+	var next yaml.Node
+	if dec.Decode(&next) == nil {
+		doc.more, doc.moreLine = true, next.Line
+	}
+	return doc, nil
+}
+
+// readSettings reads limits, security, naming and admin.
+func readSettings(r *reader, f map[string]pair) settings {
+	var s settings
+	section := func(key, want string, known ...string) map[string]pair {
+		p, ok := f[key]
+		if !ok || !r.mapping(p.v, key, want) {
+			return nil
+		}
+		return r.fields(p.v, key+".", known...)
+	}
+	if f := section("limits", "max_concurrent", "max_concurrent"); f != nil {
+		if p, ok := f["max_concurrent"]; ok {
+			if v, ok := r.count(p.v, "limits.max_concurrent"); ok {
+				s.maxConcurrent = &v
+			}
+		}
+	}
+	if f := section("security", "allowed_commands", "allowed_commands"); f != nil {
+		if p, ok := f["allowed_commands"]; ok {
+			s.allowedCommands, s.commandsSet = r.strings(p.v, "security.allowed_commands"), true
+		}
+	}
+	if f := section("naming", "valid_pattern", "valid_pattern"); f != nil {
+		if p, ok := f["valid_pattern"]; ok {
+			if t, ok := r.text(p.v, "naming.valid_pattern"); ok {
+				if _, err := regexp.Compile(t.s); err != nil {
+					r.errorf(p.v.Line, "naming.valid_pattern", "not a valid regular expression (%v); fix it or remove it to use %s", err, DefaultValidPattern)
+				} else {
+					s.validPattern = &t.s
+				}
+			}
+		}
+	}
+	if f := section("admin", "enabled, lease_reminder", "enabled", "lease_reminder"); f != nil {
+		for _, b := range []struct {
+			key string
+			dst **bool
+		}{{"enabled", &s.adminEnabled}, {"lease_reminder", &s.leaseReminder}} {
+			if p, ok := f[b.key]; ok {
+				if v, ok := r.boolean(p.v, "admin."+b.key); ok {
+					*b.dst = &v
+				}
+			}
+		}
+	}
+	return s
+}
+
+// readServers reads the servers mapping. A server id used twice in one file is a
+// workspace-level error: there is no telling which definition was meant.
+func readServers(r *reader, fc fileContext, n *yaml.Node) []*serverDef {
+	if !r.mapping(n, "servers", "server id: settings") || isNull(n) {
+		return nil
+	}
+	own, merged := mappingPairs(n)
+	firstLine := map[string]int{}
+	var defs []*serverDef
+	for _, p := range append(own, merged...) {
+		if line, dup := firstLine[p.key]; dup {
+			r.errorf(p.k.Line, "servers."+p.key, "server id %q is already defined on line %d of this file; rename or remove one of them", safeName(p.key), line)
+			continue
+		}
+		firstLine[p.key] = p.k.Line
+		defs = append(defs, parseServer(fc, p.key, p.k, p.v))
+	}
+	return defs
+}

@@ -1,0 +1,60 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envOf returns a lookup over a fixed map, standing in for os.LookupEnv.
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// writeFiles creates files (name -> content) in a fresh directory and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	}
+	return dir
+}
+
+// loadYAML loads one config given as text from a temporary mcp.yaml.
+func loadYAML(t *testing.T, text string, env map[string]string) (*Workspace, []Problem) {
+	t.Helper()
+	dir := writeFiles(t, map[string]string{"mcp.yaml": text})
+	return Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
+}
+
+// problemAt returns the one problem for field, failing when there is not exactly one.
+func problemAt(t *testing.T, problems []Problem, field string) Problem {
+	t.Helper()
+	var found []Problem
+	for _, p := range problems {
+		if p.Field == field {
+			found = append(found, p)
+		}
+	}
+	require.Lenf(t, found, 1, "want one problem for %q, got %v", field, problems)
+	return found[0]
+}
+
+// render joins problems for failure messages and substring checks.
+func render(problems []Problem) string {
+	var b strings.Builder
+	for _, p := range problems {
+		b.WriteString(p.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,181 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultPaths returns the places a config is looked for when none is given, in order of
+// preference; callers use the first that exists.
+func DefaultPaths() []string {
+	return []string{"./mcp-aggregator.yaml", "./.minds/mcp.yaml"}
+}
+
+// Load reads the config files in order and merges them into one Workspace. lookupEnv
+// resolves host variables (os.LookupEnv in production); nil means none are set.
+//
+// Layering: a server id defined again in a later file is replaced as a whole by the later
+// definition, which keeps the position of the first one; problems of a replaced
+// definition are dropped, since it is no longer in effect. Workspace settings (limits,
+// security, naming, admin) set in a later file override earlier ones key by key.
+//
+// A missing file is reported as an error but contributes no servers and does not void the
+// Workspace: a deleted config means an empty config. Any other workspace-level error
+// (unreadable file, invalid YAML, missing or unsupported version, a server id used twice
+// in one file, a bad workspace setting) returns a nil Workspace. A per-server error only
+// moves that server from Servers to Rejected.
+func Load(paths []string, lookupEnv func(string) (string, bool)) (*Workspace, []Problem) {
+	srcs := make([]source, len(paths))
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		srcs[i] = source{name: p, data: data, err: err}
+	}
+	return load(srcs, lookupEnv, readEnvFile)
+}
+
+// LoadBytes is Load for one file whose content is already in memory; name is its path,
+// used in problems and to resolve relative cwd and env_file paths.
+func LoadBytes(name string, data []byte, lookupEnv func(string) (string, bool)) (*Workspace, []Problem) {
+	return load([]source{{name: name, data: data}}, lookupEnv, readEnvFile)
+}
+
+// Server returns the valid server with the given id, or nil.
+func (w *Workspace) Server(id string) *Server {
+	if w == nil {
+		return nil
+	}
+	for _, s := range w.Servers {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// source is one config file's content, or the error reading it.
+type source struct {
+	name string
+	data []byte
+	err  error
+}
+
+// maxEnvFileSize keeps a mistaken env_file (a device, a huge log) from being read whole.
+const maxEnvFileSize = 1 << 20
+
+// readEnvFile reads a regular file of bounded size.
+func readEnvFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if info.Size() > maxEnvFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxEnvFileSize)
+	}
+	return io.ReadAll(io.LimitReader(f, maxEnvFileSize))
+}
+
+// load parses and merges the sources; readFile reads env files.
+func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(string) ([]byte, error)) (*Workspace, []Problem) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	ws := &Workspace{
+		Naming: Naming{ValidPattern: DefaultValidPattern},
+		Admin:  Admin{Enabled: true, LeaseReminder: true},
+	}
+	var (
+		problems []Problem
+		fatal    bool
+		defs     []*serverDef
+		index    = map[string]int{}
+	)
+	for _, src := range srcs {
+		ws.Files = append(ws.Files, src.name)
+		if src.err != nil {
+			fatal = fatal || !errors.Is(src.err, fs.ErrNotExist)
+			problems = append(problems, readProblem(src))
+			continue
+		}
+		dir, err := filepath.Abs(filepath.Dir(src.name))
+		if err != nil {
+			dir = filepath.Dir(src.name)
+		}
+		res := parseFile(fileContext{file: src.name, dir: dir, lookupEnv: lookupEnv, readFile: readFile}, src.data)
+		problems = append(problems, res.problems.problems...)
+		fatal = fatal || res.problems.hasErrors()
+		res.settings.applyTo(ws)
+		for _, d := range res.servers {
+			if i, ok := index[d.srv.ID]; ok {
+				defs[i] = d
+				continue
+			}
+			index[d.srv.ID] = len(defs)
+			defs = append(defs, d)
+		}
+	}
+
+	for _, d := range defs {
+		finish(d, ws)
+		problems = append(problems, d.problems.problems...)
+		if d.problems.hasErrors() {
+			ws.Rejected = append(ws.Rejected, d.srv.ID)
+			continue
+		}
+		ws.Servers = append(ws.Servers, d.srv)
+	}
+	if fatal {
+		return nil, problems
+	}
+	return ws, problems
+}
+
+// readProblem describes a config file that could not be read.
+func readProblem(src source) Problem {
+	p := Problem{Severity: SeverityError, File: src.name}
+	if errors.Is(src.err, fs.ErrNotExist) {
+		p.Message = "file does not exist; create it, or stop passing it with --config"
+	} else {
+		p.Message = fmt.Sprintf("cannot read the file (%v); check its permissions", errorCause(src.err))
+	}
+	return p
+}
+
+// applyTo overlays the settings one file sets onto the workspace.
+func (s settings) applyTo(ws *Workspace) {
+	if s.maxConcurrent != nil {
+		ws.Limits.MaxConcurrent = *s.maxConcurrent
+	}
+	if s.commandsSet {
+		ws.Security.AllowedCommands = s.allowedCommands
+	}
+	if s.validPattern != nil {
+		ws.Naming.ValidPattern = *s.validPattern
+	}
+	if s.adminEnabled != nil {
+		ws.Admin.Enabled = *s.adminEnabled
+	}
+	if s.leaseReminder != nil {
+		ws.Admin.LeaseReminder = *s.leaseReminder
+	}
+}
+
+// finish applies the workspace-wide settings a server depends on, then hashes it.
+func finish(d *serverDef, ws *Workspace) {
+	if !d.leaseReminderSet {
+		d.srv.LeaseReminder = ws.Admin.LeaseReminder
+	}
+	checkAllowedCommand(d, ws.Security.AllowedCommands)
+	d.srv.Hash = hashServer(d.srv, ws.Naming.ValidPattern)
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+type (
+	// Workspace is the validated result of loading one or more config files.
+	// Servers holds only the servers without per-server errors, in file order.
+	Workspace struct {
+		Files    []string  // the files loaded, in order
+		Servers  []*Server // valid servers in config order (later files replace earlier ids in place)
+		Rejected []string  // ids of servers present in the config but rejected by a per-server error
+		Limits   Limits
+		Security Security
+		Naming   Naming
+		Admin    Admin
+	}
+
+	// Limits are workspace-wide resource limits.
+	Limits struct {
+		MaxConcurrent int // 0 = unlimited
+	}
+
+	// Security restricts what a config may start.
+	Security struct {
+		AllowedCommands []string // empty = any command
+	}
+
+	// Naming holds workspace-wide naming rules.
+	Naming struct {
+		ValidPattern string // regular expression every original and exported name must match
+	}
+
+	// Admin configures the built-in mcp_admin toolset.
+	Admin struct {
+		Enabled       bool // default true
+		LeaseReminder bool // default true
+	}
+
+	// Server is one validated upstream server definition with every value resolved.
+	Server struct {
+		ID             string
+		File           string // config file that defined it
+		Line           int    // line of its key in that file
+		Stateless      bool   // truely-stateless
+		Transport      Transport
+		Command        string
+		Args           []string
+		Cwd            string            // absolute; defaults to the config file's directory
+		Env            map[string]string // resolved overlay on the host environment (secret values!)
+		URL            string
+		Headers        map[string]string // resolved (secret values!)
+		SessionID      string
+		Protocol       string // "" or "auto" means the 2025-11-25 handshake
+		Required       bool
+		Insecure       bool
+		ConnectTimeout time.Duration // default 30s
+		RequestTimeout time.Duration // default 60s
+		Tools          Tools
+		Transforms     []Transform
+		Lease          Lease
+		LeaseReminder  bool // default true
+		Hash           string
+	}
+
+	// Tools controls which upstream tools are exported and their per-tool settings.
+	Tools struct {
+		Whitelist []string
+		Blacklist []string
+		Mode      ToolMode
+		Defaults  ToolSettings
+		Config    map[string]ToolSettings // keyed by original upstream tool name
+	}
+
+	// ToolSettings are per-tool limits; zero values mean "not set".
+	ToolSettings struct {
+		Timeout      time.Duration
+		MaxInstances int
+	}
+
+	// Transform is one rename step applied to a tool name.
+	Transform struct {
+		Kind   TransformKind
+		Add    string // prefix/suffix added
+		Remove string // prefix removed first when present (prefix only)
+	}
+
+	// Lease configures per-session instances of a stateful server.
+	Lease struct {
+		IdleTTL      time.Duration // 0 = never
+		MaxInstances int           // 0 = unlimited
+		Prewarm      int
+	}
+
+	// Problem is one finding about the config: an error or a warning.
+	Problem struct {
+		Severity Severity
+		File     string
+		Line     int
+		Server   string
+		Tool     string
+		Field    string
+		Message  string
+	}
+)
+
+// Transport names how an upstream is reached.
+type Transport string
+
+// Transports.
+const (
+	TransportStdio Transport = "stdio"
+	TransportHTTP  Transport = "streamable_http"
+	TransportSSE   Transport = "sse"
+)
+
+// ToolMode is how unconfigured upstream tools are treated.
+type ToolMode string
+
+// Tool modes.
+const (
+	ModeDynamic ToolMode = "dynamic"
+	ModeStrict  ToolMode = "strict"
+)
+
+// TransformKind is the kind of a Transform step.
+type TransformKind string
+
+// Transform kinds.
+const (
+	TransformPrefix TransformKind = "prefix"
+	TransformSuffix TransformKind = "suffix"
+)
+
+// Severity ranks a Problem.
+type Severity int
+
+// Severities.
+const (
+	SeverityWarning Severity = iota
+	SeverityError
+)
+
+// String returns "warning" or "error".
+func (s Severity) String() string {
+	if s == SeverityError {
+		return "error"
+	}
+	return "warning"
+}
+
+// DefaultValidPattern is the tool name rule shared by the major LLM providers.
+const DefaultValidPattern = `^[a-zA-Z0-9_-]{1,64}$`
+
+// String renders the problem on one line for people:
+// `error: mcp.yaml:12: server "github": env.TOKEN: host variable GITHUB_TOKEN is not set`.
+func (p Problem) String() string {
+	s := p.Severity.String() + ": "
+	if p.File != "" {
+		s += p.File
+		if p.Line > 0 {
+			s += fmt.Sprintf(":%d", p.Line)
+		}
+		s += ": "
+	}
+	if p.Server != "" {
+		s += fmt.Sprintf("server %q: ", p.Server)
+	}
+	if p.Tool != "" {
+		s += fmt.Sprintf("tool %q: ", p.Tool)
+	}
+	if p.Field != "" {
+		s += p.Field + ": "
+	}
+	return s + p.Message
+}

@@ -1,0 +1,17 @@
+// Package demo implements small MCP servers that speak MCP over stdio, so
+// that the aggregator can be tried with nothing configured and so that its
+// end-to-end tests have real upstream processes to talk to.
+//
+// The servers are reached through Run (the hidden "demo-server" subcommand
+// calls it) and are listed by Names:
+//
+//   - tools: stateless tools (echo, add, pid, big, slow, fail, env), built on
+//     mcp-go's server package.
+//   - counter: a per-process counter (increment, get, pid), also on mcp-go.
+//   - fidelity: a hand-written JSON-RPC loop that replays the embedded
+//     fixtures under testdata/fidelity byte for byte, to check that nothing a
+//     typed client would drop (unknown keys, big integers, future content
+//     types) gets lost on the way through the aggregator.
+//   - misbehave MODE: a hand-written server that breaks the protocol in the
+//     way MODE names, for robustness tests.
+package demo

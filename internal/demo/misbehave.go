@@ -1,0 +1,188 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// hugeLineBytes is the length of ping_tool's text in huge-line mode.
+const hugeLineBytes = 8 << 20
+
+// misbehaveModes lists the modes of the misbehave server with a short
+// description of each.
+var misbehaveModes = map[string]string{
+	"noise":       "writes non-JSON lines and a truncated JSON line before every response",
+	"unknown-id":  "sends a response with an id nobody asked for before every response",
+	"hang-init":   "never answers initialize",
+	"exit-init":   "exits with status 3 on initialize",
+	"huge-line":   "ping_tool returns 8 MiB of text on one line",
+	"ignore-term": "ignores SIGTERM, SIGINT and stdin EOF, and starts a grandchild that does too",
+	"crash-after": "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
+	"sleeper":     "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
+}
+
+func misbehaveModeNames() string {
+	names := make([]string, 0, len(misbehaveModes))
+	for name := range misbehaveModes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+type misbehaveServer struct {
+	mode      string
+	conn      *lineConn
+	errOut    io.Writer
+	crashAt   int
+	calls     int
+	unsolicit int
+}
+
+func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("demo: misbehave needs a mode (one of %s)", misbehaveModeNames())
+	}
+	mode := args[0]
+	if _, ok := misbehaveModes[mode]; !ok {
+		return fmt.Errorf("demo: unknown misbehave mode %q (one of %s)", mode, misbehaveModeNames())
+	}
+	s := &misbehaveServer{mode: mode, conn: &lineConn{out: out}, errOut: errOut}
+	switch mode {
+	case "crash-after":
+		if len(args) != 2 {
+			return fmt.Errorf("demo: misbehave crash-after needs a count, e.g. crash-after 3")
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 1 {
+			return fmt.Errorf("demo: misbehave crash-after: count must be a positive integer, got %q", args[1])
+		}
+		s.crashAt = n
+	default:
+		if len(args) != 1 {
+			return fmt.Errorf("demo: misbehave %s takes no further arguments, got %q", mode, args[1:])
+		}
+	}
+
+	switch mode {
+	case "sleeper":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+		fmt.Fprintf(errOut, "sleeper pid %d\n", os.Getpid())
+		<-ctx.Done()
+		return nil
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+		child, err := startSleeper(out, errOut)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "pid %d child %d\n", os.Getpid(), child)
+	case "noise":
+		s.conn.beforeResponse = func(w io.Writer) error {
+			_, err := io.WriteString(w, "this is not json\n{\"jsonrpc\":\n")
+			return err
+		}
+	case "unknown-id":
+		s.conn.beforeResponse = func(w io.Writer) error {
+			s.unsolicit++
+			_, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":"unsolicited-%d","result":{"content":[{"type":"text","text":"nobody asked"}]}}`+"\n", s.unsolicit)
+			return err
+		}
+	}
+
+	err := serveLines(ctx, in, s.handle)
+	if mode == "ignore-term" && err == nil {
+		// Keep running after stdin closes, as a server that ignores EOF
+		// would; only the context (or SIGKILL) ends it.
+		<-ctx.Done()
+	}
+	return err
+}
+
+// startSleeper starts "demo-server misbehave sleeper" from this executable,
+// sharing our stdout and stderr when they are files so that, like a real
+// stray grandchild, it keeps them open. It returns the child's pid.
+func startSleeper(out, errOut io.Writer) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe, "demo-server", "misbehave", "sleeper")
+	if f := fileOf(out); f != nil {
+		cmd.Stdout = f
+	}
+	if f := fileOf(errOut); f != nil {
+		cmd.Stderr = f
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("demo: starting sleeper: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reap it if it is ever killed
+	return cmd.Process.Pid, nil
+}
+
+func (s *misbehaveServer) handle(line []byte) error {
+	m, ok, err := decodeLine(s.conn, line)
+	if !ok || err != nil {
+		return err
+	}
+	if !m.isRequest() {
+		return nil
+	}
+	switch m.Method {
+	case "initialize":
+		switch s.mode {
+		case "hang-init":
+			return nil
+		case "exit-init":
+			fmt.Fprintln(s.errOut, "exiting during initialize")
+			exitProcess(3)
+			return nil
+		}
+		result, err := initializeResult(m.Params, "demo-misbehave")
+		if err != nil {
+			return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
+		}
+		return s.conn.respondValue(m.ID, result)
+	case "ping":
+		return s.conn.respond(m.ID, json.RawMessage(`{}`))
+	case "tools/list":
+		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{map[string]any{
+			"name":        "ping_tool",
+			"description": "Returns \"pong\".",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		}}})
+	case "tools/call":
+		s.calls++
+		if s.mode == "crash-after" && s.calls == s.crashAt {
+			fmt.Fprintf(s.errOut, "crashing on tools/call number %d\n", s.calls)
+			exitProcess(1)
+			return nil
+		}
+		var p struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			return s.conn.failCode(m.ID, codeInvalidParams, "invalid tools/call params: "+err.Error())
+		}
+		if p.Name != "ping_tool" {
+			return s.conn.failCode(m.ID, codeInvalidParams, "unknown tool: "+p.Name)
+		}
+		text := "pong"
+		if s.mode == "huge-line" {
+			text = pattern(hugeLineBytes)
+		}
+		return s.conn.respondValue(m.ID, textResult(text))
+	default:
+		return s.conn.failCode(m.ID, codeMethodNotFound, "method not found: "+m.Method)
+	}
+}

@@ -1,0 +1,90 @@
+package demo
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeExit replaces exitProcess for the duration of a test and returns a
+// function reporting the codes it was called with.
+func fakeExit(t *testing.T) func() []int {
+	var mu sync.Mutex
+	var codes []int
+	orig := exitProcess
+	exitProcess = func(code int) {
+		mu.Lock()
+		defer mu.Unlock()
+		codes = append(codes, code)
+	}
+	t.Cleanup(func() { exitProcess = orig })
+	return func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), codes...)
+	}
+}
+
+func TestMisbehaveNoise(t *testing.T) {
+	c := start(t, "misbehave", "noise")
+	init := c.initialize("2025-06-18")
+	assert.Equal(t, "demo-misbehave", init["serverInfo"].(map[string]any)["name"])
+	assert.Equal(t, []string{"ping_tool"}, toolNames(t, c.mustCall("tools/list", nil)))
+	assert.Equal(t, "pong", c.callTool("ping_tool", nil).Content[0].Text)
+	// Two garbage lines precede each of the three responses.
+	require.Len(t, c.garbage, 6)
+	assert.Equal(t, "this is not json\n", <-c.garbage)
+	assert.Equal(t, "{\"jsonrpc\":\n", <-c.garbage)
+}
+
+func TestMisbehaveUnknownID(t *testing.T) {
+	c := start(t, "misbehave", "unknown-id")
+	c.initialize("2025-06-18")
+	assert.Equal(t, "pong", c.callTool("ping_tool", nil).Content[0].Text)
+	require.Len(t, c.unmatched, 2)
+	assert.Equal(t, `"unsolicited-1"`, string(c.nextUnmatched().ID))
+	assert.Equal(t, `"unsolicited-2"`, string(c.nextUnmatched().ID))
+}
+
+func TestMisbehaveHugeLine(t *testing.T) {
+	c := start(t, "misbehave", "huge-line")
+	c.initialize("2025-06-18")
+	r := c.callTool("ping_tool", nil)
+	require.Len(t, r.Content, 1)
+	assert.Len(t, r.Content[0].Text, hugeLineBytes)
+	assert.Equal(t, pattern(64), r.Content[0].Text[:64])
+}
+
+func TestMisbehaveHangInit(t *testing.T) {
+	c := start(t, "misbehave", "hang-init")
+	_, initReply := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18"})
+	// Requests are answered in order, so once ping is answered initialize
+	// never will be.
+	c.mustCall("ping", nil)
+	require.Empty(t, initReply)
+	require.NoError(t, c.stop())
+}
+
+func TestMisbehaveExitInit(t *testing.T) {
+	codes := fakeExit(t)
+	c := start(t, "misbehave", "exit-init")
+	_, initReply := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18"})
+	c.mustCall("ping", nil)
+	require.Empty(t, initReply)
+	assert.Equal(t, []int{3}, codes())
+	assert.Contains(t, c.stderr.String(), "exiting during initialize")
+}
+
+func TestMisbehaveCrashAfter(t *testing.T) {
+	codes := fakeExit(t)
+	c := start(t, "misbehave", "crash-after", "2")
+	c.initialize("2025-06-18")
+	assert.Equal(t, "pong", c.callTool("ping_tool", nil).Content[0].Text)
+	assert.Empty(t, codes())
+	_, second := c.request("tools/call", map[string]any{"name": "ping_tool"})
+	c.mustCall("ping", nil)
+	require.Empty(t, second)
+	assert.Equal(t, []int{1}, codes())
+}

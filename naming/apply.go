@@ -1,0 +1,170 @@
+package naming
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Apply builds the plan for one server. upstream lists the tool names the server reported,
+// in its order. owner tells whether an exported name already belongs to another server (or
+// is reserved, e.g. by the admin toolset); it may be nil when nothing is taken. A name the
+// owner reports as belonging to rules.Server itself is not a conflict: that is the server's
+// own previous catalog being replaced.
+//
+// Settings are the tool's Config entry merged over Defaults field by field, in both modes.
+func Apply(rules Rules, upstream []string, owner func(exported string) (server string, taken bool)) Plan {
+	p := planner{rules: rules}
+	valid, err := compilePattern(rules.ValidPattern)
+	if err != nil {
+		p.fail("", "naming.valid_pattern", "%v; fix naming.valid_pattern or remove it to use %s", err, DefaultValidPattern)
+		return p.plan
+	}
+	if len(upstream) == 0 {
+		p.warn("", "", "server returned no tools; check that it started correctly and offers tools")
+	}
+
+	offered := make(map[string]bool, len(upstream))
+	byExported := make(map[string]string, len(upstream)) // exported name -> original
+	for _, name := range upstream {
+		if offered[name] {
+			p.fail(name, "", "the server lists this tool more than once; it cannot be exported under one name")
+			continue
+		}
+		offered[name] = true
+
+		if !p.admitted(name) {
+			continue
+		}
+		if !valid.MatchString(name) {
+			p.warn(name, "", "the upstream name does not match %s; the tool is skipped (names are never rewritten automatically; filter it out with tools.blacklist to silence this)", valid)
+			continue
+		}
+		settings, configured := p.settings(name)
+		if rules.Strict && !configured {
+			p.fail(name, "tools.config", "%s", p.strictMessage(name))
+			continue
+		}
+		exported := Rename(name, rules.Transforms)
+		if !valid.MatchString(exported) {
+			p.warn(name, "transform", "the exported name %q does not match %s; the tool is skipped; shorten or change the transform", exported, valid)
+			continue
+		}
+		if other, dup := byExported[exported]; dup {
+			p.fail(name, "transform", "tools %q and %q are both exported as %q; change the transforms so every tool gets its own name, or filter one out", other, name, exported)
+			continue
+		}
+		byExported[exported] = name
+		if owner != nil {
+			if server, taken := owner(exported); taken && server != rules.Server {
+				p.warn(name, "", "exported name %q is already owned by %q, which keeps it; the tool from server %q is skipped; add a prefix transform to one of them", exported, server, rules.Server)
+				continue
+			}
+		}
+		p.plan.Tools = append(p.plan.Tools, Tool{Original: name, Exported: exported, Settings: settings})
+	}
+
+	for _, name := range sortedKeys(rules.Config) {
+		if !offered[name] {
+			p.warn(name, "tools.config."+name, "configured, but the server does not offer this tool; remove the entry or check the name")
+		}
+	}
+	return p.plan
+}
+
+// planner accumulates a Plan for one server.
+type planner struct {
+	rules Rules
+	plan  Plan
+}
+
+// admitted applies the whitelist/blacklist rules to an original tool name and records
+// a warning for every tool it drops.
+func (p *planner) admitted(name string) bool {
+	r := p.rules
+	_, inWhite := matchAny(r.Whitelist, name)
+	if len(r.Blacklist) == 0 {
+		if len(r.Whitelist) == 0 || inWhite {
+			return true
+		}
+		p.warn(name, "tools.whitelist", "matches no tools.whitelist pattern; the tool is not exported")
+		return false
+	}
+	black, inBlack := matchAny(r.Blacklist, name)
+	if !inBlack || inWhite {
+		// A whitelist match overrides the blacklist so single tools can be cherry-picked.
+		return true
+	}
+	p.warn(name, "tools.blacklist", "dropped by tools.blacklist pattern %q; the tool is not exported", black)
+	return false
+}
+
+// settings merges the tool's Config entry over Defaults and reports whether it had one.
+func (p *planner) settings(name string) (Settings, bool) {
+	s := p.rules.Defaults
+	c, ok := p.rules.Config[name]
+	if !ok {
+		return s, false
+	}
+	if c.Timeout != 0 {
+		s.Timeout = c.Timeout
+	}
+	if c.MaxInstances != 0 {
+		s.MaxInstances = c.MaxInstances
+	}
+	return s, true
+}
+
+// strictMessage explains a strict-mode violation and the two ways out.
+func (p *planner) strictMessage(tool string) string {
+	configured := sortedKeys(p.rules.Config)
+	list := "none"
+	if len(configured) > 0 {
+		list = strings.Join(configured, ", ")
+	}
+	return fmt.Sprintf("tool %q offered by server %q is not configured.\n"+
+		"  mode: strict\n"+
+		"  missing tool: %s\n"+
+		"  configured tools: [%s]\n"+
+		"to resolve:\n"+
+		"  1. add tools.config.%s to the server's config, or\n"+
+		"  2. set tools.mode to dynamic (unconfigured tools then use tools.defaults)",
+		tool, p.rules.Server, tool, list, tool)
+}
+
+func (p *planner) warn(tool, field, format string, args ...any) {
+	p.add(false, tool, field, format, args...)
+}
+
+func (p *planner) fail(tool, field, format string, args ...any) {
+	p.plan.Failed = true
+	p.add(true, tool, field, format, args...)
+}
+
+func (p *planner) add(isError bool, tool, field, format string, args ...any) {
+	p.plan.Problems = append(p.plan.Problems, Problem{
+		Error:   isError,
+		Server:  p.rules.Server,
+		Tool:    tool,
+		Field:   field,
+		Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// compilePattern compiles the validity rule, defaulting to DefaultValidPattern.
+func compilePattern(pattern string) (*regexp.Regexp, error) {
+	if pattern == "" {
+		pattern = DefaultValidPattern
+	}
+	return regexp.Compile(pattern)
+}
+
+func sortedKeys(m map[string]Settings) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

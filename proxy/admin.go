@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// adminServer owns the reserved names of the built-in admin toolset.
+const adminServer = "mcp_admin"
+
+var adminTools = map[string]json.RawMessage{
+	"mcp_release": json.RawMessage(`{"name":"mcp_release","title":"Release a leased MCP server instance",` +
+		`"description":"Release the dedicated instance of an MCP server that this session holds. Call it when you are confident you will not need that server's tools again soon; its process stops and its state is discarded. A later call to one of its tools leases a fresh instance.",` +
+		`"inputSchema":{"type":"object","properties":{"serverId":{"type":"string","description":"Id of the server to release, as shown by mcp_status."}},"required":["serverId"],"additionalProperties":false},` +
+		`"annotations":{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}}`),
+	"mcp_status": json.RawMessage(`{"name":"mcp_status","title":"MCP aggregator status",` +
+		`"description":"Report every upstream MCP server behind this aggregator (transport, shared or leased, health, exported tool count), the instances this session holds, current configuration problems, and the registry version.",` +
+		`"inputSchema":{"type":"object","properties":{},"additionalProperties":false},` +
+		`"annotations":{"readOnlyHint":true,"openWorldHint":false}}`),
+}
+
+func (p *Proxy) installAdmin() {
+	cat := emptyCatalog().withAdmin(p.adminEntries())
+	cat.render()
+	p.catalog.Store(cat)
+	p.syncTools(cat)
+}
+
+func (p *Proxy) adminEntries() []*Entry {
+	p.mu.RLock()
+	enabled := p.admin.Enabled
+	p.mu.RUnlock()
+	if !enabled {
+		return nil
+	}
+	names := make([]string, 0, len(adminTools))
+	for n := range adminTools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	entries := make([]*Entry, 0, len(names))
+	for _, n := range names {
+		entries = append(entries, &Entry{Exported: n, Server: adminServer, Original: n, Raw: adminTools[n]})
+	}
+	return entries
+}
+
+func (c *Catalog) withAdmin(entries []*Entry) *Catalog {
+	return c.withServer(adminServer, entries)
+}
+
+func (p *Proxy) adminHandler(name string) server.ToolHandlerFunc {
+	switch name {
+	case "mcp_release":
+		return p.handleRelease
+	default:
+		return p.handleStatus
+	}
+}
+
+func textResult(isError bool, text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: isError}
+}
+
+func (p *Proxy) handleRelease(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		ServerID string `json:"serverId"`
+	}
+	if err := req.BindArguments(&args); err != nil || args.ServerID == "" {
+		return textResult(true, `mcp_release needs {"serverId": "<id>"}; mcp_status lists the ids`), nil
+	}
+	p.mu.RLock()
+	rs := p.servers[args.ServerID]
+	p.mu.RUnlock()
+	if rs == nil {
+		return textResult(true, fmt.Sprintf("no server %q is running; mcp_status lists the ids", args.ServerID)), nil
+	}
+	if rs.pool.Stateless() {
+		return textResult(false, fmt.Sprintf("server %q is shared by every session (truely-stateless); there is no lease to release", args.ServerID)), nil
+	}
+	key, _ := LeaseKey(ctx, req.Params.Meta)
+	if !rs.pool.Release(key) {
+		return textResult(false, fmt.Sprintf("this session holds no instance of server %q; nothing to release", args.ServerID)), nil
+	}
+	return textResult(false, fmt.Sprintf("released this session's instance of server %q", args.ServerID)), nil
+}
+
+// Status is what mcp_status reports.
+type Status struct {
+	Version  uint64         `json:"registryVersion"`
+	Servers  []ServerStatus `json:"servers"`
+	Leases   []LeaseStatus  `json:"leases"`
+	Problems []string       `json:"problems"`
+}
+
+// ServerStatus describes one running server.
+type ServerStatus struct {
+	ID        string `json:"id"`
+	Transport string `json:"transport"`
+	Mode      string `json:"mode"` // shared | leased
+	Health    string `json:"health"`
+	Tools     int    `json:"tools"`
+	Instances int    `json:"instances"`
+	Leased    int    `json:"leased,omitempty"`
+	Spares    int    `json:"spares,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+}
+
+// LeaseStatus is one instance the calling session holds.
+type LeaseStatus struct {
+	Server string `json:"serverId"`
+	PID    int    `json:"pid,omitempty"`
+}
+
+// Status reports the servers, the leases of key, and current problems.
+func (p *Proxy) Status(ctx context.Context, meta *mcp.Meta) Status {
+	key, _ := LeaseKey(ctx, meta)
+	cat := p.Catalog()
+	st := Status{Version: p.Version(), Servers: []ServerStatus{}, Leases: []LeaseStatus{}, Problems: []string{}}
+	p.mu.RLock()
+	ids := make([]string, 0, len(p.servers))
+	for id := range p.servers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		rs := p.servers[id]
+		stats := rs.pool.Stats()
+		ss := ServerStatus{ID: id, Transport: string(rs.cfg.Transport), Tools: len(cat.Server(id)), Instances: stats.Live, Health: "ok"}
+		if rs.pool.Stateless() {
+			ss.Mode, ss.PID = "shared", stats.SharedPID
+			if !stats.SharedAlive {
+				ss.Health = "down (restarts on the next call)"
+			}
+		} else {
+			ss.Mode, ss.Leased, ss.Spares = "leased", stats.Leased, stats.Spares
+		}
+		st.Servers = append(st.Servers, ss)
+		if pid, ok := rs.pool.Held(key); ok {
+			st.Leases = append(st.Leases, LeaseStatus{Server: id, PID: pid})
+		}
+	}
+	for _, pr := range p.problems {
+		st.Problems = append(st.Problems, pr.String())
+	}
+	p.mu.RUnlock()
+	return st
+}
+
+func (p *Proxy) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	body, err := json.MarshalIndent(p.Status(ctx, req.Params.Meta), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return textResult(false, string(body)), nil
+}

@@ -1,0 +1,199 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// JSON-RPC error codes the aggregator itself answers with.
+const (
+	codeInvalidParams = -32602
+	codeInternal      = -32603
+)
+
+// ErrTimeout marks a call that ran past its timeout.
+var ErrTimeout = errors.New("timed out")
+
+// handleCall routes a tools/call to the instance that serves the caller.
+func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	entry, ok := p.Catalog().Lookup(name)
+	if !ok {
+		return p.fail(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name))
+	}
+	p.mu.RLock()
+	rs := p.servers[entry.Server]
+	p.mu.RUnlock()
+	if rs == nil {
+		return p.fail(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server))
+	}
+
+	key, anonymous := LeaseKey(ctx, req.Params.Meta)
+	if anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
+		p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
+			"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
+	}
+
+	timeout := rs.cfg.RequestTimeout
+	if entry.Settings.Timeout > 0 {
+		timeout = entry.Settings.Timeout
+	}
+	callCtx, deadline := newDeadline(ctx, timeout)
+	defer deadline.stop()
+
+	release, err := p.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
+	if err != nil {
+		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
+	}
+	defer release()
+
+	grant, err := rs.pool.Acquire(callCtx, key)
+	if err != nil {
+		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
+	}
+	defer grant.Done()
+
+	call := upstream.Call{Name: entry.Original, Arguments: req.Params.RawArguments}
+	if meta := req.Params.Meta; meta != nil {
+		call.Meta = rawMeta(meta.AdditionalFields)
+		if meta.ProgressToken != nil {
+			call.ProgressToken, _ = json.Marshal(meta.ProgressToken)
+			srv := server.ServerFromContext(ctx)
+			call.OnProgress = func(params json.RawMessage) {
+				deadline.reset()
+				var fields map[string]json.RawMessage
+				if json.Unmarshal(params, &fields) != nil {
+					return
+				}
+				out := make(map[string]any, len(fields))
+				for k, v := range fields {
+					out[k] = v
+				}
+				_ = srv.SendNotificationToClient(ctx, "notifications/progress", out)
+			}
+		}
+	}
+	raw, err := grant.Instance.CallTool(callCtx, call)
+	if err != nil {
+		var rpcErr *upstream.RPCError
+		switch {
+		case errors.As(err, &rpcErr):
+			body, _ := json.Marshal(rpcErr)
+			return p.failRaw(body)
+		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
+			return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original))
+		case ctx.Err() != nil:
+			return nil, ctx.Err() // the client cancelled; no response is due
+		default:
+			return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
+		}
+	}
+	var notes []string
+	if grant.Lost {
+		notes = append(notes, fmt.Sprintf("Note: the previous dedicated instance of MCP server %q stopped unexpectedly and its state was lost; this call ran on a fresh instance.", entry.Server))
+	}
+	if grant.First && rs.cfg.LeaseReminder && !rs.pool.Stateless() {
+		notes = append(notes, fmt.Sprintf("You now hold a dedicated instance of MCP server %q for this session. When you no longer need its tools, call mcp_release with {\"serverId\": %q} to free it.", entry.Server, entry.Server))
+	}
+	if len(notes) > 0 {
+		raw = appendText(raw, notes)
+	}
+	return p.succeed(raw)
+}
+
+// rawMeta re-encodes the caller's _meta fields (other than progressToken).
+func rawMeta(fields map[string]any) map[string]json.RawMessage {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		if b, err := json.Marshal(v); err == nil {
+			out[k] = b
+		}
+	}
+	return out
+}
+
+// appendText adds text items to a result's content, leaving everything else as is.
+func appendText(result json.RawMessage, texts []string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(result, &fields) != nil {
+		return result
+	}
+	var content []json.RawMessage
+	_ = json.Unmarshal(fields["content"], &content)
+	for _, t := range texts {
+		item, _ := json.Marshal(map[string]string{"type": "text", "text": t})
+		content = append(content, item)
+	}
+	fields["content"], _ = json.Marshal(content)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// succeed returns the placeholder that the edge replaces with raw.
+func (p *Proxy) succeed(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	token, _ := json.Marshal(p.raw.put(rawResult, raw))
+	return &mcp.CallToolResult{Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{rawMarker: json.RawMessage(token)}}}}, nil
+}
+
+// failRaw answers with a JSON-RPC error object exactly as given.
+func (p *Proxy) failRaw(errorObject json.RawMessage) (*mcp.CallToolResult, error) {
+	return nil, errors.New(rawMarker + ":" + p.raw.put(rawError, errorObject))
+}
+
+// fail answers with a JSON-RPC error of the aggregator's own.
+func (p *Proxy) fail(code int, message string) (*mcp.CallToolResult, error) {
+	body, _ := json.Marshal(map[string]any{"code": code, "message": message})
+	return p.failRaw(body)
+}
+
+// deadline is a timeout that progress notifications push back.
+type deadline struct {
+	timeout time.Duration
+	timer   *time.Timer
+	cancel  context.CancelCauseFunc
+}
+
+func newDeadline(parent context.Context, timeout time.Duration) (context.Context, *deadline) {
+	ctx, cancel := context.WithCancelCause(parent)
+	d := &deadline{timeout: timeout, cancel: cancel}
+	if timeout > 0 {
+		d.timer = time.AfterFunc(timeout, func() { cancel(ErrTimeout) })
+	}
+	return ctx, d
+}
+
+func (d *deadline) reset() {
+	if d.timer != nil {
+		d.timer.Reset(d.timeout)
+	}
+}
+
+func (d *deadline) stop() {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.cancel(context.Canceled)
+}
+
+func (p *Proxy) sessionEnded(key session.Key) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, rs := range p.servers {
+		rs.pool.EndSession(key)
+	}
+}

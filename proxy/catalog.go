@@ -1,0 +1,194 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+)
+
+// Entry is one exported tool.
+type Entry struct {
+	Exported string
+	Server   string
+	Original string
+	// Raw is the upstream's definition with only the name replaced.
+	Raw      json.RawMessage
+	Settings naming.Settings
+}
+
+// Catalog is an immutable snapshot of every exported tool. A commit builds a
+// new Catalog and swaps it in; readers never lock.
+type Catalog struct {
+	entries  map[string]*Entry
+	byServer map[string][]*Entry // in upstream order
+	servers  []string            // commit order, for deterministic listing
+	list     json.RawMessage     // the tools array, rendered once per commit
+}
+
+func emptyCatalog() *Catalog {
+	c := &Catalog{entries: map[string]*Entry{}, byServer: map[string][]*Entry{}}
+	c.render()
+	return c
+}
+
+// Lookup returns the entry exported under name.
+func (c *Catalog) Lookup(name string) (*Entry, bool) {
+	e, ok := c.entries[name]
+	return e, ok
+}
+
+// Owner reports which server exports name.
+func (c *Catalog) Owner(name string) (string, bool) {
+	if e, ok := c.entries[name]; ok {
+		return e.Server, true
+	}
+	return "", false
+}
+
+// Server returns the entries one server exports.
+func (c *Catalog) Server(id string) []*Entry { return c.byServer[id] }
+
+// Len is the number of exported tools.
+func (c *Catalog) Len() int { return len(c.entries) }
+
+// ToolsJSON is the JSON array answered to tools/list.
+func (c *Catalog) ToolsJSON() json.RawMessage { return c.list }
+
+// Entries lists every entry in listing order.
+func (c *Catalog) Entries() []*Entry {
+	out := make([]*Entry, 0, len(c.entries))
+	for _, s := range c.servers {
+		out = append(out, c.byServer[s]...)
+	}
+	return out
+}
+
+// withServer returns a copy of c in which server's entries are replaced by
+// entries (nil removes the server).
+func (c *Catalog) withServer(server string, entries []*Entry) *Catalog {
+	n := &Catalog{entries: make(map[string]*Entry, len(c.entries)+len(entries)), byServer: make(map[string][]*Entry, len(c.byServer)+1)}
+	for _, s := range c.servers {
+		if s == server {
+			continue
+		}
+		n.servers = append(n.servers, s)
+		n.byServer[s] = c.byServer[s]
+		for _, e := range c.byServer[s] {
+			n.entries[e.Exported] = e
+		}
+	}
+	if entries != nil {
+		n.servers = append(n.servers, server)
+		n.byServer[server] = entries
+		for _, e := range entries {
+			n.entries[e.Exported] = e
+		}
+	}
+	return n
+}
+
+// withOrder reorders servers to follow order (servers not listed keep their
+// relative place at the end).
+func (c *Catalog) withOrder(order []string) {
+	rank := map[string]int{}
+	for i, s := range order {
+		rank[s] = i
+	}
+	sort.SliceStable(c.servers, func(i, j int) bool {
+		ri, oki := rank[c.servers[i]]
+		rj, okj := rank[c.servers[j]]
+		if oki != okj {
+			return oki
+		}
+		return ri < rj
+	})
+}
+
+func (c *Catalog) render() {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	first := true
+	for _, s := range c.servers {
+		for _, e := range c.byServer[s] {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			b.Write(e.Raw)
+		}
+	}
+	b.WriteByte(']')
+	c.list = b.Bytes()
+}
+
+// sameSurface reports whether two catalogs look the same to a client:
+// the same names with byte-identical definitions, in any order.
+func sameSurface(a, b *Catalog) bool {
+	if len(a.entries) != len(b.entries) {
+		return false
+	}
+	for name, ea := range a.entries {
+		eb, ok := b.entries[name]
+		if !ok || !bytes.Equal(ea.Raw, eb.Raw) {
+			return false
+		}
+	}
+	return true
+}
+
+// renamed returns raw with its top-level "name" member set to name. Every
+// other byte, key order included, stays as the upstream sent it.
+func renamed(raw json.RawMessage, name string) (json.RawMessage, error) {
+	start, end, err := memberValueSpan(raw, "name")
+	if err != nil {
+		return nil, err
+	}
+	quoted, _ := json.Marshal(name)
+	out := make([]byte, 0, len(raw)-(end-start)+len(quoted))
+	out = append(out, raw[:start]...)
+	out = append(out, quoted...)
+	out = append(out, raw[end:]...)
+	return out, nil
+}
+
+// memberValueSpan finds the byte span of the value of a top-level member of
+// a JSON object.
+func memberValueSpan(raw []byte, key string) (int, int, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, 0, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return 0, 0, fmt.Errorf("tool definition is not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, 0, err
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if k != key {
+			if err := dec.Decode(&v); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		before := int(dec.InputOffset())
+		if err := dec.Decode(&v); err != nil {
+			return 0, 0, err
+		}
+		end := int(dec.InputOffset())
+		// InputOffset sits just after the ':' (plus whitespace) before Decode.
+		start := before
+		for start < end && (raw[start] == ' ' || raw[start] == ':' || raw[start] == '\t' || raw[start] == '\n' || raw[start] == '\r') {
+			start++
+		}
+		return start, end, nil
+	}
+	return 0, 0, fmt.Errorf("tool definition has no %q member", key)
+}

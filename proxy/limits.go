@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// limiter bounds in-flight calls: all of them (limits.max_concurrent) and
+// per tool (max_instances). A call over a limit waits, bounded by its ctx.
+type limiter struct {
+	global chan struct{} // nil = unlimited
+	mu     sync.Mutex
+	tools  map[string]chan struct{}
+}
+
+func newLimiter(maxConcurrent int) *limiter {
+	l := &limiter{tools: map[string]chan struct{}{}}
+	if maxConcurrent > 0 {
+		l.global = make(chan struct{}, maxConcurrent)
+	}
+	return l
+}
+
+func (l *limiter) toolSlot(key string, max int) chan struct{} {
+	if max <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := l.tools[key]
+	if ch == nil || cap(ch) != max {
+		ch = make(chan struct{}, max)
+		l.tools[key] = ch
+	}
+	return ch
+}
+
+// acquire takes a global slot and a slot of tool; release gives both back.
+func (l *limiter) acquire(ctx context.Context, tool string, max int) (release func(), err error) {
+	if l.global != nil {
+		select {
+		case l.global <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("limits.max_concurrent (%d) calls already in flight: %w", cap(l.global), context.Cause(ctx))
+		}
+	}
+	slot := l.toolSlot(tool, max)
+	if slot != nil {
+		select {
+		case slot <- struct{}{}:
+		case <-ctx.Done():
+			if l.global != nil {
+				<-l.global
+			}
+			return nil, fmt.Errorf("tool %q: max_instances (%d) calls already in flight: %w", tool, max, context.Cause(ctx))
+		}
+	}
+	return func() {
+		if slot != nil {
+			<-slot
+		}
+		if l.global != nil {
+			<-l.global
+		}
+	}, nil
+}

@@ -1,0 +1,366 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// drainTimeout bounds how long a removed or replaced server may take to
+// finish its in-flight calls before it is closed regardless.
+const drainTimeout = 30 * time.Second
+
+// runningServer is one committed server: its config, its instances and the
+// naming plan its catalog entries came from.
+type runningServer struct {
+	cfg   *config.Server
+	pool  *session.Pool
+	tools []upstream.Tool
+	plan  naming.Plan
+}
+
+// Report is the outcome of one Reconcile.
+type Report struct {
+	Problems []config.Problem
+	// Failed lists servers whose start or update failed in this reconcile.
+	Failed []string
+	// Changed is true when the exported catalog changed (and clients were told).
+	Changed bool
+	Version uint64
+}
+
+// prepared is a server started outside any lock, waiting to be committed.
+type prepared struct {
+	cfg  *config.Server
+	inst *upstream.Instance
+	err  error
+}
+
+// Reconcile makes the running servers match ws. Servers whose hash did not
+// change are not touched. New and changed servers are started in parallel
+// outside any lock, then each is committed on its own: one that fails keeps
+// its last good instance and tools. A nil ws (a workspace-level error)
+// changes nothing. Clients get one tools/list_changed if, and only if, the
+// exported catalog changed.
+func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblems []config.Problem) Report {
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	report := Report{Problems: append([]config.Problem(nil), loadProblems...)}
+	if ws == nil {
+		report.Version = p.Version()
+		p.setProblems(report.Problems)
+		return report
+	}
+	p.mu.Lock()
+	p.admin = ws.Admin
+	p.pattern = ws.Naming.ValidPattern
+	if cap(p.limits.global) != ws.Limits.MaxConcurrent {
+		p.limits = newLimiter(ws.Limits.MaxConcurrent)
+	}
+	current := make(map[string]*runningServer, len(p.servers))
+	for id, rs := range p.servers {
+		current[id] = rs
+	}
+	p.mu.Unlock()
+
+	desired := map[string]bool{}
+	var todo []*config.Server
+	for _, s := range ws.Servers {
+		desired[s.ID] = true
+		if rs := current[s.ID]; rs == nil || rs.cfg.Hash != s.Hash {
+			todo = append(todo, s)
+		}
+	}
+	for _, id := range ws.Rejected {
+		desired[id] = true // keeps its last good state
+	}
+
+	ready := p.prepare(ctx, todo)
+
+	// Commit, in the order that avoids collisions: removed servers leave
+	// first, then new and changed ones take their names in config order.
+	cat := p.Catalog()
+	var retired []*runningServer
+	next := current
+	for id, rs := range current {
+		if !desired[id] {
+			cat = cat.withServer(id, nil)
+			delete(next, id)
+			retired = append(retired, rs)
+			p.log.Info("server removed", "server", id)
+		}
+	}
+	for _, pr := range ready {
+		s := pr.cfg
+		if pr.err != nil {
+			report.Failed = append(report.Failed, s.ID)
+			report.Problems = append(report.Problems, startProblem(s, pr.err))
+			continue
+		}
+		plan, entries := p.plan(s, pr.inst.Tools(), cat, ws.Naming.ValidPattern)
+		report.Problems = append(report.Problems, namingProblems(s, plan)...)
+		if plan.Failed {
+			report.Failed = append(report.Failed, s.ID)
+			go pr.inst.Close()
+			continue
+		}
+		rs := &runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}
+		rs.pool = p.newPool(s, pr.inst)
+		if old := next[s.ID]; old != nil {
+			retired = append(retired, old)
+		}
+		next[s.ID] = rs
+		cat = cat.withServer(s.ID, entries)
+		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
+	}
+	for id, rs := range next {
+		if desired[id] && !contains(todo, id) {
+			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
+		}
+	}
+	order := make([]string, 0, len(ws.Servers))
+	for _, s := range ws.Servers {
+		order = append(order, s.ID)
+	}
+	report.Changed = p.commit(cat, order, next)
+	report.Version = p.Version()
+	p.setProblems(report.Problems)
+	p.retire(retired)
+	return report
+}
+
+func contains(servers []*config.Server, id string) bool {
+	for _, s := range servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// commit swaps in the new catalog and servers and, when the surface
+// changed, bumps the version and tells every client once.
+func (p *Proxy) commit(cat *Catalog, order []string, servers map[string]*runningServer) bool {
+	cat = cat.withServer("", nil) // fresh copy we may reorder
+	cat = cat.withAdmin(p.adminEntries())
+	cat.withOrder(append([]string{adminServer}, order...))
+	cat.render()
+	old := p.Catalog()
+	p.mu.Lock()
+	p.servers = servers
+	p.mu.Unlock()
+	p.catalog.Store(cat)
+	if sameSurface(old, cat) {
+		return false
+	}
+	v := p.version.Add(1)
+	p.log.Info("catalog changed", "version", v, "tools", cat.Len())
+	p.syncTools(cat) // mcp-go sends notifications/tools/list_changed once
+	return true
+}
+
+// syncTools registers every exported name with mcp-go so tools/call reaches
+// our handler; the definitions clients see come from the catalog.
+func (p *Proxy) syncTools(cat *Catalog) {
+	tools := make([]server.ServerTool, 0, cat.Len())
+	for _, e := range cat.Entries() {
+		handler := p.handleCall
+		if e.Server == adminServer {
+			handler = p.adminHandler(e.Original)
+		}
+		tools = append(tools, server.ServerTool{
+			Tool:    mcp.Tool{Name: e.Exported, RawInputSchema: []byte(`{"type":"object"}`)},
+			Handler: handler,
+		})
+	}
+	p.mcp.SetTools(tools...)
+}
+
+// prepare starts every server in todo in parallel, each bounded by its
+// connect_timeout.
+func (p *Proxy) prepare(ctx context.Context, todo []*config.Server) []prepared {
+	out := make([]prepared, len(todo))
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, err := p.start(ctx, s)
+			out[i] = prepared{cfg: s, inst: inst, err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// start launches one instance of s.
+func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance, error) {
+	timeout := s.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	opts := p.opts.Upstream
+	opts.ClientVersion = p.opts.Version
+	opts.OnToolsChanged = func(inst *upstream.Instance) { p.relist(s.ID, inst) }
+	return upstream.Start(cctx, s, opts)
+}
+
+func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Pool {
+	return session.NewPool(session.Config{
+		Server: s.ID, Stateless: s.Stateless,
+		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
+		OnEvent: func(e session.Event) {
+			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", e.Err)
+		},
+	}, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
+}
+
+// retire lets replaced servers finish their calls, then closes them.
+func (p *Proxy) retire(servers []*runningServer) {
+	for _, rs := range servers {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+			defer cancel()
+			rs.pool.Close(ctx)
+		}()
+	}
+}
+
+// relist re-reads a server's tools after the upstream said they changed,
+// and commits the result through the same path as a reload.
+func (p *Proxy) relist(id string, inst *upstream.Instance) {
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	p.mu.RLock()
+	rs := p.servers[id]
+	p.mu.RUnlock()
+	if rs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rs.cfg.ConnectTimeout)
+	defer cancel()
+	tools, err := inst.ListTools(ctx)
+	if err != nil {
+		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", err)
+		return
+	}
+	pattern := p.validPattern()
+	cat := p.Catalog()
+	plan, entries := p.plan(rs.cfg, tools, cat, pattern)
+	if plan.Failed {
+		p.log.Warn("server's new tool list was rejected; keeping the previous list", "server", id, "problems", fmt.Sprint(plan.Problems))
+		return
+	}
+	updated := &runningServer{cfg: rs.cfg, pool: rs.pool, tools: tools, plan: plan}
+	p.mu.RLock()
+	next := make(map[string]*runningServer, len(p.servers))
+	order := make([]string, 0, len(p.servers))
+	for k, v := range p.servers {
+		next[k] = v
+	}
+	p.mu.RUnlock()
+	next[id] = updated
+	for _, s := range cat.servers {
+		if s != adminServer {
+			order = append(order, s)
+		}
+	}
+	p.commit(cat.withServer(id, entries), order, next)
+}
+
+func (p *Proxy) validPattern() string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.pattern
+}
+
+// plan applies the naming rules to a server's upstream tools against the
+// names other servers already own, and renders its catalog entries.
+func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, pattern string) (naming.Plan, []*Entry) {
+	names := make([]string, len(tools))
+	byName := make(map[string]upstream.Tool, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+		byName[t.Name] = t
+	}
+	plan := naming.Apply(rulesFor(s, pattern), names, func(exported string) (string, bool) {
+		owner, ok := cat.Owner(exported)
+		if ok && owner != s.ID {
+			return owner, true
+		}
+		return "", false
+	})
+	entries := make([]*Entry, 0, len(plan.Tools))
+	for _, t := range plan.Tools {
+		raw, err := renamed(byName[t.Original].Raw, t.Exported)
+		if err != nil {
+			plan.Problems = append(plan.Problems, naming.Problem{Server: s.ID, Tool: t.Original, Message: "malformed definition skipped: " + err.Error()})
+			continue
+		}
+		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings})
+	}
+	return plan, entries
+}
+
+// rulesFor converts a server's config to naming rules.
+func rulesFor(s *config.Server, pattern string) naming.Rules {
+	r := naming.Rules{
+		Server: s.ID, Whitelist: s.Tools.Whitelist, Blacklist: s.Tools.Blacklist,
+		Strict:       s.Tools.Mode == config.ModeStrict,
+		Defaults:     naming.Settings(s.Tools.Defaults),
+		ValidPattern: pattern,
+	}
+	if len(s.Tools.Config) > 0 {
+		r.Config = make(map[string]naming.Settings, len(s.Tools.Config))
+		for k, v := range s.Tools.Config {
+			r.Config[k] = naming.Settings(v)
+		}
+	}
+	for _, t := range s.Transforms {
+		r.Transforms = append(r.Transforms, naming.Transform{Suffix: t.Kind == config.TransformSuffix, Add: t.Add, Remove: t.Remove})
+	}
+	return r
+}
+
+func startProblem(s *config.Server, err error) config.Problem {
+	return config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID,
+		Message: fmt.Sprintf("could not start: %v", err)}
+}
+
+func namingProblems(s *config.Server, plan naming.Plan) []config.Problem {
+	out := make([]config.Problem, 0, len(plan.Problems))
+	for _, np := range plan.Problems {
+		sev := config.SeverityWarning
+		if np.Error {
+			sev = config.SeverityError
+		}
+		out = append(out, config.Problem{Severity: sev, File: s.File, Server: s.ID, Tool: np.Tool, Field: np.Field, Message: np.Message})
+	}
+	return out
+}
+
+func (p *Proxy) setProblems(problems []config.Problem) {
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Severity > problems[j].Severity })
+	p.mu.Lock()
+	p.problems = problems
+	p.mu.Unlock()
+}
+
+// Problems returns the problems found by the last reconcile.
+func (p *Proxy) Problems() []config.Problem {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return append([]config.Problem(nil), p.problems...)
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Options are a Proxy's dependencies.
+type Options struct {
+	Logger  *slog.Logger
+	Version string
+	// Upstream is the template for every instance started (grace periods).
+	Upstream upstream.Options
+	// HTTPSessionIdleTTL expires HTTP sessions abandoned without DELETE;
+	// zero means 30 minutes.
+	HTTPSessionIdleTTL time.Duration
+	// StdioWorkers is how many stdio requests run at once; zero means 256.
+	StdioWorkers int
+}
+
+// Proxy is the aggregator's downstream MCP server.
+type Proxy struct {
+	opts    Options
+	log     *slog.Logger
+	mcp     *server.MCPServer
+	raw     *rawStore
+	catalog atomic.Pointer[Catalog]
+	version atomic.Uint64
+
+	reloadMu sync.Mutex // one reconcile at a time
+
+	mu       sync.RWMutex
+	servers  map[string]*runningServer
+	problems []config.Problem // from the last reload
+	admin    config.Admin
+	pattern  string // naming.valid_pattern of the last good config
+	limits   *limiter
+
+	anonWarned atomic.Bool
+	stop       chan struct{}
+	stopOnce   sync.Once
+}
+
+// New builds a Proxy with an empty catalog; Reconcile fills it.
+func New(opts Options) *Proxy {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Upstream.Logger == nil {
+		opts.Upstream.Logger = opts.Logger
+	}
+	p := &Proxy{opts: opts, log: opts.Logger, servers: map[string]*runningServer{},
+		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0), stop: make(chan struct{})}
+	p.catalog.Store(emptyCatalog())
+	p.raw = newRawStore(p.Catalog)
+
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		// The real list is spliced in by the edge writer (see edge.go).
+		res.Tools = []mcp.Tool{}
+		res.NextCursor = ""
+		token, _ := json.Marshal(p.raw.put(rawToolList, nil))
+		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{rawMarker: json.RawMessage(token)}}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		p.sessionEnded(sessionKey(s.SessionID()))
+	})
+	p.mcp = server.NewMCPServer("mcp-aggregator", opts.Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+	)
+	p.installAdmin()
+	go p.sweep()
+	return p
+}
+
+// Catalog returns the current exported catalog.
+func (p *Proxy) Catalog() *Catalog { return p.catalog.Load() }
+
+// Version is the registry version: the number of commits that changed the catalog.
+func (p *Proxy) Version() uint64 { return p.version.Load() }
+
+func (p *Proxy) sweep() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.raw.sweep(2 * time.Minute)
+		}
+	}
+}
+
+// ServeStdio serves one downstream client on in/out until in ends or ctx is done.
+func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	s := server.NewStdioServer(p.mcp)
+	workers := p.opts.StdioWorkers
+	if workers <= 0 {
+		workers = 256
+	}
+	// mcp-go runs 5 requests at once by default; the aggregator must never
+	// be the bottleneck between an agent and its upstreams.
+	server.WithWorkerPoolSize(workers)(s)
+	server.WithQueueSize(workers * 4)(s)
+	s.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
+	return s.Listen(ctx, in, &lineWriter{store: p.raw, out: out})
+}
+
+// HTTPHandler serves streamable HTTP at path (mcp-go keeps its Host/Origin
+// checks against DNS rebinding).
+func (p *Proxy) HTTPHandler(path string) (http.Handler, func(context.Context) error) {
+	ttl := p.opts.HTTPSessionIdleTTL
+	if ttl == 0 {
+		ttl = 30 * time.Minute
+	}
+	h := server.NewStreamableHTTPServer(p.mcp,
+		server.WithEndpointPath(path),
+		server.WithSessionIdleTTL(ttl),
+		server.WithStreamableHTTPLogger(p.log),
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&httpWriter{ResponseWriter: w, store: p.raw}, r)
+	}), h.Shutdown
+}
+
+// Close stops every server, waiting up to ctx for in-flight calls.
+func (p *Proxy) Close(ctx context.Context) {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	p.mu.Lock()
+	servers := p.servers
+	p.servers = map[string]*runningServer{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, rs := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); rs.pool.Close(ctx) }()
+	}
+	wg.Wait()
+}
+
+// slogWriter adapts mcp-go's *log.Logger output to slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(b []byte) (int, error) {
+	w.log.Warn("downstream transport", "detail", string(trimNL(b)))
+	return len(b), nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

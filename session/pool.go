@@ -1,0 +1,465 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Key identifies a downstream session for leasing (see proxy.LeaseKey).
+type Key string
+
+// Factory starts one new upstream instance of a server.
+type Factory func(ctx context.Context) (*upstream.Instance, error)
+
+// Config is how a Pool hands out instances.
+type Config struct {
+	Server       string
+	Stateless    bool          // one shared instance for everyone
+	IdleTTL      time.Duration // release a lease unused this long; 0 = never
+	MaxInstances int           // cap on live instances; 0 = unlimited
+	Prewarm      int           // spare instances kept ready
+	// OnEvent, when set, is told about lease changes for logs and tests.
+	OnEvent func(Event)
+}
+
+// Event describes a lease change.
+type Event struct {
+	Kind   string // "leased", "released", "expired", "lost", "spawn-failed"
+	Server string
+	Key    Key
+	PID    int
+	Err    error
+}
+
+// ErrCapReached is returned when max_instances instances are all leased and
+// none freed before the call's deadline.
+var ErrCapReached = errors.New("lease.max_instances reached")
+
+// ErrClosed is returned by a Pool that is shutting down.
+var ErrClosed = errors.New("server is being removed")
+
+// Grant is one use of an instance for one call.
+type Grant struct {
+	Instance *upstream.Instance
+	// First is true on a session's first lease of this server.
+	First bool
+	// Lost is true when the session's previous instance died and this one replaces it.
+	Lost bool
+	done func()
+}
+
+// Done must be called when the call finishes.
+func (g *Grant) Done() { g.done() }
+
+type lease struct {
+	inst     *upstream.Instance
+	inflight int
+	lastUsed time.Time
+	lost     bool // the previous instance of this lease died
+}
+
+// Pool owns every instance of one server.
+type Pool struct {
+	cfg     Config
+	factory Factory
+
+	mu       sync.Mutex
+	shared   *upstream.Instance
+	sharedIn int
+	spares   []*upstream.Instance
+	leases   map[Key]*lease
+	live     int           // instances alive or starting
+	freed    chan struct{} // closed and replaced whenever capacity frees
+	closed   bool
+	drained  chan struct{}
+	inflight int
+	stopTTL  chan struct{}
+	wg       sync.WaitGroup
+}
+
+// NewPool takes ownership of first, the instance that discovered the tools:
+// it becomes the shared instance, or the first spare of a stateful server.
+func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
+	p := &Pool{cfg: cfg, factory: factory, leases: map[Key]*lease{}, freed: make(chan struct{}), stopTTL: make(chan struct{})}
+	if first != nil {
+		p.live = 1
+		if cfg.Stateless {
+			p.shared = first
+		} else {
+			p.spares = []*upstream.Instance{first}
+		}
+	}
+	if !cfg.Stateless {
+		p.refill()
+		if cfg.IdleTTL > 0 {
+			go p.expireLoop()
+		}
+	}
+	return p
+}
+
+// Stateless reports whether the pool shares one instance.
+func (p *Pool) Stateless() bool { return p.cfg.Stateless }
+
+// Acquire returns the instance that serves key for one call.
+func (p *Pool) Acquire(ctx context.Context, key Key) (*Grant, error) {
+	if p.cfg.Stateless {
+		return p.acquireShared(ctx)
+	}
+	return p.acquireLease(ctx, key)
+}
+
+func (p *Pool) acquireShared(ctx context.Context) (*Grant, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	inst := p.shared
+	if inst != nil && isDead(inst) {
+		p.shared, inst = nil, nil
+		p.live--
+	}
+	if inst == nil {
+		p.mu.Unlock()
+		fresh, err := p.factory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			_ = fresh.Close()
+			return nil, ErrClosed
+		}
+		if p.shared != nil && !isDead(p.shared) {
+			go fresh.Close() // another call restarted it first
+		} else {
+			p.shared = fresh
+			p.live++
+		}
+		inst = p.shared
+	}
+	p.inflight++
+	p.mu.Unlock()
+	return &Grant{Instance: inst, done: p.callDone}, nil
+}
+
+func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		l := p.leases[key]
+		if l != nil && isDead(l.inst) {
+			// The session's instance died: its state is gone. Hand out a
+			// fresh one and say so in the result.
+			p.emit(Event{Kind: "lost", Server: p.cfg.Server, Key: key, PID: l.inst.PID(), Err: l.inst.Err()})
+			delete(p.leases, key)
+			p.live--
+			p.signalFreed()
+			l = nil
+			defer func() {}()
+			p.mu.Unlock()
+			g, err := p.newLease(ctx, key, true)
+			if err != nil || g != nil {
+				return g, err
+			}
+			continue
+		}
+		if l != nil {
+			l.inflight++
+			l.lastUsed = time.Now()
+			p.inflight++
+			p.mu.Unlock()
+			return &Grant{Instance: l.inst, done: p.leaseDone(key, l)}, nil
+		}
+		p.mu.Unlock()
+		g, err := p.newLease(ctx, key, false)
+		if err != nil || g != nil {
+			return g, err
+		}
+	}
+}
+
+// newLease gives key a spare or a new instance, waiting for capacity under
+// the cap. A nil Grant with nil error means "look again".
+func (p *Pool) newLease(ctx context.Context, key Key, lost bool) (*Grant, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.leases[key] != nil {
+		p.mu.Unlock()
+		return nil, nil
+	}
+	var inst *upstream.Instance
+	for len(p.spares) > 0 && inst == nil {
+		inst = p.spares[0]
+		p.spares = p.spares[1:]
+		if isDead(inst) {
+			inst = nil
+			p.live--
+		}
+	}
+	if inst == nil {
+		if p.cfg.MaxInstances > 0 && p.live >= p.cfg.MaxInstances {
+			freed := p.freed
+			p.mu.Unlock()
+			select {
+			case <-freed:
+				return nil, nil
+			case <-ctx.Done():
+				return nil, fmt.Errorf("server %q: %w (%d instances, all leased to other sessions); raise lease.max_instances or ask agents to call mcp_release: %w",
+					p.cfg.Server, ErrCapReached, p.cfg.MaxInstances, context.Cause(ctx))
+			}
+		}
+		p.live++
+		p.mu.Unlock()
+		fresh, err := p.factory(ctx)
+		p.mu.Lock()
+		if err != nil {
+			p.live--
+			p.signalFreed()
+			p.mu.Unlock()
+			return nil, err
+		}
+		inst = fresh
+		if p.closed {
+			p.live--
+			p.mu.Unlock()
+			_ = inst.Close()
+			return nil, ErrClosed
+		}
+	}
+	l := &lease{inst: inst, inflight: 1, lastUsed: time.Now(), lost: lost}
+	p.leases[key] = l
+	p.inflight++
+	p.mu.Unlock()
+	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: inst.PID()})
+	p.refill()
+	return &Grant{Instance: inst, First: true, Lost: lost, done: p.leaseDone(key, l)}, nil
+}
+
+func (p *Pool) leaseDone(key Key, l *lease) func() {
+	return func() {
+		p.mu.Lock()
+		l.inflight--
+		l.lastUsed = time.Now()
+		p.mu.Unlock()
+		p.callDone()
+	}
+}
+
+func (p *Pool) callDone() {
+	p.mu.Lock()
+	p.inflight--
+	if p.inflight == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
+	p.mu.Unlock()
+}
+
+// signalFreed wakes callers waiting for capacity. Callers hold p.mu.
+func (p *Pool) signalFreed() {
+	close(p.freed)
+	p.freed = make(chan struct{})
+}
+
+func isDead(inst *upstream.Instance) bool {
+	select {
+	case <-inst.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Release ends key's lease, if any, and stops its instance once its calls
+// finish. It reports whether there was a lease.
+func (p *Pool) Release(key Key) bool {
+	return p.end(key, "released")
+}
+
+func (p *Pool) end(key Key, why string) bool {
+	p.mu.Lock()
+	l := p.leases[key]
+	if l == nil {
+		p.mu.Unlock()
+		return false
+	}
+	delete(p.leases, key)
+	p.mu.Unlock()
+	p.emit(Event{Kind: why, Server: p.cfg.Server, Key: key, PID: l.inst.PID()})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = l.inst.Close()
+		p.mu.Lock()
+		p.live--
+		p.signalFreed()
+		p.mu.Unlock()
+		p.refill()
+	}()
+	return true
+}
+
+// Held reports whether key holds a lease, and its instance's pid.
+func (p *Pool) Held(key Key) (pid int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := p.leases[key]; l != nil {
+		return l.inst.PID(), true
+	}
+	return 0, false
+}
+
+// Stats is a snapshot for status output.
+type Stats struct {
+	Live, Leased, Spares int
+	SharedPID            int
+	SharedAlive          bool
+}
+
+// Stats reports the pool's current shape.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Stats{Live: p.live, Leased: len(p.leases), Spares: len(p.spares)}
+	if p.shared != nil {
+		s.SharedPID = p.shared.PID()
+		s.SharedAlive = !isDead(p.shared)
+	}
+	return s
+}
+
+// Shared returns the shared instance of a stateless pool, if running.
+func (p *Pool) Shared() *upstream.Instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.shared
+}
+
+// refill starts spares until prewarm are ready, within the cap.
+func (p *Pool) refill() {
+	if p.cfg.Stateless {
+		return
+	}
+	for {
+		p.mu.Lock()
+		if p.closed || len(p.spares) >= p.cfg.Prewarm ||
+			(p.cfg.MaxInstances > 0 && p.live >= p.cfg.MaxInstances) {
+			p.mu.Unlock()
+			return
+		}
+		p.live++
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go func() {
+			defer p.wg.Done()
+			inst, err := p.factory(context.Background())
+			p.mu.Lock()
+			if err != nil || p.closed {
+				p.live--
+				p.signalFreed()
+				p.mu.Unlock()
+				if err != nil {
+					p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
+				} else {
+					_ = inst.Close()
+				}
+				return
+			}
+			p.spares = append(p.spares, inst)
+			p.mu.Unlock()
+		}()
+		return // one at a time; the next refill tops up further
+	}
+}
+
+func (p *Pool) expireLoop() {
+	period := p.cfg.IdleTTL / 4
+	if period < 10*time.Millisecond {
+		period = 10 * time.Millisecond
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopTTL:
+			return
+		case now := <-t.C:
+			var idle []Key
+			p.mu.Lock()
+			for k, l := range p.leases {
+				if l.inflight == 0 && now.Sub(l.lastUsed) >= p.cfg.IdleTTL {
+					idle = append(idle, k)
+				}
+			}
+			p.mu.Unlock()
+			for _, k := range idle {
+				p.end(k, "expired")
+			}
+		}
+	}
+}
+
+// EndSession ends key's lease because the downstream session ended.
+func (p *Pool) EndSession(key Key) { p.end(key, "session-ended") }
+
+// Close stops taking calls, waits for in-flight calls up to ctx, then closes
+// every instance of the server.
+func (p *Pool) Close(ctx context.Context) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.stopTTL)
+	var drained chan struct{}
+	if p.inflight > 0 {
+		drained = make(chan struct{})
+		p.drained = drained
+	}
+	p.mu.Unlock()
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	all := append([]*upstream.Instance(nil), p.spares...)
+	if p.shared != nil {
+		all = append(all, p.shared)
+	}
+	for _, l := range p.leases {
+		all = append(all, l.inst)
+	}
+	p.spares, p.shared, p.leases = nil, nil, map[Key]*lease{}
+	p.signalFreed()
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, inst := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = inst.Close() }()
+	}
+	wg.Wait()
+	p.wg.Wait()
+}
+
+func (p *Pool) emit(e Event) {
+	if p.cfg.OnEvent != nil {
+		p.cfg.OnEvent(e)
+	}
+}
