@@ -120,3 +120,34 @@ func TestNilWorkspaceServer(t *testing.T) {
 	var ws *Workspace
 	assert.Nil(t, ws.Server("x"))
 }
+
+func TestLoadMistakesExample(t *testing.T) {
+	ws, problems := Load([]string{"testdata/mistakes.yaml"}, nil)
+	require.NotNil(t, ws, render(problems))
+	assert.Empty(t, ws.Servers)
+	assert.Equal(t, []string{"ws", "nocmd", "nourl", "plain", "env", "times", "names"}, ws.Rejected)
+	for _, p := range problems {
+		assert.NotEmpty(t, p.Server, p.String())
+		assert.Positive(t, p.Line, p.String())
+	}
+}
+
+func TestLoadLayeredExample(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"project.yaml": "version: 1\nservers:\n  search: {command: uvx, args: [search-mcp]}\n"})
+	ws, problems := Load([]string{"testdata/layered-global.yaml", filepath.Join(dir, "project.yaml")},
+		envOf(map[string]string{"SECRET": "s", "HOME": "/home/u"}))
+	require.NotNil(t, ws)
+	// x-common is the only warning: the anchor holder is not a known key.
+	require.Len(t, problems, 1, render(problems))
+	assert.Equal(t, "x-common", problems[0].Field)
+
+	fs := ws.Server("fs")
+	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/u"}, fs.Args)
+	assert.Equal(t, 2*time.Minute, fs.RequestTimeout)
+	assert.Equal(t, ToolSettings{Timeout: 30 * time.Second, MaxInstances: 4}, fs.Tools.Defaults)
+	assert.Equal(t, []Transform{{Kind: TransformPrefix, Add: "mcp__fs__"}}, fs.Transforms)
+
+	search := ws.Server("search")
+	assert.Equal(t, TransportStdio, search.Transport, "the project definition replaced the remote one whole")
+	assert.Equal(t, DefaultRequestTimeout, search.RequestTimeout)
+}

@@ -214,11 +214,6 @@ func (s *serverReader) maps() {
 	}
 	if p, ok := s.f["headers"]; ok {
 		s.srv.Headers = s.values(p.v, "headers", validHeaderName, "an HTTP header name")
-		for name, v := range s.srv.Headers {
-			if containsLineBreak(v) {
-				s.errorf(p.v.Line, "headers."+name, "value contains a line break, which HTTP headers cannot carry; remove it")
-			}
-		}
 	}
 }
 
@@ -251,6 +246,9 @@ func (s *serverReader) values(n *yaml.Node, field string, validName func(string)
 			if t, ok := s.text(v, sub); ok {
 				out[p.key] = t.s
 			}
+		}
+		if field == "headers" && containsLineBreak(out[p.key]) {
+			s.errorf(p.k.Line, sub, "value contains a line break, which an HTTP header cannot carry; remove it")
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -74,10 +76,16 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	p.mu.Unlock()
 
 	desired := map[string]bool{}
-	var todo []*config.Server
+	var todo, replan []*config.Server
 	for _, s := range ws.Servers {
 		desired[s.ID] = true
-		if rs := current[s.ID]; rs == nil || rs.cfg.Hash != s.Hash {
+		switch rs := current[s.ID]; {
+		case rs == nil:
+			todo = append(todo, s)
+		case rs.cfg.Hash == s.Hash:
+		case sameRuntime(rs.cfg, s):
+			replan = append(replan, s) // only naming changed: keep the process
+		default:
 			todo = append(todo, s)
 		}
 	}
@@ -99,6 +107,18 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			retired = append(retired, rs)
 			p.log.Info("server removed", "server", id)
 		}
+	}
+	for _, s := range replan {
+		old := next[s.ID]
+		plan, entries := p.plan(s, old.tools, cat.withServer(s.ID, nil), ws.Naming.ValidPattern)
+		report.Problems = append(report.Problems, namingProblems(s, plan)...)
+		if plan.Failed {
+			report.Failed = append(report.Failed, s.ID)
+			continue
+		}
+		next[s.ID] = &runningServer{cfg: s, pool: old.pool, tools: old.tools, plan: plan}
+		cat = cat.withServer(s.ID, entries)
+		p.log.Info("server re-planned without restart", "server", s.ID, "tools", len(entries))
 	}
 	for _, pr := range ready {
 		s := pr.cfg
@@ -124,7 +144,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
 	}
 	for id, rs := range next {
-		if desired[id] && !contains(todo, id) {
+		if desired[id] && !contains(todo, id) && !contains(replan, id) {
 			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
 		}
 	}
@@ -137,6 +157,16 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	p.setProblems(report.Problems)
 	p.retire(retired)
 	return report
+}
+
+// sameRuntime reports whether two configs of a server run the same
+// instances, so that a change in naming alone (filters, transforms, modes,
+// per-tool settings, timeouts) can be applied without a restart.
+func sameRuntime(a, b *config.Server) bool {
+	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
+		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
+		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure
 }
 
 func contains(servers []*config.Server, id string) bool {

@@ -50,6 +50,8 @@ type Proxy struct {
 	limits   *limiter
 
 	anonWarned atomic.Bool
+	loaded     chan struct{} // closed once the first config load is committed
+	loadedOnce sync.Once
 	stop       chan struct{}
 	stopOnce   sync.Once
 }
@@ -63,12 +65,21 @@ func New(opts Options) *Proxy {
 		opts.Upstream.Logger = opts.Logger
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, servers: map[string]*runningServer{},
-		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0), stop: make(chan struct{})}
+		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0), stop: make(chan struct{}),
+		loaded: make(chan struct{})}
 	p.catalog.Store(emptyCatalog())
 	p.raw = newRawStore(p.Catalog)
 
 	hooks := &server.Hooks{}
-	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+	hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		// A client that lists right after initialize should see the
+		// servers that start promptly, not an empty catalog; slow ones
+		// arrive later with tools/list_changed.
+		select {
+		case <-p.loaded:
+		case <-ctx.Done():
+		case <-time.After(firstListWait):
+		}
 		// The real list is spliced in by the edge writer (see edge.go).
 		res.Tools = []mcp.Tool{}
 		res.NextCursor = ""
@@ -87,6 +98,12 @@ func New(opts Options) *Proxy {
 	go p.sweep()
 	return p
 }
+
+// firstListWait bounds how long a tools/list waits for the first config load.
+const firstListWait = 5 * time.Second
+
+// MarkLoaded tells the proxy the first config load is done.
+func (p *Proxy) MarkLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
 
 // Catalog returns the current exported catalog.
 func (p *Proxy) Catalog() *Catalog { return p.catalog.Load() }

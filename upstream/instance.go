@@ -32,6 +32,9 @@ type Options struct {
 	OnToolsChanged func(*Instance)
 	// StdinGrace and TermGrace shorten the shutdown sequence; zero means the default.
 	StdinGrace, TermGrace time.Duration
+	// Reaper, when set, learns every stdio process group, so that nothing
+	// survives even if the aggregator is killed outright.
+	Reaper *Reaper
 }
 
 // Tool is one upstream tool definition exactly as the upstream sent it.
@@ -102,6 +105,14 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	c, err := startStdio(srv.ID, cmd, i.log, i.notified, nil, stdinGrace, termGrace)
 	if err != nil {
 		return err
+	}
+	if opts.Reaper != nil {
+		pgid := c.proc.pgid
+		opts.Reaper.Track(pgid)
+		go func() {
+			<-c.stopped
+			opts.Reaper.Untrack(pgid)
+		}()
 	}
 	i.conn, i.pid = c, c.pid()
 	return nil

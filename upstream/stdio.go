@@ -36,6 +36,8 @@ type stdioConn struct {
 	onRequest func(method string, params json.RawMessage) (any, *RPCError)
 
 	stdinGrace, termGrace time.Duration
+	stopOnce              sync.Once
+	stopped               chan struct{} // closed when nothing of the process group is left
 	closed                chan struct{}
 	closeOnce             sync.Once
 	failure               error
@@ -63,7 +65,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, onNotify func(No
 	c := &stdioConn{
 		server: server, log: log, proc: newProcess(cmd), stdin: stdin,
 		pending: map[string]chan envelope{}, onNotify: onNotify, onRequest: onRequest,
-		stdinGrace: stdinGrace, termGrace: termGrace, closed: make(chan struct{}),
+		stdinGrace: stdinGrace, termGrace: termGrace, closed: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
 	go c.read(stdout)
@@ -119,6 +121,8 @@ func (c *stdioConn) read(stdout io.Reader) {
 				}
 			}
 			c.fail(err)
+			// The server is gone; whatever it left behind in its group goes too.
+			go c.shutdown()
 			return
 		}
 	}
@@ -279,12 +283,22 @@ func (c *stdioConn) notify(_ context.Context, method string, params any) error {
 // close runs the MCP stdio shutdown: close stdin, then escalate signals to
 // the process group until nothing of it is left (see process.stop).
 func (c *stdioConn) close() error {
-	c.writeMu.Lock()
-	_ = c.stdin.Close()
-	c.writeMu.Unlock()
-	c.proc.stop(c.stdinGrace, c.termGrace)
+	c.shutdown()
 	c.fail(fmt.Errorf("server %q was closed", c.server))
 	return nil
+}
+
+// shutdown closes stdin and stops the process group, once; later callers
+// wait for the first to finish.
+func (c *stdioConn) shutdown() {
+	c.stopOnce.Do(func() {
+		c.writeMu.Lock()
+		_ = c.stdin.Close()
+		c.writeMu.Unlock()
+		c.proc.stop(c.stdinGrace, c.termGrace)
+		close(c.stopped)
+	})
+	<-c.stopped
 }
 
 func (c *stdioConn) logStderr(stderr io.Reader) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,6 +57,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "_reaper": // hidden: see upstream.Reaper
+		upstream.RunReaper(stdin)
 		return 0
 	case "demo-server": // hidden: the demo upstreams compiled into this binary
 		if len(args) == 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // shutdownGrace bounds how long in-flight calls may run after a stop signal.
@@ -40,7 +41,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	p := proxy.New(proxy.Options{Logger: log, Version: version})
+	reaper := startReaper(log)
+	defer reaper.Close()
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper}})
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
@@ -51,7 +54,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Upstreams start while the downstream is already served: a slow or
 	// broken server never delays the client's initialize.
 	loaded := make(chan int, 1)
-	go func() { loaded <- initialLoad(ctx, p, src, log) }()
+	go func() {
+		code := initialLoad(ctx, p, src, log)
+		loaded <- code
+		if code == 0 {
+			watchAndReload(ctx, p, src, log)
+		}
+	}()
 
 	if *httpAddr == "" {
 		errc := make(chan error, 1)
@@ -69,6 +78,20 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return serveHTTP(ctx, p, *httpAddr, loaded, log)
 }
 
+// startReaper starts the process that kills every upstream process group
+// if this process dies without closing them (see upstream.Reaper).
+func startReaper(log *slog.Logger) *upstream.Reaper {
+	exe, err := os.Executable()
+	if err == nil {
+		var r *upstream.Reaper
+		if r, err = upstream.StartReaper(exe, "_reaper"); err == nil {
+			return r
+		}
+	}
+	log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
+	return nil
+}
+
 func stdioDone(err error, log *slog.Logger) int {
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		log.Error("stdio transport failed", "err", err)
@@ -81,7 +104,11 @@ func stdioDone(err error, log *slog.Logger) int {
 // initialLoad loads the config and starts every upstream. It returns a
 // non-zero exit code when a required server could not start.
 func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) int {
+	defer p.MarkLoaded()
 	ws, problems := src.load()
+	if !src.demo {
+		ws, problems = config.LoadExisting(src.paths, os.LookupEnv)
+	}
 	if src.demo {
 		log.Info("no config found; serving the built-in demo config", "looked_for", strings.Join(config.DefaultPaths(), ", "))
 	}

@@ -8,10 +8,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // catalogTool is one line of `tools` output.
@@ -39,7 +39,9 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	}
 	src, _ := resolveConfig(c.configs, true)
 	ws, problems := src.load()
-	p := proxy.New(proxy.Options{Logger: log, Version: version})
+	reaper := startReaper(log)
+	defer reaper.Close()
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper}})
 	report := p.Reconcile(context.Background(), ws, problems)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -82,7 +84,6 @@ func tools(args []string, stdout, stderr io.Writer) int {
 			printProblems(stdout, report.Problems)
 		}
 	}
-	_ = time.Second
 	if errs > 0 {
 		return 1
 	}

@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -214,4 +216,23 @@ func TestCounterServer(t *testing.T) {
 	assert.Equal(t, map[string]any{"value": json.Number("4")}, r.StructuredContent)
 	r = c.callTool("pid", nil)
 	assert.Equal(t, strconv.Itoa(os.Getpid()), r.Content[0].Text)
+}
+
+func TestRunStopsWhenContextEnds(t *testing.T) {
+	for _, name := range []string{"tools", "fidelity"} {
+		t.Run(name, func(t *testing.T) {
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, name, nil, inR, io.Discard, nil) }()
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(waitTimeout):
+				t.Fatal("Run did not return after the context ended")
+			}
+		})
+	}
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// Reload timing: editors write in bursts, so changes settle for
+// reloadDebounce before a reload; the poll catches changes on filesystems
+// that deliver no events.
+const (
+	reloadDebounce = 200 * time.Millisecond
+	reloadPoll     = time.Second
+)
+
+// watchAndReload reloads the config whenever a config file changes or the
+// process receives SIGHUP, until ctx ends.
+func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var changed <-chan struct{}
+	if !src.demo {
+		c, err := config.Watch(ctx, src.paths, reloadDebounce, reloadPoll)
+		if err != nil {
+			log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
+		} else {
+			changed = c
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: reloading config")
+		case _, ok := <-changed:
+			if !ok {
+				return
+			}
+			log.Info("config changed: reloading")
+		}
+		reload(ctx, p, src, log)
+	}
+}
+
+func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) {
+	var ws *config.Workspace
+	var problems []config.Problem
+	if src.demo {
+		ws, problems = src.load()
+	} else {
+		ws, problems = config.LoadExisting(src.paths, os.LookupEnv)
+	}
+	if ws == nil {
+		log.Error("config rejected; keeping the last good config")
+	}
+	report := p.Reconcile(ctx, ws, problems)
+	for _, pr := range report.Problems {
+		if pr.Severity == config.SeverityError {
+			log.Error(pr.String())
+		} else {
+			log.Warn(pr.String())
+		}
+	}
+	log.Info("reload done", "changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed)
+}
