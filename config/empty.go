@@ -4,7 +4,7 @@ import "os"
 
 // Empty is the workspace of an absent config: no servers, default settings.
 func Empty() *Workspace {
-	return &Workspace{Admin: Admin{Enabled: true, LeaseReminder: true}}
+	return &Workspace{Admin: Admin{Enabled: true, LeaseReminder: true}, Naming: Naming{ValidPattern: DefaultValidPattern}}
 }
 
 // LoadExisting loads the files of paths that exist, treating absent files

@@ -15,7 +15,7 @@ import (
 type reader struct {
 	problemList
 	lookup  func(string) (string, bool)
-	envFile string // the server's env_file as written, for hints
+	envFile string // the server's env_file, quoted for messages (or a placeholder if secret)
 }
 
 // text is a string read from the config, with a note of whether it came from the
@@ -28,7 +28,7 @@ type text struct {
 // quoted shows the value in a message, unless it may be a secret.
 func (t text) quoted() string {
 	if t.fromEnv {
-		return "the value taken from the environment"
+		return "<value from the environment>"
 	}
 	return strconv.Quote(t.s)
 }
@@ -113,7 +113,7 @@ func (r *reader) expand(s string, line int, field string) (text, bool) {
 // envFileHint says where else a variable could come from.
 func (r *reader) envFileHint() string {
 	if r.envFile != "" {
-		return "add it to env_file " + strconv.Quote(r.envFile)
+		return "add it to env_file " + r.envFile
 	}
 	return "add it to an env_file"
 }

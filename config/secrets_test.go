@@ -66,6 +66,10 @@ servers:
     env_file: .env
     transport: sse
     url: '${FURL}'
+  envpath:
+    command: npx
+    env_file: '${S}/.env'
+    env: {X: {env: NOPE}}
   remote3:
     transport: http
     url: 'https://${S}:${S}@[bad'
@@ -73,7 +77,7 @@ servers:
 	})
 	ws, problems := Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
 	require.NotNil(t, ws)
-	assert.ElementsMatch(t, []string{"stdio", "cmd", "remote", "remote2", "remote3"}, ws.Rejected)
+	assert.ElementsMatch(t, []string{"stdio", "cmd", "remote", "remote2", "envpath", "remote3"}, ws.Rejected)
 	require.Greater(t, len(problems), 20, "every field should have failed: %s", render(problems))
 
 	all := render(problems)

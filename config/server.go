@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -96,7 +95,7 @@ func (r *reader) loadEnvFile(fc fileContext, n *yaml.Node) {
 	if !ok || t.s == "" {
 		return
 	}
-	r.envFile = t.s
+	r.envFile = t.quoted()
 	path := t.s
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(fc.dir, path)
@@ -269,11 +268,7 @@ func (s *serverReader) envRef(n *yaml.Node, field string) (string, bool) {
 	}
 	val, ok := s.lookup(v.Value)
 	if !ok {
-		where := "add it to an env_file"
-		if s.envFile != "" {
-			where = "add it to env_file " + strconv.Quote(s.envFile)
-		}
-		s.errorf(p.v.Line, field, "host variable %s is not set; export it or %s", v.Value, where)
+		s.errorf(p.v.Line, field, "host variable %s is not set; export it or %s", v.Value, s.envFileHint())
 		return "", false
 	}
 	return val, true

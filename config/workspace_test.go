@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,4 +110,19 @@ servers:
 	assert.Equal(t, "npx", ws.Server("a").Command)
 	assert.Equal(t, []string{"a"}, ws.Server("a").Args)
 	assert.Equal(t, "20s", ws.Server("b").RequestTimeout.String(), "explicit keys win over merged ones")
+}
+
+// TestMergeKeyBomb nests merge keys so that expanding them naively would visit 10^12
+// mappings; each mapping must be expanded once.
+func TestMergeKeyBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nx0: &a0 {command: npx}\n")
+	for i := 1; i <= 12; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", ")
+		fmt.Fprintf(&b, "x%d: &a%d {<<: [%s]}\n", i, i, refs)
+	}
+	b.WriteString("servers:\n  s: {<<: *a12}\n")
+	ws, _ := LoadBytes("/cfg/mcp.yaml", []byte(b.String()), nil)
+	require.NotNil(t, ws)
+	assert.Equal(t, "npx", ws.Server("s").Command)
 }

@@ -48,23 +48,27 @@ func isMapping(n *yaml.Node) bool {
 // Merged entries are returned with merged=true so duplicate checks look only at what the
 // user wrote in this mapping.
 func mappingPairs(n *yaml.Node) (own, merged []pair) {
-	return collectPairs(deref(n), 0)
+	return collectPairs(deref(n), map[*yaml.Node]bool{}, 0)
 }
 
-func collectPairs(n *yaml.Node, depth int) (own, merged []pair) {
-	if n == nil || n.Kind != yaml.MappingNode || depth > maxAliasDepth {
+// collectPairs walks merge keys depth first. visited makes each mapping count once, which
+// keeps hostile input ("<<: [*a, *a, ...]" nested many times) from growing exponentially;
+// a mapping seen before has nothing to add, since earlier merges win.
+func collectPairs(n *yaml.Node, visited map[*yaml.Node]bool, depth int) (own, merged []pair) {
+	if n == nil || n.Kind != yaml.MappingNode || depth > maxAliasDepth || visited[n] {
 		return nil, nil
 	}
+	visited[n] = true
 	var sources []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := ""
-		if dk := deref(k); dk != nil && dk.Kind == yaml.ScalarNode {
+		if dk := deref(k); dk.Kind == yaml.ScalarNode {
 			key = dk.Value
 		}
 		if k.Tag == "!!merge" || (key == "<<" && k.Style == 0 && k.Tag != "!!str") {
 			v = deref(v)
-			if v != nil && v.Kind == yaml.SequenceNode {
+			if v.Kind == yaml.SequenceNode {
 				sources = append(sources, v.Content...)
 			} else {
 				sources = append(sources, v)
@@ -78,7 +82,7 @@ func collectPairs(n *yaml.Node, depth int) (own, merged []pair) {
 		seen[p.key] = true
 	}
 	for _, src := range sources {
-		o, m := collectPairs(deref(src), depth+1)
+		o, m := collectPairs(deref(src), visited, depth+1)
 		for _, p := range append(o, m...) {
 			if !seen[p.key] {
 				seen[p.key] = true

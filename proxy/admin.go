@@ -134,8 +134,10 @@ func (p *Proxy) Status(ctx context.Context, meta *mcp.Meta) Status {
 		ss := ServerStatus{ID: id, Transport: string(rs.cfg.Transport), Tools: len(cat.Server(id)), Instances: stats.Live, Health: "ok"}
 		if rs.pool.Stateless() {
 			ss.Mode, ss.PID = "shared", stats.SharedPID
-			if !stats.SharedAlive {
-				ss.Health = "down (restarts on the next call)"
+			if stats.Down != "" {
+				ss.Health = "down: " + stats.Down + "; restarting with backoff"
+			} else if !stats.SharedAlive {
+				ss.Health = "down; restarting"
 			}
 		} else {
 			ss.Mode, ss.Leased, ss.Spares = "leased", stats.Leased, stats.Spares

@@ -67,6 +67,9 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		call.Meta = rawMeta(meta.AdditionalFields)
 		if meta.ProgressToken != nil {
 			call.ProgressToken, _ = json.Marshal(meta.ProgressToken)
+			token := string(call.ProgressToken)
+			p.progress.begin(token)
+			defer p.progress.finish(token)
 			srv := server.ServerFromContext(ctx)
 			call.OnProgress = func(params json.RawMessage) {
 				deadline.reset()
@@ -78,7 +81,9 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 				for k, v := range fields {
 					out[k] = v
 				}
-				_ = srv.SendNotificationToClient(ctx, "notifications/progress", out)
+				if srv.SendNotificationToClient(ctx, "notifications/progress", out) == nil {
+					p.progress.sent(token)
+				}
 			}
 		}
 	}

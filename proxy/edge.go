@@ -174,9 +174,10 @@ func withResultType(body, resultType json.RawMessage) json.RawMessage {
 // lineWriter is the stdio edge: mcp-go writes one message per Write call,
 // terminated by a newline.
 type lineWriter struct {
-	store *rawStore
-	out   interface{ Write([]byte) (int, error) }
-	mu    sync.Mutex
+	store    *rawStore
+	progress *progressTracker
+	out      interface{ Write([]byte) (int, error) }
+	mu       sync.Mutex
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -184,8 +185,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	sub := w.store.substitute(body)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(sub) == len(body) && &sub[0] == &body[0] {
+	if len(sub) == len(body) && (len(sub) == 0 || &sub[0] == &body[0]) {
 		_, err := w.out.Write(p)
+		w.progress.observe(body)
 		return len(p), err
 	}
 	buf := make([]byte, 0, len(sub)+1)
@@ -199,7 +201,8 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // body (one Encode call) or as one SSE event per Write.
 type httpWriter struct {
 	http.ResponseWriter
-	store *rawStore
+	store    *rawStore
+	progress *progressTracker
 }
 
 func (w *httpWriter) WriteHeader(code int) {
@@ -210,7 +213,12 @@ func (w *httpWriter) WriteHeader(code int) {
 
 func (w *httpWriter) Write(p []byte) (int, error) {
 	if !bytes.Contains(p, markerBytes) {
-		return w.ResponseWriter.Write(p)
+		n, err := w.ResponseWriter.Write(p)
+		if data, ok := bytes.CutPrefix(p, []byte("event: message\ndata: ")); ok {
+			w.Flush() // the observer below may release the final response
+			w.progress.observe(bytes.TrimRight(data, "\n"))
+		}
+		return n, err
 	}
 	var out []byte
 	if data, ok := bytes.CutPrefix(p, []byte("event: message\ndata: ")); ok {

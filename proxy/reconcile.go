@@ -57,6 +57,7 @@ type prepared struct {
 func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblems []config.Problem) Report {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
+	defer p.MarkLoaded()
 	report := Report{Problems: append([]config.Problem(nil), loadProblems...)}
 	if ws == nil {
 		report.Version = p.Version()
@@ -251,6 +252,7 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 	return session.NewPool(session.Config{
 		Server: s.ID, Stateless: s.Stateless,
 		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
+		PingInterval: p.opts.PingInterval,
 		OnEvent: func(e session.Event) {
 			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", e.Err)
 		},

@@ -27,18 +27,23 @@ type Options struct {
 	// HTTPSessionIdleTTL expires HTTP sessions abandoned without DELETE;
 	// zero means 30 minutes.
 	HTTPSessionIdleTTL time.Duration
-	// StdioWorkers is how many stdio requests run at once; zero means 256.
+	// StdioWorkers is how many stdio requests run at once; zero means the
+	// most mcp-go allows (100).
 	StdioWorkers int
+	// PingInterval is how often shared instances are pinged; zero means 30s,
+	// negative disables pings.
+	PingInterval time.Duration
 }
 
 // Proxy is the aggregator's downstream MCP server.
 type Proxy struct {
-	opts    Options
-	log     *slog.Logger
-	mcp     *server.MCPServer
-	raw     *rawStore
-	catalog atomic.Pointer[Catalog]
-	version atomic.Uint64
+	opts     Options
+	log      *slog.Logger
+	mcp      *server.MCPServer
+	raw      *rawStore
+	progress *progressTracker
+	catalog  atomic.Pointer[Catalog]
+	version  atomic.Uint64
 
 	reloadMu sync.Mutex // one reconcile at a time
 
@@ -61,6 +66,11 @@ func New(opts Options) *Proxy {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.PingInterval == 0 {
+		opts.PingInterval = 30 * time.Second
+	} else if opts.PingInterval < 0 {
+		opts.PingInterval = 0
+	}
 	if opts.Upstream.Logger == nil {
 		opts.Upstream.Logger = opts.Logger
 	}
@@ -69,17 +79,17 @@ func New(opts Options) *Proxy {
 		loaded: make(chan struct{})}
 	p.catalog.Store(emptyCatalog())
 	p.raw = newRawStore(p.Catalog)
+	p.progress = newProgressTracker()
 
 	hooks := &server.Hooks{}
+	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) {
+		p.awaitLoad(ctx) // a call made right after initialize finds its tool
+	})
 	hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		// A client that lists right after initialize should see the
 		// servers that start promptly, not an empty catalog; slow ones
 		// arrive later with tools/list_changed.
-		select {
-		case <-p.loaded:
-		case <-ctx.Done():
-		case <-time.After(firstListWait):
-		}
+		p.awaitLoad(ctx)
 		// The real list is spliced in by the edge writer (see edge.go).
 		res.Tools = []mcp.Tool{}
 		res.NextCursor = ""
@@ -101,6 +111,14 @@ func New(opts Options) *Proxy {
 
 // firstListWait bounds how long a tools/list waits for the first config load.
 const firstListWait = 5 * time.Second
+
+func (p *Proxy) awaitLoad(ctx context.Context) {
+	select {
+	case <-p.loaded:
+	case <-ctx.Done():
+	case <-time.After(firstListWait):
+	}
+}
 
 // MarkLoaded tells the proxy the first config load is done.
 func (p *Proxy) MarkLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
@@ -129,14 +147,14 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	s := server.NewStdioServer(p.mcp)
 	workers := p.opts.StdioWorkers
 	if workers <= 0 {
-		workers = 256
+		workers = 100
 	}
 	// mcp-go runs 5 requests at once by default; the aggregator must never
 	// be the bottleneck between an agent and its upstreams.
 	server.WithWorkerPoolSize(workers)(s)
 	server.WithQueueSize(workers * 4)(s)
 	s.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
-	return s.Listen(ctx, in, &lineWriter{store: p.raw, out: out})
+	return s.Listen(ctx, in, &lineWriter{store: p.raw, progress: p.progress, out: out})
 }
 
 // HTTPHandler serves streamable HTTP at path (mcp-go keeps its Host/Origin
@@ -152,7 +170,7 @@ func (p *Proxy) HTTPHandler(path string) (http.Handler, func(context.Context) er
 		server.WithStreamableHTTPLogger(p.log),
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&httpWriter{ResponseWriter: w, store: p.raw}, r)
+		h.ServeHTTP(&httpWriter{ResponseWriter: w, store: p.raw, progress: p.progress}, r)
 	}), h.Shutdown
 }
 

@@ -23,9 +23,18 @@ type Config struct {
 	IdleTTL      time.Duration // release a lease unused this long; 0 = never
 	MaxInstances int           // cap on live instances; 0 = unlimited
 	Prewarm      int           // spare instances kept ready
+	// PingInterval is how often a shared instance is pinged; 0 = never.
+	// Two failed pings in a row count as a crash.
+	PingInterval time.Duration
 	// OnEvent, when set, is told about lease changes for logs and tests.
 	OnEvent func(Event)
 }
+
+// Restart backoff for a shared instance that died.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
 
 // Event describes a lease change.
 type Event struct {
@@ -80,6 +89,10 @@ type Pool struct {
 	inflight int
 	stopTTL  chan struct{}
 	wg       sync.WaitGroup
+
+	// Shared instance recovery.
+	down      error     // why the shared instance is down, while it is
+	restartAt time.Time // when the next restart is due
 }
 
 // NewPool takes ownership of first, the instance that discovered the tools:
@@ -99,6 +112,9 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 		if cfg.IdleTTL > 0 {
 			go p.expireLoop()
 		}
+	} else if first != nil {
+		p.wg.Add(1)
+		go p.watchShared(first)
 	}
 	return p
 }
@@ -116,38 +132,102 @@ func (p *Pool) Acquire(ctx context.Context, key Key) (*Grant, error) {
 
 func (p *Pool) acquireShared(ctx context.Context) (*Grant, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
 		return nil, ErrClosed
 	}
-	inst := p.shared
-	if inst != nil && isDead(inst) {
-		p.shared, inst = nil, nil
-		p.live--
-	}
-	if inst == nil {
-		p.mu.Unlock()
-		fresh, err := p.factory(ctx)
-		if err != nil {
-			return nil, err
+	if p.shared == nil || isDead(p.shared) {
+		if p.down == nil {
+			p.down = errors.New("not started")
 		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = fresh.Close()
-			return nil, ErrClosed
-		}
-		if p.shared != nil && !isDead(p.shared) {
-			go fresh.Close() // another call restarted it first
-		} else {
-			p.shared = fresh
-			p.live++
-		}
-		inst = p.shared
+		return nil, fmt.Errorf("server %q is down (%v); restarting in %s", p.cfg.Server, p.down,
+			time.Until(p.restartAt).Round(time.Millisecond))
 	}
 	p.inflight++
-	p.mu.Unlock()
-	return &Grant{Instance: inst, done: p.callDone}, nil
+	return &Grant{Instance: p.shared, done: p.callDone}, nil
+}
+
+// watchShared supervises the shared instance: when it dies or stops
+// answering pings it is replaced, with capped exponential backoff between
+// failed starts. Calls made while it is down fail at once with the reason.
+func (p *Pool) watchShared(inst *upstream.Instance) {
+	defer p.wg.Done()
+	backoff := minBackoff
+	for {
+		reason := p.supervise(inst)
+		p.mu.Lock()
+		closing := p.closed
+		p.mu.Unlock()
+		if reason == nil || closing {
+			return
+		}
+		p.emit(Event{Kind: "lost", Server: p.cfg.Server, PID: inst.PID(), Err: reason})
+		_ = inst.Close()
+		for {
+			p.mu.Lock()
+			p.shared, p.down, p.restartAt = nil, reason, time.Now().Add(backoff)
+			p.mu.Unlock()
+			select {
+			case <-p.stopTTL:
+				return
+			case <-time.After(backoff):
+			}
+			fresh, err := p.factory(context.Background())
+			p.mu.Lock()
+			if p.closed {
+				p.mu.Unlock()
+				if fresh != nil {
+					_ = fresh.Close()
+				}
+				return
+			}
+			if err == nil {
+				p.shared, p.down = fresh, nil
+				p.mu.Unlock()
+				p.emit(Event{Kind: "restarted", Server: p.cfg.Server, PID: fresh.PID()})
+				inst, backoff = fresh, minBackoff
+				break
+			}
+			p.mu.Unlock()
+			reason = err
+			p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
+			backoff = min(backoff*2, maxBackoff)
+		}
+	}
+}
+
+// supervise waits until inst dies or fails two pings in a row (returning
+// why), or the pool closes (returning nil).
+func (p *Pool) supervise(inst *upstream.Instance) error {
+	var tick <-chan time.Time
+	if p.cfg.PingInterval > 0 {
+		t := time.NewTicker(p.cfg.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	failures := 0
+	for {
+		select {
+		case <-p.stopTTL:
+			return nil
+		case <-inst.Done():
+			if err := inst.Err(); err != nil {
+				return err
+			}
+			return errors.New("the connection closed")
+		case <-tick:
+			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PingInterval)
+			err := inst.Ping(ctx)
+			cancel()
+			if err == nil {
+				failures = 0
+				continue
+			}
+			if failures++; failures >= 2 {
+				return fmt.Errorf("no answer to two pings in a row: %w", err)
+			}
+		}
+	}
 }
 
 func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
@@ -165,8 +245,6 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 			delete(p.leases, key)
 			p.live--
 			p.signalFreed()
-			l = nil
-			defer func() {}()
 			p.mu.Unlock()
 			g, err := p.newLease(ctx, key, true)
 			if err != nil || g != nil {
@@ -328,6 +406,7 @@ type Stats struct {
 	Live, Leased, Spares int
 	SharedPID            int
 	SharedAlive          bool
+	Down                 string // why the shared instance is down, while it is
 }
 
 // Stats reports the pool's current shape.
@@ -338,6 +417,9 @@ func (p *Pool) Stats() Stats {
 	if p.shared != nil {
 		s.SharedPID = p.shared.PID()
 		s.SharedAlive = !isDead(p.shared)
+	}
+	if p.down != nil {
+		s.Down = p.down.Error()
 	}
 	return s
 }
@@ -425,7 +507,7 @@ func (p *Pool) Close(ctx context.Context) {
 		return
 	}
 	p.closed = true
-	close(p.stopTTL)
+	close(p.stopTTL) // also stops watchShared
 	var drained chan struct{}
 	if p.inflight > 0 {
 		drained = make(chan struct{})
