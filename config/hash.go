@@ -31,6 +31,7 @@ func hashServer(s *Server, validPattern string) string {
 	w.flag("insecure", s.Insecure)
 	w.num("connect_timeout", int64(s.ConnectTimeout))
 	w.num("request_timeout", int64(s.RequestTimeout))
+	w.num("ping_interval", int64(s.PingInterval))
 	w.list("whitelist", s.Tools.Whitelist)
 	w.list("blacklist", s.Tools.Blacklist)
 	w.str("mode", string(s.Tools.Mode))

@@ -14,13 +14,15 @@ import (
 var serverKeys = []string{
 	"truely-stateless", "transport", "command", "args", "cwd", "env", "env_file",
 	"url", "headers", "sessionId", "protocol", "required", "insecure",
-	"connect_timeout", "request_timeout", "tools", "transform", "lease", "lease_reminder",
+	"connect_timeout", "request_timeout", "ping_interval", "tools", "transform", "lease", "lease_reminder",
 }
 
 // Defaults applied to a server when its config leaves them out.
 const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultRequestTimeout = 60 * time.Second
+	// DefaultPingInterval is how often a shared instance's health is checked.
+	DefaultPingInterval = 30 * time.Second
 )
 
 var serverIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
@@ -53,6 +55,7 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		Protocol:       "auto",
 		ConnectTimeout: DefaultConnectTimeout,
 		RequestTimeout: DefaultRequestTimeout,
+		PingInterval:   DefaultPingInterval,
 		LeaseReminder:  true,
 		Tools:          Tools{Mode: ModeDynamic},
 	}
@@ -188,6 +191,11 @@ func (s *serverReader) scalars(fc fileContext) {
 			if v, ok := s.boolean(p.v, b.key); ok {
 				*b.dst = v
 			}
+		}
+	}
+	if p, ok := s.f["ping_interval"]; ok {
+		if d, ok := s.duration(p.v, "ping_interval"); ok {
+			srv.PingInterval = d // 0 turns pings off
 		}
 	}
 	for _, t := range []struct {

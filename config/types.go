@@ -58,6 +58,7 @@ type (
 		Insecure       bool
 		ConnectTimeout time.Duration // default 30s
 		RequestTimeout time.Duration // default 60s
+		PingInterval   time.Duration // health ping of a shared instance; default 30s, 0 = off
 		Tools          Tools
 		Transforms     []Transform
 		Lease          Lease

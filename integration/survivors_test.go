@@ -37,7 +37,13 @@ func newMarker() string {
 
 // markerEnv returns the environment for a process tree marked with marker.
 func markerEnv(marker string, extra ...string) []string {
-	return append(append(os.Environ(), markerVar+"="+marker), extra...)
+	env := append(os.Environ(), markerVar+"="+marker)
+	if raceEnabled {
+		// A race-enabled binary otherwise sleeps a second before it exits, and every
+		// demo upstream is this binary too.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	return append(env, extra...)
 }
 
 // proc is one live process.

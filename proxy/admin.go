@@ -147,6 +147,14 @@ func (p *Proxy) Status(ctx context.Context, meta *mcp.Meta) Status {
 			st.Leases = append(st.Leases, LeaseStatus{Server: id, PID: pid})
 		}
 	}
+	failedIDs := make([]string, 0, len(p.failed))
+	for id := range p.failed {
+		failedIDs = append(failedIDs, id)
+	}
+	sort.Strings(failedIDs)
+	for _, id := range failedIDs {
+		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + p.failed[id] + "; fix the config to retry"})
+	}
 	for _, pr := range p.problems {
 		st.Problems = append(st.Problems, pr.String())
 	}

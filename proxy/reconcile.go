@@ -153,6 +153,15 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	for _, s := range ws.Servers {
 		order = append(order, s.ID)
 	}
+	failed := map[string]string{}
+	for _, pr := range ready {
+		if pr.err != nil && next[pr.cfg.ID] == nil {
+			failed[pr.cfg.ID] = pr.err.Error()
+		}
+	}
+	p.mu.Lock()
+	p.failed = failed
+	p.mu.Unlock()
 	report.Changed = p.commit(cat, order, next)
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
@@ -167,7 +176,8 @@ func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
-		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure
+		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure &&
+		a.PingInterval == b.PingInterval
 }
 
 func contains(servers []*config.Server, id string) bool {
@@ -245,14 +255,33 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	opts := p.opts.Upstream
 	opts.ClientVersion = p.opts.Version
 	opts.OnToolsChanged = func(inst *upstream.Instance) { p.relist(s.ID, inst) }
-	return upstream.Start(cctx, s, opts)
+	// Connecting, initializing and listing are safe to repeat, so transient
+	// failures are retried with backoff within connect_timeout. A tools/call
+	// is never retried: it may have reached the upstream.
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		inst, err := upstream.Start(cctx, s, opts)
+		if err == nil || attempt == startAttempts || !upstream.Transient(err) {
+			return inst, err
+		}
+		p.log.Warn("starting server failed; retrying", "server", s.ID, "attempt", attempt, "err", err)
+		select {
+		case <-cctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
 }
+
+// startAttempts bounds the attempts to start a server in one reconcile.
+const startAttempts = 3
 
 func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Pool {
 	return session.NewPool(session.Config{
 		Server: s.ID, Stateless: s.Stateless,
 		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
-		PingInterval: p.opts.PingInterval,
+		PingInterval: s.PingInterval,
 		OnEvent: func(e session.Event) {
 			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", e.Err)
 		},

@@ -30,9 +30,6 @@ type Options struct {
 	// StdioWorkers is how many stdio requests run at once; zero means the
 	// most mcp-go allows (100).
 	StdioWorkers int
-	// PingInterval is how often shared instances are pinged; zero means 30s,
-	// negative disables pings.
-	PingInterval time.Duration
 }
 
 // Proxy is the aggregator's downstream MCP server.
@@ -49,6 +46,7 @@ type Proxy struct {
 
 	mu       sync.RWMutex
 	servers  map[string]*runningServer
+	failed   map[string]string // servers in the config with no running instance: why
 	problems []config.Problem // from the last reload
 	admin    config.Admin
 	pattern  string // naming.valid_pattern of the last good config
@@ -66,15 +64,10 @@ func New(opts Options) *Proxy {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.PingInterval == 0 {
-		opts.PingInterval = 30 * time.Second
-	} else if opts.PingInterval < 0 {
-		opts.PingInterval = 0
-	}
 	if opts.Upstream.Logger == nil {
 		opts.Upstream.Logger = opts.Logger
 	}
-	p := &Proxy{opts: opts, log: opts.Logger, servers: map[string]*runningServer{},
+	p := &Proxy{opts: opts, log: opts.Logger, servers: map[string]*runningServer{}, failed: map[string]string{},
 		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0), stop: make(chan struct{}),
 		loaded: make(chan struct{})}
 	p.catalog.Store(emptyCatalog())
@@ -167,6 +160,10 @@ func (p *Proxy) HTTPHandler(path string) (http.Handler, func(context.Context) er
 	h := server.NewStreamableHTTPServer(p.mcp,
 		server.WithEndpointPath(path),
 		server.WithSessionIdleTTL(ttl),
+		// A GET stream counts as activity only when something is written on
+		// it; heartbeats keep live but quiet streams from being swept as
+		// abandoned sessions.
+		server.WithHeartbeatInterval(max(ttl/3, time.Second)),
 		server.WithStreamableHTTPLogger(p.log),
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -28,6 +28,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var c common
 	c.register(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
+	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -43,7 +44,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	reaper := startReaper(log)
 	defer reaper.Close()
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper}})
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper},
+		HTTPSessionIdleTTL: *sessionTTL})
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()

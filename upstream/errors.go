@@ -1,0 +1,37 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// Transient reports whether a failure to start an upstream may go away if
+// tried again (a refused connection, a process that died early) rather than
+// being permanent (no such command, a protocol error, the time budget spent).
+func Transient(err error) bool {
+	var rpcErr *RPCError
+	var execErr *exec.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false
+	case errors.As(err, &rpcErr), errors.As(err, &execErr):
+		return false
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return false
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		return true
+	}
+	msg := err.Error()
+	for _, permanent := range []string{"401", "403", "404", "not supported", "is this an MCP server"} {
+		if strings.Contains(msg, permanent) {
+			return false
+		}
+	}
+	return true
+}
