@@ -47,7 +47,7 @@ type Proxy struct {
 	mu       sync.RWMutex
 	servers  map[string]*runningServer
 	failed   map[string]string // servers in the config with no running instance: why
-	problems []config.Problem // from the last reload
+	problems []config.Problem  // from the last reload
 	admin    config.Admin
 	pattern  string // naming.valid_pattern of the last good config
 	limits   *limiter
