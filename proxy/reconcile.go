@@ -291,7 +291,9 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 // retire lets replaced servers finish their calls, then closes them.
 func (p *Proxy) retire(servers []*runningServer) {
 	for _, rs := range servers {
+		p.retiring.Add(1)
 		go func() {
+			defer p.retiring.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 			defer cancel()
 			rs.pool.Close(ctx)

@@ -52,6 +52,7 @@ type Proxy struct {
 	pattern  string // naming.valid_pattern of the last good config
 	limits   *limiter
 
+	retiring   sync.WaitGroup // removed or replaced servers still draining
 	anonWarned atomic.Bool
 	loaded     chan struct{} // closed once the first config load is committed
 	loadedOnce sync.Once
@@ -186,6 +187,7 @@ func (p *Proxy) Close(ctx context.Context) {
 		go func() { defer wg.Done(); rs.pool.Close(ctx) }()
 	}
 	wg.Wait()
+	p.retiring.Wait() // bounded by drainTimeout, then their instances are closed
 }
 
 // slogWriter adapts mcp-go's *log.Logger output to slog.

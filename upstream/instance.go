@@ -133,10 +133,23 @@ func (i *Instance) connect(ctx context.Context, srv *config.Server) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Start(ctx); err != nil {
+	// The transport's streams live as long as the connection, so they get a
+	// context of their own; ctx (connect_timeout) bounds only the wait.
+	life, end := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- t.Start(life) }()
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		end()
+		_ = t.Close()
 		return fmt.Errorf("connect %s: %w", srv.URL, err)
 	}
 	i.conn = newRemoteConn(srv.ID, t, i.notified, nil)
+	i.conn.(*remoteConn).end = end
 	return nil
 }
 

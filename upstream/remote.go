@@ -19,6 +19,7 @@ type remoteConn struct {
 	nextID    atomic.Int64
 	closed    chan struct{}
 	closeOnce sync.Once
+	end       context.CancelFunc // ends the transport's streams
 }
 
 func newRemoteConn(server string, t transport.Interface, onNotify func(Notification),
@@ -108,6 +109,9 @@ func (c *remoteConn) close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		err = c.t.Close()
+		if c.end != nil {
+			c.end()
+		}
 	})
 	return err
 }
