@@ -26,41 +26,57 @@ var ErrTimeout = errors.New("timed out")
 // handleCall routes a tools/call to the instance that serves the caller.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	entry, ok := p.Catalog().Lookup(name)
-	if !ok {
-		return p.fail(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name))
+	var (
+		entry    *Entry
+		rs       *runningServer
+		grant    *session.Grant
+		deadline *deadline
+		callCtx  context.Context
+		timeout  time.Duration
+	)
+	// A reload may retire the server between the lookup and the lease; the
+	// call then looks again and runs on the server's new instance.
+	for attempt := 0; ; attempt++ {
+		var ok bool
+		entry, ok = p.Catalog().Lookup(name)
+		if !ok {
+			return p.fail(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name))
+		}
+		p.mu.RLock()
+		rs = p.servers[entry.Server]
+		p.mu.RUnlock()
+		if rs == nil {
+			return p.fail(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server))
+		}
+		key, anonymous := LeaseKey(ctx, req.Params.Meta)
+		if anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
+			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
+				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
+		}
+		timeout = rs.cfg.RequestTimeout
+		if entry.Settings.Timeout > 0 {
+			timeout = entry.Settings.Timeout
+		}
+		callCtx, deadline = newDeadline(ctx, timeout)
+		var err error
+		grant, err = rs.pool.Acquire(callCtx, key)
+		if err == nil {
+			break
+		}
+		deadline.stop()
+		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+			continue
+		}
+		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
 	}
-	p.mu.RLock()
-	rs := p.servers[entry.Server]
-	p.mu.RUnlock()
-	if rs == nil {
-		return p.fail(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server))
-	}
-
-	key, anonymous := LeaseKey(ctx, req.Params.Meta)
-	if anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
-		p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
-			"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
-	}
-
-	timeout := rs.cfg.RequestTimeout
-	if entry.Settings.Timeout > 0 {
-		timeout = entry.Settings.Timeout
-	}
-	callCtx, deadline := newDeadline(ctx, timeout)
 	defer deadline.stop()
+	defer grant.Done()
 
 	release, err := p.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
 	if err != nil {
 		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
 	}
 	defer release()
-
-	grant, err := rs.pool.Acquire(callCtx, key)
-	if err != nil {
-		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
-	}
-	defer grant.Done()
 
 	call := upstream.Call{Name: entry.Original, Arguments: req.Params.RawArguments}
 	if meta := req.Params.Meta; meta != nil {
