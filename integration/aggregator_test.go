@@ -50,6 +50,7 @@ type aggregator struct {
 	exited    chan struct{}
 	waitErr   error  // valid after exited
 	url       string // the /mcp endpoint, in HTTP mode
+	killed    bool   // ended by kill, so no clean exit is expected
 
 	// stdio mode: the pipes of the one downstream connection.
 	stdin  *os.File
@@ -186,6 +187,18 @@ func (a *aggregator) loaded() bool {
 	return a.log.containsLine(`msg="exporting tools"`)
 }
 
+// kill ends the aggregator with SIGKILL, giving it no chance to close its upstreams.
+func (a *aggregator) kill() {
+	a.t.Helper()
+	require.NoError(a.t, a.cmd.Process.Signal(syscall.SIGKILL))
+	select {
+	case <-a.exited:
+	case <-time.After(stopTimeout):
+		a.t.Fatalf("the aggregator did not die within %s of SIGKILL", stopTimeout)
+	}
+	a.killed = true
+}
+
 // stop ends the aggregator the way its client would (stdio: close stdin; HTTP:
 // SIGTERM), then asserts a clean exit and that no process of its tree survived.
 func (a *aggregator) stop() {
@@ -198,6 +211,9 @@ func (a *aggregator) stop() {
 	}
 	select {
 	case <-a.exited:
+		if a.killed {
+			break
+		}
 		var exitErr *exec.ExitError
 		if errors.As(a.waitErr, &exitErr) {
 			t.Errorf("the aggregator exited with status %d", exitErr.ExitCode())

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,4 +106,36 @@ servers:
 			assertJSONEqual(t, args, r.StructuredContent.Arguments)
 		})
 	})
+}
+
+// TestUpstreamListChanged has an upstream add a tool and announce it: the aggregator
+// must re-list that server, export the new tool under the configured name and tell
+// the client with notifications/tools/list_changed.
+func TestUpstreamListChanged(t *testing.T) {
+	t.Parallel()
+	// Over stdio, server notifications share the one connection; over HTTP they would
+	// need a standing GET stream, which this client does not open.
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  fid:
+    truely-stateless: true
+    `+demoServer("fidelity")+`
+    transform: [{prefix: fx_}]
+`)
+	a.waitLoaded()
+	c := a.connect()
+	require.NotContains(t, toolNames(t, c.listTools()), "fx_added_1")
+	listChanged := func() int {
+		notes, _ := c.inbox.snapshot()
+		return len(slices.DeleteFunc(notes, func(n notification) bool { return n.Method != "notifications/tools/list_changed" }))
+	}
+	before := listChanged()
+
+	assert.Equal(t, "added added_1", firstText(t, c.callToolResult("fx_add_tool", map[string]any{})))
+	_, ok := c.waitNotification(func(notification) bool { return listChanged() > before }, startTimeout)
+	require.True(t, ok, "no notifications/tools/list_changed after the upstream's tools changed")
+
+	require.Contains(t, toolNames(t, c.listTools()), "fx_added_1")
+	result := c.callToolResult("fx_added_1", json.RawMessage(`{"k":[1]}`))
+	assert.JSONEq(t, `{"k":[1]}`, firstText(t, result), "the new tool is callable under its exported name")
 }

@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -543,14 +542,4 @@ func toolNames(t testing.TB, tools []json.RawMessage) []string {
 		names = append(names, tool.Name)
 	}
 	return names
-}
-
-// hasPrefixAny reports whether s starts with one of prefixes.
-func hasPrefixAny(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
 }

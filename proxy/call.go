@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -82,7 +83,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if meta := req.Params.Meta; meta != nil {
 		call.Meta = rawMeta(meta.AdditionalFields)
 		if meta.ProgressToken != nil {
-			call.ProgressToken, _ = json.Marshal(meta.ProgressToken)
+			call.ProgressToken, _ = rawjson.Marshal(meta.ProgressToken)
 			token := string(call.ProgressToken)
 			p.progress.begin(token)
 			defer p.progress.finish(token)
@@ -108,7 +109,7 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		var rpcErr *upstream.RPCError
 		switch {
 		case errors.As(err, &rpcErr):
-			body, _ := json.Marshal(rpcErr)
+			body, _ := rawjson.Marshal(rpcErr)
 			return p.failRaw(body)
 		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
 			return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original))
@@ -138,7 +139,7 @@ func rawMeta(fields map[string]any) map[string]json.RawMessage {
 	}
 	out := make(map[string]json.RawMessage, len(fields))
 	for k, v := range fields {
-		if b, err := json.Marshal(v); err == nil {
+		if b, err := rawjson.Marshal(v); err == nil {
 			out[k] = b
 		}
 	}
@@ -154,11 +155,11 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 	var content []json.RawMessage
 	_ = json.Unmarshal(fields["content"], &content)
 	for _, t := range texts {
-		item, _ := json.Marshal(map[string]string{"type": "text", "text": t})
+		item, _ := rawjson.Marshal(map[string]string{"type": "text", "text": t})
 		content = append(content, item)
 	}
-	fields["content"], _ = json.Marshal(content)
-	out, err := json.Marshal(fields)
+	fields["content"], _ = rawjson.Marshal(content)
+	out, err := rawjson.Marshal(fields)
 	if err != nil {
 		return result
 	}
@@ -167,7 +168,7 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 
 // succeed returns the placeholder that the edge replaces with raw.
 func (p *Proxy) succeed(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	token, _ := json.Marshal(p.raw.put(rawResult, raw))
+	token, _ := rawjson.Marshal(p.raw.put(rawResult, raw))
 	return &mcp.CallToolResult{Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{rawMarker: json.RawMessage(token)}}}}, nil
 }
 
@@ -178,7 +179,7 @@ func (p *Proxy) failRaw(errorObject json.RawMessage) (*mcp.CallToolResult, error
 
 // fail answers with a JSON-RPC error of the aggregator's own.
 func (p *Proxy) fail(code int, message string) (*mcp.CallToolResult, error) {
-	body, _ := json.Marshal(map[string]any{"code": code, "message": message})
+	body, _ := rawjson.Marshal(map[string]any{"code": code, "message": message})
 	return p.failRaw(body)
 }
 

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -94,7 +93,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		desired[id] = true // keeps its last good state
 	}
 
-	ready := p.prepare(ctx, todo)
+	results := p.prepare(ctx, todo)
 
 	// Commit, in the order that avoids collisions: removed servers leave
 	// first, then new and changed ones take their names in config order.
@@ -121,19 +120,36 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		cat = cat.withServer(s.ID, entries)
 		p.log.Info("server re-planned without restart", "server", s.ID, "tools", len(entries))
 	}
-	for _, pr := range ready {
+	for id, rs := range next {
+		if desired[id] && !contains(todo, id) && !contains(replan, id) {
+			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
+		}
+	}
+	order := make([]string, 0, len(ws.Servers))
+	for _, s := range ws.Servers {
+		order = append(order, s.ID)
+	}
+
+	// Servers are committed in waves: whatever is ready when a wave closes
+	// goes live together, so a quick reload notifies clients once, while one
+	// slow server never holds back the tools of the others.
+	failed := map[string]string{}
+	apply := func(pr prepared) {
 		s := pr.cfg
 		if pr.err != nil {
 			report.Failed = append(report.Failed, s.ID)
 			report.Problems = append(report.Problems, startProblem(s, pr.err))
-			continue
+			if next[s.ID] == nil {
+				failed[s.ID] = pr.err.Error()
+			}
+			return
 		}
 		plan, entries := p.plan(s, pr.inst.Tools(), cat, ws.Naming.ValidPattern)
 		report.Problems = append(report.Problems, namingProblems(s, plan)...)
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
-			continue
+			return
 		}
 		rs := &runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}
 		rs.pool = p.newPool(s, pr.inst)
@@ -144,30 +160,44 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		cat = cat.withServer(s.ID, entries)
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
 	}
-	for id, rs := range next {
-		if desired[id] && !contains(todo, id) && !contains(replan, id) {
-			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
+	wave := func() {
+		p.mu.Lock()
+		p.failed = maps.Clone(failed)
+		p.mu.Unlock()
+		snapshot := maps.Clone(next)
+		if p.commit(cat, order, snapshot) {
+			report.Changed = true
+		}
+		p.retire(retired)
+		retired = nil
+		p.MarkLoaded()
+	}
+	window := time.NewTimer(commitWindow)
+	defer window.Stop()
+	pending, dirty := len(todo), len(replan) > 0 || len(retired) > 0
+	for pending > 0 {
+		select {
+		case pr := <-results:
+			pending--
+			apply(pr)
+			dirty = true
+		case <-window.C:
+			if dirty {
+				wave()
+				dirty = false
+			}
+			window.Reset(commitWindow)
 		}
 	}
-	order := make([]string, 0, len(ws.Servers))
-	for _, s := range ws.Servers {
-		order = append(order, s.ID)
-	}
-	failed := map[string]string{}
-	for _, pr := range ready {
-		if pr.err != nil && next[pr.cfg.ID] == nil {
-			failed[pr.cfg.ID] = pr.err.Error()
-		}
-	}
-	p.mu.Lock()
-	p.failed = failed
-	p.mu.Unlock()
-	report.Changed = p.commit(cat, order, next)
+	wave()
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
-	p.retire(retired)
 	return report
 }
+
+// commitWindow is how long a reload gathers ready servers before it
+// commits them together.
+const commitWindow = 250 * time.Millisecond
 
 // sameRuntime reports whether two configs of a server run the same
 // instances, so that a change in naming alone (filters, transforms, modes,
@@ -228,19 +258,15 @@ func (p *Proxy) syncTools(cat *Catalog) {
 }
 
 // prepare starts every server in todo in parallel, each bounded by its
-// connect_timeout.
-func (p *Proxy) prepare(ctx context.Context, todo []*config.Server) []prepared {
-	out := make([]prepared, len(todo))
-	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Add(1)
+// connect_timeout, and delivers each outcome as soon as it is known.
+func (p *Proxy) prepare(ctx context.Context, todo []*config.Server) <-chan prepared {
+	out := make(chan prepared, len(todo))
+	for _, s := range todo {
 		go func() {
-			defer wg.Done()
 			inst, err := p.start(ctx, s)
-			out[i] = prepared{cfg: s, inst: inst, err: err}
+			out <- prepared{cfg: s, inst: inst, err: err}
 		}()
 	}
-	wg.Wait()
 	return out
 }
 

@@ -49,6 +49,9 @@ type Event struct {
 // none freed before the call's deadline.
 var ErrCapReached = errors.New("lease.max_instances reached")
 
+// drainLimit bounds how long an ended lease waits for its calls in flight.
+const drainLimit = 30 * time.Second
+
 // ErrClosed is returned by a Pool that is shutting down.
 var ErrClosed = errors.New("server is being removed")
 
@@ -69,7 +72,8 @@ type lease struct {
 	inst     *upstream.Instance
 	inflight int
 	lastUsed time.Time
-	lost     bool // the previous instance of this lease died
+	lost     bool          // the previous instance of this lease died
+	idle     chan struct{} // non-nil while an ending lease waits for its calls
 }
 
 // Pool owns every instance of one server.
@@ -83,6 +87,7 @@ type Pool struct {
 	spares   []*upstream.Instance
 	leases   map[Key]*lease
 	live     int           // instances alive or starting
+	starting int           // spares being started
 	freed    chan struct{} // closed and replaced whenever capacity frees
 	closed   bool
 	drained  chan struct{}
@@ -137,11 +142,11 @@ func (p *Pool) acquireShared(ctx context.Context) (*Grant, error) {
 		return nil, ErrClosed
 	}
 	if p.shared == nil || isDead(p.shared) {
-		if p.down == nil {
-			p.down = errors.New("not started")
+		if p.down == nil || p.restartAt.IsZero() {
+			return nil, fmt.Errorf("server %q is down; it is being restarted", p.cfg.Server)
 		}
-		return nil, fmt.Errorf("server %q is down (%v); restarting in %s", p.cfg.Server, p.down,
-			time.Until(p.restartAt).Round(time.Millisecond))
+		wait := max(time.Until(p.restartAt), 0).Round(time.Millisecond)
+		return nil, fmt.Errorf("server %q is down (%v); restarting in %s", p.cfg.Server, p.down, wait)
 	}
 	p.inflight++
 	return &Grant{Instance: p.shared, done: p.callDone}, nil
@@ -241,11 +246,12 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 		if l != nil && isDead(l.inst) {
 			// The session's instance died: its state is gone. Hand out a
 			// fresh one and say so in the result.
-			p.emit(Event{Kind: "lost", Server: p.cfg.Server, Key: key, PID: l.inst.PID(), Err: l.inst.Err()})
+			lostEvent := Event{Kind: "lost", Server: p.cfg.Server, Key: key, PID: l.inst.PID(), Err: l.inst.Err()}
 			delete(p.leases, key)
 			p.live--
 			p.signalFreed()
 			p.mu.Unlock()
+			p.emit(lostEvent)
 			g, err := p.newLease(ctx, key, true)
 			if err != nil || g != nil {
 				return g, err
@@ -332,6 +338,10 @@ func (p *Pool) leaseDone(key Key, l *lease) func() {
 		p.mu.Lock()
 		l.inflight--
 		l.lastUsed = time.Now()
+		if l.inflight == 0 && l.idle != nil {
+			close(l.idle)
+			l.idle = nil
+		}
 		p.mu.Unlock()
 		p.callDone()
 	}
@@ -376,11 +386,23 @@ func (p *Pool) end(key Key, why string) bool {
 		return false
 	}
 	delete(p.leases, key)
+	var idle chan struct{}
+	if l.inflight > 0 {
+		idle = make(chan struct{})
+		l.idle = idle
+	}
 	p.mu.Unlock()
 	p.emit(Event{Kind: why, Server: p.cfg.Server, Key: key, PID: l.inst.PID()})
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		if idle != nil {
+			// The session's calls still running finish first.
+			select {
+			case <-idle:
+			case <-time.After(drainLimit):
+			}
+		}
 		_ = l.inst.Close()
 		p.mu.Lock()
 		p.live--
@@ -431,41 +453,41 @@ func (p *Pool) Shared() *upstream.Instance {
 	return p.shared
 }
 
-// refill starts spares until prewarm are ready, within the cap.
+// refill starts spares until prewarm are ready or starting, within the cap.
 func (p *Pool) refill() {
 	if p.cfg.Stateless {
 		return
 	}
-	for {
-		p.mu.Lock()
-		if p.closed || len(p.spares) >= p.cfg.Prewarm ||
-			(p.cfg.MaxInstances > 0 && p.live >= p.cfg.MaxInstances) {
-			p.mu.Unlock()
-			return
-		}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && len(p.spares)+p.starting < p.cfg.Prewarm &&
+		(p.cfg.MaxInstances == 0 || p.live < p.cfg.MaxInstances) {
 		p.live++
+		p.starting++
 		p.wg.Add(1)
-		p.mu.Unlock()
-		go func() {
-			defer p.wg.Done()
-			inst, err := p.factory(context.Background())
-			p.mu.Lock()
-			if err != nil || p.closed {
-				p.live--
-				p.signalFreed()
-				p.mu.Unlock()
-				if err != nil {
-					p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
-				} else {
-					_ = inst.Close()
-				}
-				return
-			}
-			p.spares = append(p.spares, inst)
-			p.mu.Unlock()
-		}()
-		return // one at a time; the next refill tops up further
+		go p.startSpare()
 	}
+}
+
+func (p *Pool) startSpare() {
+	defer p.wg.Done()
+	inst, err := p.factory(context.Background())
+	p.mu.Lock()
+	p.starting--
+	if err != nil || p.closed {
+		p.live--
+		p.signalFreed()
+		p.mu.Unlock()
+		if err != nil {
+			p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
+		} else {
+			_ = inst.Close()
+		}
+		return
+	}
+	p.spares = append(p.spares, inst)
+	p.signalFreed() // a caller waiting under the cap can take it
+	p.mu.Unlock()
 }
 
 func (p *Pool) expireLoop() {

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // DefaultProtocol is the handshake version used unless a server's config
@@ -275,7 +276,7 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 		for k, v := range call.Meta {
 			meta[k] = v
 		}
-		meta["progressToken"], _ = json.Marshal(token)
+		meta["progressToken"], _ = rawjson.Marshal(token)
 		p.Meta = meta
 		downstream := call.ProgressToken
 		i.progMu.Lock()
@@ -297,7 +298,7 @@ func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
 		return params
 	}
 	fields["progressToken"] = token
-	out, err := json.Marshal(fields)
+	out, err := rawjson.Marshal(fields)
 	if err != nil {
 		return params
 	}

@@ -1,12 +1,18 @@
 package upstream
 
 import (
-	"errors"
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Grace periods of the shutdown sequence (SPEC §7). Variables rather than
@@ -46,33 +52,114 @@ func startInGroup(cmd *exec.Cmd) error {
 }
 
 // process is a started child and its group.
+//
+// The leader is reaped only after the whole group is gone: while it is an
+// unreaped zombie its pid, which is the group's id, cannot be handed to a new
+// process, so signalling the group can never hit a stranger's processes.
 type process struct {
-	cmd    *exec.Cmd
-	pgid   int
-	exited chan struct{} // closed once Wait returned
-	err    error         // Wait's result, valid after exited
+	cmd      *exec.Cmd
+	pgid     int
+	exited   chan struct{} // closed once the leader has exited (not yet reaped)
+	status   string        // how the leader exited, valid after exited
+	reapOnce sync.Once
+	err      error // Wait's result, valid after reap
 }
 
 func newProcess(cmd *exec.Cmd) *process {
 	p := &process{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
+		defer close(p.exited)
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, p.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err == nil {
+				p.status = exitStatus(&info)
+			}
+			return
+		}
 	}()
 	return p
 }
 
-// signalGroup sends sig to every process of the group; a group that is
-// already gone is not an error.
-func (p *process) signalGroup(sig syscall.Signal) {
-	if err := syscall.Kill(-p.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		_ = p.cmd.Process.Signal(sig)
+// childInfo is the SIGCHLD layout of siginfo_t on Linux, which
+// unix.Siginfo keeps opaque.
+type childInfo struct {
+	Signo, Errno, Code, _ int32
+	Pid                   int32
+	UID                   uint32
+	Status                int32
+}
+
+// exitStatus describes how a child exited, as os/exec words it.
+func exitStatus(info *unix.Siginfo) string {
+	ci := (*childInfo)(unsafe.Pointer(info))
+	switch ci.Code {
+	case 1: // CLD_EXITED
+		return fmt.Sprintf("exit status %d", ci.Status)
+	case 2, 3: // CLD_KILLED, CLD_DUMPED
+		return "signal: " + unix.SignalName(syscall.Signal(ci.Status))
+	default:
+		return "exited"
 	}
 }
 
-// groupAlive reports whether any process of the group still exists.
+// reap collects the leader's exit status; call it once the group is gone.
+func (p *process) reap() error {
+	p.reapOnce.Do(func() { p.err = p.cmd.Wait() })
+	return p.err
+}
+
+// signalGroup sends sig to every process of the group.
+func (p *process) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-p.pgid, sig)
+}
+
+// groupAlive reports whether any process of the group other than a zombie
+// leader still runs.
 func (p *process) groupAlive() bool {
-	return syscall.Kill(-p.pgid, 0) == nil
+	select {
+	case <-p.exited:
+	default:
+		return true // the leader itself
+	}
+	if syscall.Kill(-p.pgid, 0) != nil {
+		return false
+	}
+	return liveMembers(p.pgid) > 0
+}
+
+// liveMembers counts the processes of a group that are not zombies.
+func liveMembers(pgid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 1 // cannot tell: assume someone is there
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid pgrp ..."; comm may hold spaces and parens.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := bytes.Fields(stat[i+1:])
+		if len(fields) < 3 || string(fields[0]) == "Z" {
+			continue
+		}
+		if g, err := strconv.Atoi(string(fields[2])); err == nil && g == pgid {
+			n++
+		}
+	}
+	return n
 }
 
 // stop runs the shutdown sequence for stdio servers: the caller has already
@@ -81,29 +168,36 @@ func (p *process) groupAlive() bool {
 // stragglers in its group (grandchildren of wrappers such as npx or sh) are
 // terminated the same way, so nothing outlives the instance.
 func (p *process) stop(stdinGrace, termGrace time.Duration) {
+	defer p.reap()
 	select {
 	case <-p.exited:
 	case <-time.After(stdinGrace):
 	}
 	if !p.groupAlive() {
-		<-p.exited
 		return
 	}
 	p.signalGroup(syscall.SIGTERM)
-	deadline := time.NewTimer(termGrace)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	if p.waitGone(termGrace) {
+		return
+	}
+	p.signalGroup(syscall.SIGKILL)
+	p.waitGone(termGrace)
+}
+
+// waitGone waits up to limit for the group to end. Processes outside our
+// own children give no event to wait on, so this polls.
+func (p *process) waitGone(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
 	for p.groupAlive() {
+		if time.Now().After(deadline) {
+			return false
+		}
 		select {
-		case <-deadline.C:
-			p.signalGroup(syscall.SIGKILL)
-			<-p.exited
-			return
-		case <-tick.C:
+		case <-p.exited:
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	<-p.exited
+	return true
 }
 
 // environ overlays env on the host environment.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // remoteConn adapts mcp-go's streamable-HTTP and SSE client transports,
@@ -29,7 +31,7 @@ func newRemoteConn(server string, t transport.Interface, onNotify func(Notificat
 		if onNotify == nil {
 			return
 		}
-		params, _ := json.Marshal(n.Params)
+		params, _ := rawjson.Marshal(n.Params)
 		onNotify(Notification{Method: n.Method, Params: params})
 	})
 	if bt, ok := t.(transport.BidirectionalInterface); ok {
@@ -43,13 +45,13 @@ func newRemoteConn(server string, t transport.Interface, onNotify func(Notificat
 				resp.Error = &mcp.JSONRPCErrorDetails{Code: -32601, Message: "method not supported by the aggregator: " + req.Method}
 				return resp, nil
 			}
-			params, _ := json.Marshal(req.Params)
+			params, _ := rawjson.Marshal(req.Params)
 			result, rpcErr := onRequest(req.Method, params)
 			if rpcErr != nil {
 				resp.Error = &mcp.JSONRPCErrorDetails{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
 				return resp, nil
 			}
-			resp.Result, _ = json.Marshal(result)
+			resp.Result, _ = rawjson.Marshal(result)
 			return resp, nil
 		})
 	}
@@ -75,7 +77,7 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 		return nil, fmt.Errorf("server %q: %w", c.server, err)
 	}
 	if resp.Error != nil {
-		data, _ := json.Marshal(resp.Error.Data)
+		data, _ := rawjson.Marshal(resp.Error.Data)
 		if resp.Error.Data == nil {
 			data = nil
 		}
@@ -87,7 +89,7 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 func (c *remoteConn) notify(ctx context.Context, method string, params any) error {
 	n := mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: method}}
 	if params != nil {
-		raw, err := json.Marshal(params)
+		raw, err := rawjson.Marshal(params)
 		if err != nil {
 			return err
 		}

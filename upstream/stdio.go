@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // maxLineBytes bounds one message from an upstream; a larger line is a
@@ -112,7 +114,7 @@ func (c *stdioConn) read(stdout io.Reader) {
 			// how it exited when that is quick to learn.
 			select {
 			case <-c.proc.exited:
-				err = fmt.Errorf("server %q exited: %v", c.server, exitText(c.proc.err))
+				err = fmt.Errorf("server %q exited: %s", c.server, c.proc.status)
 			case <-time.After(100 * time.Millisecond):
 				if !errors.Is(err, io.EOF) {
 					err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
@@ -120,9 +122,15 @@ func (c *stdioConn) read(stdout io.Reader) {
 					err = fmt.Errorf("server %q closed its stdout", c.server)
 				}
 			}
+			crashed := c.err() == nil
 			c.fail(err)
 			// The server is gone; whatever it left behind in its group goes too.
-			go c.shutdown()
+			go func() {
+				c.shutdown()
+				if crashed {
+					c.log.Warn("upstream exited", "server", c.server, "status", exitText(c.proc.reap()))
+				}
+			}()
 			return
 		}
 	}
@@ -213,7 +221,7 @@ func preview(b []byte) string {
 }
 
 func (c *stdioConn) write(v any) error {
-	data, err := json.Marshal(v)
+	data, err := rawjson.Marshal(v)
 	if err != nil {
 		return err
 	}

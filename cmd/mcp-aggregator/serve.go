@@ -55,12 +55,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	// Upstreams start while the downstream is already served: a slow or
 	// broken server never delays the client's initialize.
+	// The load stops early if the downstream goes away while upstreams start.
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
 	loaded := make(chan int, 1)
 	go func() {
-		code := initialLoad(ctx, p, src, log)
+		code := initialLoad(loadCtx, p, src, log)
 		loaded <- code
 		if code == 0 {
-			watchAndReload(ctx, p, src, log)
+			watchAndReload(loadCtx, p, src, log)
 		}
 	}()
 
@@ -73,9 +76,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return code
 			}
 		case err := <-errc:
+			cancelLoad()
 			return stdioDone(err, log)
 		}
-		return stdioDone(<-errc, log)
+		err := <-errc
+		cancelLoad()
+		return stdioDone(err, log)
 	}
 	return serveHTTP(ctx, p, *httpAddr, loaded, log)
 }
