@@ -77,8 +77,9 @@ func watchWith(ctx context.Context, paths []string, debounce, poll time.Duration
 			case <-w.Errors:
 				// A lost event is caught by the poll below.
 			case <-ticker.C:
-				now := snapshot(files)
-				if now != last {
+				// A pending signal will cover this change; re-arming would
+				// only push it back.
+				if fire == nil && snapshot(files) != last {
 					arm()
 				}
 			case <-fire:

@@ -24,72 +24,32 @@ const (
 // ErrTimeout marks a call that ran past its timeout.
 var ErrTimeout = errors.New("timed out")
 
-// handleCall routes a tools/call to the instance that serves the caller.
+// invocation is one tools/call, whichever edge it arrived on.
+type invocation struct {
+	name      string
+	key       session.Key
+	anonymous bool            // key is the shared anonymous one
+	args      json.RawMessage // forwarded byte for byte
+	meta      map[string]json.RawMessage
+	token     json.RawMessage // the caller's progress token; nil if none
+	// progress delivers one progress notification's params to the caller.
+	progress func(params json.RawMessage)
+}
+
+// handleCall is the mcp-go edge (HTTP): it runs the call and hands mcp-go a
+// placeholder that the edge writer replaces with the raw outcome.
 func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name := req.Params.Name
-	var (
-		entry    *Entry
-		rs       *runningServer
-		grant    *session.Grant
-		deadline *deadline
-		callCtx  context.Context
-		timeout  time.Duration
-	)
-	// A reload may retire the server between the lookup and the lease; the
-	// call then looks again and runs on the server's new instance.
-	for attempt := 0; ; attempt++ {
-		var ok bool
-		entry, ok = p.Catalog().Lookup(name)
-		if !ok {
-			return p.fail(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name))
-		}
-		p.mu.RLock()
-		rs = p.servers[entry.Server]
-		p.mu.RUnlock()
-		if rs == nil {
-			return p.fail(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server))
-		}
-		key, anonymous := LeaseKey(ctx, req.Params.Meta)
-		if anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
-			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
-				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
-		}
-		timeout = rs.cfg.RequestTimeout
-		if entry.Settings.Timeout > 0 {
-			timeout = entry.Settings.Timeout
-		}
-		callCtx, deadline = newDeadline(ctx, timeout)
-		var err error
-		grant, err = rs.pool.Acquire(callCtx, key)
-		if err == nil {
-			break
-		}
-		deadline.stop()
-		if errors.Is(err, session.ErrClosed) && attempt < 3 {
-			continue
-		}
-		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
-	}
-	defer deadline.stop()
-	defer grant.Done()
-
-	release, err := p.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
-	if err != nil {
-		return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
-	}
-	defer release()
-
-	call := upstream.Call{Name: entry.Original, Arguments: req.Params.RawArguments}
+	inv := invocation{name: req.Params.Name, args: req.Params.RawArguments}
+	inv.key, inv.anonymous = LeaseKey(ctx, req.Params.Meta)
 	if meta := req.Params.Meta; meta != nil {
-		call.Meta = rawMeta(meta.AdditionalFields)
+		inv.meta = rawMeta(meta.AdditionalFields)
 		if meta.ProgressToken != nil {
-			call.ProgressToken, _ = rawjson.Marshal(meta.ProgressToken)
-			token := string(call.ProgressToken)
+			inv.token, _ = rawjson.Marshal(meta.ProgressToken)
+			token := string(inv.token)
 			p.progress.begin(token)
 			defer p.progress.finish(token)
 			srv := server.ServerFromContext(ctx)
-			call.OnProgress = func(params json.RawMessage) {
-				deadline.reset()
+			inv.progress = func(params json.RawMessage) {
 				var fields map[string]json.RawMessage
 				if json.Unmarshal(params, &fields) != nil {
 					return
@@ -104,19 +64,94 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			}
 		}
 	}
+	result, rpcErr, err := p.invoke(ctx, inv)
+	switch {
+	case err != nil:
+		return nil, err
+	case rpcErr != nil:
+		return p.failRaw(rpcErr)
+	default:
+		return p.succeed(result)
+	}
+}
+
+// invoke routes a call to the instance that serves its session and returns
+// the upstream's raw result, or a raw JSON-RPC error object. err is set only
+// when the caller went away and no response is due.
+func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json.RawMessage, err error) {
+	name := inv.name
+	var (
+		entry    *Entry
+		rs       *runningServer
+		grant    *session.Grant
+		deadline *deadline
+		callCtx  context.Context
+		timeout  time.Duration
+	)
+	// A reload may retire the server between the lookup and the lease; the
+	// call then looks again and runs on the server's new instance.
+	for attempt := 0; ; attempt++ {
+		var ok bool
+		entry, ok = p.Catalog().Lookup(name)
+		if !ok {
+			return nil, errorObject(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name)), nil
+		}
+		p.mu.RLock()
+		rs = p.servers[entry.Server]
+		p.mu.RUnlock()
+		if rs == nil {
+			return nil, errorObject(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server)), nil
+		}
+		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
+			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
+				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
+		}
+		timeout = rs.cfg.RequestTimeout
+		if entry.Settings.Timeout > 0 {
+			timeout = entry.Settings.Timeout
+		}
+		callCtx, deadline = newDeadline(ctx, timeout)
+		var err error
+		grant, err = rs.pool.Acquire(callCtx, inv.key)
+		if err == nil {
+			break
+		}
+		deadline.stop()
+		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+			continue
+		}
+		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
+	}
+	defer deadline.stop()
+	defer grant.Done()
+
+	release, err := p.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
+	if err != nil {
+		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
+	}
+	defer release()
+
+	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta}
+	if inv.progress != nil && len(inv.token) > 0 {
+		call.ProgressToken = inv.token
+		call.OnProgress = func(params json.RawMessage) {
+			deadline.reset() // progress proves the call is alive
+			inv.progress(params)
+		}
+	}
 	raw, err := grant.Instance.CallTool(callCtx, call)
 	if err != nil {
-		var rpcErr *upstream.RPCError
+		var upstreamErr *upstream.RPCError
 		switch {
-		case errors.As(err, &rpcErr):
-			body, _ := rawjson.Marshal(rpcErr)
-			return p.failRaw(body)
+		case errors.As(err, &upstreamErr):
+			body, _ := rawjson.Marshal(upstreamErr)
+			return nil, body, nil
 		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-			return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original))
+			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original)), nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err() // the client cancelled; no response is due
+			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
-			return p.fail(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err))
+			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
 		}
 	}
 	var notes []string
@@ -129,7 +164,13 @@ func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if len(notes) > 0 {
 		raw = appendText(raw, notes)
 	}
-	return p.succeed(raw)
+	return raw, nil, nil
+}
+
+// errorObject renders a JSON-RPC error object of the aggregator's own.
+func errorObject(code int, message string) json.RawMessage {
+	body, _ := rawjson.Marshal(map[string]any{"code": code, "message": message})
+	return body
 }
 
 // rawMeta re-encodes the caller's _meta fields (other than progressToken).
@@ -175,12 +216,6 @@ func (p *Proxy) succeed(raw json.RawMessage) (*mcp.CallToolResult, error) {
 // failRaw answers with a JSON-RPC error object exactly as given.
 func (p *Proxy) failRaw(errorObject json.RawMessage) (*mcp.CallToolResult, error) {
 	return nil, errors.New(rawMarker + ":" + p.raw.put(rawError, errorObject))
-}
-
-// fail answers with a JSON-RPC error of the aggregator's own.
-func (p *Proxy) fail(code int, message string) (*mcp.CallToolResult, error) {
-	body, _ := rawjson.Marshal(map[string]any{"code": code, "message": message})
-	return p.failRaw(body)
 }
 
 // deadline is a timeout that progress notifications push back.

@@ -197,6 +197,13 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), err
 }
 
+// writeLine writes one whole message of the edge's own.
+func (w *lineWriter) writeLine(msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = w.out.Write(append(msg, '\n'))
+}
+
 // httpWriter is the HTTP edge: mcp-go writes each response either as a JSON
 // body (one Encode call) or as one SSE event per Write.
 type httpWriter struct {

@@ -170,7 +170,6 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 		p.retire(retired)
 		retired = nil
-		p.MarkLoaded()
 	}
 	window := time.NewTimer(commitWindow)
 	defer window.Stop()

@@ -103,8 +103,10 @@ func New(opts Options) *Proxy {
 	return p
 }
 
-// firstListWait bounds how long a tools/list waits for the first config load.
-const firstListWait = 5 * time.Second
+// firstListWait bounds how long a tools/list or tools/call waits for the
+// first config load to finish; servers slower than that arrive later with
+// tools/list_changed.
+const firstListWait = 3 * time.Second
 
 func (p *Proxy) awaitLoad(ctx context.Context) {
 	select {
@@ -148,7 +150,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	server.WithWorkerPoolSize(workers)(s)
 	server.WithQueueSize(workers * 4)(s)
 	s.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
-	return s.Listen(ctx, in, &lineWriter{store: p.raw, progress: p.progress, out: out})
+	w := &lineWriter{store: p.raw, progress: p.progress, out: out}
+	edge := &stdioEdge{p: p, w: w, calls: map[string]context.CancelFunc{}}
+	fromEdge, toMCP := io.Pipe()
+	go edge.pump(ctx, in, toMCP)
+	return s.Listen(ctx, fromEdge, w)
 }
 
 // HTTPHandler serves streamable HTTP at path (mcp-go keeps its Host/Origin

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -122,10 +123,13 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 func (i *Instance) connect(ctx context.Context, srv *config.Server) error {
 	var t transport.Interface
 	var err error
+	// Enough idle connections that concurrent calls reuse them instead of
+	// opening (and leaving in TIME_WAIT) a connection per call.
+	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}}
 	if srv.Transport == config.TransportSSE {
-		t, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers))
+		t, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(hc))
 	} else {
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(i.log)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(i.log), transport.WithHTTPBasicClient(hc)}
 		if srv.SessionID != "" {
 			opts = append(opts, transport.WithSession(srv.SessionID))
 		}
