@@ -32,6 +32,7 @@ type stdioEdge struct {
 
 var (
 	toolsCallMethod = []byte(`"tools/call"`)
+	toolsListMethod = []byte(`"tools/list"`)
 	cancelledMethod = []byte(`"notifications/cancelled"`)
 )
 
@@ -71,8 +72,8 @@ type stdioCallParams struct {
 // serve takes the message if it is a call this edge serves or the
 // cancellation of one, and reports whether it did.
 func (e *stdioEdge) serve(ctx context.Context, line []byte) bool {
-	isCall := bytes.Contains(line, toolsCallMethod)
-	if !isCall && !bytes.Contains(line, cancelledMethod) {
+	if !bytes.Contains(line, toolsCallMethod) && !bytes.Contains(line, toolsListMethod) &&
+		!bytes.Contains(line, cancelledMethod) {
 		return false
 	}
 	var req stdioRequest
@@ -94,6 +95,15 @@ func (e *stdioEdge) serve(ctx context.Context, line []byte) bool {
 			return false // one of mcp-go's requests
 		}
 		cancel()
+		return true
+	case req.Method == "tools/list" && len(req.ID) > 0:
+		select {
+		case <-e.p.loaded:
+		default:
+			return false // mcp-go answers once the first load is done
+		}
+		// The whole catalog in one page, rendered once per commit.
+		e.w.writeLine(message5(`{"jsonrpc":"2.0","id":`, req.ID, `,"result":{"tools":`, e.p.Catalog().ToolsJSON(), `}}`))
 		return true
 	case req.Method == "tools/call" && len(req.ID) > 0:
 		var params stdioCallParams

@@ -86,6 +86,7 @@ type Pool struct {
 	sharedIn int
 	spares   []*upstream.Instance
 	leases   map[Key]*lease
+	pending  map[Key]chan struct{} // keys whose first instance is starting
 	live     int           // instances alive or starting
 	starting int           // spares being started
 	freed    chan struct{} // closed and replaced whenever capacity frees
@@ -103,7 +104,8 @@ type Pool struct {
 // NewPool takes ownership of first, the instance that discovered the tools:
 // it becomes the shared instance, or the first spare of a stateful server.
 func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
-	p := &Pool{cfg: cfg, factory: factory, leases: map[Key]*lease{}, freed: make(chan struct{}), stopTTL: make(chan struct{})}
+	p := &Pool{cfg: cfg, factory: factory, leases: map[Key]*lease{}, pending: map[Key]chan struct{}{},
+		freed: make(chan struct{}), stopTTL: make(chan struct{})}
 	if first != nil {
 		p.live = 1
 		if cfg.Stateless {
@@ -285,6 +287,25 @@ func (p *Pool) newLease(ctx context.Context, key Key, lost bool) (*Grant, error)
 		p.mu.Unlock()
 		return nil, nil
 	}
+	// Concurrent first calls of one session share the one instance the
+	// first of them starts.
+	if wait, starting := p.pending[key]; starting {
+		p.mu.Unlock()
+		select {
+		case <-wait:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("server %q: waiting for this session's instance to start: %w", p.cfg.Server, context.Cause(ctx))
+		}
+	}
+	mine := make(chan struct{})
+	p.pending[key] = mine
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+		close(mine)
+	}()
 	var inst *upstream.Instance
 	for len(p.spares) > 0 && inst == nil {
 		inst = p.spares[0]
