@@ -84,6 +84,9 @@ func startAggregator(t *testing.T, tr transport, opts aggregatorOptions) *aggreg
 		a.cmd.Dir = t.TempDir()
 	}
 	a.cmd.Env = markerEnv(a.marker)
+	// If the test binary itself dies, the aggregator goes with it (and its
+	// reaper then takes the upstreams).
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	a.cmd.Stderr = a.log
 	// An upstream that inherited stderr must not keep Wait from returning forever.
 	a.cmd.WaitDelay = 5 * time.Second
