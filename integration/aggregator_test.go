@@ -61,6 +61,7 @@ type aggregator struct {
 // aggregatorOptions say how to start the aggregator.
 type aggregatorOptions struct {
 	configs []string // --config files
+	flags   []string // more "serve" flags
 	dir     string   // working directory; a fresh temporary directory when empty
 }
 
@@ -77,6 +78,7 @@ func startAggregator(t *testing.T, tr transport, opts aggregatorOptions) *aggreg
 	if tr == httpTransport {
 		args = append(args, "--http", "127.0.0.1:0")
 	}
+	args = append(args, opts.flags...)
 	a := &aggregator{t: t, transport: tr, log: newLogBuffer(), marker: newMarker(), exited: make(chan struct{})}
 	a.cmd = exec.Command(binary, args...)
 	a.cmd.Dir = opts.dir

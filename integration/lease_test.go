@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -168,7 +167,7 @@ func leaseHeld(t *testing.T, c *client, server string) int {
 }
 
 // leaseWaitSpares polls mcp_status until server has want ready spares and no
-// instance still starting, and returns how many instances it has then.
+// instance still starting.
 func leaseWaitSpares(t *testing.T, c *client, server string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(leaseWait)
@@ -262,28 +261,6 @@ func leaseEvents(a *aggregator, kind, server string) []int {
 	return pids
 }
 
-// leaseServeHTTP is serveConfig for HTTP with extra "serve" flags.
-func leaseServeHTTP(t *testing.T, config string, flags ...string) *aggregator {
-	t.Helper()
-	args := append([]string{"serve", "--log-level", "debug", "--config", writeConfig(t, config), "--http", "127.0.0.1:0"}, flags...)
-	a := &aggregator{t: t, transport: httpTransport, log: newLogBuffer(), marker: newMarker(), exited: make(chan struct{})}
-	a.cmd = exec.Command(binary, args...)
-	a.cmd.Dir = t.TempDir()
-	a.cmd.Env = markerEnv(a.marker)
-	a.cmd.Stderr = a.log
-	a.cmd.WaitDelay = 5 * time.Second
-	require.NoError(t, a.cmd.Start())
-	go func() {
-		a.waitErr = a.cmd.Wait()
-		close(a.exited)
-	}()
-	t.Cleanup(a.stop)
-	line, ok := a.log.waitLine(listeningLine.MatchString, startTimeout, a.exited)
-	require.True(t, ok, "the aggregator never said where it listens; stderr:\n%s", a.log)
-	a.url = listeningLine.FindStringSubmatch(line)[1]
-	return a
-}
-
 // leaseCounterProcesses returns the pids of the running "demo-server counter"
 // processes of a's tree.
 func leaseCounterProcesses(t *testing.T, a *aggregator) []int {
@@ -307,16 +284,17 @@ func leaseIncrements(c *client, id string, n int) (pid int, err error) {
 	if r.PID == nil {
 		return 0, fmt.Errorf("no pid in %s", r.Raw)
 	}
+	pid = *r.PID
 	for want := 1; want <= n; want++ {
 		r, err := leaseTry(c, id+"_increment", nil)
 		if err != nil {
 			return 0, err
 		}
 		if r.Value == nil || *r.Value != want {
-			return 0, fmt.Errorf("increment %d of %d on instance %d: got %s", want, n, *r.PID, r.Raw)
+			return 0, fmt.Errorf("increment %d of %d on instance %d: got %s", want, n, pid, r.Raw)
 		}
 	}
-	return *r.PID, nil
+	return pid, nil
 }
 
 // TestLeaseSessionsGetOwnInstances: concurrent HTTP sessions get different instances
@@ -347,6 +325,9 @@ func TestLeaseSessionsGetOwnInstances(t *testing.T) {
 			return fmt.Errorf("session %d made %d increments but counter_get says %s", i, increments[i], r.Raw)
 		}
 		r, err = leaseTry(c, "tools_pid", nil)
+		if err == nil && r.PID == nil {
+			err = fmt.Errorf("no pid in %s", r.Raw)
+		}
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}
@@ -360,6 +341,10 @@ func TestLeaseSessionsGetOwnInstances(t *testing.T) {
 		}
 		assert.Equal(t, toolsPIDs[0], toolsPIDs[i], "session %d got its own instance of the stateless server", i)
 		assert.NotContains(t, counterPIDs, toolsPIDs[i])
+		st := leaseStatusOf(t, sessions[i])
+		if assert.Len(t, st.Leases, 1, "mcp_status of session %d lists exactly its own lease", i) {
+			assert.Equal(t, counterPIDs[i], st.Leases[0].PID)
+		}
 	}
 	leaseCloseAll(t, sessions)
 }
@@ -585,7 +570,10 @@ func TestLeaseIdleExpiry(t *testing.T) {
 func TestLeaseAbandonedHTTPSession(t *testing.T) {
 	t.Parallel()
 	const ttl = 2 * time.Second
-	a := leaseServeHTTP(t, leaseConfig(leaseBlock("counter", "counter", false)), "--session-idle-ttl", ttl.String())
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, leaseConfig(leaseBlock("counter", "counter", false)))},
+		flags:   []string{"--session-idle-ttl", ttl.String()},
+	})
 	a.waitLoaded()
 
 	listening := a.connect()

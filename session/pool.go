@@ -87,9 +87,9 @@ type Pool struct {
 	spares   []*upstream.Instance
 	leases   map[Key]*lease
 	pending  map[Key]chan struct{} // keys whose first instance is starting
-	live     int           // instances alive or starting
-	starting int           // spares being started
-	freed    chan struct{} // closed and replaced whenever capacity frees
+	live     int                   // instances alive or starting
+	starting int                   // spares being started
+	freed    chan struct{}         // closed and replaced whenever capacity frees
 	closed   bool
 	drained  chan struct{}
 	inflight int
@@ -168,8 +168,17 @@ func (p *Pool) watchShared(inst *upstream.Instance) {
 		if reason == nil || closing {
 			return
 		}
+		// Down first, so no call reaches the lost instance and status stops
+		// calling it healthy; then close it without holding up the restart
+		// (a hung process takes the whole shutdown sequence).
+		p.mu.Lock()
+		if p.shared == inst {
+			p.shared, p.down, p.restartAt = nil, reason, time.Now().Add(backoff)
+		}
+		p.mu.Unlock()
 		p.emit(Event{Kind: "lost", Server: p.cfg.Server, PID: inst.PID(), Err: reason})
-		_ = inst.Close()
+		p.wg.Add(1)
+		go func(lost *upstream.Instance) { defer p.wg.Done(); _ = lost.Close() }(inst)
 		for {
 			p.mu.Lock()
 			p.shared, p.down, p.restartAt = nil, reason, time.Now().Add(backoff)

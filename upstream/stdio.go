@@ -39,6 +39,7 @@ type stdioConn struct {
 
 	stdinGrace, termGrace time.Duration
 	stopOnce              sync.Once
+	closing               atomic.Bool   // close was called: an exit is expected
 	stopped               chan struct{} // closed when nothing of the process group is left
 	closed                chan struct{}
 	closeOnce             sync.Once
@@ -122,7 +123,7 @@ func (c *stdioConn) read(stdout io.Reader) {
 					err = fmt.Errorf("server %q closed its stdout", c.server)
 				}
 			}
-			crashed := c.err() == nil
+			crashed := !c.closing.Load()
 			c.fail(err)
 			// The server is gone; whatever it left behind in its group goes too.
 			go func() {
@@ -291,6 +292,7 @@ func (c *stdioConn) notify(_ context.Context, method string, params any) error {
 // close runs the MCP stdio shutdown: close stdin, then escalate signals to
 // the process group until nothing of it is left (see process.stop).
 func (c *stdioConn) close() error {
+	c.closing.Store(true)
 	c.shutdown()
 	c.fail(fmt.Errorf("server %q was closed", c.server))
 	return nil
