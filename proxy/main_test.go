@@ -27,17 +27,10 @@ const demoEnv = "MCPAGG_DEMO_SERVER"
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so the
 // proxy below fronts real processes.
 func TestMain(m *testing.M) {
-	if spec := strings.Fields(os.Getenv(demoEnv)); len(spec) > 0 {
-		if err := demo.Run(context.Background(), spec[0], spec[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		os.Exit(0)
+	if code, ran := demo.RunFromEnv(demoEnv); ran {
+		os.Exit(code)
 	}
-	// The race detector pauses a second at exit; children need not.
-	if opts := os.Getenv("GORACE"); !strings.Contains(opts, "atexit_sleep_ms") {
-		_ = os.Setenv("GORACE", strings.TrimSpace(opts+" atexit_sleep_ms=0"))
-	}
+	demo.QuietRaceExit()
 	os.Exit(m.Run())
 }
 

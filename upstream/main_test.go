@@ -38,20 +38,11 @@ func TestMain(m *testing.M) {
 		RunReaper(os.Stdin)
 		os.Exit(0)
 	}
-	if spec := strings.Fields(os.Getenv(demoEnv)); len(spec) > 0 {
-		os.Exit(serveDemo(spec[0], spec[1:]))
+	if code, ran := demo.RunFromEnv(demoEnv); ran {
+		os.Exit(code)
 	}
-	quickRaceExit()
+	demo.QuietRaceExit()
 	os.Exit(m.Run())
-}
-
-// quickRaceExit stops the race detector's one-second pause at exit in the
-// children of this binary, so closing a server does not take a second.
-func quickRaceExit() {
-	opts := os.Getenv("GORACE")
-	if !strings.Contains(opts, "atexit_sleep_ms") {
-		_ = os.Setenv("GORACE", strings.TrimSpace(opts+" atexit_sleep_ms=0"))
-	}
 }
 
 func serveDemo(name string, args []string) int {
