@@ -111,8 +111,15 @@ const firstListWait = 3 * time.Second
 func (p *Proxy) awaitLoad(ctx context.Context) {
 	select {
 	case <-p.loaded:
+		return // the common case: no timer
+	default:
+	}
+	t := time.NewTimer(firstListWait)
+	defer t.Stop()
+	select {
+	case <-p.loaded:
 	case <-ctx.Done():
-	case <-time.After(firstListWait):
+	case <-t.C:
 	}
 }
 
