@@ -199,9 +199,6 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 // explain turns a bare context error into one that says what was waited for.
 func (i *Instance) explain(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		if dl, ok := ctx.Deadline(); ok {
-			_ = dl
-		}
 		return fmt.Errorf("no answer before connect_timeout; check that the command starts an MCP server on stdio, or raise connect_timeout: %w", err)
 	}
 	return err

@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// remoteEverything runs server-everything as a network server ("streamableHttp"
+// or "sse") on a free loopback port and returns its base URL.
+func remoteEverything(t *testing.T, mode string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	log := newLogBuffer()
+	cmd := exec.Command("node", nodeEntry(t, "@modelcontextprotocol/server-everything/dist/index.js"), mode)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprint(port)) }, startTimeout, exited)
+	require.True(t, ok, "server-everything (%s) never said it listens on %d:\n%s", mode, port, log)
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// TestRemoteUpstreams puts server-everything behind the aggregator over
+// streamable HTTP and over SSE, a shared and a leased upstream each, and
+// compares what the client gets with what the upstream answers.
+func TestRemoteUpstreams(t *testing.T) {
+	t.Parallel()
+	httpBase := remoteEverything(t, "streamableHttp")
+	sseBase := remoteEverything(t, "sse")
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  evh:
+    truely-stateless: true
+    url: %s/mcp
+    transform: [{prefix: h_}]
+    tools: {whitelist: [echo, get-sum]}
+  evs:
+    truely-stateless: true
+    transport: sse
+    url: %s/sse
+    transform: [{prefix: s_}]
+    tools: {whitelist: [echo, get-sum]}
+  evl:
+    url: %s/mcp
+    transform: [{prefix: l_}]
+    tools: {whitelist: [echo]}
+`, httpBase, sseBase, httpBase))
+	a.waitLoaded()
+	c := a.connect()
+	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status", "h_echo", "h_get-sum", "s_echo", "s_get-sum", "l_echo"},
+		toolNames(t, c.listTools()))
+
+	for _, prefix := range []string{"h_", "s_"} {
+		assert.Equal(t, "Echo: hi "+prefix, firstText(t, c.callToolResult(prefix+"echo", map[string]any{"message": "hi " + prefix})))
+		assert.Equal(t, "The sum of 2 and 3 is 5.", firstText(t, c.callToolResult(prefix+"get-sum", map[string]any{"a": 2, "b": 3})))
+	}
+	// A stateful remote server gets its own upstream session for this session.
+	leased := c.callToolResult("l_echo", map[string]any{"message": "leased"})
+	assert.Equal(t, "Echo: leased", firstText(t, leased))
+	assert.Contains(t, string(leased), "mcp_release", "the first leased result carries the reminder")
+}
+
+// TestHTTPRejectsDNSRebinding: a request that reaches the loopback listener
+// under a foreign Host name is refused, so a web page cannot drive a local
+// aggregator through DNS rebinding.
+func TestHTTPRejectsDNSRebinding(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, "version: 1\nservers: {}\n")
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	send := func(host string) int {
+		req, err := http.NewRequest(http.MethodPost, a.url, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		hc := &http.Client{Timeout: 10 * time.Second}
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusForbidden, send("attacker.example"))
+	assert.Equal(t, http.StatusOK, send(strings.TrimPrefix(strings.TrimSuffix(a.url, "/mcp"), "http://")))
+}
