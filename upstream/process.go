@@ -1,18 +1,12 @@
 package upstream
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Grace periods of the shutdown sequence (SPEC §7). Variables rather than
@@ -42,10 +36,11 @@ func init() {
 	}()
 }
 
-// startInGroup starts cmd as the leader of a new process group that receives
-// SIGKILL if the thread that started it (and so the aggregator) dies.
+// startInGroup starts cmd as the leader of a new process group that, on
+// Linux, receives SIGKILL if the thread that started it (and so the
+// aggregator) dies.
 func startInGroup(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	done := make(chan error, 1)
 	spawnRequests <- spawnRequest{cmd: cmd, done: done}
 	return <-done
@@ -67,43 +62,8 @@ type process struct {
 
 func newProcess(cmd *exec.Cmd) *process {
 	p := &process{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{})}
-	go func() {
-		defer close(p.exited)
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, p.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if err == nil {
-				p.status = exitStatus(&info)
-			}
-			return
-		}
-	}()
+	go p.watchExit()
 	return p
-}
-
-// childInfo is the SIGCHLD layout of siginfo_t on Linux, which
-// unix.Siginfo keeps opaque.
-type childInfo struct {
-	Signo, Errno, Code, _ int32
-	Pid                   int32
-	UID                   uint32
-	Status                int32
-}
-
-// exitStatus describes how a child exited, as os/exec words it.
-func exitStatus(info *unix.Siginfo) string {
-	ci := (*childInfo)(unsafe.Pointer(info))
-	switch ci.Code {
-	case 1: // CLD_EXITED
-		return fmt.Sprintf("exit status %d", ci.Status)
-	case 2, 3: // CLD_KILLED, CLD_DUMPED
-		return "signal: " + unix.SignalName(syscall.Signal(ci.Status))
-	default:
-		return "exited"
-	}
 }
 
 // reap collects the leader's exit status; call it once the group is gone.
@@ -128,38 +88,7 @@ func (p *process) groupAlive() bool {
 	if syscall.Kill(-p.pgid, 0) != nil {
 		return false
 	}
-	return liveMembers(p.pgid) > 0
-}
-
-// liveMembers counts the processes of a group that are not zombies.
-func liveMembers(pgid int) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 1 // cannot tell: assume someone is there
-	}
-	n := 0
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid pgrp ..."; comm may hold spaces and parens.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(stat[i+1:])
-		if len(fields) < 3 || string(fields[0]) == "Z" {
-			continue
-		}
-		if g, err := strconv.Atoi(string(fields[2])); err == nil && g == pgid {
-			n++
-		}
-	}
-	return n
+	return p.othersAlive()
 }
 
 // stop runs the shutdown sequence for stdio servers: the caller has already
