@@ -120,7 +120,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 		if errors.Is(err, session.ErrClosed) && attempt < 3 {
 			continue
 		}
-		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
+		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error()))), nil
 	}
 	defer deadline.stop()
 	defer grant.Done()
@@ -151,7 +151,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
-			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
+			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error()))), nil
 		}
 	}
 	var notes []string

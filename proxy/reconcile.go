@@ -287,12 +287,12 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	for attempt := 1; ; attempt++ {
 		inst, err := upstream.Start(cctx, s, opts)
 		if err == nil || attempt == startAttempts || !upstream.Transient(err) {
-			return inst, err
+			return inst, upstream.ScrubError(s, err)
 		}
-		p.log.Warn("starting server failed; retrying", "server", s.ID, "attempt", attempt, "err", err)
+		p.log.Warn("starting server failed; retrying", "server", s.ID, "attempt", attempt, "err", upstream.Scrub(s, err.Error()))
 		select {
 		case <-cctx.Done():
-			return nil, err
+			return nil, upstream.ScrubError(s, err)
 		case <-time.After(backoff):
 		}
 		backoff *= 2
@@ -308,7 +308,11 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
 		PingInterval: s.PingInterval,
 		OnEvent: func(e session.Event) {
-			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", e.Err)
+			errText := ""
+			if e.Err != nil {
+				errText = upstream.Scrub(s, e.Err.Error())
+			}
+			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", errText)
 		},
 	}, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
 }
@@ -341,7 +345,7 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 	defer cancel()
 	tools, err := inst.ListTools(ctx)
 	if err != nil {
-		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", err)
+		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", upstream.Scrub(rs.cfg, err.Error()))
 		return
 	}
 	pattern := p.validPattern()

@@ -67,6 +67,7 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 	if log == nil {
 		log = slog.Default()
 	}
+	log = scrubbingLogger(log, srv)
 	inst := &Instance{server: srv.ID, log: log, onTools: opts.OnToolsChanged, progress: map[string]func(json.RawMessage){}}
 	var err error
 	switch srv.Transport {
