@@ -158,7 +158,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	server.WithQueueSize(workers * 4)(s)
 	s.SetErrorLogger(log.New(slogWriter{p.log}, "", 0))
 	w := &lineWriter{store: p.raw, progress: p.progress, out: out}
-	edge := &stdioEdge{p: p, w: w, calls: map[string]context.CancelFunc{}}
+	edge := &stdioEdge{p: p, w: w, calls: map[string]context.CancelFunc{}, workers: callWorkers{idle: make(chan func())}}
 	fromEdge, toMCP := io.Pipe()
 	go edge.pump(ctx, in, toMCP)
 	return s.Listen(ctx, fromEdge, w)

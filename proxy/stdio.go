@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // stdioSessionID is the session id mcp-go gives its one stdio session; the
@@ -26,8 +27,42 @@ type stdioEdge struct {
 	p *Proxy
 	w *lineWriter
 
-	mu    sync.Mutex
-	calls map[string]context.CancelFunc // in-flight calls by request id
+	mu      sync.Mutex
+	calls   map[string]context.CancelFunc // in-flight calls by request id
+	workers callWorkers
+}
+
+// callWorkers runs calls on goroutines that outlive one call: a fresh goroutine
+// starts with a small stack and grows it on every call's JSON work, which
+// costs more than the call's own bookkeeping. Idle workers wait a while for
+// the next call, then exit; there is never a limit on calls in flight.
+type callWorkers struct {
+	idle chan func()
+}
+
+// workerIdle is how long an idle worker waits for another call.
+const workerIdle = 30 * time.Second
+
+func (w *callWorkers) run(f func()) {
+	select {
+	case w.idle <- f: // a waiting worker takes it
+	default:
+		go w.work(f)
+	}
+}
+
+func (w *callWorkers) work(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(workerIdle)
+		select {
+		case f = <-w.idle:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 var (
@@ -116,7 +151,7 @@ func (e *stdioEdge) serve(ctx context.Context, line []byte) bool {
 			// after waiting for the first load when it is still running.
 			return false
 		}
-		go e.call(ctx, req.ID, params)
+		e.workers.run(func() { e.call(ctx, req.ID, params) })
 		return true
 	}
 	return false

@@ -290,7 +290,37 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 			i.progMu.Unlock()
 		}()
 	}
-	return i.conn.call(ctx, "tools/call", p)
+	params, err := encodeCallParams(p)
+	if err != nil {
+		return nil, err
+	}
+	return i.conn.call(ctx, "tools/call", params)
+}
+
+// encodeCallParams writes tools/call params around the already-encoded
+// arguments, which go out exactly as the client sent them; reflecting over
+// them with encoding/json would also re-validate and re-compact them.
+func encodeCallParams(p callParams) (json.RawMessage, error) {
+	name, err := rawjson.Marshal(p.Name)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(name)+len(p.Arguments)+32)
+	b = append(b, `{"name":`...)
+	b = append(b, name...)
+	if len(p.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, p.Arguments...)
+	}
+	if len(p.Meta) > 0 {
+		meta, err := rawjson.Marshal(p.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
+	}
+	return append(b, '}'), nil
 }
 
 // retoken replaces progressToken in a progress notification's params.

@@ -240,6 +240,43 @@ func (c *stdioConn) write(v any) error {
 	return nil
 }
 
+// writeRequest sends a request; pre-encoded params are framed by hand, the
+// common case on the call path.
+func (c *stdioConn) writeRequest(id int64, method string, params any) error {
+	raw, ok := params.(json.RawMessage)
+	if !ok {
+		return c.write(outgoing{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	}
+	quoted, err := rawjson.Marshal(method)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, len(raw)+len(quoted)+48)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = append(b, quoted...)
+	b = append(b, `,"params":`...)
+	b = append(b, raw...)
+	b = append(b, "}\n"...)
+	return c.writeLine(b)
+}
+
+// writeLine writes one framed message.
+func (c *stdioConn) writeLine(line []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return c.closedErr()
+	default:
+	}
+	if _, err := c.stdin.Write(line); err != nil {
+		return fmt.Errorf("server %q: writing to stdin: %w", c.server, err)
+	}
+	return nil
+}
+
 func (c *stdioConn) closedErr() error {
 	if c.failure != nil {
 		return fmt.Errorf("%w: %v", ErrClosed, c.failure)
@@ -258,7 +295,7 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 	}
 	c.pending[key] = ch
 	c.mu.Unlock()
-	if err := c.write(outgoing{JSONRPC: "2.0", ID: &id, Method: method, Params: params}); err != nil {
+	if err := c.writeRequest(id, method, params); err != nil {
 		c.forget(key)
 		return nil, err
 	}
