@@ -16,6 +16,8 @@ import (
 // serves, finds the leases of calls the fast path served.
 const stdioSessionID = "stdio"
 
+var stdioLeaseKey = sessionKey(stdioSessionID)
+
 // stdioEdge sits between the client's stdin and mcp-go's stdio server. A
 // tools/call for an upstream tool is served right here: decoded once,
 // routed, and answered with the upstream's raw bytes, its progress written
@@ -170,7 +172,7 @@ func (e *stdioEdge) call(ctx context.Context, id json.RawMessage, params stdioCa
 		cancel()
 	}()
 
-	inv := invocation{name: params.Name, key: sessionKey(stdioSessionID), args: params.Arguments}
+	inv := invocation{name: params.Name, key: stdioLeaseKey, args: params.Arguments}
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
 		inv.progress = func(progress json.RawMessage) {

@@ -301,13 +301,9 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 // arguments, which go out exactly as the client sent them; reflecting over
 // them with encoding/json would also re-validate and re-compact them.
 func encodeCallParams(p callParams) (json.RawMessage, error) {
-	name, err := rawjson.Marshal(p.Name)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(name)+len(p.Arguments)+32)
+	b := make([]byte, 0, len(p.Name)+len(p.Arguments)+32)
 	b = append(b, `{"name":`...)
-	b = append(b, name...)
+	b = rawjson.AppendString(b, p.Name)
 	if len(p.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
 		b = append(b, p.Arguments...)

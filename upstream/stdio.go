@@ -247,15 +247,11 @@ func (c *stdioConn) writeRequest(id int64, method string, params any) error {
 	if !ok {
 		return c.write(outgoing{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
 	}
-	quoted, err := rawjson.Marshal(method)
-	if err != nil {
-		return err
-	}
-	b := make([]byte, 0, len(raw)+len(quoted)+48)
+	b := make([]byte, 0, len(raw)+len(method)+48)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"method":`...)
-	b = append(b, quoted...)
+	b = rawjson.AppendString(b, method)
 	b = append(b, `,"params":`...)
 	b = append(b, raw...)
 	b = append(b, "}\n"...)

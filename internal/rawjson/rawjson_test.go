@@ -16,3 +16,12 @@ func TestMarshalKeepsBytes(t *testing.T) {
 	std, _ := json.Marshal(map[string]any{"data": raw})
 	assert.NotEqual(t, string(std), string(out), "encoding/json escapes HTML; Marshal must not")
 }
+
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "echo", "mcp__fs__read_file", `quote"back\slash`, "tab\there", "é中🚀", "<&>", "\x00\x1f\x7f"} {
+		got := AppendString([]byte("x"), s)
+		var back string
+		require.NoError(t, json.Unmarshal(got[1:], &back), "%q encodes to invalid JSON %s", s, got)
+		assert.Equal(t, s, back)
+	}
+}
