@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// modernVersion is the sessionless protocol generation.
+const modernVersion = "2026-07-28"
+
+// modernPost sends one sessionless (2026-07-28) request: no session, the
+// version in a header and in _meta, the method and name in headers.
+func modernPost(ctx context.Context, url, method, name string, params map[string]any) (*http.Response, error) {
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["io.modelcontextprotocol/protocolVersion"] = modernVersion
+	meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+	meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "modern-test", "version": "1.0.0"}
+	params["_meta"] = meta
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modernVersion)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// modernCall calls a tool sessionlessly and returns its result's structuredContent.value.
+func modernCall(t *testing.T, url, tool, lease string) int {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": map[string]any{}}
+	if lease != "" {
+		params["_meta"] = map[string]any{"mcp-aggregator/lease": lease}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	resp, err := modernPost(ctx, url, "tools/call", tool, params)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var data []byte = raw
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
+	}
+	var msg struct {
+		Result struct {
+			Structured struct {
+				Value int `json:"value"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	require.Empty(t, msg.Error, "%s", data)
+	return msg.Result.Structured.Value
+}
+
+// TestModernSessionlessLeases: sessionless clients name their conversation
+// with the _meta key mcp-aggregator/lease; each name gets its own instance,
+// and calls without one share the anonymous lease, with one warning.
+func TestModernSessionlessLeases(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  counter:
+    %s
+    transform: [{prefix: c_}]
+`, demoServer("counter")))
+	a.waitLoaded()
+	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", "conv-a"))
+	assert.Equal(t, 2, modernCall(t, a.url, "c_increment", "conv-a"))
+	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", "conv-b"), "another conversation has its own instance")
+	assert.Equal(t, 3, modernCall(t, a.url, "c_increment", "conv-a"))
+	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", ""))
+	assert.Equal(t, 2, modernCall(t, a.url, "c_increment", ""), "calls without a lease key share one anonymous lease")
+	assert.Equal(t, 1, strings.Count(a.log.String(), "without a lease key"), "the anonymous lease is reported once")
+}
+
+// TestModernListenerGetsListChanged: a 2026-07-28 client's subscriptions/listen
+// stream receives tools/list_changed when a reload changes the catalog.
+func TestModernListenerGetsListChanged(t *testing.T) {
+	t.Parallel()
+	r := newReloadRig(t, httpTransport, reloadConfig("pid"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := modernPost(ctx, r.a.url, "subscriptions/listen", "",
+		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
+	}()
+	// The stream is open once the server acknowledged the subscription.
+	select {
+	case ack, ok := <-events:
+		require.True(t, ok, "the listen stream closed")
+		require.Contains(t, ack, "notifications/subscriptions/acknowledged", "the first event acknowledges the subscription")
+		require.Contains(t, ack, `"toolsListChanged":true`)
+	case <-ctx.Done():
+	}
+
+	r.save(reloadConfig("pid, echo"))
+	r.waitReload()
+	deadline := time.After(reloadWait)
+	for {
+		select {
+		case ev, ok := <-events:
+			require.True(t, ok, "the listen stream ended without tools/list_changed")
+			if strings.Contains(ev, "notifications/tools/list_changed") {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no tools/list_changed on the listen stream within %s", reloadWait)
+		}
+	}
+}
+
