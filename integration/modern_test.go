@@ -142,4 +142,3 @@ func TestModernListenerGetsListChanged(t *testing.T) {
 		}
 	}
 }
-
