@@ -38,6 +38,7 @@ type Proxy struct {
 	log      *slog.Logger
 	mcp      *server.MCPServer
 	raw      *rawStore
+	http     *httpEdge // the HTTP edge's own state; in use once HTTPHandler is
 	progress *progressTracker
 	catalog  atomic.Pointer[Catalog]
 	version  atomic.Uint64
@@ -73,6 +74,7 @@ func New(opts Options) *Proxy {
 		loaded: make(chan struct{})}
 	p.catalog.Store(emptyCatalog())
 	p.raw = newRawStore(p.Catalog)
+	p.http = &httpEdge{p: p}
 	p.progress = newProgressTracker()
 
 	hooks := &server.Hooks{}
@@ -90,7 +92,11 @@ func New(opts Options) *Proxy {
 		token, _ := json.Marshal(p.raw.put(rawToolList, nil))
 		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{rawMarker: json.RawMessage(token)}}
 	})
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		p.http.sessionStarted(s.SessionID())
+	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		p.http.sessionEnded(s.SessionID())
 		p.sessionEnded(sessionKey(s.SessionID()))
 	})
 	p.mcp = server.NewMCPServer("mcp-aggregator", opts.Version,
@@ -180,9 +186,11 @@ func (p *Proxy) HTTPHandler(path string) (http.Handler, func(context.Context) er
 		server.WithHeartbeatInterval(max(ttl/3, time.Second)),
 		server.WithStreamableHTTPLogger(p.log),
 	)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.http.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(&httpWriter{ResponseWriter: w, store: p.raw, progress: p.progress}, r)
-	}), h.Shutdown
+	})
+	p.http.touchGap = max(ttl/4, time.Second)
+	return p.http, h.Shutdown
 }
 
 // Close stops every server, waiting up to ctx for in-flight calls.
