@@ -25,6 +25,7 @@ func TestIsLoopback(t *testing.T) {
 // edge's; everything else stays with mcp-go.
 func TestHTTPEdgeEligible(t *testing.T) {
 	p := New(Options{})
+	t.Cleanup(func() { p.Close(context.Background()) })
 	p.http.sessionStarted("s1")
 	request := func(mut func(r *http.Request)) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", strings.NewReader("{}"))
