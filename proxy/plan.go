@@ -1,0 +1,74 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// plan applies the naming rules to a server's upstream tools against the
+// names other servers already own, and renders its catalog entries.
+func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, pattern string) (naming.Plan, []*Entry) {
+	names := make([]string, len(tools))
+	byName := make(map[string]upstream.Tool, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+		byName[t.Name] = t
+	}
+	plan := naming.Apply(rulesFor(s, pattern), names, func(exported string) (string, bool) {
+		owner, ok := cat.Owner(exported)
+		if ok && owner != s.ID {
+			return owner, true
+		}
+		return "", false
+	})
+	entries := make([]*Entry, 0, len(plan.Tools))
+	for _, t := range plan.Tools {
+		raw, err := renamed(byName[t.Original].Raw, t.Exported)
+		if err != nil {
+			plan.Problems = append(plan.Problems, naming.Problem{Server: s.ID, Tool: t.Original, Message: "malformed definition skipped: " + err.Error()})
+			continue
+		}
+		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings})
+	}
+	return plan, entries
+}
+
+// rulesFor converts a server's config to naming rules.
+func rulesFor(s *config.Server, pattern string) naming.Rules {
+	r := naming.Rules{
+		Server: s.ID, Whitelist: s.Tools.Whitelist, Blacklist: s.Tools.Blacklist,
+		Strict:       s.Tools.Mode == config.ModeStrict,
+		Defaults:     naming.Settings(s.Tools.Defaults),
+		ValidPattern: pattern,
+	}
+	if len(s.Tools.Config) > 0 {
+		r.Config = make(map[string]naming.Settings, len(s.Tools.Config))
+		for k, v := range s.Tools.Config {
+			r.Config[k] = naming.Settings(v)
+		}
+	}
+	for _, t := range s.Transforms {
+		r.Transforms = append(r.Transforms, naming.Transform{Suffix: t.Kind == config.TransformSuffix, Add: t.Add, Remove: t.Remove})
+	}
+	return r
+}
+
+func startProblem(s *config.Server, err error) config.Problem {
+	return config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID,
+		Message: fmt.Sprintf("could not start: %v", err)}
+}
+
+func namingProblems(s *config.Server, plan naming.Plan) []config.Problem {
+	out := make([]config.Problem, 0, len(plan.Problems))
+	for _, np := range plan.Problems {
+		sev := config.SeverityWarning
+		if np.Error {
+			sev = config.SeverityError
+		}
+		out = append(out, config.Problem{Severity: sev, File: s.File, Server: s.ID, Tool: np.Tool, Field: np.Field, Message: np.Message})
+	}
+	return out
+}
