@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,4 +106,49 @@ func TestHTTPRejectsDNSRebinding(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusForbidden, send("attacker.example"))
 	assert.Equal(t, http.StatusOK, send(strings.TrimPrefix(strings.TrimSuffix(a.url, "/mcp"), "http://")))
+}
+
+// TestHTTPUpstreamListChanged: a streamable-HTTP upstream that gains a tool
+// outside any request tells the aggregator on its GET stream; the aggregator
+// re-lists it and tells its own client.
+func TestHTTPUpstreamListChanged(t *testing.T) {
+	t.Parallel()
+	up := server.NewMCPServer("growing", "1.0.0", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("alpha", mcp.WithDescription("The first tool.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("alpha"), nil
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(up))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = httpSrv.Serve(ln) }()
+	// Registered before the aggregator's cleanup, so it runs after it.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = httpSrv.Shutdown(ctx)
+	})
+
+	r := newReloadRig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  grow:
+    truely-stateless: true
+    url: http://%s/mcp
+    transform: [{prefix: g_}]
+`, ln.Addr()))
+	assert.Contains(t, r.names(), "g_alpha")
+
+	// The aggregator's upstream session opens its GET stream right after
+	// initialize; wait until the upstream knows a session to notify.
+	require.Eventually(t, func() bool {
+		up.AddTool(mcp.NewTool("beta", mcp.WithDescription("Added at run time.")),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("beta"), nil
+			})
+		return r.listChanged() > 0
+	}, reloadWait, 200*time.Millisecond, "no tools/list_changed reached the client")
+	assert.Contains(t, r.names(), "g_beta", "the aggregator re-listed the upstream")
+	assert.Equal(t, "beta", firstText(t, r.c.callToolResult("g_beta", map[string]any{})))
 }

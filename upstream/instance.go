@@ -130,7 +130,10 @@ func (i *Instance) connect(ctx context.Context, srv *config.Server) error {
 	if srv.Transport == config.TransportSSE {
 		t, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(hc))
 	} else {
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(i.log), transport.WithHTTPBasicClient(hc)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(i.log), transport.WithHTTPBasicClient(hc),
+			// The GET stream carries what the server sends outside any
+			// request, tools/list_changed above all.
+			transport.WithContinuousListening()}
 		if srv.SessionID != "" {
 			opts = append(opts, transport.WithSession(srv.SessionID))
 		}
