@@ -186,7 +186,9 @@ func slow(ctx context.Context, req mcp.CallToolRequest, errOut io.Writer, notes 
 		case <-ctx.Done():
 			fmt.Fprintln(errOut, "slow: cancelled")
 			if marker != "" {
-				if err := os.WriteFile(marker, []byte("cancelled"), 0o644); err != nil {
+				// Written whole under another name, then renamed: a test that
+				// waits for the file must never read it half written.
+				if err := writeAtomically(marker, []byte("cancelled")); err != nil {
 					fmt.Fprintf(errOut, "slow: writing marker: %v\n", err)
 				}
 			}
@@ -310,4 +312,14 @@ func (o *notificationOut) waitWritten(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// writeAtomically writes data to path so that readers see either nothing or
+// all of it.
+func writeAtomically(path string, data []byte) error {
+	tmp := path + ".partial"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
