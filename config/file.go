@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"regexp"
 	"strconv"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -32,6 +33,9 @@ type settings struct {
 	validPattern    *string
 	adminEnabled    *bool
 	leaseReminder   *bool
+	allowedOrigins  []string
+	originsSet      bool
+	maxBodyBytes    *int
 }
 
 var yamlErrorLine = regexp.MustCompile(`line (\d+)`)
@@ -109,7 +113,7 @@ func decodeYAML(data []byte) (doc document, err error) {
 	return doc, nil
 }
 
-// readSettings reads limits, security, naming and admin.
+// readSettings reads limits, security, naming, admin and http.
 func readSettings(r *reader, f map[string]pair) settings {
 	var s settings
 	section := func(key, want string, known ...string) map[string]pair {
@@ -150,6 +154,25 @@ func readSettings(r *reader, f map[string]pair) settings {
 			if p, ok := f[b.key]; ok {
 				if v, ok := r.boolean(p.v, "admin."+b.key); ok {
 					*b.dst = &v
+				}
+			}
+		}
+	}
+	if f := section("http", "allowed_origins, max_body_bytes", "allowed_origins", "max_body_bytes"); f != nil {
+		if p, ok := f["allowed_origins"]; ok {
+			s.allowedOrigins, s.originsSet = r.strings(p.v, "http.allowed_origins"), true
+			for _, o := range s.allowedOrigins {
+				if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+					r.errorf(p.v.Line, "http.allowed_origins", "%q is not an origin; write scheme://host[:port], e.g. https://app.example.com", o)
+				}
+			}
+		}
+		if p, ok := f["max_body_bytes"]; ok {
+			if v, ok := r.count(p.v, "http.max_body_bytes"); ok {
+				if v < 1024 {
+					r.errorf(p.v.Line, "http.max_body_bytes", "%d is too small for any MCP request; use at least 1024 (default %d)", v, DefaultMaxBodyBytes)
+				} else {
+					s.maxBodyBytes = &v
 				}
 			}
 		}

@@ -94,6 +94,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 	ws := &Workspace{
 		Naming: Naming{ValidPattern: DefaultValidPattern},
 		Admin:  Admin{Enabled: true, LeaseReminder: true},
+		HTTP:   HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
 	}
 	var (
 		problems []Problem
@@ -168,6 +169,12 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.leaseReminder != nil {
 		ws.Admin.LeaseReminder = *s.leaseReminder
+	}
+	if s.originsSet {
+		ws.HTTP.AllowedOrigins = s.allowedOrigins
+	}
+	if s.maxBodyBytes != nil {
+		ws.HTTP.MaxBodyBytes = int64(*s.maxBodyBytes)
 	}
 }
 

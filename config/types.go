@@ -16,6 +16,13 @@ type (
 		Security Security
 		Naming   Naming
 		Admin    Admin
+		HTTP     HTTP
+	}
+
+	// HTTP configures the streamable-HTTP downstream transport.
+	HTTP struct {
+		AllowedOrigins []string // Origins accepted besides the server's own
+		MaxBodyBytes   int64    // bound on one request body
 	}
 
 	// Limits are workspace-wide resource limits.
@@ -154,6 +161,9 @@ func (s Severity) String() string {
 
 // DefaultValidPattern is the tool name rule shared by the major LLM providers.
 const DefaultValidPattern = `^[a-zA-Z0-9_-]{1,64}$`
+
+// DefaultMaxBodyBytes bounds one HTTP request body unless http.max_body_bytes says otherwise.
+const DefaultMaxBodyBytes = 32 << 20
 
 // String renders the problem on one line for people:
 // `error: mcp.yaml:12: server "github": env.TOKEN: host variable GITHUB_TOKEN is not set`.

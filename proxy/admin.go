@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
 // adminServer owns the reserved names of the built-in admin toolset.
@@ -24,18 +24,9 @@ var adminTools = map[string]json.RawMessage{
 		`"annotations":{"readOnlyHint":true,"openWorldHint":false}}`),
 }
 
-func (p *Proxy) installAdmin() {
-	cat := emptyCatalog().withAdmin(p.adminEntries())
-	cat.render()
-	p.catalog.Store(cat)
-	p.syncTools(cat)
-}
-
-func (p *Proxy) adminEntries() []*Entry {
-	p.mu.RLock()
-	enabled := p.admin.Enabled
-	p.mu.RUnlock()
-	if !enabled {
+// adminEntries are the admin tools' catalog entries under admin.
+func adminEntries(admin config.Admin) []*Entry {
+	if !admin.Enabled {
 		return nil
 	}
 	names := make([]string, 0, len(adminTools))
@@ -54,40 +45,46 @@ func (c *Catalog) withAdmin(entries []*Entry) *Catalog {
 	return c.withServer(adminServer, entries)
 }
 
-func (p *Proxy) adminHandler(name string) server.ToolHandlerFunc {
-	switch name {
-	case "mcp_release":
-		return p.handleRelease
-	default:
-		return p.handleStatus
+// textResult renders a tool result of one text item.
+func textResult(isError bool, text string) json.RawMessage {
+	result := map[string]any{"content": []any{map[string]string{"type": "text", "text": text}}}
+	if isError {
+		result["isError"] = true
 	}
+	body, _ := rawjson.Marshal(result)
+	return body
 }
 
-func textResult(isError bool, text string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}, IsError: isError}
+// admin runs an admin tool.
+func (p *Proxy) admin(st *state, name string, inv invocation) json.RawMessage {
+	if name == "mcp_release" {
+		return p.release(st, inv)
+	}
+	body, err := json.MarshalIndent(p.status(st, inv.key), "", "  ")
+	if err != nil {
+		return textResult(true, err.Error())
+	}
+	return textResult(false, string(body))
 }
 
-func (p *Proxy) handleRelease(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *Proxy) release(st *state, inv invocation) json.RawMessage {
 	var args struct {
 		ServerID string `json:"serverId"`
 	}
-	if err := req.BindArguments(&args); err != nil || args.ServerID == "" {
-		return textResult(true, `mcp_release needs {"serverId": "<id>"}; mcp_status lists the ids`), nil
+	if err := json.Unmarshal(inv.args, &args); err != nil || args.ServerID == "" {
+		return textResult(true, `mcp_release needs {"serverId": "<id>"}; mcp_status lists the ids`)
 	}
-	p.mu.RLock()
-	rs := p.servers[args.ServerID]
-	p.mu.RUnlock()
+	rs := st.servers[args.ServerID]
 	if rs == nil {
-		return textResult(true, fmt.Sprintf("no server %q is running; mcp_status lists the ids", args.ServerID)), nil
+		return textResult(true, fmt.Sprintf("no server %q is running; mcp_status lists the ids", args.ServerID))
 	}
 	if rs.pool.Stateless() {
-		return textResult(false, fmt.Sprintf("server %q is shared by every session (truely-stateless); there is no lease to release", args.ServerID)), nil
+		return textResult(false, fmt.Sprintf("server %q is shared by every session (truely-stateless); there is no lease to release", args.ServerID))
 	}
-	key, _ := LeaseKey(ctx, req.Params.Meta)
-	if !rs.pool.Release(key) {
-		return textResult(false, fmt.Sprintf("this session holds no instance of server %q; nothing to release", args.ServerID)), nil
+	if !rs.pool.Release(inv.key) {
+		return textResult(false, fmt.Sprintf("this session holds no instance of server %q; nothing to release", args.ServerID))
 	}
-	return textResult(false, fmt.Sprintf("released this session's instance of server %q", args.ServerID)), nil
+	return textResult(false, fmt.Sprintf("released this session's instance of server %q", args.ServerID))
 }
 
 // Status is what mcp_status reports.
@@ -118,18 +115,18 @@ type LeaseStatus struct {
 }
 
 // Status reports the servers, the leases of key, and current problems.
-func (p *Proxy) Status(ctx context.Context, meta *mcp.Meta) Status {
-	key, _ := LeaseKey(ctx, meta)
-	cat := p.Catalog()
+func (p *Proxy) Status(key session.Key) Status { return p.status(p.current(), key) }
+
+func (p *Proxy) status(cur *state, key session.Key) Status {
+	cat := cur.catalog
 	st := Status{Version: p.Version(), Servers: []ServerStatus{}, Leases: []LeaseStatus{}, Problems: []string{}}
-	p.mu.RLock()
-	ids := make([]string, 0, len(p.servers))
-	for id := range p.servers {
+	ids := make([]string, 0, len(cur.servers))
+	for id := range cur.servers {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		rs := p.servers[id]
+		rs := cur.servers[id]
 		stats := rs.pool.Stats()
 		ss := ServerStatus{ID: id, Transport: string(rs.cfg.Transport), Tools: len(cat.Server(id)), Instances: stats.Live, Health: "ok"}
 		if rs.pool.Stateless() {
@@ -147,25 +144,17 @@ func (p *Proxy) Status(ctx context.Context, meta *mcp.Meta) Status {
 			st.Leases = append(st.Leases, LeaseStatus{Server: id, PID: pid})
 		}
 	}
-	failedIDs := make([]string, 0, len(p.failed))
-	for id := range p.failed {
+	failedIDs := make([]string, 0, len(cur.failed))
+	for id := range cur.failed {
 		failedIDs = append(failedIDs, id)
 	}
 	sort.Strings(failedIDs)
 	for _, id := range failedIDs {
-		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + p.failed[id] + "; fix the config to retry"})
+		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + "; fix the config to retry"})
 	}
-	for _, pr := range p.problems {
+	for _, pr := range cur.problems {
 		st.Problems = append(st.Problems, pr.String())
 	}
-	p.mu.RUnlock()
 	return st
 }
 
-func (p *Proxy) handleStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	body, err := json.MarshalIndent(p.Status(ctx, req.Params.Meta), "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return textResult(false, string(body)), nil
-}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -17,14 +15,14 @@ import (
 
 // JSON-RPC error codes the aggregator itself answers with.
 const (
-	codeInvalidParams = -32602
-	codeInternal      = -32603
+	codeInvalidParams = jsonrpc.CodeInvalidParams
+	codeInternal      = jsonrpc.CodeInternalError
 )
 
 // ErrTimeout marks a call that ran past its timeout.
 var ErrTimeout = errors.New("timed out")
 
-// invocation is one tools/call, whichever edge it arrived on.
+// invocation is one tools/call, whichever transport it arrived on.
 type invocation struct {
 	name      string
 	key       session.Key
@@ -33,54 +31,17 @@ type invocation struct {
 	meta      map[string]json.RawMessage
 	token     json.RawMessage // the caller's progress token; nil if none
 	// progress delivers one progress notification's params to the caller.
+	// It runs on the upstream's reader goroutine, so it only queues.
 	progress func(params json.RawMessage)
-}
-
-// handleCall is the mcp-go edge (HTTP): it runs the call and hands mcp-go a
-// placeholder that the edge writer replaces with the raw outcome.
-func (p *Proxy) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	inv := invocation{name: req.Params.Name, args: req.Params.RawArguments}
-	inv.key, inv.anonymous = LeaseKey(ctx, req.Params.Meta)
-	if meta := req.Params.Meta; meta != nil {
-		inv.meta = rawMeta(meta.AdditionalFields)
-		if meta.ProgressToken != nil {
-			inv.token, _ = rawjson.Marshal(meta.ProgressToken)
-			token := string(inv.token)
-			p.progress.begin(token)
-			defer p.progress.finish(token)
-			srv := server.ServerFromContext(ctx)
-			inv.progress = func(params json.RawMessage) {
-				var fields map[string]json.RawMessage
-				if json.Unmarshal(params, &fields) != nil {
-					return
-				}
-				out := make(map[string]any, len(fields))
-				for k, v := range fields {
-					out[k] = v
-				}
-				if srv.SendNotificationToClient(ctx, "notifications/progress", out) == nil {
-					p.progress.sent(token)
-				}
-			}
-		}
-	}
-	result, rpcErr, err := p.invoke(ctx, inv)
-	switch {
-	case err != nil:
-		return nil, err
-	case rpcErr != nil:
-		return p.failRaw(rpcErr)
-	default:
-		return p.succeed(result)
-	}
 }
 
 // invoke routes a call to the instance that serves its session and returns
 // the upstream's raw result, or a raw JSON-RPC error object. err is set only
 // when the caller went away and no response is due.
-func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json.RawMessage, err error) {
+func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	name := inv.name
 	var (
+		st       *state
 		entry    *Entry
 		rs       *runningServer
 		grant    *session.Grant
@@ -92,15 +53,17 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 	// call then looks again and runs on the server's new instance.
 	for attempt := 0; ; attempt++ {
 		var ok bool
-		entry, ok = p.Catalog().Lookup(name)
+		st = p.current()
+		entry, ok = st.catalog.Lookup(name)
 		if !ok {
-			return nil, errorObject(codeInvalidParams, fmt.Sprintf("unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name)), nil
+			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name), nil
 		}
-		p.mu.RLock()
-		rs = p.servers[entry.Server]
-		p.mu.RUnlock()
+		if entry.Server == adminServer {
+			return p.admin(st, entry.Original, inv), nil, nil
+		}
+		rs = st.servers[entry.Server]
 		if rs == nil {
-			return nil, errorObject(codeInternal, fmt.Sprintf("tool %q: server %q is not running", name, entry.Server)), nil
+			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
 		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
@@ -120,14 +83,14 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 		if errors.Is(err, session.ErrClosed) && attempt < 3 {
 			continue
 		}
-		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error()))), nil
+		return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
 	}
 	defer deadline.stop()
 	defer grant.Done()
 
-	release, err := p.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
+	release, err := st.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
 	if err != nil {
-		return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %v", entry.Server, name, err)), nil
+		return nil, errorObject(codeInternal, "server %q: tool %q: %v", entry.Server, name, err), nil
 	}
 	defer release()
 
@@ -144,14 +107,13 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 		var upstreamErr *upstream.RPCError
 		switch {
 		case errors.As(err, &upstreamErr):
-			body, _ := rawjson.Marshal(upstreamErr)
-			return nil, body, nil
+			return nil, &jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data}, nil
 		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original)), nil
+			return nil, errorObject(codeInternal, "server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original), nil
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
-			return nil, errorObject(codeInternal, fmt.Sprintf("server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error()))), nil
+			return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
 		}
 	}
 	var notes []string
@@ -165,26 +127,6 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result, rpcErr json
 		raw = appendText(raw, notes)
 	}
 	return raw, nil, nil
-}
-
-// errorObject renders a JSON-RPC error object of the aggregator's own.
-func errorObject(code int, message string) json.RawMessage {
-	body, _ := rawjson.Marshal(map[string]any{"code": code, "message": message})
-	return body
-}
-
-// rawMeta re-encodes the caller's _meta fields (other than progressToken).
-func rawMeta(fields map[string]any) map[string]json.RawMessage {
-	if len(fields) == 0 {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
-		if b, err := rawjson.Marshal(v); err == nil {
-			out[k] = b
-		}
-	}
-	return out
 }
 
 // appendText adds text items to a result's content, leaving everything else as is.
@@ -205,17 +147,6 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 		return result
 	}
 	return out
-}
-
-// succeed returns the placeholder that the edge replaces with raw.
-func (p *Proxy) succeed(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	token, _ := rawjson.Marshal(p.raw.put(rawResult, raw))
-	return &mcp.CallToolResult{Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{rawMarker: json.RawMessage(token)}}}}, nil
-}
-
-// failRaw answers with a JSON-RPC error object exactly as given.
-func (p *Proxy) failRaw(errorObject json.RawMessage) (*mcp.CallToolResult, error) {
-	return nil, errors.New(rawMarker + ":" + p.raw.put(rawError, errorObject))
 }
 
 // deadline is a timeout that progress notifications push back.
@@ -248,9 +179,7 @@ func (d *deadline) stop() {
 }
 
 func (p *Proxy) sessionEnded(key session.Key) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	for _, rs := range p.servers {
+	for _, rs := range p.current().servers {
 		rs.pool.EndSession(key)
 	}
 }

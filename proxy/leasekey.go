@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"context"
+	"encoding/json"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -19,18 +17,17 @@ const anonymousKey session.Key = "anonymous"
 func sessionKey(id string) session.Key { return session.Key("session:" + id) }
 
 // LeaseKey says which downstream session a call belongs to, and so which
-// leased instances it may use: the stdio connection or the HTTP session
-// (Mcp-Session-Id); for sessionless requests the string under LeaseMetaKey
-// in the request's _meta; otherwise one shared anonymous key. anonymous
-// reports the last case so the caller can warn once.
-func LeaseKey(ctx context.Context, meta *mcp.Meta) (key session.Key, anonymous bool) {
-	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
-		return sessionKey(s.SessionID()), false
+// leased instances it may use: the stdio connection or the HTTP session;
+// for sessionless requests the string under LeaseMetaKey in the request's
+// _meta; otherwise one shared anonymous key. anonymous reports the last
+// case so the caller can warn once.
+func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
+	if s != nil && s.Key() != "" {
+		return sessionKey(s.Key()), false
 	}
-	if meta != nil {
-		if v, ok := meta.AdditionalFields[LeaseMetaKey].(string); ok && v != "" {
-			return session.Key("meta:" + v), false
-		}
+	var name string
+	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
+		return session.Key("meta:" + name), false
 	}
 	return anonymousKey, true
 }

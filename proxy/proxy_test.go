@@ -97,7 +97,7 @@ func newTestProxy(t *testing.T) *Proxy {
 
 func sharedPID(t *testing.T, p *Proxy, id string) int {
 	t.Helper()
-	for _, s := range p.Status(context.Background(), nil).Servers {
+	for _, s := range p.Status(anonymousKey).Servers {
 		if s.ID == id {
 			return s.PID
 		}
@@ -403,7 +403,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		p.Close(ctx)
 		requireGone(t, toolsPID)
 		for _, id := range []string{"tools", "counter", "fidelity"} {
-			assert.Nil(t, p.servers[id])
+			assert.Nil(t, p.current().servers[id])
 		}
 	})
 }

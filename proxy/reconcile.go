@@ -8,9 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -63,17 +60,18 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.setProblems(report.Problems)
 		return report
 	}
-	p.mu.Lock()
-	p.admin = ws.Admin
-	p.pattern = ws.Naming.ValidPattern
-	if cap(p.limits.global) != ws.Limits.MaxConcurrent {
-		p.limits = newLimiter(ws.Limits.MaxConcurrent)
+	if p.opts.OnWorkspace != nil {
+		p.opts.OnWorkspace(ws)
 	}
-	current := make(map[string]*runningServer, len(p.servers))
-	for id, rs := range p.servers {
-		current[id] = rs
+	// Workspace settings take effect with the first commit below.
+	settings := p.current().with()
+	settings.admin = ws.Admin
+	settings.pattern = ws.Naming.ValidPattern
+	if cap(settings.limits.global) != ws.Limits.MaxConcurrent {
+		// Calls in flight release the slots of the limiter they took them from.
+		settings.limits = newLimiter(ws.Limits.MaxConcurrent)
 	}
-	p.mu.Unlock()
+	current := maps.Clone(settings.servers)
 
 	desired := map[string]bool{}
 	var todo, replan []*config.Server
@@ -161,11 +159,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
 	}
 	wave := func() {
-		p.mu.Lock()
-		p.failed = maps.Clone(failed)
-		p.mu.Unlock()
-		snapshot := maps.Clone(next)
-		if p.commit(cat, order, snapshot) {
+		settings.failed = maps.Clone(failed)
+		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
 		}
 		p.retire(retired)
@@ -218,42 +213,27 @@ func contains(servers []*config.Server, id string) bool {
 	return false
 }
 
-// commit swaps in the new catalog and servers and, when the surface
-// changed, bumps the version and tells every client once.
-func (p *Proxy) commit(cat *Catalog, order []string, servers map[string]*runningServer) bool {
+// commit publishes settings with the new catalog and servers and, when the
+// surface changed, bumps the version and tells every client once. Callers
+// hold reloadMu.
+func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers map[string]*runningServer) bool {
 	cat = cat.withServer("", nil) // fresh copy we may reorder
-	cat = cat.withAdmin(p.adminEntries())
+	cat = cat.withAdmin(adminEntries(settings.admin))
 	cat.withOrder(append([]string{adminServer}, order...))
 	cat.render()
-	old := p.Catalog()
-	p.mu.Lock()
-	p.servers = servers
-	p.mu.Unlock()
-	p.catalog.Store(cat)
-	if sameSurface(old, cat) {
+	old := p.current()
+	next := settings.with()
+	next.problems = old.problems
+	next.catalog = cat
+	next.servers = servers
+	p.publish(next)
+	if sameSurface(old.catalog, cat) {
 		return false
 	}
 	v := p.version.Add(1)
 	p.log.Info("catalog changed", "version", v, "tools", cat.Len())
-	p.syncTools(cat) // mcp-go sends notifications/tools/list_changed once
+	p.clients.toolsChanged()
 	return true
-}
-
-// syncTools registers every exported name with mcp-go so tools/call reaches
-// our handler; the definitions clients see come from the catalog.
-func (p *Proxy) syncTools(cat *Catalog) {
-	tools := make([]server.ServerTool, 0, cat.Len())
-	for _, e := range cat.Entries() {
-		handler := p.handleCall
-		if e.Server == adminServer {
-			handler = p.adminHandler(e.Original)
-		}
-		tools = append(tools, server.ServerTool{
-			Tool:    mcp.Tool{Name: e.Exported, RawInputSchema: []byte(`{"type":"object"}`)},
-			Handler: handler,
-		})
-	}
-	p.mcp.SetTools(tools...)
 }
 
 // prepare starts every server in todo in parallel, each bounded by its
@@ -279,7 +259,9 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	defer cancel()
 	opts := p.opts.Upstream
 	opts.ClientVersion = p.opts.Version
-	opts.OnToolsChanged = func(inst *upstream.Instance) { p.relist(s.ID, inst) }
+	opts.OnToolsChanged = func(inst *upstream.Instance) {
+		p.relists.request(s.ID, inst, func(inst *upstream.Instance) { p.relist(s.ID, inst) })
+	}
 	// Connecting, initializing and listing are safe to repeat, so transient
 	// failures are retried with backoff within connect_timeout. A tools/call
 	// is never retried: it may have reached the upstream.
@@ -317,13 +299,14 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 	}, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
 }
 
-// retire lets replaced servers finish their calls, then closes them.
+// retire lets replaced servers finish their calls, then closes them; a
+// proxy Close shortens the wait.
 func (p *Proxy) retire(servers []*runningServer) {
 	for _, rs := range servers {
 		p.retiring.Add(1)
 		go func() {
 			defer p.retiring.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+			ctx, cancel := context.WithTimeout(p.life, drainTimeout)
 			defer cancel()
 			rs.pool.Close(ctx)
 		}()
@@ -331,14 +314,15 @@ func (p *Proxy) retire(servers []*runningServer) {
 }
 
 // relist re-reads a server's tools after the upstream said they changed,
-// and commits the result through the same path as a reload.
+// and commits the result through the same path as a reload. Only an
+// instance of the server's current pool may cause it: a retiring instance's
+// notification is ignored.
 func (p *Proxy) relist(id string, inst *upstream.Instance) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
-	p.mu.RLock()
-	rs := p.servers[id]
-	p.mu.RUnlock()
-	if rs == nil {
+	st := p.current()
+	rs := st.servers[id]
+	if rs == nil || !rs.pool.Owns(inst) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rs.cfg.ConnectTimeout)
@@ -348,46 +332,33 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", upstream.Scrub(rs.cfg, err.Error()))
 		return
 	}
-	pattern := p.validPattern()
-	cat := p.Catalog()
-	plan, entries := p.plan(rs.cfg, tools, cat, pattern)
+	cat := st.catalog
+	plan, entries := p.plan(rs.cfg, tools, cat, st.pattern)
 	if plan.Failed {
 		p.log.Warn("server's new tool list was rejected; keeping the previous list", "server", id, "problems", fmt.Sprint(plan.Problems))
 		return
 	}
 	updated := &runningServer{cfg: rs.cfg, pool: rs.pool, tools: tools, plan: plan}
-	p.mu.RLock()
-	next := make(map[string]*runningServer, len(p.servers))
-	order := make([]string, 0, len(p.servers))
-	for k, v := range p.servers {
-		next[k] = v
-	}
-	p.mu.RUnlock()
+	next := maps.Clone(st.servers)
+	order := make([]string, 0, len(st.servers))
 	next[id] = updated
 	for _, s := range cat.servers {
 		if s != adminServer {
 			order = append(order, s)
 		}
 	}
-	p.commit(cat.withServer(id, entries), order, next)
+	p.commit(st, cat.withServer(id, entries), order, next)
 }
 
-func (p *Proxy) validPattern() string {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.pattern
-}
-
+// setProblems publishes the problems of a reload. Callers hold reloadMu.
 func (p *Proxy) setProblems(problems []config.Problem) {
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Severity > problems[j].Severity })
-	p.mu.Lock()
-	p.problems = problems
-	p.mu.Unlock()
+	next := p.current().with()
+	next.problems = problems
+	p.publish(next)
 }
 
 // Problems returns the problems found by the last reconcile.
 func (p *Proxy) Problems() []config.Problem {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return append([]config.Problem(nil), p.problems...)
+	return append([]config.Problem(nil), p.current().problems...)
 }

@@ -191,6 +191,30 @@ func (p *Pool) Shared() *upstream.Instance {
 	return p.shared
 }
 
+// Owns reports whether inst is one of the pool's live instances (shared,
+// spare or leased); a retired or replaced instance is not.
+func (p *Pool) Owns(inst *upstream.Instance) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.shared == inst {
+		return true
+	}
+	for _, s := range p.spares {
+		if s == inst {
+			return true
+		}
+	}
+	for _, l := range p.leases {
+		if l.inst == inst {
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops taking calls, waits for in-flight calls up to ctx, then closes
 // every instance of the server.
 func (p *Pool) Close(ctx context.Context) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -44,8 +45,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	reaper := startReaper(log)
 	defer reaper.Close()
+	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
 	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper},
-		HTTPSessionIdleTTL: *sessionTTL})
+		OnWorkspace: func(ws *config.Workspace) {
+			if edge != nil {
+				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
+				edge.SetMaxBodyBytes(ws.HTTP.MaxBodyBytes)
+			}
+		}})
+	if *httpAddr != "" {
+		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL})
+	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
@@ -83,7 +93,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(err, log)
 	}
-	return serveHTTP(ctx, p, *httpAddr, loaded, log)
+	return serveHTTP(ctx, edge, *httpAddr, loaded, log)
 }
 
 // startReaper starts the process that kills every upstream process group
@@ -167,18 +177,16 @@ func listenAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func serveHTTP(ctx context.Context, p *proxy.Proxy, addr string, loaded <-chan int, log *slog.Logger) int {
+func serveHTTP(ctx context.Context, edge *downstream.HTTP, addr string, loaded <-chan int, log *slog.Logger) int {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		log.Error("cannot listen", "addr", addr, "err", err)
 		return 1
 	}
-	handler, shutdownMCP := p.HTTPHandler("/mcp")
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/mcp", edge)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- edge.Serve(ln, mux) }()
 	// Tests and scripts read this line to learn the port.
 	log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
 
@@ -201,7 +209,6 @@ func serveHTTP(ctx context.Context, p *proxy.Proxy, addr string, loaded <-chan i
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	_ = shutdownMCP(sctx)
-	_ = srv.Shutdown(sctx)
+	_ = edge.Shutdown(sctx)
 	return code
 }

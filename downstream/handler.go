@@ -1,0 +1,93 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// Protocol versions the transports serve, newest first. Versions up to
+// 2025-11-25 are session-based (initialize, Mcp-Session-Id); 2026-07-28 is
+// sessionless (server/discover, per-request _meta).
+var Versions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// LatestSessionVersion is the newest version negotiable through initialize.
+const LatestSessionVersion = "2025-11-25"
+
+// Modern reports whether version belongs to the sessionless generation
+// (2026-07-28 and later; versions are dates and sort as strings).
+func Modern(version string) bool { return version >= "2026-07-28" }
+
+// Supported reports whether version is one the transports serve.
+func Supported(version string) bool { return slices.Contains(Versions, version) }
+
+// Well-known _meta keys of protocol 2026-07-28.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// Session is one downstream client connection: the stdio connection, or
+// one HTTP session of the session-based generation. Sessionless requests
+// have none.
+type Session interface {
+	// Key identifies the session for as long as the process runs; it is
+	// never reused.
+	Key() string
+	// Notify queues a message for the client on the session's own stream
+	// (stdout; the HTTP GET stream). It never blocks: when the session is
+	// gone, has no stream open, or its queue is full, the message is dropped
+	// and Notify reports false.
+	Notify(msg *jsonrpc.Message) bool
+}
+
+// Request is one client request being served.
+type Request struct {
+	Msg *jsonrpc.Message
+	// Session is nil for a sessionless (2026-07-28) request.
+	Session Session
+	// Protocol is the version the request speaks: the one negotiated at
+	// initialize, or the request's own _meta version when sessionless.
+	Protocol string
+	// Send queues a message that belongs to this request (progress, a
+	// listen stream's notifications) on the request's own stream, ahead of
+	// its response. It never blocks; when the stream cannot take it (the
+	// client does not accept a stream, is gone, or its queue is full) the
+	// message is dropped and Send reports false. Safe from any goroutine.
+	Send func(*jsonrpc.Message) bool
+}
+
+// Meta returns the request's params._meta members (nil when there are none).
+func (r *Request) Meta() map[string]json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(r.Msg.Params) == 0 || json.Unmarshal(r.Msg.Params, &p) != nil {
+		return nil
+	}
+	return p.Meta
+}
+
+// Handler serves what the transports receive. Every method may be called
+// from many goroutines at once.
+type Handler interface {
+	// Handle answers one request and returns its response (result or
+	// error; the transport sets the id). It returns nil when no response is
+	// due: the client cancelled the request or went away, which ctx tells.
+	Handle(ctx context.Context, req *Request) *jsonrpc.Message
+	// Notified receives a client notification (other than
+	// notifications/cancelled, which the transport applies itself by
+	// cancelling the request's ctx) or a response to a request the server
+	// sent. sess is nil for sessionless messages.
+	Notified(ctx context.Context, sess Session, msg *jsonrpc.Message)
+	// SessionOpened tells that a session began (after a successful
+	// initialize, or when the stdio connection opened); SessionClosed that
+	// it ended (stdio end of input, HTTP DELETE, idle expiry, shutdown).
+	// Nothing arrives for a session after SessionClosed.
+	SessionOpened(Session)
+	SessionClosed(Session)
+}

@@ -1,0 +1,395 @@
+package downstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// StdioOptions bound one stdio connection.
+type StdioOptions struct {
+	Logger *slog.Logger
+	// MaxMessage bounds one incoming line; zero means 32 MiB.
+	MaxMessage int
+	// MaxInFlight bounds requests being served or waiting to be written;
+	// reading pauses while it is reached, so a client that stops reading
+	// its results stops being read. Zero means 256.
+	MaxInFlight int
+	// QueueSize bounds queued notifications (progress, list_changed); more
+	// are dropped. Zero means 1024.
+	QueueSize int
+	// DrainGrace is how long requests in flight may finish after the client
+	// closed its input; zero means 5 s.
+	DrainGrace time.Duration
+}
+
+// DefaultMaxBody bounds one client message (an HTTP body, a stdio line).
+const DefaultMaxBody = 32 << 20
+
+// stdioKey is the session key of the (only) stdio connection.
+const stdioKey = "stdio"
+
+// ServeStdio serves one client speaking newline-delimited JSON-RPC on in and
+// out until in ends (then requests in flight get DrainGrace to finish), out
+// fails, or ctx ends.
+//
+// Concurrency: one goroutine reads, each request is served on a worker, and
+// one goroutine writes, in queue order; nothing else writes to out.
+func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opts StdioOptions) error {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = DefaultMaxBody
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 256
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1024
+	}
+	if opts.DrainGrace <= 0 {
+		opts.DrainGrace = 5 * time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &stdioSession{
+		log: opts.Logger, h: h, ob: newOutbox(opts.QueueSize),
+		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]context.CancelFunc{},
+		workers: workers{idle: make(chan func())},
+	}
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- s.ob.drain(out, s.written) }()
+	h.SessionOpened(s)
+	defer h.SessionClosed(s)
+
+	readErr := make(chan error, 1)
+	go func() { readErr <- s.read(ctx, in, opts.MaxMessage) }()
+	var err error
+	select {
+	case err = <-readErr:
+		// End of input: let what is in flight finish, within the grace.
+		if !s.idle(opts.DrainGrace) {
+			s.log.Warn("client closed its input; cancelling requests still in flight", "grace", opts.DrainGrace)
+		}
+	case err = <-writeErr:
+		err = fmt.Errorf("writing to the client: %w", err)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	s.cancelAll()
+	s.ob.close()
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}
+
+// stdioSession is the stdio connection as a Session.
+type stdioSession struct {
+	log     *slog.Logger
+	h       Handler
+	ob      *outbox
+	slots   chan struct{} // one per request in flight, released once its response is written
+	workers workers
+
+	protocol atomic.Pointer[string] // negotiated at initialize
+
+	mu    sync.Mutex
+	calls map[string]context.CancelFunc // in-flight requests by id
+	wg    sync.WaitGroup
+}
+
+func (s *stdioSession) Key() string { return stdioKey }
+
+func (s *stdioSession) Notify(msg *jsonrpc.Message) bool { return s.ob.push(msg.Encode(), false) }
+
+// written releases the slot of each response the writer put on the wire.
+func (s *stdioSession) written(response bool) {
+	if response {
+		<-s.slots
+	}
+}
+
+func (s *stdioSession) read(ctx context.Context, in io.Reader, max int) error {
+	r := jsonrpc.NewReader(in, max)
+	for {
+		line, err := r.Read()
+		var tooLong *jsonrpc.TooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			s.reject(tooLong.OversizedID(), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; send smaller arguments", tooLong.Size, tooLong.Limit))
+			continue
+		case err != nil:
+			return err
+		}
+		msg, derr := jsonrpc.Decode(line)
+		if derr != nil {
+			var de *jsonrpc.DecodeError
+			if errors.As(derr, &de) {
+				s.reject(de.ID, de.Code, de.Reason)
+			}
+			continue
+		}
+		switch {
+		case msg.IsRequest():
+			select {
+			case s.slots <- struct{}{}: // backpressure: wait for a slot
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			s.start(ctx, msg)
+		case msg.Method == "notifications/cancelled":
+			s.cancel(msg.Params)
+		default:
+			s.h.Notified(ctx, s, msg)
+		}
+	}
+}
+
+// reject answers a message that could not be served with an error.
+func (s *stdioSession) reject(id []byte, code int, reason string) {
+	if id == nil {
+		id = []byte("null")
+	}
+	s.log.Warn("invalid message from the client", "reason", reason)
+	s.ob.push(jsonrpc.Failure(id, &jsonrpc.Error{Code: code, Message: reason}).Encode(), false)
+}
+
+func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
+	key := jsonrpc.IDKey(msg.ID)
+	rctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	if _, dup := s.calls[key]; dup {
+		s.mu.Unlock()
+		cancel()
+		<-s.slots
+		s.reject(msg.ID, jsonrpc.CodeInvalidRequest, "request id "+string(msg.ID)+" is already in use by a request in flight")
+		return
+	}
+	s.calls[key] = cancel
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.workers.run(func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.calls, key)
+			s.mu.Unlock()
+			cancel()
+		}()
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: func(m *jsonrpc.Message) bool {
+			return s.ob.push(m.Encode(), false)
+		}}
+		resp := s.h.Handle(rctx, req)
+		if resp == nil {
+			<-s.slots
+			return
+		}
+		resp.ID = msg.ID
+		if msg.Method == "initialize" && resp.Error == nil {
+			if v := negotiated(resp.Result); v != "" {
+				s.protocol.Store(&v)
+			}
+		}
+		s.ob.push(resp.Encode(), true)
+	})
+}
+
+// version is the protocol a request speaks: its own _meta version (the
+// sessionless generation), else the one negotiated at initialize.
+func (s *stdioSession) version(msg *jsonrpc.Message) string {
+	if v := metaVersion(msg.Params); v != "" {
+		return v
+	}
+	if v := s.protocol.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+func (s *stdioSession) cancel(params []byte) {
+	id := cancelledID(params)
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.calls[jsonrpc.IDKey(id)]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (s *stdioSession) cancelAll() {
+	s.mu.Lock()
+	for _, cancel := range s.calls {
+		cancel()
+	}
+	s.mu.Unlock()
+}
+
+// idle waits until no request is in flight, up to limit.
+func (s *stdioSession) idle(limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+		s.ob.flushWait(limit)
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// outbox is one stream's ordered queue of outgoing messages with one
+// writer. Responses are never dropped (their number is bounded by the
+// caller's in-flight slots); other messages are dropped past the limit.
+type outbox struct {
+	mu      sync.Mutex
+	queue   []outMsg
+	notes   int // droppable messages queued
+	limit   int
+	dropped int
+	closed  bool
+	wake    chan struct{}
+	flushed chan struct{} // signalled each time the queue is found empty
+}
+
+type outMsg struct {
+	data     []byte
+	response bool
+}
+
+func newOutbox(limit int) *outbox {
+	return &outbox{limit: limit, wake: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
+}
+
+// push queues data; it never blocks.
+func (o *outbox) push(data []byte, response bool) bool {
+	o.mu.Lock()
+	if o.closed || (!response && o.notes >= o.limit) {
+		if !o.closed {
+			o.dropped++
+		}
+		o.mu.Unlock()
+		return false
+	}
+	o.queue = append(o.queue, outMsg{data: data, response: response})
+	if !response {
+		o.notes++
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain writes queued messages to w, one per line, until the outbox is
+// closed and empty or a write fails. done is told of each message written.
+func (o *outbox) drain(w io.Writer, done func(response bool)) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var batch []outMsg
+	for {
+		o.mu.Lock()
+		batch, o.queue = o.queue, batch[:0]
+		o.notes = 0
+		closed := o.closed
+		o.mu.Unlock()
+		for i, m := range batch {
+			bw.Write(m.data)
+			if err := bw.WriteByte('\n'); err != nil {
+				return err
+			}
+			done(m.response)
+			batch[i] = outMsg{}
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			if closed {
+				return nil
+			}
+			select {
+			case o.flushed <- struct{}{}:
+			default:
+			}
+			<-o.wake
+		}
+	}
+}
+
+// flushWait waits until the writer found the queue empty, up to limit.
+func (o *outbox) flushWait(limit time.Duration) {
+	select {
+	case <-o.flushed: // drop a stale signal
+	default:
+	}
+	o.mu.Lock()
+	empty := len(o.queue) == 0
+	o.mu.Unlock()
+	if empty {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-o.flushed:
+	case <-t.C:
+	}
+}
+
+// workers runs requests on goroutines that outlive one request: a fresh
+// goroutine starts with a small stack and grows it on every request's JSON
+// work, which costs more than the request's own bookkeeping. Idle workers
+// wait a while for the next request, then exit.
+type workers struct{ idle chan func() }
+
+const workerIdle = 30 * time.Second
+
+func (w *workers) run(f func()) {
+	select {
+	case w.idle <- f:
+	default:
+		go w.work(f)
+	}
+}
+
+func (w *workers) work(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(workerIdle)
+		select {
+		case f = <-w.idle:
+		case <-t.C:
+			return
+		}
+	}
+}

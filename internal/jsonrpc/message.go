@@ -1,0 +1,299 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+)
+
+// Standard JSON-RPC 2.0 error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Message is any JSON-RPC 2.0 message: a request (ID and Method), a
+// notification (Method, no ID) or a response (ID and Result or Error).
+// Every payload is kept as the raw bytes it arrived as.
+type Message struct {
+	ID     json.RawMessage // nil for a notification
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *Error
+}
+
+// Error is a JSON-RPC error object, kept exactly: code, message and the raw
+// data member.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+// Errorf builds an error object of the aggregator's own.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// IsRequest reports whether m expects a response.
+func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
+
+// IsNotification reports whether m is a notification.
+func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
+
+// IsResponse reports whether m answers a request.
+func (m *Message) IsResponse() bool { return m.Method == "" }
+
+// wire is the decoding shape of a message.
+type wire struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// DecodeError says why bytes are not a valid message, with the JSON-RPC
+// code to answer with and, when it could be read, the id to answer to.
+type DecodeError struct {
+	Code   int
+	ID     json.RawMessage // nil when unknown; answer with id null
+	Reason string
+}
+
+// Error implements error.
+func (e *DecodeError) Error() string { return e.Reason }
+
+// Response is the error response a receiver sends back for e.
+func (e *DecodeError) Response() *Message {
+	id := e.ID
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return &Message{ID: id, Error: &Error{Code: e.Code, Message: e.Reason}}
+}
+
+// Decode parses one message and checks it is valid JSON-RPC 2.0: "jsonrpc"
+// is "2.0"; a request's id is a string or an integer; a response has exactly
+// one of result and error. A response's id may also be null (the answer to a
+// message whose id could not be read).
+func Decode(data []byte) (*Message, error) {
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(data) {
+			return nil, &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
+		}
+		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
+	}
+	id := trim(w.ID)
+	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+		return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	m := &Message{Params: trim(w.Params), Result: trim(w.Result)}
+	if isNull(m.Params) {
+		m.Params = nil
+	}
+	if w.Method != nil {
+		if *w.Method == "" {
+			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must not be empty`}
+		}
+		m.Method = *w.Method
+		if id != nil {
+			if !ValidID(id) {
+				return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the id must be a string or an integer"}
+			}
+			m.ID = id
+		}
+		if len(m.Params) > 0 && m.Params[0] != '{' && m.Params[0] != '[' {
+			return nil, &DecodeError{Code: CodeInvalidRequest, ID: m.ID, Reason: `invalid request: "params" must be an object or an array`}
+		}
+		return m, nil
+	}
+	// A response.
+	if id == nil || !(ValidID(id) || isNull(id)) {
+		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: the id must be a string, an integer or null"}
+	}
+	m.ID = id
+	errRaw := trim(w.Error)
+	switch {
+	case errRaw != nil && !isNull(errRaw):
+		var e Error
+		if err := json.Unmarshal(errRaw, &e); err != nil {
+			return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: malformed error object"}
+		}
+		e.Data = trim(e.Data)
+		m.Error = &e
+		m.Result = nil
+	case m.Result == nil:
+		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid message: neither a request (method) nor a response (result or error)"}
+	}
+	return m, nil
+}
+
+// ValidID reports whether raw is a JSON string or a JSON integer.
+func ValidID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	if raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	i := 0
+	if raw[0] == '-' {
+		i = 1
+	}
+	if i == len(raw) {
+		return false
+	}
+	for ; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validIDOrNil(id json.RawMessage) json.RawMessage {
+	if ValidID(id) {
+		return id
+	}
+	return nil
+}
+
+func isNull(b []byte) bool { return string(b) == "null" }
+
+func trim(b json.RawMessage) json.RawMessage {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// IDKey normalizes an id to a map key: numbers and strings that spell the
+// same integer are the same id, as some peers echo one as the other.
+func IDKey(raw json.RawMessage) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return s
+			}
+			return "s:" + s
+		}
+	}
+	return string(raw)
+}
+
+// Append appends the encoding of m to b, without a newline. Raw members are
+// copied as they are; nothing is re-encoded.
+func (m *Message) Append(b []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		b = append(b, `,"id":`...)
+		b = append(b, m.ID...)
+	}
+	if m.Method != "" {
+		b = append(b, `,"method":`...)
+		b = rawjson.AppendString(b, m.Method)
+		if len(m.Params) > 0 {
+			b = append(b, `,"params":`...)
+			b = append(b, m.Params...)
+		}
+		return append(b, '}')
+	}
+	if m.Error != nil {
+		b = append(b, `,"error":`...)
+		b = m.Error.Append(b)
+		return append(b, '}')
+	}
+	b = append(b, `,"result":`...)
+	if len(m.Result) == 0 {
+		b = append(b, "{}"...)
+	} else {
+		b = append(b, m.Result...)
+	}
+	return append(b, '}')
+}
+
+// Encode returns the encoding of m.
+func (m *Message) Encode() []byte {
+	return m.Append(make([]byte, 0, 48+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)))
+}
+
+// Append appends the encoding of e to b.
+func (e *Error) Append(b []byte) []byte {
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(e.Code), 10)
+	b = append(b, `,"message":`...)
+	b = rawjson.AppendString(b, e.Message)
+	if len(e.Data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// Request builds a request whose params are encoded from v (raw bytes are
+// used as they are).
+func Request(id json.RawMessage, method string, params any) (*Message, error) {
+	p, err := encodeParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{ID: id, Method: method, Params: p}, nil
+}
+
+// Notification builds a notification whose params are encoded from v.
+func Notification(method string, params any) (*Message, error) {
+	p, err := encodeParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{Method: method, Params: p}, nil
+}
+
+// Result builds a response whose result is encoded from v.
+func Result(id json.RawMessage, v any) (*Message, error) {
+	r, err := encodeParams(v)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		r = json.RawMessage("{}")
+	}
+	return &Message{ID: id, Result: r}, nil
+}
+
+// Failure builds an error response.
+func Failure(id json.RawMessage, e *Error) *Message { return &Message{ID: id, Error: e} }
+
+func encodeParams(v any) (json.RawMessage, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return p, nil
+	default:
+		return rawjson.Marshal(v)
+	}
+}
+
+// IntID is the raw form of an integer id.
+func IntID(n int64) json.RawMessage { return strconv.AppendInt(nil, n, 10) }

@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// clients are the downstream parties that hear about catalog changes:
+// sessions (stdio, HTTP of the session-based generation) and the listen
+// streams of sessionless clients.
+type clients struct {
+	mu        sync.Mutex
+	sessions  map[string]downstream.Session
+	listeners map[*listener]struct{}
+}
+
+// listener is one subscriptions/listen stream.
+type listener struct {
+	id     json.RawMessage // the listen request's id: the subscription id
+	filter listenFilter
+	send   func(*jsonrpc.Message) bool
+	end    chan struct{} // closed when the server ends the subscription
+}
+
+// listenFilter is what a listen stream asked for, and was granted.
+type listenFilter struct {
+	ToolsListChanged bool `json:"toolsListChanged,omitempty"`
+}
+
+func (c *clients) init() {
+	c.sessions = map[string]downstream.Session{}
+	c.listeners = map[*listener]struct{}{}
+}
+
+func (c *clients) add(s downstream.Session) {
+	c.mu.Lock()
+	c.sessions[s.Key()] = s
+	c.mu.Unlock()
+}
+
+func (c *clients) remove(s downstream.Session) {
+	c.mu.Lock()
+	if c.sessions[s.Key()] == s {
+		delete(c.sessions, s.Key())
+	}
+	c.mu.Unlock()
+}
+
+// alive reports whether s is a registered session.
+func (c *clients) alive(s downstream.Session) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[s.Key()] == s
+}
+
+func (c *clients) listen(l *listener) {
+	c.mu.Lock()
+	c.listeners[l] = struct{}{}
+	c.mu.Unlock()
+}
+
+func (c *clients) unlisten(l *listener) {
+	c.mu.Lock()
+	delete(c.listeners, l)
+	c.mu.Unlock()
+}
+
+// endListeners ends every listen stream gracefully (shutdown).
+func (c *clients) endListeners() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l := range c.listeners {
+		close(l.end)
+		delete(c.listeners, l)
+	}
+}
+
+// toolsChanged tells every session and every listener that asked for it.
+// Delivery only queues (Notify and Send never block), so one slow client
+// never delays the others.
+func (c *clients) toolsChanged() {
+	const method = "notifications/tools/list_changed"
+	plain := &jsonrpc.Message{Method: method}
+	c.mu.Lock()
+	sessions := make([]downstream.Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		sessions = append(sessions, s)
+	}
+	var listeners []*listener
+	for l := range c.listeners {
+		if l.filter.ToolsListChanged {
+			listeners = append(listeners, l)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range sessions {
+		s.Notify(plain)
+	}
+	for _, l := range listeners {
+		l.send(&jsonrpc.Message{Method: method, Params: subscriptionMeta(l.id, nil)})
+	}
+}
+
+// subscriptionMeta renders params carrying the subscription id in _meta,
+// plus the given members.
+func subscriptionMeta(id json.RawMessage, members map[string]any) json.RawMessage {
+	b := []byte(`{"_meta":{"` + downstream.MetaSubscriptionID + `":`)
+	b = append(b, id...)
+	b = append(b, '}')
+	for k, v := range members {
+		raw, _ := json.Marshal(v)
+		b = append(b, ',')
+		kq, _ := json.Marshal(k)
+		b = append(b, kq...)
+		b = append(b, ':')
+		b = append(b, raw...)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,253 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+)
+
+// Handle is the dispatcher: one path per method, raw params in, raw JSON
+// out, whichever transport the request came on.
+func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	switch req.Msg.Method {
+	case "tools/call":
+		return p.toolsCall(ctx, req)
+	case "tools/list":
+		return p.toolsList(ctx, req)
+	case "initialize":
+		return p.initialize(req)
+	case "ping":
+		return p.result(req, []byte(`{}`))
+	case "server/discover":
+		return p.discover(req)
+	case "subscriptions/listen":
+		return p.listen(ctx, req)
+	default:
+		return failure(jsonrpc.CodeMethodNotFound, "method not found: %s (this aggregator serves tools: tools/list and tools/call)", req.Msg.Method)
+	}
+}
+
+// Notified takes client notifications; none needs an action of the
+// dispatcher yet (cancellation is the transport's).
+func (p *Proxy) Notified(context.Context, downstream.Session, *jsonrpc.Message) {}
+
+// SessionOpened registers a session for notifications.
+func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
+
+// SessionClosed ends the session's leases.
+func (p *Proxy) SessionClosed(s downstream.Session) {
+	p.clients.remove(s)
+	p.sessionEnded(sessionKey(s.Key()))
+}
+
+func failure(code int, format string, args ...any) *jsonrpc.Message {
+	return jsonrpc.Failure(nil, jsonrpc.Errorf(code, format, args...))
+}
+
+// result answers with body, adding what the request's protocol requires of
+// every result (resultType from 2026-07-28 on).
+func (p *Proxy) result(req *downstream.Request, body json.RawMessage) *jsonrpc.Message {
+	if downstream.Modern(req.Protocol) {
+		body = withMember(body, "resultType", []byte(`"complete"`))
+	}
+	return &jsonrpc.Message{Result: body}
+}
+
+// cacheable adds the caching hints 2026-07-28 requires on list results.
+// The catalog can change at any time and may be filtered per client, so
+// it is stale at once and private.
+func cacheable(req *downstream.Request, body json.RawMessage) json.RawMessage {
+	if !downstream.Modern(req.Protocol) {
+		return body
+	}
+	body = withMember(body, "ttlMs", []byte(`0`))
+	return withMember(body, "cacheScope", []byte(`"private"`))
+}
+
+// withMember adds a member to a JSON object unless it has one of that name.
+// The object's own bytes are kept.
+func withMember(obj json.RawMessage, name string, value []byte) json.RawMessage {
+	if hasMember(obj, name) {
+		return obj
+	}
+	i := 0
+	for i < len(obj) && obj[i] != '{' {
+		i++
+	}
+	if i == len(obj) {
+		return obj
+	}
+	out := make([]byte, 0, len(obj)+len(name)+len(value)+4)
+	out = append(out, obj[:i+1]...)
+	out = rawjson.AppendString(out, name)
+	out = append(out, ':')
+	out = append(out, value...)
+	rest := obj[i+1:]
+	j := 0
+	for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r') {
+		j++
+	}
+	if j < len(rest) && rest[j] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+func hasMember(obj json.RawMessage, name string) bool {
+	_, _, err := memberValueSpan(obj, name)
+	return err == nil
+}
+
+// serverInfo is the aggregator's own identity.
+func (p *Proxy) serverInfo() map[string]string {
+	return map[string]string{"name": "mcp-aggregator", "version": p.opts.Version}
+}
+
+// capabilities is what the aggregator offers.
+func capabilities() map[string]any {
+	return map[string]any{"tools": map[string]any{"listChanged": true}}
+}
+
+func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Version string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(req.Msg.Params, &params); err != nil || params.Version == "" {
+		return failure(jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion")
+	}
+	// The client's version when it is one the session generation has;
+	// else the newest, and the client decides whether it can go on.
+	version := params.Version
+	if !downstream.Supported(version) || downstream.Modern(version) {
+		version = downstream.LatestSessionVersion
+	}
+	body, _ := rawjson.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities":    capabilities(),
+		"serverInfo":      p.serverInfo(),
+	})
+	return &jsonrpc.Message{Result: body}
+}
+
+func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
+	body, _ := rawjson.Marshal(map[string]any{
+		"supportedVersions": downstream.Versions,
+		"capabilities":      capabilities(),
+		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": p.serverInfo()},
+	})
+	return p.result(req, cacheable(req, body))
+}
+
+func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Cursor string `json:"cursor"`
+	}
+	if len(req.Msg.Params) > 0 {
+		_ = json.Unmarshal(req.Msg.Params, &params)
+	}
+	if params.Cursor != "" {
+		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the tool list is sent whole, in one page", params.Cursor)
+	}
+	// A client that lists right after connecting should see the servers
+	// that start promptly, not an empty catalog; slow ones arrive later
+	// with tools/list_changed.
+	p.awaitLoad(ctx)
+	tools := p.Catalog().ToolsJSON()
+	body := make([]byte, 0, len(tools)+16)
+	body = append(body, `{"tools":`...)
+	body = append(body, tools...)
+	body = append(body, '}')
+	return p.result(req, cacheable(req, body))
+}
+
+// callParams are the members of tools/call params the dispatcher reads; the
+// arguments and _meta stay raw.
+type callParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params callParams
+	if err := json.Unmarshal(req.Msg.Params, &params); err != nil || params.Name == "" {
+		return failure(jsonrpc.CodeInvalidParams, "tools/call needs params.name (a string) and optional params.arguments (an object)")
+	}
+	if _, ok := p.Catalog().Lookup(params.Name); !ok {
+		p.awaitLoad(ctx) // a call made right after connecting finds its tool
+	}
+	inv := invocation{name: params.Name, args: params.Arguments}
+	inv.key, inv.anonymous = LeaseKey(req.Session, params.Meta)
+	if token, ok := params.Meta["progressToken"]; ok {
+		inv.token = token
+		inv.progress = func(progress json.RawMessage) {
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+		}
+	}
+	if len(params.Meta) > 0 {
+		meta := make(map[string]json.RawMessage, len(params.Meta))
+		for k, v := range params.Meta {
+			if k != "progressToken" {
+				meta[k] = v
+			}
+		}
+		if len(meta) > 0 {
+			inv.meta = meta
+		}
+	}
+	result, rpcErr, err := p.invoke(ctx, inv)
+	if req.Session != nil && !p.clients.alive(req.Session) {
+		// The session ended while the call ran: a lease the call took after
+		// the session's leases were ended must not outlive it.
+		p.sessionEnded(inv.key)
+	}
+	switch {
+	case err != nil:
+		return nil // cancelled by the client: no response is due
+	case rpcErr != nil:
+		return &jsonrpc.Message{Error: rpcErr}
+	default:
+		return p.result(req, result)
+	}
+}
+
+// listen serves subscriptions/listen: an acknowledgement first, then the
+// notifications the client asked for and the aggregator sends, on the
+// request's own stream, until the client goes away or the server ends it.
+func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Notifications listenFilter `json:"notifications"`
+	}
+	if len(req.Msg.Params) > 0 {
+		if err := json.Unmarshal(req.Msg.Params, &params); err != nil {
+			return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications must be an object: %v", err)
+		}
+	}
+	l := &listener{id: req.Msg.ID, filter: params.Notifications, send: req.Send, end: make(chan struct{})}
+	ack := &jsonrpc.Message{Method: "notifications/subscriptions/acknowledged",
+		Params: subscriptionMeta(l.id, map[string]any{"notifications": l.filter})}
+	if !req.Send(ack) {
+		return failure(jsonrpc.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream")
+	}
+	if p.closed.Load() {
+		close(l.end)
+	} else {
+		p.clients.listen(l)
+		defer p.clients.unlisten(l)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-l.end:
+	}
+	return p.result(req, subscriptionMeta(l.id, nil))
+}
+
+// errorObject renders a JSON-RPC error object of the aggregator's own.
+func errorObject(code int, format string, args ...any) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,37 @@
+package proxy
+
+import (
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+)
+
+// state is everything a request reads about the running configuration: one
+// immutable value, rebuilt whole and published atomically on every commit
+// (Proxy.state). Requests load it once and never lock; only the reconciler,
+// under reloadMu, builds the next one.
+type state struct {
+	catalog  *Catalog
+	servers  map[string]*runningServer
+	failed   map[string]string // servers in the config with no running instance: why
+	problems []config.Problem  // from the last reload
+	admin    config.Admin
+	pattern  string // naming.valid_pattern of the last good config
+	limits   *limiter
+}
+
+func initialState() *state {
+	return &state{catalog: emptyCatalog(), servers: map[string]*runningServer{}, failed: map[string]string{},
+		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0)}
+}
+
+// with returns a shallow copy of s for the reconciler to change; the maps
+// it replaces are replaced whole, never written in place.
+func (s *state) with() *state {
+	n := *s
+	return &n
+}
+
+// publish makes next the running state. Callers hold reloadMu.
+func (p *Proxy) publish(next *state) { p.state.Store(next) }
+
+// current is the running state.
+func (p *Proxy) current() *state { return p.state.Load() }
