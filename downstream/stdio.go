@@ -62,7 +62,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &stdioSession{
-		log: opts.Logger, h: h, ob: newOutbox(opts.QueueSize),
+		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
 		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]context.CancelFunc{},
 		workers: workers{idle: make(chan func())},
 	}
@@ -98,7 +98,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 type stdioSession struct {
 	log     *slog.Logger
 	h       Handler
-	ob      *outbox
+	ob      *lineQueue
 	slots   chan struct{} // one per request in flight, released once its response is written
 	workers workers
 
@@ -254,12 +254,12 @@ func (s *stdioSession) idle(limit time.Duration) bool {
 	}
 }
 
-// outbox is one stream's ordered queue of outgoing messages with one
+// lineQueue is one stream's ordered queue of outgoing messages with one
 // writer. Responses are never dropped (their number is bounded by the
 // caller's in-flight slots); other messages are dropped past the limit.
-type outbox struct {
+type lineQueue struct {
 	mu      sync.Mutex
-	queue   []outMsg
+	queue   []queuedLine
 	notes   int // droppable messages queued
 	limit   int
 	dropped int
@@ -268,17 +268,17 @@ type outbox struct {
 	flushed chan struct{} // signalled each time the queue is found empty
 }
 
-type outMsg struct {
+type queuedLine struct {
 	data     []byte
 	response bool
 }
 
-func newOutbox(limit int) *outbox {
-	return &outbox{limit: limit, wake: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
+func newLineQueue(limit int) *lineQueue {
+	return &lineQueue{limit: limit, wake: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
 }
 
 // push queues data; it never blocks.
-func (o *outbox) push(data []byte, response bool) bool {
+func (o *lineQueue) push(data []byte, response bool) bool {
 	o.mu.Lock()
 	if o.closed || (!response && o.notes >= o.limit) {
 		if !o.closed {
@@ -287,7 +287,7 @@ func (o *outbox) push(data []byte, response bool) bool {
 		o.mu.Unlock()
 		return false
 	}
-	o.queue = append(o.queue, outMsg{data: data, response: response})
+	o.queue = append(o.queue, queuedLine{data: data, response: response})
 	if !response {
 		o.notes++
 	}
@@ -299,7 +299,7 @@ func (o *outbox) push(data []byte, response bool) bool {
 	return true
 }
 
-func (o *outbox) close() {
+func (o *lineQueue) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
@@ -309,27 +309,30 @@ func (o *outbox) close() {
 	}
 }
 
-// drain writes queued messages to w, one per line, until the outbox is
+// drain writes queued messages to w, one per line, until the lineQueue is
 // closed and empty or a write fails. done is told of each message written.
-func (o *outbox) drain(w io.Writer, done func(response bool)) error {
+func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var batch []outMsg
+	var batch []queuedLine
 	for {
 		o.mu.Lock()
 		batch, o.queue = o.queue, batch[:0]
 		o.notes = 0
 		closed := o.closed
 		o.mu.Unlock()
-		for i, m := range batch {
+		for _, m := range batch {
 			bw.Write(m.data)
 			if err := bw.WriteByte('\n'); err != nil {
 				return err
 			}
-			done(m.response)
-			batch[i] = outMsg{}
 		}
 		if err := bw.Flush(); err != nil {
 			return err
+		}
+		// A response's slot frees once it is on the wire, not in a buffer.
+		for i, m := range batch {
+			done(m.response)
+			batch[i] = queuedLine{}
 		}
 		if len(batch) == 0 {
 			if closed {
@@ -345,7 +348,7 @@ func (o *outbox) drain(w io.Writer, done func(response bool)) error {
 }
 
 // flushWait waits until the writer found the queue empty, up to limit.
-func (o *outbox) flushWait(limit time.Duration) {
+func (o *lineQueue) flushWait(limit time.Duration) {
 	select {
 	case <-o.flushed: // drop a stale signal
 	default:

@@ -63,11 +63,14 @@ func (r *Reader) Read() ([]byte, error) {
 
 func (r *Reader) readLine() ([]byte, error) {
 	chunk, err := r.r.ReadSlice('\n')
-	if err == nil {
-		return bytes.TrimSpace(chunk), nil
-	}
 	if !errors.Is(err, bufio.ErrBufferFull) {
-		return bytes.TrimSpace(chunk), err
+		line := bytes.TrimSpace(chunk)
+		if len(line) > r.max {
+			return nil, &TooLongError{Limit: r.max, Size: int64(len(line)),
+				Head: append([]byte(nil), line[:min(len(line), keep)]...),
+				Tail: append([]byte(nil), line[max(0, len(line)-keep):]...)}
+		}
+		return line, err
 	}
 	r.buf = append(r.buf[:0], chunk...)
 	for {
@@ -90,8 +93,8 @@ func (r *Reader) readLine() ([]byte, error) {
 func (r *Reader) skip(chunk []byte, err error) error {
 	e := &TooLongError{Limit: r.max, Head: append([]byte(nil), r.buf[:min(len(r.buf), keep)]...)}
 	e.Size = int64(len(r.buf))
+	tail := append([]byte(nil), r.buf[max(0, len(r.buf)-keep):]...)
 	r.buf = nil
-	var tail []byte
 	for {
 		e.Size += int64(len(chunk))
 		tail = append(tail, chunk...)
@@ -102,6 +105,9 @@ func (r *Reader) skip(chunk []byte, err error) error {
 			break
 		}
 		chunk, err = r.r.ReadSlice('\n')
+	}
+	if err == nil {
+		e.Size-- // the newline
 	}
 	tail = bytes.TrimSpace(tail)
 	e.Tail = append([]byte(nil), tail[max(0, len(tail)-keep):]...)

@@ -1,0 +1,214 @@
+package downstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// stdioHandler answers every request with {"method": ...}; "slow" waits for
+// its ctx or release, "progress" sends three progress notifications first.
+type stdioHandler struct {
+	handled  atomic.Int64
+	release  chan struct{}
+	opened   chan Session
+	closed   chan Session
+	notified chan *jsonrpc.Message
+}
+
+func newStdioHandler() *stdioHandler {
+	return &stdioHandler{release: make(chan struct{}), opened: make(chan Session, 1), closed: make(chan Session, 1),
+		notified: make(chan *jsonrpc.Message, 16)}
+}
+
+func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Message {
+	h.handled.Add(1)
+	switch req.Msg.Method {
+	case "slow":
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.release:
+		}
+	case "progress":
+		for i := 1; i <= 3; i++ {
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progress":` + string(rune('0'+i)) + `}`)})
+		}
+	}
+	body, _ := json.Marshal(map[string]string{"method": req.Msg.Method, "protocol": req.Protocol})
+	return &jsonrpc.Message{Result: body}
+}
+
+func (h *stdioHandler) Notified(_ context.Context, _ Session, m *jsonrpc.Message) { h.notified <- m }
+func (h *stdioHandler) SessionOpened(s Session)                                  { h.opened <- s }
+func (h *stdioHandler) SessionClosed(s Session)                                  { h.closed <- s }
+
+// stdioPeer is a client of ServeStdio over pipes.
+type stdioPeer struct {
+	in     *io.PipeWriter
+	out    *bufio.Scanner
+	outR   *io.PipeReader
+	served chan error
+}
+
+func startStdio(t *testing.T, h Handler, opts StdioOptions) *stdioPeer {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &stdioPeer{in: inW, outR: outR, out: bufio.NewScanner(outR), served: make(chan error, 1)}
+	p.out.Buffer(nil, 1<<20)
+	go func() { p.served <- ServeStdio(context.Background(), h, inR, outW, opts); outW.Close() }()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	return p
+}
+
+func (p *stdioPeer) send(t *testing.T, line string) {
+	t.Helper()
+	_, err := io.WriteString(p.in, line+"\n")
+	require.NoError(t, err)
+}
+
+func (p *stdioPeer) next(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	require.True(t, p.out.Scan(), "no more output: %v", p.out.Err())
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(p.out.Bytes(), &m), "%s", p.out.Bytes())
+	return m
+}
+
+func TestStdioRejectsInvalidMessages(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":[1],"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call"}`,
+		`{"jsonrpc":"1.0","id":1,"method":"tools/call"}`,
+	} {
+		p.send(t, bad)
+		m := p.next(t)
+		var e jsonrpc.Error
+		require.NoError(t, json.Unmarshal(m["error"], &e), "%s answered %v", bad, m)
+		assert.Equal(t, jsonrpc.CodeInvalidRequest, e.Code, bad)
+	}
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":`)
+	m := p.next(t)
+	assert.Contains(t, string(m["error"]), "-32700")
+	assert.Equal(t, "null", string(m["id"]))
+	assert.Zero(t, h.handled.Load(), "no invalid message reaches the handler")
+}
+
+func TestStdioOversizedMessage(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{MaxMessage: 1024})
+	p.send(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"x":"`+strings.Repeat("a", 4096)+`"}}`)
+	m := p.next(t)
+	assert.Equal(t, "5", string(m["id"]))
+	assert.Contains(t, string(m["error"]), "exceeds the limit of 1024 bytes")
+	p.send(t, `{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	assert.Equal(t, "6", string(p.next(t)["id"]), "the connection goes on")
+}
+
+func TestStdioProgressBeforeResult(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":"p","method":"progress"}`)
+	for i := 1; i <= 3; i++ {
+		m := p.next(t)
+		require.Equal(t, `"notifications/progress"`, string(m["method"]))
+		assert.JSONEq(t, `{"progress":`+string(rune('0'+i))+`}`, string(m["params"]))
+	}
+	assert.Equal(t, `"p"`, string(p.next(t)["id"]))
+}
+
+func TestStdioCancellation(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"slow"}`)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	// The cancelled request gets no response: the next line is ping's.
+	assert.Equal(t, "2", string(p.next(t)["id"]))
+}
+
+func TestStdioSessionAndNegotiatedVersion(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	s := <-h.opened
+	assert.Equal(t, "stdio", s.Key())
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	assert.Equal(t, "notifications/initialized", (<-h.notified).Method)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	assert.Contains(t, string(p.next(t)["result"]), `"protocol":"2026-07-28"`)
+	assert.True(t, s.Notify(&jsonrpc.Message{Method: "notifications/tools/list_changed"}))
+	assert.Equal(t, `"notifications/tools/list_changed"`, string(p.next(t)["method"]))
+	p.in.Close()
+	require.NoError(t, <-p.served)
+	assert.Equal(t, s, <-h.closed)
+}
+
+// A client that stops reading stops being read: requests in flight never
+// exceed MaxInFlight, so memory stays bounded however much it writes.
+func TestStdioClientThatStopsReading(t *testing.T) {
+	h := newStdioHandler()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // never read until the end
+	const limit = 8
+	served := make(chan error, 1)
+	go func() {
+		served <- ServeStdio(context.Background(), h, inR, outW, StdioOptions{MaxInFlight: limit})
+	}()
+	written := make(chan int, 1)
+	go func() {
+		n := 0
+		for i := 0; i < 1000; i++ {
+			if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"ping"}`+"\n"); err != nil {
+				break
+			}
+			n++
+		}
+		written <- n
+	}()
+	// The handler sees at most limit+1 requests (one more may be read and
+	// wait for its slot) while nothing reads the output.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && h.handled.Load() < limit {
+		time.Sleep(time.Millisecond)
+	}
+	require.EqualValues(t, limit, h.handled.Load())
+	select {
+	case n := <-written:
+		t.Fatalf("all %d requests were read while nothing read the results", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.EqualValues(t, limit, h.handled.Load())
+	// Reading resumes everything.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(outR)
+		for i := 0; i < 1000 && sc.Scan(); i++ {
+		}
+	}()
+	assert.Equal(t, 1000, <-written)
+	wg.Wait()
+	inW.Close()
+	require.NoError(t, <-served)
+	assert.EqualValues(t, 1000, h.handled.Load())
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

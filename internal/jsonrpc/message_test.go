@@ -1,0 +1,112 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecodeValidity(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		code int // 0: valid
+		id   string
+	}{
+		{"request with integer id", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, 0, "7"},
+		{"request with string id", `{"jsonrpc":"2.0","id":"a-1","method":"ping"}`, 0, `"a-1"`},
+		{"request with negative id", `{"jsonrpc":"2.0","id":-3,"method":"ping"}`, 0, "-3"},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0, ""},
+		{"result", `{"jsonrpc":"2.0","id":1,"result":{}}`, 0, "1"},
+		{"error with null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, 0, "null"},
+		{"null id on a request", `{"jsonrpc":"2.0","id":null,"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"array id", `{"jsonrpc":"2.0","id":[1],"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"bool id", `{"jsonrpc":"2.0","id":true,"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"float id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"exponent id", `{"jsonrpc":"2.0","id":1e3,"method":"tools/call"}`, CodeInvalidRequest, ""},
+		{"version 1.0", `{"jsonrpc":"1.0","id":1,"method":"tools/call"}`, CodeInvalidRequest, "1"},
+		{"no version", `{"id":1,"method":"tools/call"}`, CodeInvalidRequest, "1"},
+		{"empty method", `{"jsonrpc":"2.0","id":1,"method":""}`, CodeInvalidRequest, "1"},
+		{"scalar params", `{"jsonrpc":"2.0","id":1,"method":"x","params":3}`, CodeInvalidRequest, "1"},
+		{"not JSON", `{"jsonrpc":`, CodeParseError, ""},
+		{"array (batch)", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, CodeInvalidRequest, ""},
+		{"neither request nor response", `{"jsonrpc":"2.0","id":1}`, CodeInvalidRequest, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Decode([]byte(tc.in))
+			if tc.code == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, tc.id, string(m.ID))
+				return
+			}
+			var de *DecodeError
+			require.True(t, errors.As(err, &de), "got %v", err)
+			assert.Equal(t, tc.code, de.Code)
+			assert.Equal(t, tc.id, string(de.ID))
+			// The error response is itself a valid message.
+			_, err = Decode(de.Response().Encode())
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestEncodeKeepsRawMembers(t *testing.T) {
+	params := `{"b":1,"a":"<&>","n":12345678901234567890}`
+	m := &Message{ID: json.RawMessage(`"x"`), Method: "tools/call", Params: json.RawMessage(params)}
+	out := m.Encode()
+	assert.Equal(t, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":`+params+`}`, string(out))
+	back, err := Decode(out)
+	require.NoError(t, err)
+	assert.Equal(t, params, string(back.Params))
+
+	e := Failure(json.RawMessage(`3`), &Error{Code: -1, Message: "m\"q", Data: json.RawMessage(`{"k":[1,2]}`)})
+	back, err = Decode(e.Encode())
+	require.NoError(t, err)
+	assert.Equal(t, -1, back.Error.Code)
+	assert.Equal(t, "m\"q", back.Error.Message)
+	assert.JSONEq(t, `{"k":[1,2]}`, string(back.Error.Data))
+}
+
+func TestIDKey(t *testing.T) {
+	assert.Equal(t, IDKey(json.RawMessage(`5`)), IDKey(json.RawMessage(`"5"`)))
+	assert.NotEqual(t, IDKey(json.RawMessage(`"a"`)), IDKey(json.RawMessage(`5`)))
+}
+
+// FuzzDecode: any input either decodes to a message whose encoding decodes
+// to the same envelope, or fails with a code a receiver can answer with.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":"a","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m","data":[1]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`,
+		`{"jsonrpc":"1.0","id":1.5}`, `[]`, `null`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error without a code: %v", err)
+			}
+			if de.Code != CodeParseError && de.Code != CodeInvalidRequest {
+				t.Fatalf("unexpected code %d", de.Code)
+			}
+			return
+		}
+		again, err := Decode(m.Encode())
+		if err != nil {
+			t.Fatalf("re-decoding %q: %v", m.Encode(), err)
+		}
+		if string(again.ID) != string(m.ID) || again.Method != m.Method || string(again.Params) != string(m.Params) {
+			t.Fatalf("round trip changed the message: %q -> %q", data, m.Encode())
+		}
+	})
+}
