@@ -51,8 +51,8 @@ func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Messag
 }
 
 func (h *stdioHandler) Notified(_ context.Context, _ Session, m *jsonrpc.Message) { h.notified <- m }
-func (h *stdioHandler) SessionOpened(s Session)                                  { h.opened <- s }
-func (h *stdioHandler) SessionClosed(s Session)                                  { h.closed <- s }
+func (h *stdioHandler) SessionOpened(s Session)                                   { h.opened <- s }
+func (h *stdioHandler) SessionClosed(s Session)                                   { h.closed <- s }
 
 // stdioPeer is a client of ServeStdio over pipes.
 type stdioPeer struct {

@@ -157,4 +157,3 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	}
 	return st
 }
-
