@@ -84,10 +84,12 @@ type Handler interface {
 	// cancelling the request's ctx) or a response to a request the server
 	// sent. sess is nil for sessionless messages.
 	Notified(ctx context.Context, sess Session, msg *jsonrpc.Message)
-	// SessionOpened tells that a session began (after a successful
-	// initialize, or when the stdio connection opened); SessionClosed that
-	// it ended (stdio end of input, HTTP DELETE, idle expiry, shutdown).
-	// Nothing arrives for a session after SessionClosed.
+	// SessionOpened tells that a session began: a successful initialize
+	// (HTTP, or the first on a stdio connection). SessionClosed tells that
+	// it ended (stdio end of input, HTTP DELETE, idle expiry, shutdown);
+	// the stdio connection's session is closed even if it never opened, as
+	// sessionless requests on it may have used it. Nothing arrives for a
+	// session after SessionClosed.
 	SessionOpened(Session)
 	SessionClosed(Session)
 }

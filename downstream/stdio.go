@@ -68,7 +68,9 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	}
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- s.ob.drain(out, s.written) }()
-	h.SessionOpened(s)
+	// SessionOpened follows a successful initialize (a sessionless client
+	// never sends one, and hears of changes through subscriptions/listen);
+	// SessionClosed always comes, so that what the connection held ends.
 	defer h.SessionClosed(s)
 
 	readErr := make(chan error, 1)
@@ -103,6 +105,7 @@ type stdioSession struct {
 	workers workers
 
 	protocol atomic.Pointer[string] // negotiated at initialize
+	openOnce sync.Once
 
 	mu    sync.Mutex
 	calls map[string]context.CancelFunc // in-flight requests by id
@@ -201,6 +204,9 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
 			if v := negotiated(resp.Result); v != "" {
 				s.protocol.Store(&v)
 			}
+			s.ob.push(resp.Encode(), true)
+			s.openOnce.Do(func() { s.h.SessionOpened(s) })
+			return
 		}
 		s.ob.push(resp.Encode(), true)
 	})

@@ -147,6 +147,8 @@ func TestStdioCancellation(t *testing.T) {
 func TestStdioSessionAndNegotiatedVersion(t *testing.T) {
 	h := newStdioHandler()
 	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	assert.Equal(t, "0", string(p.next(t)["id"]))
 	s := <-h.opened
 	assert.Equal(t, "stdio", s.Key())
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

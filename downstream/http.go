@@ -1,0 +1,318 @@
+package downstream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// HTTPOptions configures the streamable-HTTP transport. A zero or negative
+// field takes the default named on it. The names in parentheses are the
+// config keys the error bodies point the operator to.
+type HTTPOptions struct {
+	// Logger receives the transport's own events; nil discards them.
+	Logger *slog.Logger
+	// SessionIdleTTL ends a session unused this long (default 30m;
+	// --session-idle-ttl). A session with a request in flight or an open
+	// GET stream is not idle.
+	SessionIdleTTL time.Duration
+	// MaxBodyBytes bounds a POST body (default 32 MiB; http.max_body_bytes):
+	// a larger Content-Length is refused before anything is read, and a body
+	// that grows past it while being read is refused too.
+	MaxBodyBytes int64
+	// AllowedOrigins are the browser origins ("https://app.example") accepted
+	// besides the server's own, compared without regard to the case of the
+	// scheme and host (http.allowed_origins). A request without Origin is
+	// always accepted.
+	AllowedOrigins []string
+	// MaxConnsPerClient caps the open connections of one remote IP under
+	// Serve (default 256). Connections over the
+	// cap are answered 429 at once, without reading from them, and closed.
+	MaxConnsPerClient int
+	// BodyReadTimeout bounds the arrival of a request's headers, and then of
+	// its whole body (default 30s).
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds each write to a client (default 30s). A client that stops reading loses its stream; it
+	// never holds up anyone else.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long under Serve
+	// (default 60s).
+	IdleTimeout time.Duration
+	// QueueSize bounds the messages waiting to be written on one stream
+	// (default 256).
+	QueueSize int
+	// Heartbeat is the interval of SSE comment lines on open streams, which
+	// keep intermediaries from closing quiet connections (default 25s). A
+	// request still running after one interval, from a client that accepts
+	// a stream, gets its response as a stream so that they can flow.
+	Heartbeat time.Duration
+}
+
+// withDefaults returns o with every unset field at its default.
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.SessionIdleTTL, 30*time.Minute)
+	def(&o.BodyReadTimeout, 30*time.Second)
+	def(&o.WriteTimeout, 30*time.Second)
+	def(&o.IdleTimeout, 60*time.Second)
+	def(&o.Heartbeat, 25*time.Second)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBody
+	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = 256
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 256
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// HTTP is the streamable-HTTP transport: the MCP endpoint for both protocol
+// generations. Session-based clients (up to 2025-11-25) initialize, carry
+// Mcp-Session-Id, may hold one GET stream and end with DELETE; sessionless
+// clients (2026-07-28) send self-describing POSTs checked against their
+// Mcp-* headers. Every request is answered by its own POST response, as one
+// JSON body or as an SSE stream when the Handler sends messages ahead of
+// the response.
+//
+// Concurrency: each response has exactly one writer, the goroutine serving
+// that HTTP request; Handler calls run on their own goroutines and reach the
+// response only through bounded queues (Request.Send, Session.Notify), which
+// never block. No lock is held across a network write.
+type HTTP struct {
+	h       Handler
+	opts    HTTPOptions
+	log     *slog.Logger
+	origins atomic.Pointer[[]string] // normalized AllowedOrigins
+	maxBody atomic.Int64             // MaxBodyBytes, as reloads change it
+
+	// ctx ends at Shutdown (cause errShutdown); every session's context, and
+	// so every request's, derives from it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// mu guards the registry below. Lock order: mu before a session's mu.
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	closed   bool           // Shutdown began: nothing new is registered
+	servers  []*http.Server // started by Serve
+	sweeping bool           // the idle sweeper runs
+	ending   sync.WaitGroup // ended sessions whose SessionClosed has not returned
+}
+
+// Reasons a request's context ends, told apart by context.Cause.
+var (
+	errShutdown      = errors.New("the server is shutting down")
+	errSessionEnded  = errors.New("the session ended")
+	errCancelled     = errors.New("the client cancelled the request")
+	errWriteFailed   = errors.New("writing to the client failed")
+	errResponseEnded = errors.New("the response was finished")
+)
+
+// NewHTTP returns the transport serving h. Call Shutdown to end it.
+func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
+	opts = opts.withDefaults()
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	t.SetAllowedOrigins(opts.AllowedOrigins)
+	t.maxBody.Store(opts.MaxBodyBytes)
+	return t
+}
+
+// SetMaxBodyBytes replaces the bound on a request body (zero or less: the
+// default); requests already reading their body keep the old one.
+func (t *HTTP) SetMaxBodyBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxBody
+	}
+	t.maxBody.Store(n)
+}
+
+// SetAllowedOrigins replaces the origins accepted besides the server's own;
+// requests already past the check are not affected. Entries that are not an
+// origin (scheme://host[:port]) are logged and ignored.
+func (t *HTTP) SetAllowedOrigins(origins []string) {
+	list := make([]string, 0, len(origins))
+	for _, o := range origins {
+		n, ok := normalizeOrigin(o)
+		if !ok {
+			t.log.Warn("ignoring an allowed origin that is not scheme://host[:port]", "origin", o)
+			continue
+		}
+		list = append(list, n)
+	}
+	t.origins.Store(&list)
+}
+
+// Sessions reports how many sessions are open.
+func (t *HTTP) Sessions() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions)
+}
+
+// ServeHTTP serves the MCP endpoint. Mount it on a server whose WriteTimeout
+// is set (Serve does): a response leaves a write deadline on its
+// connection, which such a server resets for the next request.
+func (t *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if t.ctx.Err() != nil {
+		t.refuse(w, r, refusal(http.StatusServiceUnavailable, jsonrpc.CodeInternalError,
+			"the server is shutting down; reconnect once it is back"))
+		return
+	}
+	if e := checkHost(r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	if e := t.checkOrigin(r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		t.servePost(w, r)
+	case http.MethodGet:
+		t.serveGet(w, r)
+	case http.MethodDelete:
+		t.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
+			"method %s is not served at the MCP endpoint: use POST (and GET or DELETE with a session)", r.Method))
+	}
+}
+
+// Serve runs an HTTP server on ln until Shutdown, with the timeouts of the
+// options and the per-client connection cap. handler routes the MCP
+// endpoint to t, beside whatever else the server offers. It closes ln and
+// returns nil after Shutdown.
+func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: t.opts.BodyReadTimeout,
+		// No ReadTimeout: it would cut long streams. The body's read is
+		// bounded per request (readBody). WriteTimeout gives every request a
+		// fresh write deadline; the MCP endpoint then bounds each of its
+		// writes itself.
+		WriteTimeout: t.opts.WriteTimeout,
+		IdleTimeout:  t.opts.IdleTimeout,
+		ErrorLog:     slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ln.Close()
+	}
+	t.servers = append(t.servers, srv)
+	t.mu.Unlock()
+	err := srv.Serve(newClientLimit(ln, t.opts.MaxConnsPerClient, t.log))
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the servers started by Serve from accepting, ends every
+// session (cancelling its requests, closing its GET stream, then telling
+// the Handler SessionClosed), ends sessionless requests and waits for all of
+// it, or for ctx. Connections still open when ctx ends are closed.
+func (t *HTTP) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	t.closed = true
+	servers := t.servers
+	open := make([]*httpSession, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		open = append(open, s)
+	}
+	t.mu.Unlock()
+
+	t.cancel(errShutdown) // ends every request, every stream and the sweeper
+	for _, s := range open {
+		t.endSession(s, time.Time{}, "shutdown")
+	}
+
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			if ctx.Err() == nil {
+				errs = append(errs, err)
+			}
+			_ = srv.Close() // whatever is still open goes now
+		}
+	}
+	ended := make(chan struct{})
+	go func() {
+		t.ending.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// httpError is a refusal: the HTTP status and the JSON-RPC error its body
+// carries, with the id of the request when it is known.
+type httpError struct {
+	status int
+	id     []byte
+	err    *jsonrpc.Error
+}
+
+func refusal(status, code int, format string, args ...any) *httpError {
+	return &httpError{status: status, err: jsonrpc.Errorf(code, format, args...)}
+}
+
+// refuse answers a request the transport will not serve, with a JSON-RPC
+// error body (id null where no id is known). A request whose body was not
+// read closes its connection, and the server reads no more of it: draining
+// an unwanted body to keep the connection would let a slow client hold it.
+func (t *HTTP) refuse(w http.ResponseWriter, r *http.Request, e *httpError) {
+	if r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	id := e.id
+	if id == nil {
+		id = []byte("null")
+	}
+	t.log.Debug("refused a request", "method", r.Method, "status", e.status, "reason", e.err.Message)
+	writeJSON(w, e.status, jsonrpc.Failure(id, e.err))
+}
+
+// writeJSON writes msg as a whole application/json response.
+func writeJSON(w http.ResponseWriter, status int, msg *jsonrpc.Message) {
+	body := msg.Encode()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Header names of the transport (mcp-go spells them once for the project).
+const (
+	headerSessionID   = mcp.HeaderSessionID
+	headerProtocol    = mcp.HeaderProtocolVersion
+	headerMethod      = mcp.HeaderMethod
+	headerName        = mcp.HeaderName
+	headerLastEventID = mcp.HeaderLastEventID
+)

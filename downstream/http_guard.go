@@ -1,0 +1,119 @@
+package downstream
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// checkHost guards a loopback listener against DNS rebinding: a web page
+// whose host name an attacker re-points at 127.0.0.1 reaches the server
+// with its own name in Host, so on a loopback connection only loopback
+// names are accepted.
+func checkHost(r *http.Request) *httpError {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !loopbackAddr(local) || r.Host == "" || loopbackHost(r.Host) {
+		return nil
+	}
+	return refusal(http.StatusForbidden, jsonrpc.CodeInvalidRequest,
+		"Host %q is not a loopback name but the server listens on loopback: connect through localhost or 127.0.0.1", r.Host)
+}
+
+func loopbackAddr(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkOrigin accepts a request without Origin, from the server's own
+// origin (the host and port the request addressed) or from an allowed one.
+func (t *HTTP) checkOrigin(r *http.Request) *httpError {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	if o, ok := normalizeOrigin(origin); ok {
+		scheme, _, _ := strings.Cut(o, "://")
+		if own, ok := normalizeOrigin(scheme + "://" + r.Host); ok && own == o {
+			return nil
+		}
+		if slices.Contains(*t.origins.Load(), o) {
+			return nil
+		}
+	}
+	return refusal(http.StatusForbidden, jsonrpc.CodeInvalidRequest,
+		"Origin %q is not allowed: add it to http.allowed_origins to let that web page call this server", origin)
+}
+
+// normalizeOrigin returns s as scheme://host[:port] with the scheme and host
+// in lower case and a default port dropped, or false when s is no origin.
+func normalizeOrigin(s string) (string, bool) {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(s), "/"))
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	switch {
+	case port != "":
+		host = net.JoinHostPort(host, port)
+	case strings.Contains(host, ":"):
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host, true
+}
+
+// jsonContent reports whether the request body is declared as JSON.
+func jsonContent(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// accepts reports which response shapes the client's Accept header admits:
+// a JSON body, an SSE stream. A missing or empty header admits both.
+func accepts(r *http.Request) (json, sse bool) {
+	header := strings.TrimSpace(strings.Join(r.Header.Values("Accept"), ","))
+	if header == "" {
+		return true, true
+	}
+	for part := range strings.SplitSeq(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
+			continue
+		}
+		switch mt {
+		case "*/*":
+			json, sse = true, true
+		case "application/json", "application/*":
+			json = true
+		case "text/event-stream", "text/*":
+			sse = true
+		}
+	}
+	return json, sse
+}

@@ -1,0 +1,141 @@
+package downstream
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// readBody reads a POST body within the size and time bounds. A declared
+// length over the bound is refused before a byte is read.
+func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+	limit := t.maxBody.Load()
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		// A read deadline left in place would end the connection's watch for
+		// the client going away, and with it a long response.
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = http.NoBody // read whole: the connection may be kept
+		return body, nil
+	case errors.As(err, &tooBig):
+		return nil, tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, refusal(http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest,
+			"the request body did not arrive within %s: send the whole body at once",
+			t.opts.BodyReadTimeout)
+	default:
+		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "the request body could not be read: %v", err)
+	}
+}
+
+func tooLarge(limit int64) *httpError {
+	return refusal(http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
+		"the request body exceeds %d bytes (http.max_body_bytes): send a smaller message or raise the limit", limit)
+}
+
+// clientLimit is a listener that holds each remote IP to a number of open
+// connections. A connection over the cap is answered 429 and closed at
+// once: it costs no goroutine and is never read from, so a flood of them
+// cannot hold server resources.
+type clientLimit struct {
+	net.Listener
+	max int
+	log *slog.Logger
+
+	mu      sync.Mutex
+	open    map[string]int // remote IP -> open connections
+	refused int            // connections refused since the last log line
+	logged  time.Time      // when that line was written
+}
+
+func newClientLimit(ln net.Listener, max int, log *slog.Logger) *clientLimit {
+	return &clientLimit{Listener: ln, max: max, log: log, open: make(map[string]int)}
+}
+
+// Accept returns the next connection within its client's cap.
+func (l *clientLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		l.mu.Lock()
+		over := l.open[ip] >= l.max
+		if !over {
+			l.open[ip]++
+		}
+		refused := 0
+		if over {
+			// One log line per interval, however hard a client pushes.
+			if l.refused++; time.Since(l.logged) >= 10*time.Second {
+				refused, l.refused, l.logged = l.refused, 0, time.Now()
+			}
+		}
+		l.mu.Unlock()
+		if !over {
+			return &countedConn{Conn: c, release: func() { l.release(ip) }}, nil
+		}
+		if refused > 0 {
+			l.log.Warn("refused connections over the per-client cap", "client", ip, "max", l.max, "refused", refused)
+		}
+		l.refuse(c)
+	}
+}
+
+func (l *clientLimit) release(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[ip]--; l.open[ip] <= 0 {
+		delete(l.open, ip)
+	}
+}
+
+// refuse writes a short 429 response and closes c. The response fits in a
+// fresh connection's send buffer, so the write does not wait for the
+// client; the deadline covers the case where it would.
+func (l *clientLimit) refuse(c net.Conn) {
+	body := jsonrpc.Failure([]byte("null"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		"too many connections from this address: at most %d; reuse or close connections", l.max)).Encode()
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	_ = c.Close()
+}
+
+func remoteIP(c net.Conn) string {
+	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// countedConn gives its slot back to the listener when closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}

@@ -1,0 +1,329 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// post is one POSTed message being served.
+type post struct {
+	w                     http.ResponseWriter
+	r                     *http.Request
+	msg                   *jsonrpc.Message
+	acceptJSON, acceptSSE bool
+	// fresh is the session an initialize creates, and opened whether it was
+	// registered; opened is written on the Handle goroutine before the
+	// response is handed over, and read after.
+	fresh  *httpSession
+	opened bool
+}
+
+// servePost checks, reads and decodes a POSTed message and serves it in the
+// generation it belongs to.
+func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
+	if !jsonContent(r) {
+		t.refuse(w, r, refusal(http.StatusUnsupportedMediaType, jsonrpc.CodeInvalidRequest,
+			"Content-Type must be application/json"))
+		return
+	}
+	acceptJSON, acceptSSE := accepts(r)
+	if !acceptJSON && !acceptSSE {
+		t.refuse(w, r, refusal(http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest,
+			"Accept must list application/json and text/event-stream"))
+		return
+	}
+	body, e := t.readBody(w, r)
+	if e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	msg, e := decodeMessage(body)
+	if e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
+
+	// The generation is decided per message: 2026-07-28 and later, named in
+	// the header or in _meta, is sessionless.
+	if Modern(r.Header.Get(headerProtocol)) || Modern(metaVersion(msg.Params)) {
+		t.postModern(p)
+	} else {
+		t.postSession(p)
+	}
+}
+
+func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"batches are not supported: POST one JSON-RPC message at a time")
+	}
+	msg, err := jsonrpc.Decode(body)
+	var de *jsonrpc.DecodeError
+	switch {
+	case err == nil:
+		return msg, nil
+	case errors.As(err, &de):
+		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
+	default:
+		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeParseError, "%v", err)
+	}
+}
+
+// postSession serves a message of the session-based generation.
+func (t *HTTP) postSession(p *post) {
+	msg := p.msg
+	if msg.IsRequest() && msg.Method == "initialize" {
+		t.initialize(p)
+		return
+	}
+	s, e := t.sessionOf(p.r)
+	if e != nil {
+		t.refuse(p.w, p.r, e.withID(msg.ID))
+		return
+	}
+	switch {
+	case msg.IsRequest():
+		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol}, s, nil)
+	case msg.Method == "notifications/cancelled":
+		// Applied here, not passed on: it cancels the request's context.
+		if id := cancelledID(msg.Params); jsonrpc.ValidID(id) {
+			s.cancelRequest(jsonrpc.IDKey(id))
+		}
+		p.w.WriteHeader(http.StatusAccepted)
+	default: // another notification, or a response to a server request
+		if !s.begin() {
+			t.refuse(p.w, p.r, sessionGone())
+			return
+		}
+		defer s.end()
+		t.h.Notified(s.ctx, s, msg)
+		p.w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// initialize serves the request that opens a session. The session exists
+// for the Handler from the start (Request.Session); it is registered, and
+// its id becomes valid, only when the Handler answers with a result.
+func (t *HTTP) initialize(p *post) {
+	if id := p.r.Header.Get(headerSessionID); id != "" {
+		e := sessionGone()
+		if t.lookup(id) != nil {
+			e = refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+				"this session is already initialized: send initialize without Mcp-Session-Id to start another")
+		}
+		t.refuse(p.w, p.r, e.withID(p.msg.ID))
+		return
+	}
+	s := t.newSession()
+	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
+	p.fresh = s
+	// Set now, as the response may stream before Handle returns; removed
+	// from a JSON answer if the session does not open.
+	p.w.Header().Set(headerSessionID, s.id)
+
+	opened := func(ctx context.Context, resp *jsonrpc.Message) *jsonrpc.Message {
+		if resp != nil && resp.Error == nil && ctx.Err() == nil {
+			s.protocol = negotiated(resp.Result)
+			if s.protocol == "" {
+				s.protocol = requested
+			}
+			if t.register(s) {
+				t.h.SessionOpened(s)
+				p.opened = true
+				t.log.Info("session opened", "session", s.logID(), "protocol", s.protocol)
+				return resp
+			}
+			resp = jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
+				"the server is shutting down; reconnect once it is back"))
+		}
+		s.cancel(errResponseEnded) // never registered: release its context
+		return resp
+	}
+	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested}, s, opened)
+}
+
+// serveRequest runs Handle on its own goroutine and writes what it sends and
+// then its response; after, when set, sees the response on that goroutine
+// before it is written.
+func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) {
+	// The request's context ends when the client leaves or cancels, when its
+	// session ends, at Shutdown, or once its response is finished.
+	base := t.ctx
+	if s != nil {
+		base = s.ctx
+	}
+	ctx, cancel := context.WithCancelCause(p.r.Context())
+	defer cancel(errResponseEnded)
+	stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
+	defer stop()
+
+	if s != nil {
+		if e := s.beginRequest(req.Msg.ID, cancel); e != nil {
+			t.refuse(p.w, p.r, e.withID(req.Msg.ID))
+			return
+		}
+	}
+	out := newOutbox(t.opts.QueueSize, false)
+	req.Send = func(*jsonrpc.Message) bool { return false }
+	if p.acceptSSE {
+		req.Send = out.offer
+	}
+	result := make(chan *jsonrpc.Message, 1)
+	go func() {
+		if s != nil {
+			defer s.endRequest(req.Msg.ID)
+		}
+		resp := t.handle(ctx, req)
+		if after != nil {
+			resp = after(ctx, resp)
+		}
+		result <- resp
+	}()
+
+	// This goroutine is the response's only writer.
+	rs := newResponseStream(p.w, t.opts.WriteTimeout)
+	defer rs.finish()
+	var beat <-chan time.Time
+	if p.acceptSSE {
+		tick := time.NewTicker(t.opts.Heartbeat)
+		defer tick.Stop()
+		beat = tick.C
+	}
+	for {
+		var err error
+		select {
+		case m := <-out.msgs:
+			err = rs.event(m)
+		case <-beat:
+			err = rs.heartbeat()
+		case resp := <-result:
+			t.respond(ctx, p, rs, out, req, resp)
+			return
+		case <-ctx.Done():
+			var resp *jsonrpc.Message
+			select {
+			case resp = <-result: // answered as it was cancelled: the answer wins
+			default:
+			}
+			t.respond(ctx, p, rs, out, req, resp)
+			return
+		}
+		if err != nil {
+			out.close()
+			cancel(errWriteFailed)
+			t.log.Debug("a response could not be written", "method", req.Msg.Method, "err", err)
+			return
+		}
+	}
+}
+
+// handle calls the Handler; a panic becomes an internal error response
+// rather than the end of the process.
+func (t *HTTP) handle(ctx context.Context, req *Request) (resp *jsonrpc.Message) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.log.Error("the handler panicked", "method", req.Msg.Method, "panic", v, "stack", string(debug.Stack()))
+			resp = jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error while serving %s", req.Msg.Method))
+		}
+	}()
+	return t.h.Handle(ctx, req)
+}
+
+// respond writes what is still queued and then the response: the last SSE
+// event once the response streams, else one JSON body. Without a response
+// the stream just ends; if nothing was written the reply is 202, or, when
+// the request was cut short, what cut it short.
+func (t *HTTP) respond(ctx context.Context, p *post, rs *responseStream, out *outbox, req *Request, resp *jsonrpc.Message) {
+	out.close()
+	for len(out.msgs) > 0 {
+		if rs.event(<-out.msgs) != nil {
+			return
+		}
+	}
+	if resp == nil {
+		if !rs.started {
+			t.noResponse(p, rs, req, context.Cause(ctx))
+		}
+		return
+	}
+	answer := *resp // the Handler's message may be shared; the id is this request's
+	answer.ID = req.Msg.ID
+	if rs.sse || !p.acceptJSON {
+		_ = rs.event(&answer)
+		return
+	}
+	if p.fresh != nil && !p.opened {
+		p.w.Header().Del(headerSessionID)
+	}
+	_ = rs.json(statusOf(req, &answer), &answer)
+}
+
+// noResponse answers a request that got no response before anything was
+// written, according to why its context ended (nil: it did not).
+func (t *HTTP) noResponse(p *post, rs *responseStream, req *Request, cause error) {
+	if p.fresh != nil {
+		p.w.Header().Del(headerSessionID)
+	}
+	switch {
+	case cause == nil || errors.Is(cause, errCancelled):
+		rs.status(http.StatusAccepted)
+	case errors.Is(cause, errSessionEnded):
+		t.refuse(p.w, p.r, sessionGone().withID(req.Msg.ID))
+	case errors.Is(cause, errShutdown):
+		t.refuse(p.w, p.r, (&httpError{status: http.StatusServiceUnavailable,
+			err: jsonrpc.Errorf(jsonrpc.CodeInternalError, "the server is shutting down; send the request again once it is back")}).withID(req.Msg.ID))
+	} // else the client is gone, or the response could not be written
+}
+
+// statusOf is the HTTP status of a JSON response. Protocol 2026-07-28 maps
+// some errors onto HTTP statuses so that intermediaries can act on them.
+func statusOf(req *Request, resp *jsonrpc.Message) int {
+	if req.Session != nil || resp.Error == nil {
+		return http.StatusOK
+	}
+	switch resp.Error.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// withID returns a copy of e answering the request with id.
+func (e *httpError) withID(id json.RawMessage) *httpError {
+	c := *e
+	c.id = id
+	return &c
+}
+
+// members returns the members of a JSON object (nil for anything else).
+// Keys match exactly, as the dispatcher reads them.
+func members(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// stringMember returns the member key of m when it is a JSON string.
+func stringMember(m map[string]json.RawMessage, key string) (string, bool) {
+	raw, ok := m[key]
+	if !ok || len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}

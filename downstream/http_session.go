@@ -1,0 +1,338 @@
+package downstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// httpSession is one session of the session-based generation: created by a
+// successful initialize, ended by DELETE, idle expiry or Shutdown.
+type httpSession struct {
+	id     string
+	ctx    context.Context // ends with the session (errSessionEnded) or the transport
+	cancel context.CancelCauseFunc
+	// work counts what is being served for the session (requests,
+	// notifications, the GET stream), so that SessionClosed comes after all
+	// of it.
+	work sync.WaitGroup
+	// protocol is the version negotiated at initialize, set before the
+	// session is registered and only read after.
+	protocol string
+
+	mu       sync.Mutex
+	closed   bool
+	busy     int // the pieces of work in progress: a busy session is not idle
+	lastUsed time.Time
+	inflight map[string]context.CancelCauseFunc // request id (jsonrpc.IDKey) -> cancel
+	stream   *outbox                            // the open GET stream, or nil
+}
+
+func (t *HTTP) newSession() *httpSession {
+	// 128 random bits, nothing else: the id is unguessable and tells nothing.
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	return &httpSession{
+		id: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel,
+		lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc),
+	}
+}
+
+// Key implements Session: the Mcp-Session-Id.
+func (s *httpSession) Key() string { return s.id }
+
+// Notify implements Session: it queues msg on the session's GET stream.
+func (s *httpSession) Notify(msg *jsonrpc.Message) bool {
+	s.mu.Lock()
+	q := s.stream
+	s.mu.Unlock()
+	return q != nil && q.offer(msg)
+}
+
+// logID is as much of the id as logs show: enough to tell sessions apart,
+// too little to use one.
+func (s *httpSession) logID() string { return s.id[:8] }
+
+// sessionGone is the answer to an id that names no open session.
+func sessionGone() *httpError {
+	return refusal(http.StatusNotFound, jsonrpc.CodeInvalidRequest,
+		"session not found: it ended or was never issued; send initialize without Mcp-Session-Id to start a new one")
+}
+
+// begin counts one piece of work on s; it fails once s ended, so nothing
+// reaches the Handler for a session after it ended.
+func (s *httpSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.beginLocked()
+}
+
+func (s *httpSession) beginLocked() bool {
+	if s.closed {
+		return false
+	}
+	s.busy++
+	s.lastUsed = time.Now()
+	s.work.Add(1)
+	return true
+}
+
+func (s *httpSession) end() {
+	s.mu.Lock()
+	s.busy--
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+	s.work.Done()
+}
+
+// beginRequest begins the request with id, cancelled by cancel when the
+// client sends notifications/cancelled for it.
+func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) *httpError {
+	key := jsonrpc.IDKey(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.inflight[key]; dup && !s.closed {
+		return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"request id %s is already in flight in this session: use a new id for each request", id)
+	}
+	if !s.beginLocked() {
+		return sessionGone()
+	}
+	s.inflight[key] = cancel
+	return nil
+}
+
+func (s *httpSession) endRequest(id json.RawMessage) {
+	s.mu.Lock()
+	delete(s.inflight, jsonrpc.IDKey(id))
+	s.mu.Unlock()
+	s.end()
+}
+
+// cancelRequest applies notifications/cancelled.
+func (s *httpSession) cancelRequest(key string) {
+	s.mu.Lock()
+	cancel := s.inflight[key]
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel(errCancelled)
+	}
+}
+
+// openStream makes q the session's GET stream.
+func (s *httpSession) openStream(q *outbox) *httpError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream != nil && !s.closed {
+		return refusal(http.StatusConflict, jsonrpc.CodeInvalidRequest,
+			"this session already has a GET stream open: close it before opening another")
+	}
+	if !s.beginLocked() {
+		return sessionGone()
+	}
+	s.stream = q
+	return nil
+}
+
+func (s *httpSession) closeStream(q *outbox) {
+	q.close()
+	s.mu.Lock()
+	if s.stream == q {
+		s.stream = nil
+	}
+	s.mu.Unlock()
+	s.end()
+}
+
+// markClosed closes s if it is open and, when idleSince is set, has been
+// idle since then.
+func (s *httpSession) markClosed(idleSince time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || (!idleSince.IsZero() && (s.busy > 0 || s.lastUsed.After(idleSince))) {
+		return false
+	}
+	s.closed = true
+	if s.stream != nil {
+		s.stream.close() // Notify fails from now on
+	}
+	return true
+}
+
+func (s *httpSession) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// lookup returns the open session with id, or nil.
+func (t *HTTP) lookup(id string) *httpSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessions[id]
+}
+
+// register makes s reachable by its id; it fails once Shutdown began.
+func (t *HTTP) register(s *httpSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.sessions[s.id] = s
+	if !t.sweeping {
+		t.sweeping = true
+		go t.sweepIdle()
+	}
+	return true
+}
+
+// endSession ends s (for expiry, only if it has been idle since idleSince):
+// later requests with its id get 404, its requests' contexts and its GET
+// stream end, and once all of its work has returned the Handler hears
+// SessionClosed. It reports whether this call ended s.
+func (t *HTTP) endSession(s *httpSession, idleSince time.Time, why string) bool {
+	t.mu.Lock()
+	if t.sessions[s.id] != s || !s.markClosed(idleSince) {
+		t.mu.Unlock()
+		return false
+	}
+	delete(t.sessions, s.id)
+	t.ending.Add(1) // under mu, so Shutdown's wait sees it
+	t.mu.Unlock()
+
+	s.cancel(errSessionEnded)
+	t.log.Info("session ended", "session", s.logID(), "why", why)
+	go func() {
+		defer t.ending.Done()
+		s.work.Wait()
+		t.h.SessionClosed(s)
+	}()
+	return true
+}
+
+// sweepIdle ends the sessions idle for SessionIdleTTL, until Shutdown.
+func (t *HTTP) sweepIdle() {
+	ttl := t.opts.SessionIdleTTL
+	tick := time.NewTicker(max(min(ttl/4, time.Minute), time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case now := <-tick.C:
+			t.mu.Lock()
+			open := make([]*httpSession, 0, len(t.sessions))
+			for _, s := range t.sessions {
+				open = append(open, s)
+			}
+			t.mu.Unlock()
+			for _, s := range open {
+				t.endSession(s, now.Add(-ttl), "idle")
+			}
+		}
+	}
+}
+
+// sessionOf finds the session a GET, DELETE or non-initialize POST names.
+func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Mcp-Session-Id header is required; send initialize first")
+	}
+	s := t.lookup(id)
+	if s == nil {
+		return nil, sessionGone()
+	}
+	if v := r.Header.Get(headerProtocol); v != "" && !Supported(v) {
+		return nil, unsupportedVersion(nil, v)
+	}
+	return s, nil
+}
+
+// serveGet serves a session's standalone stream: what Notify queues, as SSE
+// events in order, with heartbeats, until the client leaves, the session
+// ends, a write fails or the client falls a whole queue behind.
+func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
+	if Modern(r.Header.Get(headerProtocol)) {
+		w.Header().Set("Allow", http.MethodPost)
+		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
+			"GET is not part of protocol %s: open a subscriptions/listen request for server notifications", r.Header.Get(headerProtocol)))
+		return
+	}
+	if _, sse := accepts(r); !sse {
+		t.refuse(w, r, refusal(http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest,
+			"a GET stream is text/event-stream: list it in Accept"))
+		return
+	}
+	s, e := t.sessionOf(r)
+	if e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	q := newOutbox(t.opts.QueueSize, true)
+	if e := s.openStream(q); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	defer s.closeStream(q)
+
+	// This goroutine is the stream's only writer.
+	rs := newResponseStream(w, t.opts.WriteTimeout)
+	defer rs.finish()
+	if rs.startSSE() != nil {
+		return
+	}
+	beat := time.NewTicker(t.opts.Heartbeat)
+	defer beat.Stop()
+	for {
+		var err error
+		select {
+		case m := <-q.msgs:
+			err = rs.event(m)
+		case <-beat.C:
+			err = rs.heartbeat()
+		case <-q.done:
+			if !s.ended() {
+				t.log.Warn("closed a GET stream whose client fell behind", "session", s.logID(), "queue", t.opts.QueueSize)
+			}
+			return
+		case <-s.ctx.Done():
+			return
+		case <-r.Context().Done():
+			return
+		}
+		if err != nil {
+			t.log.Info("closed a GET stream that could not be written", "session", s.logID(), "err", err)
+			return
+		}
+	}
+}
+
+// serveDelete ends the session the request names.
+func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if Modern(r.Header.Get(headerProtocol)) {
+		w.Header().Set("Allow", http.MethodPost)
+		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
+			"DELETE is not part of protocol %s, which has no sessions", r.Header.Get(headerProtocol)))
+		return
+	}
+	s, e := t.sessionOf(r)
+	if e == nil && !t.endSession(s, time.Time{}, "deleted by the client") {
+		e = sessionGone()
+	}
+	if e != nil {
+		t.refuse(w, r, e)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

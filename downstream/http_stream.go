@@ -1,0 +1,171 @@
+package downstream
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// outbox is the bounded queue between the goroutines that produce messages
+// for one response (Request.Send, Session.Notify) and that response's only
+// writer. Offering never blocks.
+type outbox struct {
+	msgs chan *jsonrpc.Message
+	done chan struct{} // closed once the writer takes no more messages
+	once sync.Once
+	// closeWhenFull ends the stream on overflow instead of dropping the one
+	// message: a GET stream that silently lost a notification would look
+	// healthy, while a closed one makes the client reconnect.
+	closeWhenFull bool
+}
+
+func newOutbox(size int, closeWhenFull bool) *outbox {
+	return &outbox{msgs: make(chan *jsonrpc.Message, size), done: make(chan struct{}), closeWhenFull: closeWhenFull}
+}
+
+// offer queues m unless the writer is gone or the queue is full.
+func (q *outbox) offer(m *jsonrpc.Message) bool {
+	select {
+	case <-q.done:
+		return false
+	default:
+	}
+	select {
+	case q.msgs <- m:
+		return true
+	default:
+		if q.closeWhenFull {
+			q.close()
+		}
+		return false
+	}
+}
+
+// close stops the queue; messages still in it are left to the writer.
+func (q *outbox) close() { q.once.Do(func() { close(q.done) }) }
+
+// responseStream writes one HTTP response: a single JSON body, or an SSE
+// stream of events once the first message goes out ahead of the answer.
+// Only the goroutine serving the request uses it. Every write is bounded by
+// the write timeout, and no deadline is left in place between writes, so a
+// quiet stream stays open however long it lasts.
+type responseStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool // the status line and headers went out
+	sse     bool // ... as text/event-stream
+}
+
+func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
+	rs := &responseStream{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	// The server may have set a deadline for the whole response; this
+	// response bounds each write instead.
+	_ = rs.rc.SetWriteDeadline(time.Time{})
+	return rs
+}
+
+// startSSE sends the headers of an SSE stream.
+func (rs *responseStream) startSSE() error {
+	if rs.started {
+		return nil
+	}
+	h := rs.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // reverse proxies pass events on at once
+	rs.started, rs.sse = true, true
+	return rs.write(func() error {
+		rs.w.WriteHeader(http.StatusOK)
+		return nil
+	})
+}
+
+// event writes m as one SSE event, starting the stream if need be.
+func (rs *responseStream) event(m *jsonrpc.Message) error {
+	if err := rs.startSSE(); err != nil {
+		return err
+	}
+	return rs.write(func() error {
+		_, err := rs.w.Write(appendEvent(nil, m))
+		return err
+	})
+}
+
+// heartbeat writes an SSE comment line, starting the stream if need be.
+func (rs *responseStream) heartbeat() error {
+	if err := rs.startSSE(); err != nil {
+		return err
+	}
+	return rs.write(func() error {
+		_, err := rs.w.Write([]byte(": keep-alive\n\n"))
+		return err
+	})
+}
+
+// json writes m as the whole response; it is only called before anything
+// else was written.
+func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
+	body := m.Encode()
+	h := rs.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	rs.started = true
+	return rs.write(func() error {
+		rs.w.WriteHeader(status)
+		_, err := rs.w.Write(body)
+		return err
+	})
+}
+
+// status writes a body-less response.
+func (rs *responseStream) status(code int) {
+	rs.started = true
+	_ = rs.write(func() error {
+		rs.w.WriteHeader(code)
+		return nil
+	})
+}
+
+// write runs one write and flushes it within the write timeout.
+func (rs *responseStream) write(f func() error) error {
+	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	err := f()
+	if err == nil {
+		err = rs.rc.Flush()
+	}
+	_ = rs.rc.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// finish bounds what the server still writes after the handler returns
+// (the end of a chunked body).
+func (rs *responseStream) finish() {
+	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+}
+
+// appendEvent appends m as an SSE "message" event. A line break in the
+// encoding (insignificant whitespace of a raw payload; JSON strings cannot
+// hold one) starts a new data line, which the client joins back with a
+// newline, so the event carries the message unchanged as JSON.
+func appendEvent(b []byte, m *jsonrpc.Message) []byte {
+	enc := m.Encode()
+	b = append(b, "event: message\ndata: "...)
+	for {
+		i := bytes.IndexAny(enc, "\r\n")
+		if i < 0 {
+			b = append(b, enc...)
+			break
+		}
+		b = append(append(b, enc[:i]...), "\ndata: "...)
+		if enc[i] == '\r' && i+1 < len(enc) && enc[i+1] == '\n' {
+			i++
+		}
+		enc = enc[i+1:]
+	}
+	return append(b, "\n\n"...)
+}
