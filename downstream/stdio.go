@@ -63,7 +63,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]context.CancelFunc{},
+		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
 		workers: workers{idle: make(chan func())},
 	}
 	writeErr := make(chan error, 1)
@@ -78,7 +78,9 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	var err error
 	select {
 	case err = <-readErr:
-		// End of input: let what is in flight finish, within the grace.
+		// End of input: let what is in flight finish, within the grace;
+		// listen streams have no end of their own, and no one to hear them.
+		s.cancelListens()
 		if !s.idle(opts.DrainGrace) {
 			s.log.Warn("client closed its input; cancelling requests still in flight", "grace", opts.DrainGrace)
 		}
@@ -108,7 +110,7 @@ type stdioSession struct {
 	openOnce sync.Once
 
 	mu    sync.Mutex
-	calls map[string]context.CancelFunc // in-flight requests by id
+	calls map[string]inFlight // in-flight requests by id
 	wg    sync.WaitGroup
 }
 
@@ -180,7 +182,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
 		s.reject(msg.ID, jsonrpc.CodeInvalidRequest, "request id "+string(msg.ID)+" is already in use by a request in flight")
 		return
 	}
-	s.calls[key] = cancel
+	s.calls[key] = inFlight{cancel: cancel, listen: msg.Method == "subscriptions/listen"}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.workers.run(func() {
@@ -230,19 +232,35 @@ func (s *stdioSession) cancel(params []byte) {
 		return
 	}
 	s.mu.Lock()
-	cancel := s.calls[jsonrpc.IDKey(id)]
+	call, ok := s.calls[jsonrpc.IDKey(id)]
 	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if ok {
+		call.cancel()
 	}
 }
 
 func (s *stdioSession) cancelAll() {
 	s.mu.Lock()
-	for _, cancel := range s.calls {
-		cancel()
+	for _, call := range s.calls {
+		call.cancel()
 	}
 	s.mu.Unlock()
+}
+
+func (s *stdioSession) cancelListens() {
+	s.mu.Lock()
+	for _, call := range s.calls {
+		if call.listen {
+			call.cancel()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// inFlight is a request being served.
+type inFlight struct {
+	cancel context.CancelFunc
+	listen bool // a subscriptions/listen stream
 }
 
 // idle waits until no request is in flight, up to limit.

@@ -23,6 +23,38 @@ type listener struct {
 	filter listenFilter
 	send   func(*jsonrpc.Message) bool
 	end    chan struct{} // closed when the server ends the subscription
+
+	mu     sync.Mutex
+	acked  bool
+	missed []*jsonrpc.Message // notifications from before the acknowledgement
+}
+
+// acknowledge sends ack, then whatever was held back while it was not sent.
+func (l *listener) acknowledge(ack *jsonrpc.Message) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.send(ack) {
+		return false
+	}
+	l.acked = true
+	for _, m := range l.missed {
+		l.send(m)
+	}
+	l.missed = nil
+	return true
+}
+
+// deliver sends m on the stream, after the acknowledgement.
+func (l *listener) deliver(m *jsonrpc.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.acked {
+		if len(l.missed) < 16 {
+			l.missed = append(l.missed, m)
+		}
+		return
+	}
+	l.send(m)
 }
 
 // listenFilter is what a listen stream asked for, and was granted.
@@ -100,7 +132,7 @@ func (c *clients) toolsChanged() {
 		s.Notify(plain)
 	}
 	for _, l := range listeners {
-		l.send(&jsonrpc.Message{Method: method, Params: subscriptionMeta(l.id, nil)})
+		l.deliver(&jsonrpc.Message{Method: method, Params: subscriptionMeta(l.id, nil)})
 	}
 }
 

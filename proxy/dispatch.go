@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -188,17 +189,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
 		}
 	}
-	if len(params.Meta) > 0 {
-		meta := make(map[string]json.RawMessage, len(params.Meta))
-		for k, v := range params.Meta {
-			if k != "progressToken" {
-				meta[k] = v
-			}
-		}
-		if len(meta) > 0 {
-			inv.meta = meta
-		}
-	}
+	inv.meta = forwardedMeta(params.Meta)
 	result, rpcErr, err := p.invoke(ctx, inv)
 	if req.Session != nil && !p.clients.alive(req.Session) {
 		// The session ended while the call ran: a lease the call took after
@@ -215,6 +206,25 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 }
 
+// forwardedMeta is the part of a request's _meta that goes upstream: not
+// the progress token (each call gets its own upstream token), not the
+// protocol's io.modelcontextprotocol/ keys (they describe the client's
+// request to the aggregator, not the aggregator's to the upstream, whose
+// protocol version was negotiated apart), not the aggregator's lease key.
+func forwardedMeta(meta map[string]json.RawMessage) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for k, v := range meta {
+		if k == "progressToken" || k == LeaseMetaKey || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]json.RawMessage, len(meta))
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // listen serves subscriptions/listen: an acknowledgement first, then the
 // notifications the client asked for and the aggregator sends, on the
 // request's own stream, until the client goes away or the server ends it.
@@ -228,16 +238,18 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 		}
 	}
 	l := &listener{id: req.Msg.ID, filter: params.Notifications, send: req.Send, end: make(chan struct{})}
-	ack := &jsonrpc.Message{Method: "notifications/subscriptions/acknowledged",
-		Params: subscriptionMeta(l.id, map[string]any{"notifications": l.filter})}
-	if !req.Send(ack) {
-		return failure(jsonrpc.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream")
-	}
+	// Registered before the acknowledgement, so no change falls between
+	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {
 		close(l.end)
 	} else {
 		p.clients.listen(l)
 		defer p.clients.unlisten(l)
+	}
+	ack := &jsonrpc.Message{Method: "notifications/subscriptions/acknowledged",
+		Params: subscriptionMeta(l.id, map[string]any{"notifications": l.filter})}
+	if !l.acknowledge(ack) {
+		return failure(jsonrpc.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream")
 	}
 	select {
 	case <-ctx.Done():

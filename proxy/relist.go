@@ -17,7 +17,8 @@ type relists struct {
 
 type relistState struct {
 	running bool
-	pending *upstream.Instance // the instance that asked most recently
+	pending bool
+	from    *upstream.Instance // the instance that asked most recently
 }
 
 func (r *relists) init() { r.state = map[string]*relistState{} }
@@ -31,7 +32,7 @@ func (r *relists) request(server string, inst *upstream.Instance, run func(*upst
 		r.state[server] = st
 	}
 	if st.running {
-		st.pending = inst
+		st.pending, st.from = true, inst
 		r.mu.Unlock()
 		return
 	}
@@ -41,13 +42,13 @@ func (r *relists) request(server string, inst *upstream.Instance, run func(*upst
 		for {
 			run(inst)
 			r.mu.Lock()
-			if st.pending == nil {
+			if !st.pending {
 				st.running = false
 				delete(r.state, server)
 				r.mu.Unlock()
 				return
 			}
-			inst, st.pending = st.pending, nil
+			inst, st.pending, st.from = st.from, false, nil
 			r.mu.Unlock()
 		}
 	}()
