@@ -160,9 +160,10 @@ func (p *Pool) end(key Key, why string) bool {
 		idle = make(chan struct{})
 		l.idle = idle
 	}
+	// Added under mu, so that it is ordered before Close's Wait.
+	p.wg.Add(1)
 	p.mu.Unlock()
 	p.emit(Event{Kind: why, Server: p.cfg.Server, Key: key, PID: l.inst.PID()})
-	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		if idle != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -29,11 +30,16 @@ type Options struct {
 	Logger        *slog.Logger
 	ClientName    string
 	ClientVersion string
-	// OnToolsChanged runs (on its own goroutine) when the upstream sends
-	// notifications/tools/list_changed.
+	// OnToolsChanged runs on a goroutine of its own when the upstream sends
+	// notifications/tools/list_changed, never twice at once: notifications
+	// that arrive while it runs are folded into one more run after it. So
+	// it always runs once after the last notification, however many came.
 	OnToolsChanged func(*Instance)
 	// StdinGrace and TermGrace shorten the shutdown sequence; zero means the default.
 	StdinGrace, TermGrace time.Duration
+	// MaxMessage bounds one message from the upstream, in bytes (0:
+	// jsonrpc.DefaultMaxMessage). A response over it fails its call at once.
+	MaxMessage int
 	// Reaper, when set, learns every stdio process group, so that nothing
 	// survives even if the aggregator is killed outright.
 	Reaper *Reaper
@@ -53,7 +59,8 @@ type Instance struct {
 	protocol string
 	tools    []Tool
 	log      *slog.Logger
-	onTools  func(*Instance)
+	// toolsChanged runs OnToolsChanged, coalesced (nil without one).
+	toolsChanged *coalescer
 
 	nextToken atomic.Int64
 	progMu    sync.Mutex
@@ -68,13 +75,23 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 		log = slog.Default()
 	}
 	log = scrubbingLogger(log, srv)
-	inst := &Instance{server: srv.ID, log: log, onTools: opts.OnToolsChanged, progress: map[string]func(json.RawMessage){}}
+	inst := &Instance{server: srv.ID, log: log, progress: map[string]func(json.RawMessage){}}
+	if onTools := opts.OnToolsChanged; onTools != nil {
+		inst.toolsChanged = newCoalescer(func() {
+			select {
+			case <-inst.Done():
+				return // nothing to re-list on an instance that is gone
+			default:
+				onTools(inst)
+			}
+		})
+	}
 	var err error
 	switch srv.Transport {
 	case config.TransportStdio, "":
 		err = inst.spawn(srv, opts)
 	case config.TransportHTTP, config.TransportSSE:
-		err = inst.connect(ctx, srv)
+		err = inst.connect(ctx, srv, opts)
 	default:
 		err = fmt.Errorf("transport %q is not supported", srv.Transport)
 	}
@@ -105,7 +122,9 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	if termGrace == 0 {
 		termGrace = defaultTermGrace
 	}
-	c, err := startStdio(srv.ID, cmd, i.log, i.notified, nil, stdinGrace, termGrace)
+	c, err := startStdio(srv.ID, cmd, i.log, stdioOptions{
+		onNotify: i.notified, maxMessage: opts.MaxMessage, stdinGrace: stdinGrace, termGrace: termGrace,
+	})
 	if err != nil {
 		return err
 	}
@@ -121,12 +140,18 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	return nil
 }
 
-func (i *Instance) connect(ctx context.Context, srv *config.Server) error {
+func (i *Instance) connect(ctx context.Context, srv *config.Server, opts Options) error {
 	var t transport.Interface
 	var err error
+	maxMessage := opts.MaxMessage
+	if maxMessage <= 0 {
+		maxMessage = jsonrpc.DefaultMaxMessage
+	}
 	// Enough idle connections that concurrent calls reuse them instead of
-	// opening (and leaving in TIME_WAIT) a connection per call.
-	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}}
+	// opening (and leaving in TIME_WAIT) a connection per call; every body
+	// bounded to maxMessage per message.
+	base := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
+	hc := &http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: i.log}}
 	if srv.Transport == config.TransportSSE {
 		t, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(hc))
 	} else {
@@ -157,8 +182,7 @@ func (i *Instance) connect(ctx context.Context, srv *config.Server) error {
 		_ = t.Close()
 		return fmt.Errorf("connect %s: %w", srv.URL, err)
 	}
-	i.conn = newRemoteConn(srv.ID, t, i.notified, nil)
-	i.conn.(*remoteConn).end = end
+	i.conn = newRemoteConn(srv.ID, t, i.log, life, end, i.notified, nil)
 	return nil
 }
 
@@ -258,9 +282,15 @@ type Call struct {
 	Meta map[string]json.RawMessage
 	// ProgressToken is the caller's token (raw JSON); with OnProgress set,
 	// upstream progress notifications for this call are handed to OnProgress
-	// with their progressToken replaced by this one.
+	// with their progressToken replaced by this one. The upstream sees a
+	// token of the instance's own, unique per call, so two callers that use
+	// the same token never see each other's progress.
 	ProgressToken json.RawMessage
-	OnProgress    func(params json.RawMessage)
+	// OnProgress is called on the goroutine that reads the upstream, in the
+	// order the notifications arrived. It must not block: every other
+	// message of the instance waits while it runs, so a caller that cannot
+	// deliver at once queues (or drops) the notification.
+	OnProgress func(params json.RawMessage)
 }
 
 type callParams struct {
@@ -270,7 +300,11 @@ type callParams struct {
 }
 
 // CallTool forwards a call and returns the upstream's result as raw JSON.
-// An upstream JSON-RPC error is returned as *RPCError, intact.
+// An upstream JSON-RPC error is returned as *RPCError, intact. ctx bounds
+// the whole call, the write of the request included: an upstream that does
+// not read cannot hold the caller past its deadline. A response over
+// Options.MaxMessage fails the call at once (the error wraps
+// *jsonrpc.TooLongError).
 func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, error) {
 	p := callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta}
 	if call.OnProgress != nil && len(call.ProgressToken) > 0 {
@@ -336,6 +370,9 @@ func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
 	return out
 }
 
+// notified handles a notification of the upstream. It runs on the
+// connection's reader, so nothing here may block: progress is handed to a
+// non-blocking callback, and other work is coalesced onto a goroutine.
 func (i *Instance) notified(n Notification) {
 	switch n.Method {
 	case "notifications/progress":
@@ -356,8 +393,8 @@ func (i *Instance) notified(n Notification) {
 			deliver(n.Params)
 		}
 	case "notifications/tools/list_changed":
-		if i.onTools != nil {
-			go i.onTools(i)
+		if i.toolsChanged != nil {
+			i.toolsChanged.trigger()
 		}
 	}
 }
@@ -386,5 +423,8 @@ func (i *Instance) Done() <-chan struct{} { return i.conn.done() }
 // Err says why the instance is gone, once Done is closed.
 func (i *Instance) Err() error { return i.conn.err() }
 
-// Close shuts the instance down and waits until nothing of it is left.
+// Close shuts the instance down and waits until nothing of it is left. It
+// unblocks every pending call, read and write at once, and the shutdown
+// sequence's grace periods bound how long it takes, even for a process that
+// is stopped or ignores SIGTERM.
 func (i *Instance) Close() error { return i.conn.close() }

@@ -319,3 +319,25 @@ func TestCallTimeoutIsTheContextsError(t *testing.T) {
 	default:
 	}
 }
+
+func TestRetoken(t *testing.T) {
+	tests := []struct {
+		name   string
+		params string
+		token  string
+		want   string
+	}{
+		{"string token", `{"progressToken":"agg-1","progress":1,"total":3,"message":"m"}`, `"abc"`, `{"progressToken":"abc","progress":1,"total":3,"message":"m"}`},
+		{"number token", `{"progressToken":"agg-7","progress":0.5}`, `12345678901234567890`, `{"progressToken":12345678901234567890,"progress":0.5}`},
+		{"extra members kept", `{"progressToken":"agg-1","progress":2,"x-extra":{"big":9007199254740993}}`, `"t"`, `{"progressToken":"t","progress":2,"x-extra":{"big":9007199254740993}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := retoken(json.RawMessage(tc.params), json.RawMessage(tc.token))
+			assert.Equal(t, decodeNumbers(t, []byte(tc.want)), decodeNumbers(t, got))
+		})
+	}
+	t.Run("not an object is passed through", func(t *testing.T) {
+		assert.Equal(t, `[1]`, string(retoken(json.RawMessage(`[1]`), json.RawMessage(`"t"`))))
+	})
+}

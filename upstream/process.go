@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Grace periods of the shutdown sequence (SPEC §7). Variables rather than
-// constants so tests can shorten them through Options.
+// Grace periods of the shutdown sequence (SPEC §7), unless Options set
+// others (tests shorten them).
 const (
 	defaultStdinGrace = 2 * time.Second
 	defaultTermGrace  = 2 * time.Second
@@ -93,7 +93,7 @@ func (p *process) groupAlive() bool {
 
 // stop runs the shutdown sequence for stdio servers: the caller has already
 // closed stdin; give the server stdinGrace to exit on its own, then SIGTERM
-// the whole group, then SIGKILL it, then reap. Whatever the leader did,
+// (and SIGCONT) the whole group, then SIGKILL it, then reap. Whatever the leader did,
 // stragglers in its group (grandchildren of wrappers such as npx or sh) are
 // terminated the same way, so nothing outlives the instance.
 func (p *process) stop(stdinGrace, termGrace time.Duration) {
@@ -106,6 +106,9 @@ func (p *process) stop(stdinGrace, termGrace time.Duration) {
 		return
 	}
 	p.signalGroup(syscall.SIGTERM)
+	// A stopped process (SIGSTOP, a debugger, a full terminal) acts on
+	// SIGTERM only once it runs again.
+	p.signalGroup(syscall.SIGCONT)
 	if p.waitGone(termGrace) {
 		return
 	}

@@ -193,3 +193,21 @@ func TestStartReaperFailure(t *testing.T) {
 	assert.True(t, errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "no such file"), "err: %v", err)
 	assert.Contains(t, err.Error(), "reaper")
 }
+
+func TestEnviron(t *testing.T) {
+	t.Setenv("MCPAGG_TEST_HOST_ONLY", "host")
+	t.Setenv("MCPAGG_TEST_OVERRIDDEN", "host")
+	env := environ(map[string]string{"MCPAGG_TEST_OVERRIDDEN": "server", "MCPAGG_TEST_NEW": "a=b"})
+	count := map[string]int{}
+	values := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		count[name]++
+		values[name] = value
+	}
+	assert.Equal(t, "host", values["MCPAGG_TEST_HOST_ONLY"])
+	assert.Equal(t, "server", values["MCPAGG_TEST_OVERRIDDEN"])
+	assert.Equal(t, 1, count["MCPAGG_TEST_OVERRIDDEN"], "an overridden variable appears once")
+	assert.Equal(t, "a=b", values["MCPAGG_TEST_NEW"])
+	assert.Contains(t, environ(nil), "MCPAGG_TEST_HOST_ONLY=host")
+}

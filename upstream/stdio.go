@@ -1,74 +1,120 @@
 package upstream
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
-// maxLineBytes bounds one message from an upstream; a larger line is a
-// protocol problem for that server, not a reason to exhaust memory.
-const maxLineBytes = 256 << 20
-
-// stdioConn speaks newline-delimited JSON-RPC to a child process.
+// stdioConn speaks newline-delimited JSON-RPC (internal/jsonrpc's framing)
+// to a child process.
+//
+// Concurrency rules:
+//   - One goroutine reads stdout and dispatches; nothing it does blocks on
+//     the upstream or on a caller: responses go to buffered channels,
+//     notifications to handlers that must not block, requests to at most
+//     maxServerRequests goroutines.
+//   - Writes take the one write slot (a channel, so a waiting writer gives
+//     up when its ctx ends) and are bounded by the writer's ctx: its
+//     deadline is the pipe's write deadline and its cancellation cuts the
+//     write short. No mutex is held across a write.
+//   - A write cut short after part of a message went out has broken the
+//     framing: the connection fails (every pending call at once) and the
+//     process is stopped.
+//   - close never waits for the write slot: closing the pipe ends a blocked
+//     write, and stopping the process ends the read.
 type stdioConn struct {
-	server  string
-	log     *slog.Logger
-	proc    *process
-	stdin   io.WriteCloser
-	writeMu sync.Mutex
+	server string
+	log    *slog.Logger
+	proc   *process
+	// stdin is the parent's end of the child's stdin: a pipe of our own, so
+	// that it is pollable and takes write deadlines.
+	stdin     *os.File
+	writeSlot chan struct{} // one slot: whoever holds it writes
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[string]chan envelope
+	pending map[string]chan reply // nil once the connection failed
 
 	onNotify  func(Notification)
-	onRequest func(method string, params json.RawMessage) (any, *RPCError)
+	onRequest requestHandler
+	requests  slots // requests of the upstream being handled
+	rejects   slots // "too many concurrent requests" answers being written
+	notices   slots // cancellation notices being written
+	dropped   throttledLog
+	life      context.Context // ends when the connection fails
+	end       context.CancelFunc
 
+	maxMessage            int
 	stdinGrace, termGrace time.Duration
 	stopOnce              sync.Once
 	closing               atomic.Bool   // close was called: an exit is expected
 	stopped               chan struct{} // closed when nothing of the process group is left
 	closed                chan struct{}
 	closeOnce             sync.Once
-	failure               error
+	failure               error // why the connection failed; set before closed is closed
 }
 
-// startStdio spawns command in its own process group and starts reading its
+// reply is what a pending call receives: a response, or why there is none.
+type reply struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+// stdioOptions are the settings of a stdio connection.
+type stdioOptions struct {
+	onNotify              func(Notification)
+	onRequest             requestHandler
+	maxMessage            int
+	stdinGrace, termGrace time.Duration
+}
+
+// startStdio spawns cmd in its own process group and starts reading its
 // stdout and stderr.
-func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, onNotify func(Notification),
-	onRequest func(string, json.RawMessage) (any, *RPCError), stdinGrace, termGrace time.Duration) (*stdioConn, error) {
-	stdin, err := cmd.StdinPipe()
+func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOptions) (*stdioConn, error) {
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		_, _ = stdinR.Close(), stdin.Close()
 		return nil, err
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		_, _ = stdinR.Close(), stdin.Close()
 		return nil, err
 	}
-	if err := startInGroup(cmd); err != nil {
+	err = startInGroup(cmd)
+	_ = stdinR.Close() // the child has its own copy
+	if err != nil {
+		_ = stdin.Close()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
+	if opts.maxMessage <= 0 {
+		opts.maxMessage = jsonrpc.DefaultMaxMessage
+	}
+	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
-		server: server, log: log, proc: newProcess(cmd), stdin: stdin,
-		pending: map[string]chan envelope{}, onNotify: onNotify, onRequest: onRequest,
-		stdinGrace: stdinGrace, termGrace: termGrace, closed: make(chan struct{}), stopped: make(chan struct{}),
+		server: server, log: log, proc: newProcess(cmd), stdin: stdin, writeSlot: make(chan struct{}, 1),
+		pending: map[string]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
+		life: life, end: end, maxMessage: opts.maxMessage,
+		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace,
+		closed: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
 	go c.read(stdout)
@@ -97,44 +143,62 @@ func (c *stdioConn) fail(err error) {
 		c.pending = nil
 		c.mu.Unlock()
 		close(c.closed)
+		c.end()
 		for _, ch := range pending {
 			close(ch)
 		}
 	})
 }
 
+// closedErr says why calls fail; only valid once closed is closed.
+func (c *stdioConn) closedErr() error {
+	if c.failure != nil {
+		return fmt.Errorf("%w: %v", ErrClosed, c.failure)
+	}
+	return ErrClosed
+}
+
+// read is the one reader of the upstream's stdout. It ends when stdout
+// does: the process exited, or close stopped it.
 func (c *stdioConn) read(stdout io.Reader) {
-	r := bufio.NewReaderSize(stdout, 64<<10)
+	r := jsonrpc.NewReader(stdout, c.maxMessage)
 	for {
-		line, err := readLine(r)
-		if len(line) > 0 {
+		line, err := r.Read()
+		var tooLong *jsonrpc.TooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			c.oversized(tooLong)
+		case err != nil:
+			c.lost(err)
+			return
+		default:
 			c.dispatch(line)
 		}
-		if err != nil {
-			// The process's stdout is gone: it exited or closed it. Report
-			// how it exited when that is quick to learn.
-			select {
-			case <-c.proc.exited:
-				err = fmt.Errorf("server %q exited: %s", c.server, c.proc.status)
-			case <-time.After(100 * time.Millisecond):
-				if !errors.Is(err, io.EOF) {
-					err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
-				} else {
-					err = fmt.Errorf("server %q closed its stdout", c.server)
-				}
-			}
-			crashed := !c.closing.Load()
-			c.fail(err)
-			// The server is gone; whatever it left behind in its group goes too.
-			go func() {
-				c.shutdown()
-				if crashed {
-					c.log.Warn("upstream exited", "server", c.server, "status", exitText(c.proc.reap()))
-				}
-			}()
-			return
+	}
+}
+
+// lost handles the end of stdout: the process exited or closed it.
+func (c *stdioConn) lost(err error) {
+	// Report how the process exited when that is quick to learn.
+	select {
+	case <-c.proc.exited:
+		err = fmt.Errorf("server %q exited: %s", c.server, c.proc.status)
+	case <-time.After(100 * time.Millisecond):
+		if !errors.Is(err, io.EOF) {
+			err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
+		} else {
+			err = fmt.Errorf("server %q closed its stdout", c.server)
 		}
 	}
+	crashed := !c.closing.Load()
+	c.fail(err)
+	// The server is gone; whatever it left behind in its group goes too.
+	go func() {
+		c.shutdown()
+		if crashed {
+			c.log.Warn("upstream exited", "server", c.server, "status", exitText(c.proc.reap()))
+		}
+	}()
 }
 
 func exitText(err error) string {
@@ -144,73 +208,95 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// readLine returns the next line without its terminator, however long, up
-// to maxLineBytes; a longer line is discarded and reported as an error line.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	chunk, err := r.ReadSlice('\n')
-	if err == nil {
-		return bytes.TrimRight(chunk, "\r\n"), nil
-	}
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		return bytes.TrimRight(chunk, "\r\n"), err
-	}
-	buf := append([]byte(nil), chunk...)
-	for {
-		chunk, err = r.ReadSlice('\n')
-		if len(buf)+len(chunk) > maxLineBytes {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			return []byte("\x00oversized"), err
-		}
-		buf = append(buf, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return bytes.TrimRight(buf, "\r\n"), err
+// oversized handles a message over the size limit: it was dropped unread,
+// so the call it answers fails now rather than at its deadline.
+func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
+	id := e.OversizedID()
+	if id != nil {
+		if ch := c.take(jsonrpc.IDKey(id)); ch != nil {
+			ch <- reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}}
+			return
 		}
 	}
+	c.log.Warn("upstream sent a message over the size limit; dropped", "server", c.server,
+		"bytes", e.Size, "limit", e.Limit, "id", string(id), "start", preview(e.Head))
+}
+
+// take removes and returns the channel of the pending call with key.
+func (c *stdioConn) take(key string) chan reply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.pending[key]
+	delete(c.pending, key)
+	return ch
 }
 
 func (c *stdioConn) dispatch(line []byte) {
-	var msg envelope
-	if err := json.Unmarshal(line, &msg); err != nil || msg.JSONRPC != "2.0" {
+	msg, err := jsonrpc.Decode(line)
+	if err != nil {
 		c.log.Warn("upstream wrote a line that is not JSON-RPC; ignored", "server", c.server,
-			"bytes", len(line), "start", preview(line))
+			"bytes", len(line), "start", preview(line), "err", err)
 		return
 	}
 	switch {
-	case msg.Method != "" && len(msg.ID) == 0:
+	case msg.IsNotification():
 		if c.onNotify != nil {
 			c.onNotify(Notification{Method: msg.Method, Params: msg.Params})
 		}
-	case msg.Method != "":
-		go c.answer(msg)
+	case msg.IsRequest():
+		c.admit(msg)
 	default:
-		key := idKey(msg.ID)
-		c.mu.Lock()
-		ch, ok := c.pending[key]
-		delete(c.pending, key)
-		c.mu.Unlock()
-		if !ok {
+		ch := c.take(jsonrpc.IDKey(msg.ID))
+		if ch == nil {
 			c.log.Warn("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
 			return
 		}
-		ch <- msg
+		ch <- reply{msg: msg}
 	}
 }
 
-// answer replies to a request the upstream sent us.
-func (c *stdioConn) answer(msg envelope) {
-	var result any
-	var rpcErr *RPCError
+// admit starts answering a request of the upstream, if one of the
+// maxServerRequests slots is free. Otherwise the upstream is told "too many
+// concurrent requests", or, when even those answers are backed up (the
+// upstream does not read its stdin), the request is dropped with a log line.
+// Either way the reader never blocks and the goroutines stay bounded.
+func (c *stdioConn) admit(req *jsonrpc.Message) {
 	switch {
-	case msg.Method == "ping":
-		result = struct{}{}
-	case c.onRequest != nil:
-		result, rpcErr = c.onRequest(msg.Method, msg.Params)
+	case c.requests.take():
+		go func() {
+			defer c.requests.release()
+			c.answer(req)
+		}()
+	case c.rejects.take():
+		go func() {
+			defer c.rejects.release()
+			c.send(tooManyRequests(req.ID))
+		}()
 	default:
-		rpcErr = &RPCError{Code: -32601, Message: "method not supported by the aggregator: " + msg.Method}
+		c.dropped.warn(c.log, "upstream sent more concurrent requests than the aggregator handles; dropped", "server", c.server,
+			"method", req.Method, "id", string(req.ID))
 	}
-	_ = c.write(reply{JSONRPC: "2.0", ID: msg.ID, Result: result, Error: rpcErr})
+}
+
+// answer handles a request the upstream sent us and writes the response.
+func (c *stdioConn) answer(req *jsonrpc.Message) {
+	resp, ok := answerLocally(req, c.onRequest)
+	if !ok {
+		resp = c.onRequest(c.life, req)
+	}
+	if resp != nil {
+		c.send(resp)
+	}
+}
+
+// send writes a message the aggregator sends on its own, bounded by
+// noticeTimeout.
+func (c *stdioConn) send(m *jsonrpc.Message) {
+	ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
+	defer cancel()
+	if err := c.write(ctx, jsonrpc.AppendLine(nil, m)); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Warn("could not write to upstream", "server", c.server, "err", err)
+	}
 }
 
 func preview(b []byte) string {
@@ -221,109 +307,130 @@ func preview(b []byte) string {
 	return string(b)
 }
 
-func (c *stdioConn) write(v any) error {
-	data, err := rawjson.Marshal(v)
-	if err != nil {
-		return err
+// write sends one framed message. ctx bounds all of it: the wait for the
+// write slot and the write itself.
+func (c *stdioConn) write(ctx context.Context, line []byte) error {
+	select {
+	case c.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-c.closed:
+		return c.closedErr()
 	}
-	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	defer func() { <-c.writeSlot }()
 	select {
 	case <-c.closed:
 		return c.closedErr()
 	default:
 	}
-	if _, err := c.stdin.Write(data); err != nil {
-		return fmt.Errorf("server %q: writing to stdin: %w", c.server, err)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
-	return nil
-}
-
-// writeRequest sends a request; pre-encoded params are framed by hand, the
-// common case on the call path.
-func (c *stdioConn) writeRequest(id int64, method string, params any) error {
-	raw, ok := params.(json.RawMessage)
-	if !ok {
-		return c.write(outgoing{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	// The write ends at ctx's deadline; if ctx is cancelled earlier, a
+	// deadline in the past ends it then. The next writer sets its own
+	// deadline, so the cancellation must have finished before the slot is
+	// given up.
+	deadline, _ := ctx.Deadline()
+	_ = c.stdin.SetWriteDeadline(deadline)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = c.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	n, err := c.stdin.Write(line)
+	if !stop() {
+		<-fired
 	}
-	b := make([]byte, 0, len(raw)+len(method)+48)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"method":`...)
-	b = rawjson.AppendString(b, method)
-	b = append(b, `,"params":`...)
-	b = append(b, raw...)
-	b = append(b, "}\n"...)
-	return c.writeLine(b)
-}
-
-// writeLine writes one framed message.
-func (c *stdioConn) writeLine(line []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	select {
-	case <-c.closed:
-		return c.closedErr()
-	default:
+	if err == nil {
+		return nil
 	}
-	if _, err := c.stdin.Write(line); err != nil {
-		return fmt.Errorf("server %q: writing to stdin: %w", c.server, err)
+	if c.closing.Load() || errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("%w: server %q was closed", ErrClosed, c.server)
 	}
-	return nil
-}
-
-func (c *stdioConn) closedErr() error {
-	if c.failure != nil {
-		return fmt.Errorf("%w: %v", ErrClosed, c.failure)
+	cause := err
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Only ctx sets deadlines on stdin, so ctx has ended, or is ending
+		// this instant (the pipe's timer may fire before ctx's).
+		<-ctx.Done()
+		cause = context.Cause(ctx)
 	}
-	return ErrClosed
+	if n > 0 {
+		// The upstream holds part of a message and would read the next one
+		// as its continuation: nothing more can be sent on this stream.
+		broken := fmt.Errorf("server %q: a message to it was cut off after %d of %d bytes (%v); its stdin can no longer be framed, so the connection was closed",
+			c.server, n, len(line), cause)
+		c.log.Warn("closing upstream: a write to it was cut off", "server", c.server, "written", n, "size", len(line), "err", cause)
+		c.fail(broken)
+		go c.shutdown()
+		return fmt.Errorf("server %q: the message was cut off after %d of %d bytes, so the connection was closed: %w", c.server, n, len(line), cause)
+	}
+	return fmt.Errorf("server %q: writing to stdin: %w", c.server, cause)
 }
 
 func (c *stdioConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
+	req, err := jsonrpc.Request(jsonrpc.IntID(id), method, params)
+	if err != nil {
+		return nil, err
+	}
 	key := strconv.FormatInt(id, 10)
-	ch := make(chan envelope, 1)
+	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
+		<-c.closed
 		return nil, c.closedErr()
 	}
 	c.pending[key] = ch
 	c.mu.Unlock()
-	if err := c.writeRequest(id, method, params); err != nil {
-		c.forget(key)
+	if err := c.write(ctx, jsonrpc.AppendLine(nil, req)); err != nil {
+		c.take(key)
 		return nil, err
 	}
 	select {
-	case msg, ok := <-ch:
-		if !ok {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
 			return nil, c.closedErr()
+		case r.err != nil:
+			return nil, r.err
+		case r.msg.Error != nil:
+			return nil, r.msg.Error
 		}
-		if msg.Error != nil {
-			return nil, msg.Error
-		}
-		return msg.Result, nil
+		return r.msg.Result, nil
 	case <-ctx.Done():
-		c.forget(key)
-		_ = c.notify(context.Background(), "notifications/cancelled",
-			cancelledParams{RequestID: id, Reason: context.Cause(ctx).Error()})
+		c.take(key)
+		c.cancelled(id, context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	}
 }
 
-func (c *stdioConn) forget(key string) {
-	c.mu.Lock()
-	delete(c.pending, key)
-	c.mu.Unlock()
+// cancelled tells the upstream a request was given up, off the caller's
+// path and with its own time limit, so that the caller returns at its
+// deadline even when the upstream does not read.
+func (c *stdioConn) cancelled(id int64, why error) {
+	if !c.notices.take() {
+		return // advisory; the upstream is not keeping up anyway
+	}
+	go func() {
+		defer c.notices.release()
+		ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
+		defer cancel()
+		_ = c.notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: why.Error()})
+	}()
 }
 
-func (c *stdioConn) notify(_ context.Context, method string, params any) error {
-	return c.write(outgoing{JSONRPC: "2.0", Method: method, Params: params})
+func (c *stdioConn) notify(ctx context.Context, method string, params any) error {
+	m, err := jsonrpc.Notification(method, params)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, jsonrpc.AppendLine(nil, m))
 }
 
 // close runs the MCP stdio shutdown: close stdin, then escalate signals to
-// the process group until nothing of it is left (see process.stop).
+// the process group until nothing of it is left (see process.stop). It
+// unblocks every pending call, read and write.
 func (c *stdioConn) close() error {
 	c.closing.Store(true)
 	c.shutdown()
@@ -335,9 +442,9 @@ func (c *stdioConn) close() error {
 // wait for the first to finish.
 func (c *stdioConn) shutdown() {
 	c.stopOnce.Do(func() {
-		c.writeMu.Lock()
+		// Not under the write slot: a write blocked on a full pipe holds it,
+		// and closing the pipe is what ends that write.
 		_ = c.stdin.Close()
-		c.writeMu.Unlock()
 		c.proc.stop(c.stdinGrace, c.termGrace)
 		close(c.stopped)
 	})
@@ -345,14 +452,11 @@ func (c *stdioConn) shutdown() {
 }
 
 func (c *stdioConn) logStderr(stderr io.Reader) {
-	r := bufio.NewReaderSize(stderr, 16<<10)
-	for {
-		line, err := readLine(r)
-		if len(line) > 0 {
-			c.log.Info("upstream stderr", "server", c.server, "line", string(line))
+	stderrLines(stderr, maxStderrLine, func(line []byte, cut int64) {
+		text := string(line)
+		if cut > 0 {
+			text += fmt.Sprintf("… (%d more bytes)", cut)
 		}
-		if err != nil {
-			return
-		}
-	}
+		c.log.Info("upstream stderr", "server", c.server, "line", text)
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
 //go:embed testdata/fidelity/*.json
@@ -52,7 +54,7 @@ type fidelityServer struct {
 	conn   *lineConn
 	tools  []json.RawMessage
 	rich   json.RawMessage
-	broken json.RawMessage
+	broken *jsonrpc.Error
 	added  int
 }
 
@@ -75,8 +77,12 @@ func runFidelity(ctx context.Context, args []string, in io.Reader, out io.Writer
 	if s.rich, err = compactFixture("rich_result.json"); err != nil {
 		return err
 	}
-	if s.broken, err = compactFixture("error.json"); err != nil {
+	broken, err := compactFixture("error.json")
+	if err != nil {
 		return err
+	}
+	if err := json.Unmarshal(broken, &s.broken); err != nil {
+		return fmt.Errorf("demo: fidelity fixture error.json: %w", err)
 	}
 	return serveLines(ctx, in, s.handle)
 }

@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,27 +9,24 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
 // JSON-RPC 2.0 error codes used by the hand-written servers.
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
+	codeParseError     = jsonrpc.CodeParseError
+	codeInvalidRequest = jsonrpc.CodeInvalidRequest
+	codeMethodNotFound = jsonrpc.CodeMethodNotFound
+	codeInvalidParams  = jsonrpc.CodeInvalidParams
 )
 
-// message is one incoming JSON-RPC message. Every part that is passed back
-// (the id above all) stays raw so that it is echoed byte for byte.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-}
+// message is one incoming JSON-RPC message, every payload raw, so that the
+// id above all is echoed byte for byte.
+type message struct{ jsonrpc.Message }
 
 // isRequest reports whether m expects a response.
-func (m *message) isRequest() bool { return len(m.ID) > 0 && m.Method != "" }
+func (m *message) isRequest() bool { return m.IsRequest() }
 
 // lineConn writes newline-delimited JSON-RPC messages, one whole line per
 // Write call, from any number of goroutines.
@@ -54,15 +50,14 @@ func (c *lineConn) write(line []byte, response bool) error {
 	return err
 }
 
+// send writes m as one line.
+func (c *lineConn) send(m *jsonrpc.Message) error {
+	return c.write(jsonrpc.AppendLine(nil, m), m.IsResponse())
+}
+
 // respond sends a result, which must be compact JSON, for request id.
 func (c *lineConn) respond(id, result json.RawMessage) error {
-	line := make([]byte, 0, len(id)+len(result)+40)
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"result":`...)
-	line = append(line, result...)
-	line = append(line, "}\n"...)
-	return c.write(line, true)
+	return c.send(&jsonrpc.Message{ID: id, Result: result})
 }
 
 // respondValue marshals result and sends it for request id.
@@ -74,41 +69,26 @@ func (c *lineConn) respondValue(id json.RawMessage, result any) error {
 	return c.respond(id, raw)
 }
 
-// fail sends an error response; errObj must be a compact JSON-RPC error
-// object.
-func (c *lineConn) fail(id, errObj json.RawMessage) error {
+// fail sends an error response; a missing id is sent as null.
+func (c *lineConn) fail(id json.RawMessage, e *jsonrpc.Error) error {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	line := make([]byte, 0, len(id)+len(errObj)+40)
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, id...)
-	line = append(line, `,"error":`...)
-	line = append(line, errObj...)
-	line = append(line, "}\n"...)
-	return c.write(line, true)
+	return c.send(jsonrpc.Failure(id, e))
 }
 
 // failCode sends an error response with the given code and message.
 func (c *lineConn) failCode(id json.RawMessage, code int, msg string) error {
-	raw, err := marshal(map[string]any{"code": code, "message": msg})
-	if err != nil {
-		return err
-	}
-	return c.fail(id, raw)
+	return c.fail(id, &jsonrpc.Error{Code: code, Message: msg})
 }
 
 // notify sends a notification.
 func (c *lineConn) notify(method string, params any) error {
-	m := map[string]any{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	raw, err := marshal(m)
+	m, err := jsonrpc.Notification(method, params)
 	if err != nil {
 		return err
 	}
-	return c.write(append(raw, '\n'), false)
+	return c.send(m)
 }
 
 // marshal encodes v as compact JSON without escaping <, > and &.
@@ -132,27 +112,29 @@ func compact(raw []byte) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// serveLines reads newline-delimited messages from in and passes each
-// non-blank line to handle, one at a time, until in reaches EOF, ctx ends
-// or handle fails. Lines may be of any length.
+// serveLines reads newline-delimited messages from in (jsonrpc's framing)
+// and passes each to handle, one at a time, until in reaches EOF, ctx ends
+// or handle fails. A line over jsonrpc.DefaultMaxMessage is skipped.
 func serveLines(ctx context.Context, in io.Reader, handle func(line []byte) error) error {
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
+		r := jsonrpc.NewReader(in, 0)
 		for {
-			line, err := r.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				select {
-				case lines <- line:
-				case <-done:
-					return
-				}
-			}
-			if err != nil {
+			line, err := r.Read()
+			var tooLong *jsonrpc.TooLongError
+			switch {
+			case errors.As(err, &tooLong):
+				continue
+			case err != nil:
 				readErr <- err
+				return
+			}
+			select {
+			case lines <- append([]byte(nil), line...): // the reader reuses line
+			case <-done:
 				return
 			}
 		}
@@ -174,16 +156,18 @@ func serveLines(ctx context.Context, in io.Reader, handle func(line []byte) erro
 	}
 }
 
-// decodeLine parses one line. It answers lines that are not JSON-RPC
+// decodeLine parses one line. It answers lines that are not valid JSON-RPC
 // messages itself and then reports ok=false.
 func decodeLine(c *lineConn, line []byte) (m message, ok bool, err error) {
-	if err := json.Unmarshal(line, &m); err != nil {
-		return m, false, c.failCode(nil, codeParseError, "parse error: "+err.Error())
+	msg, err := jsonrpc.Decode(line)
+	if err != nil {
+		var de *jsonrpc.DecodeError
+		if errors.As(err, &de) {
+			return m, false, c.send(de.Response())
+		}
+		return m, false, c.failCode(nil, codeParseError, err.Error())
 	}
-	if m.JSONRPC != "2.0" {
-		return m, false, c.failCode(m.ID, codeInvalidRequest, "invalid request: jsonrpc must be \"2.0\"")
-	}
-	return m, true, nil
+	return message{*msg}, true, nil
 }
 
 // textResult builds a tool result holding a single text content.

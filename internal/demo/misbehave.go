@@ -14,20 +14,25 @@ import (
 	"syscall"
 )
 
-// hugeLineBytes is the length of ping_tool's text in huge-line mode.
+// hugeLineBytes is the length of ping_tool's text in the huge-line modes,
+// and of the stderr line in long-stderr-line mode.
 const hugeLineBytes = 8 << 20
 
 // misbehaveModes lists the modes of the misbehave server with a short
 // description of each.
 var misbehaveModes = map[string]string{
-	"noise":       "writes non-JSON lines and a truncated JSON line before every response",
-	"unknown-id":  "sends a response with an id nobody asked for before every response",
-	"hang-init":   "never answers initialize",
-	"exit-init":   "exits with status 3 on initialize",
-	"huge-line":   "ping_tool returns 8 MiB of text on one line",
-	"ignore-term": "ignores SIGTERM, SIGINT and stdin EOF, and starts a grandchild that does too",
-	"crash-after": "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
-	"sleeper":     "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
+	"noise":             "writes non-JSON lines and a truncated JSON line before every response",
+	"unknown-id":        "sends a response with an id nobody asked for before every response",
+	"hang-init":         "never answers initialize",
+	"exit-init":         "exits with status 3 on initialize",
+	"huge-line":         "ping_tool returns 8 MiB of text on one line",
+	"huge-line-id-last": "ping_tool returns 8 MiB of text on one line whose id comes last, as JavaScript servers write it",
+	"long-stderr-line":  "writes one 8 MiB line to stderr at start, then the line \"long line written\"",
+	"ping-flood":        "ping-flood N: every tools/call first sends N ping requests, without reading stdin meanwhile",
+	"ignore-term":       "ignores SIGTERM, SIGINT and stdin EOF, and starts a grandchild that does too",
+	"crash-after":       "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
+	"sleeper":           "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
+	"flood":             "floods notifications/tools/list_changed or big progress on request; see floodServer",
 }
 
 func misbehaveModeNames() string {
@@ -43,7 +48,7 @@ type misbehaveServer struct {
 	mode      string
 	conn      *lineConn
 	errOut    io.Writer
-	crashAt   int
+	count     int // the N of crash-after N and ping-flood N
 	calls     int
 	unsolicit int
 }
@@ -58,15 +63,15 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 	}
 	s := &misbehaveServer{mode: mode, conn: &lineConn{out: out}, errOut: errOut}
 	switch mode {
-	case "crash-after":
+	case "crash-after", "ping-flood":
 		if len(args) != 2 {
-			return fmt.Errorf("demo: misbehave crash-after needs a count, e.g. crash-after 3")
+			return fmt.Errorf("demo: misbehave %s needs a count, e.g. %s 3", mode, mode)
 		}
 		n, err := strconv.Atoi(args[1])
 		if err != nil || n < 1 {
-			return fmt.Errorf("demo: misbehave crash-after: count must be a positive integer, got %q", args[1])
+			return fmt.Errorf("demo: misbehave %s: count must be a positive integer, got %q", mode, args[1])
 		}
-		s.crashAt = n
+		s.count = n
 	default:
 		if len(args) != 1 {
 			return fmt.Errorf("demo: misbehave %s takes no further arguments, got %q", mode, args[1:])
@@ -74,6 +79,8 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 	}
 
 	switch mode {
+	case "flood":
+		return runFlood(ctx, in, out, errOut)
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		fmt.Fprintf(errOut, "sleeper pid %d\n", os.Getpid())
@@ -86,6 +93,10 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 			return err
 		}
 		fmt.Fprintf(errOut, "pid %d child %d\n", os.Getpid(), child)
+	case "long-stderr-line":
+		if _, err := fmt.Fprintf(errOut, "%s\nlong line written\n", pattern(hugeLineBytes)); err != nil {
+			return err
+		}
 	case "noise":
 		s.conn.beforeResponse = func(w io.Writer) error {
 			_, err := io.WriteString(w, "this is not json\n{\"jsonrpc\":\n")
@@ -163,7 +174,7 @@ func (s *misbehaveServer) handle(line []byte) error {
 		}}})
 	case "tools/call":
 		s.calls++
-		if s.mode == "crash-after" && s.calls == s.crashAt {
+		if s.mode == "crash-after" && s.calls == s.count {
 			fmt.Fprintf(s.errOut, "crashing on tools/call number %d\n", s.calls)
 			exitProcess(1)
 			return nil
@@ -177,12 +188,41 @@ func (s *misbehaveServer) handle(line []byte) error {
 		if p.Name != "ping_tool" {
 			return s.conn.failCode(m.ID, codeInvalidParams, "unknown tool: "+p.Name)
 		}
-		text := "pong"
-		if s.mode == "huge-line" {
-			text = pattern(hugeLineBytes)
+		switch s.mode {
+		case "huge-line":
+			return s.conn.respondValue(m.ID, textResult(pattern(hugeLineBytes)))
+		case "huge-line-id-last":
+			result, err := marshal(textResult(pattern(hugeLineBytes)))
+			if err != nil {
+				return err
+			}
+			line := append([]byte(`{"result":`), result...)
+			line = append(append(append(line, `,"jsonrpc":"2.0","id":`...), m.ID...), "}\n"...)
+			return s.conn.write(line, true)
+		case "ping-flood":
+			if err := s.pingFlood(); err != nil {
+				return err
+			}
 		}
-		return s.conn.respondValue(m.ID, textResult(text))
+		return s.conn.respondValue(m.ID, textResult("pong"))
 	default:
 		return s.conn.failCode(m.ID, codeMethodNotFound, "method not found: "+m.Method)
 	}
+}
+
+// pingFlood sends count ping requests (ids "flood-1", ...) in one go. The
+// answers are read only after it returns, as a server that writes without
+// reading would.
+func (s *misbehaveServer) pingFlood() error {
+	var batch []byte
+	for i := 1; i <= s.count; i++ {
+		batch = fmt.Appendf(batch, `{"jsonrpc":"2.0","id":"flood-%d","method":"ping"}`+"\n", i)
+		if len(batch) >= 64<<10 || i == s.count {
+			if err := s.conn.write(batch, false); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,4 +89,44 @@ func TestMisbehaveCrashAfter(t *testing.T) {
 	c.mustCall("ping", nil)
 	require.Empty(t, second)
 	assert.Equal(t, []int{1}, codes())
+}
+
+func TestMisbehaveHugeLineIDLast(t *testing.T) {
+	c := start(t, "misbehave", "huge-line-id-last")
+	c.initialize("2025-06-18")
+	r := c.call("tools/call", map[string]any{"name": "ping_tool"})
+	require.Nil(t, r.err)
+	assert.Len(t, decodeToolResult(t, r.result).Content[0].Text, hugeLineBytes)
+}
+
+func TestMisbehaveHugeLineIDLastWritesTheIDLast(t *testing.T) {
+	var out lockedBuffer
+	s := &misbehaveServer{mode: "huge-line-id-last", conn: &lineConn{out: &out}}
+	require.NoError(t, s.handle([]byte(`{"jsonrpc":"2.0","id":"last-1","method":"tools/call","params":{"name":"ping_tool"}}`)))
+	line := out.String()
+	assert.True(t, strings.HasPrefix(line, `{"result":{"content":[`), "the result comes first")
+	assert.True(t, strings.HasSuffix(line, `,"jsonrpc":"2.0","id":"last-1"}`+"\n"), "the id comes last")
+}
+
+func TestMisbehavePingFlood(t *testing.T) {
+	c := start(t, "misbehave", "ping-flood", "3")
+	c.initialize("2025-06-18")
+	_, result := c.request("tools/call", map[string]any{"name": "ping_tool"})
+	for i := 1; i <= 3; i++ {
+		m := c.nextNotification()
+		assert.Equal(t, "ping", m.Method)
+		assert.Equal(t, `"flood-`+strconv.Itoa(i)+`"`, string(m.ID))
+	}
+	r := c.await(result)
+	require.Nil(t, r.err)
+	assert.Equal(t, "pong", decodeToolResult(t, r.result).Content[0].Text)
+}
+
+func TestMisbehaveLongStderrLine(t *testing.T) {
+	c := start(t, "misbehave", "long-stderr-line")
+	c.initialize("2025-06-18")
+	first, rest, ok := strings.Cut(c.stderr.String(), "\n")
+	require.True(t, ok)
+	assert.Equal(t, pattern(hugeLineBytes), first)
+	assert.Equal(t, "long line written\n", rest)
 }

@@ -1,0 +1,86 @@
+package upstream
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type cutLine struct {
+	line string
+	cut  int64
+}
+
+func TestStderrLines(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	tests := []struct {
+		name  string
+		input string
+		want  []cutLine
+	}{
+		{"short lines", "a\nbb\n", []cutLine{{"a", 0}, {"bb", 0}}},
+		{"CRLF", "a\r\nb\r\n", []cutLine{{"a", 0}, {"b", 0}}},
+		{"empty lines are skipped", "\n\na\n", []cutLine{{"a", 0}}},
+		{"last line without newline", "a\nlast", []cutLine{{"a", 0}, {"last", 0}}},
+		{"exactly the limit", strings.Repeat("y", 64) + "\n", []cutLine{{strings.Repeat("y", 64), 0}}},
+		{"exactly the limit, CRLF", strings.Repeat("y", 64) + "\r\n", []cutLine{{strings.Repeat("y", 64), 0}}},
+		{"a long line is cut and counted", long + "\nnext\n", []cutLine{{long[:64], 36}, {"next", 0}}},
+		{"a long line with CRLF", long + "\r\nnext\n", []cutLine{{long[:64], 36}, {"next", 0}}},
+		{"a long last line", long, []cutLine{{long[:64], 36}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []cutLine
+			stderrLines(strings.NewReader(tc.input), 64, func(line []byte, cut int64) {
+				got = append(got, cutLine{string(line), cut})
+			})
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// endless is a reader of n bytes of 'e' and then a newline, made up as it is
+// read, so that no test buffer holds the line.
+type endless struct{ n int64 }
+
+var es = []byte(strings.Repeat("e", 64<<10))
+
+func (e *endless) Read(p []byte) (int, error) {
+	switch {
+	case e.n < 0:
+		return 0, io.EOF
+	case e.n == 0:
+		e.n = -1
+		return copy(p, "\n"), nil
+	}
+	n := copy(p[:min(int64(len(p)), e.n)], es)
+	e.n -= int64(n)
+	return n, nil
+}
+
+func TestStderrLinesKeepsOnlyTheLimit(t *testing.T) {
+	const total = 256 << 20 // the size of line that used to be held whole
+	var got []cutLine
+	stderrLines(&endless{n: total}, maxStderrLine, func(line []byte, cut int64) {
+		got = append(got, cutLine{string(line[:8]), cut})
+		assert.Len(t, line, maxStderrLine)
+		assert.LessOrEqual(t, cap(line), 2*maxStderrLine, "the buffer stays near the limit")
+	})
+	assert.Equal(t, []cutLine{{"eeeeeeee", total - maxStderrLine}}, got)
+}
+
+func TestLongStderrLineIsCutInTheLog(t *testing.T) {
+	t.Parallel()
+	rec := newLogRecorder()
+	startDemo(t, "misbehave long-stderr-line", Options{Logger: rec.logger()})
+	const written = 8 << 20 // the demo's line
+	line := rec.waitFor(t, "more bytes)")
+	assert.Contains(t, line, "line="+pattern(1024), "the line starts as written")
+	assert.Contains(t, line, fmt.Sprintf("… (%d more bytes)", written-maxStderrLine))
+	assert.Less(t, len(line), maxStderrLine+200, "only the limit is kept")
+	require.Contains(t, rec.waitFor(t, "long line written"), "line=long line written", "the next line arrives whole")
+}
