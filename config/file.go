@@ -8,12 +8,13 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -23,6 +24,7 @@ type fileResult struct {
 	problems problemList // workspace-level problems
 	servers  []*serverDef
 	settings settings
+	dialect  Dialect // the shape the file was read as; "" when it could not be read
 }
 
 // settings are the workspace-wide values one file sets; nil means "not set here".
@@ -36,40 +38,104 @@ type settings struct {
 	allowedOrigins  []string
 	originsSet      bool
 	maxBodyBytes    *int
+	maxInstances    *int
+	maxRSS          *int64
+	discoveryMode   *DiscoveryMode
+	always          []string
+	alwaysSet       bool
 }
 
-var yamlErrorLine = regexp.MustCompile(`line (\d+)`)
-
-// parseFile reads one config file. A workspace-level error leaves result.problems with an
-// error; server-level problems stay with each serverDef.
+// parseFile reads one config file of any dialect. A workspace-level error leaves
+// result.problems with an error; server-level problems stay with each serverDef.
 func parseFile(fc fileContext, data []byte) (res fileResult) {
 	r := &reader{problemList: problemList{file: fc.file}}
 	defer func() { res.problems = r.problemList }()
 
-	root, err := decodeYAML(data)
-	if err != nil {
-		line := 0
-		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
-			line, _ = strconv.Atoi(m[1])
+	root, isJSON, ok := decodeDocument(r, data)
+	if !ok {
+		return res
+	}
+	d, unknown := detectDialect(root, isJSON)
+	if unknown {
+		unknownShape(r, root)
+		return res
+	}
+	res.dialect = d
+	if d == DialectNative {
+		parseNative(r, fc, root, &res)
+		return res
+	}
+	t := translate(d, fc, root)
+	r.problems = append(r.problems, t.problems.problems...)
+	res.settings = readSettings(r, r.fields(t.root, "", topKeys...))
+	res.servers = readServers(r, fc, t.servers)
+	for _, def := range res.servers {
+		n := t.notes[def.srv.ID]
+		if n == nil {
+			continue
 		}
-		r.errorf(line, "", "invalid YAML: %v; fix the syntax near that line", err)
-		return res
+		for i := range def.problems.problems {
+			def.problems.problems[i].Field = n.rename(def.problems.problems[i].Field)
+		}
+		def.problems.problems = append(n.problems, def.problems.problems...)
 	}
-	if root.more {
-		r.warnf(root.moreLine, "", "only the first YAML document is read; remove the '---' and what follows, or merge it into the first")
+	return res
+}
+
+// translate rewrites a dialect file as a native document.
+func translate(d Dialect, fc fileContext, root *yaml.Node) *translation {
+	switch d {
+	case DialectHoloDeck:
+		return translateHoloDeck(fc, root)
+	case DialectChatagent:
+		return translateChatagent(fc, root)
+	default:
+		return translateClients(d, fc, root)
 	}
-	if root.node == nil || isNull(root.node) {
+}
+
+// decodeDocument parses a file as JSON when it is a JSON object, else as YAML, and
+// reports a syntax error on the line it is on. ok is false when there is nothing to read.
+func decodeDocument(r *reader, data []byte) (root *yaml.Node, isJSON, ok bool) {
+	if looksLikeJSON(data) {
+		n, err := decodeJSON(data)
+		if err != nil {
+			line, msg := 0, err.Error()
+			var se *syntaxError
+			if errors.As(err, &se) {
+				line, msg = se.line, se.msg
+			}
+			r.errorf(line, "", "invalid JSON: %s; fix the syntax on that line", msg)
+			return nil, true, false
+		}
+		return n, true, true
+	}
+	doc, err := decodeYAML(data)
+	if err != nil {
+		line, msg := yamlSyntaxError(data, err)
+		r.errorf(line, "", "invalid YAML: %s; fix the syntax on that line", msg)
+		return nil, false, false
+	}
+	if doc.more {
+		r.warnf(doc.moreLine, "", "only the first YAML document is read; remove the '---' and what follows, or merge it into the first")
+	}
+	if doc.node == nil || isNull(doc.node) {
 		r.errorf(0, "version", "the file is empty; start it with version: %d and a servers: mapping", SupportedVersion)
-		return res
+		return nil, false, false
 	}
-	if !isMapping(root.node) {
-		r.errorf(root.node.Line, "", "the top level must be a mapping with version: %d and servers:", SupportedVersion)
-		return res
+	return doc.node, false, true
+}
+
+// parseNative reads a native config document.
+func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
+	if !isMapping(root) {
+		r.errorf(root.Line, "", "the top level must be a mapping with version: %d and servers:", SupportedVersion)
+		return
 	}
-	f := r.fields(root.node, "", topKeys...)
+	f := r.fields(root, "", topKeys...)
 
 	if p, ok := f["version"]; !ok {
-		r.errorf(root.node.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
 	} else if v := deref(p.v); v.Kind != yaml.ScalarNode || v.Value != strconv.Itoa(SupportedVersion) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}
@@ -77,7 +143,6 @@ func parseFile(fc fileContext, data []byte) (res fileResult) {
 	if p, ok := f["servers"]; ok {
 		res.servers = readServers(r, fc, p.v)
 	}
-	return res
 }
 
 // document is the first YAML document of a file.
@@ -113,7 +178,7 @@ func decodeYAML(data []byte) (doc document, err error) {
 	return doc, nil
 }
 
-// readSettings reads limits, security, naming, admin and http.
+// readSettings reads limits, security, naming, admin, http and discovery.
 func readSettings(r *reader, f map[string]pair) settings {
 	var s settings
 	section := func(key, want string, known ...string) map[string]pair {
@@ -123,12 +188,8 @@ func readSettings(r *reader, f map[string]pair) settings {
 		}
 		return r.fields(p.v, key+".", known...)
 	}
-	if f := section("limits", "max_concurrent", "max_concurrent"); f != nil {
-		if p, ok := f["max_concurrent"]; ok {
-			if v, ok := r.count(p.v, "limits.max_concurrent"); ok {
-				s.maxConcurrent = &v
-			}
-		}
+	if f := section("limits", strings.Join(limitKeys, ", "), limitKeys...); f != nil {
+		readLimits(r, f, &s)
 	}
 	if f := section("security", "allowed_commands", "allowed_commands"); f != nil {
 		if p, ok := f["allowed_commands"]; ok {
@@ -177,7 +238,44 @@ func readSettings(r *reader, f map[string]pair) settings {
 			}
 		}
 	}
+	if f := section("discovery", "mode, always", "mode", "always"); f != nil {
+		readDiscovery(r, f, &s)
+	}
 	return s
+}
+
+// readDiscovery reads discovery.mode and discovery.always.
+func readDiscovery(r *reader, f map[string]pair, s *settings) {
+	if p, ok := f["mode"]; ok {
+		if t, ok := r.text(p.v, "discovery.mode"); ok {
+			switch m := DiscoveryMode(t.s); m {
+			case DiscoveryAll, DiscoverySearch:
+				s.discoveryMode = &m
+			default:
+				hint := ""
+				if c := closest(t.s, []string{string(DiscoveryAll), string(DiscoverySearch)}); c != "" {
+					hint = fmt.Sprintf("did you mean %q? ", c)
+				}
+				r.errorf(p.v.Line, "discovery.mode", "%s is not a discovery mode; %suse all (every tool in tools/list, the default) or search (mcp_search_tools and mcp_call_tool in front of the catalog)", t.quoted(), hint)
+			}
+		}
+	}
+	if p, ok := f["always"]; ok {
+		items, _ := r.list(p.v, "discovery.always")
+		s.alwaysSet = true
+		for i, t := range items {
+			field := fmt.Sprintf("discovery.always[%d]", i)
+			switch {
+			case t.s == "":
+				r.errorf(p.v.Line, field, "empty pattern; write an exported tool name, * matches any run of characters (e.g. fs_read_*)")
+			case strings.Trim(t.s, "*") == "":
+				r.warnf(p.v.Line, field, "%s matches every tool, so search mode keeps nothing out of tools/list; name the tools to keep listed, or use mode: all", t.quoted())
+				s.always = append(s.always, t.s)
+			default:
+				s.always = append(s.always, t.s)
+			}
+		}
+	}
 }
 
 // readServers reads the servers mapping. A server id used twice in one file is a

@@ -18,7 +18,7 @@ func TestLoadFullConfig(t *testing.T) {
 	dir, err := filepath.Abs("testdata")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"testdata/full.yaml"}, ws.Files)
-	assert.Equal(t, Limits{MaxConcurrent: 64}, ws.Limits)
+	assert.Equal(t, Limits{MaxConcurrent: 64, MaxInstances: DefaultMaxInstances}, ws.Limits)
 	assert.Equal(t, []string{"npx", "uvx", "docker", "node"}, ws.Security.AllowedCommands)
 	assert.Equal(t, DefaultValidPattern, ws.Naming.ValidPattern)
 	assert.Equal(t, Admin{Enabled: true, LeaseReminder: false}, ws.Admin)

@@ -84,6 +84,10 @@ func TestHashChanges(t *testing.T) {
 		{"cwd", hashBase + "    cwd: sub\n", env},
 		{"naming pattern", hashBase + "naming: {valid_pattern: '^[a-z_*]+$'}\n", env},
 		{"admin default reaches the server", hashBase + "admin: {lease_reminder: false}\n", env},
+		{"lease max_calls", hashBase + "    lease: {max_calls: 5}\n", env},
+		{"lease max_age", hashBase + "    lease: {max_age: 1h}\n", env},
+		{"lease queue_timeout", hashBase + "    lease: {queue_timeout: 5s}\n", env},
+		{"lease cap lifted", hashBase + "    lease: {max_instances: 0}\n", env},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,9 +92,11 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
 	ws := &Workspace{
-		Naming: Naming{ValidPattern: DefaultValidPattern},
-		Admin:  Admin{Enabled: true, LeaseReminder: true},
-		HTTP:   HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
+		Limits:    Limits{MaxInstances: DefaultMaxInstances},
+		Naming:    Naming{ValidPattern: DefaultValidPattern},
+		Admin:     Admin{Enabled: true, LeaseReminder: true},
+		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
+		Discovery: Discovery{Mode: DiscoveryAll},
 	}
 	var (
 		problems []Problem
@@ -116,6 +118,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		res := parseFile(fileContext{file: src.name, dir: dir, lookupEnv: lookupEnv, readFile: readFile}, src.data)
 		problems = append(problems, res.problems.problems...)
 		fatal = fatal || res.problems.hasErrors()
+		if res.dialect != "" {
+			ws.Sources = append(ws.Sources, Source{File: src.name, Dialect: res.dialect, Servers: len(res.servers)})
+		}
 		res.settings.applyTo(ws)
 		for _, d := range res.servers {
 			if i, ok := index[d.srv.ID]; ok {
@@ -158,6 +163,12 @@ func (s settings) applyTo(ws *Workspace) {
 	if s.maxConcurrent != nil {
 		ws.Limits.MaxConcurrent = *s.maxConcurrent
 	}
+	if s.maxInstances != nil {
+		ws.Limits.MaxInstances = *s.maxInstances
+	}
+	if s.maxRSS != nil {
+		ws.Limits.MaxRSS = *s.maxRSS
+	}
 	if s.commandsSet {
 		ws.Security.AllowedCommands = s.allowedCommands
 	}
@@ -176,12 +187,25 @@ func (s settings) applyTo(ws *Workspace) {
 	if s.maxBodyBytes != nil {
 		ws.HTTP.MaxBodyBytes = int64(*s.maxBodyBytes)
 	}
+	if s.discoveryMode != nil {
+		ws.Discovery.Mode = *s.discoveryMode
+	}
+	if s.alwaysSet {
+		ws.Discovery.Always = s.always
+	}
 }
 
 // finish applies the workspace-wide settings a server depends on, then hashes it.
 func finish(d *serverDef, ws *Workspace) {
 	if !d.leaseReminderSet {
 		d.srv.LeaseReminder = ws.Admin.LeaseReminder
+	}
+	if !ws.Admin.Enabled && d.srv.LeaseReminder {
+		// The reminder tells the agent to call mcp_release, which is not exported.
+		if d.leaseReminderSet {
+			d.problems.warnf(d.srv.Line, "lease_reminder", "no reminder is given while admin.enabled is false: there is no mcp_release to call; remove lease_reminder or enable the admin tools")
+		}
+		d.srv.LeaseReminder = false
 	}
 	checkAllowedCommand(d, ws.Security.AllowedCommands)
 	d.srv.Hash = hashServer(d.srv, ws.Naming.ValidPattern)

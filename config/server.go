@@ -12,9 +12,9 @@ import (
 
 // serverKeys are the keys a server definition may use.
 var serverKeys = []string{
-	"truely-stateless", "transport", "command", "args", "cwd", "env", "env_file",
+	"truely-stateless", "transport", "command", "args", "cwd", "env", "env_file", "inherit_env",
 	"url", "headers", "sessionId", "protocol", "required", "insecure",
-	"connect_timeout", "request_timeout", "ping_interval", "tools", "transform", "lease", "lease_reminder",
+	"connect_timeout", "request_timeout", "ping_interval", "tools", "resources", "prompts", "transform", "lease", "lease_reminder",
 }
 
 // Defaults applied to a server when its config leaves them out.
@@ -56,6 +56,7 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		ConnectTimeout: DefaultConnectTimeout,
 		RequestTimeout: DefaultRequestTimeout,
 		PingInterval:   DefaultPingInterval,
+		Lease:          Lease{MaxInstances: DefaultLeaseMaxInstances},
 		LeaseReminder:  true,
 		Tools:          Tools{Mode: ModeDynamic},
 	}
@@ -80,6 +81,7 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 	s.scalars(fc)
 	s.maps()
 	s.tools()
+	s.filters()
 	s.transforms()
 	s.lease()
 	d.leaseReminderSet = s.has("lease_reminder")
@@ -222,6 +224,7 @@ func (s *serverReader) maps() {
 	if p, ok := s.f["headers"]; ok {
 		s.srv.Headers = s.values(p.v, "headers", validHeaderName, "an HTTP header name")
 	}
+	s.inheritEnv()
 }
 
 // values reads a mapping of names to literal strings or {env: NAME} references.

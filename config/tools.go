@@ -124,10 +124,11 @@ func (s *serverReader) transforms() {
 // lease reads the per-session instance settings.
 func (s *serverReader) lease() {
 	p, ok := s.f["lease"]
-	if !ok || !s.mapping(p.v, "lease", "idle_ttl, max_instances, prewarm") {
+	keys := []string{"idle_ttl", "max_instances", "prewarm", "queue_timeout", "max_age", "max_calls"}
+	if !ok || !s.mapping(p.v, "lease", strings.Join(keys, ", ")) {
 		return
 	}
-	f := s.fields(p.v, "lease.", "idle_ttl", "max_instances", "prewarm")
+	f := s.fields(p.v, "lease.", keys...)
 	l := &s.srv.Lease
 	if p, ok := f["idle_ttl"]; ok {
 		l.IdleTTL, _ = s.duration(p.v, "lease.idle_ttl")
@@ -137,6 +138,15 @@ func (s *serverReader) lease() {
 	}
 	if p, ok := f["prewarm"]; ok {
 		l.Prewarm, _ = s.count(p.v, "lease.prewarm")
+	}
+	if p, ok := f["queue_timeout"]; ok {
+		l.QueueTimeout, _ = s.duration(p.v, "lease.queue_timeout")
+	}
+	if p, ok := f["max_age"]; ok {
+		l.MaxAge, _ = s.duration(p.v, "lease.max_age")
+	}
+	if p, ok := f["max_calls"]; ok {
+		l.MaxCalls, _ = s.count(p.v, "lease.max_calls")
 	}
 	if l.MaxInstances > 0 && l.Prewarm > l.MaxInstances {
 		s.warnf(p.v.Line, "lease.prewarm", "%d spare instances exceed lease.max_instances (%d); lower prewarm", l.Prewarm, l.MaxInstances)

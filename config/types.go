@@ -9,14 +9,30 @@ type (
 	// Workspace is the validated result of loading one or more config files.
 	// Servers holds only the servers without per-server errors, in file order.
 	Workspace struct {
-		Files    []string  // the files loaded, in order
-		Servers  []*Server // valid servers in config order (later files replace earlier ids in place)
-		Rejected []string  // ids of servers present in the config but rejected by a per-server error
-		Limits   Limits
-		Security Security
-		Naming   Naming
-		Admin    Admin
-		HTTP     HTTP
+		Files     []string  // the files loaded, in order
+		Sources   []Source  // what each file that could be read was read as
+		Servers   []*Server // valid servers in config order (later files replace earlier ids in place)
+		Rejected  []string  // ids of servers present in the config but rejected by a per-server error
+		Limits    Limits
+		Security  Security
+		Naming    Naming
+		Admin     Admin
+		HTTP      HTTP
+		Discovery Discovery
+	}
+
+	// Source is one config file as read: its dialect and how many servers it defines.
+	Source struct {
+		File    string
+		Dialect Dialect
+		Servers int
+	}
+
+	// Discovery says how clients find the tools: all of them in tools/list,
+	// or a search tool in front of a large catalog.
+	Discovery struct {
+		Mode   DiscoveryMode // default all
+		Always []string      // exported-name patterns listed even in search mode
 	}
 
 	// HTTP configures the streamable-HTTP downstream transport.
@@ -27,7 +43,9 @@ type (
 
 	// Limits are workspace-wide resource limits.
 	Limits struct {
-		MaxConcurrent int // 0 = unlimited
+		MaxConcurrent int   // 0 = unlimited
+		MaxInstances  int   // upstream instances of all servers together; default 256, 0 = unlimited
+		MaxRSS        int64 // bytes; a shared instance using more is replaced between calls; 0 = no limit
 	}
 
 	// Security restricts what a config may start.
@@ -56,7 +74,8 @@ type (
 		Command        string
 		Args           []string
 		Cwd            string            // absolute; defaults to the config file's directory
-		Env            map[string]string // resolved overlay on the host environment (secret values!)
+		Env            map[string]string // resolved variables of the server's own (secret values!)
+		InheritEnv     []string          // host variables passed on besides the safe base: names or * patterns
 		URL            string
 		Headers        map[string]string // resolved (secret values!)
 		SessionID      string
@@ -67,10 +86,19 @@ type (
 		RequestTimeout time.Duration // default 60s
 		PingInterval   time.Duration // health ping of a shared instance; default 30s, 0 = off
 		Tools          Tools
+		Resources      Filter // on resource URIs
+		Prompts        Filter // on original prompt names
 		Transforms     []Transform
 		Lease          Lease
 		LeaseReminder  bool // default true
 		Hash           string
+	}
+
+	// Filter admits names (or URIs) by * patterns, as tools.whitelist and
+	// tools.blacklist do.
+	Filter struct {
+		Whitelist []string
+		Blacklist []string
 	}
 
 	// Tools controls which upstream tools are exported and their per-tool settings.
@@ -98,8 +126,13 @@ type (
 	// Lease configures per-session instances of a stateful server.
 	Lease struct {
 		IdleTTL      time.Duration // 0 = never
-		MaxInstances int           // 0 = unlimited
+		MaxInstances int           // default 16, 0 = unlimited
 		Prewarm      int
+		// QueueTimeout is how long a session over MaxInstances waits for an
+		// instance to free up; 0 refuses it at once.
+		QueueTimeout time.Duration
+		MaxAge       time.Duration // replace an instance this old between calls; 0 = never
+		MaxCalls     int           // replace an instance after this many calls; 0 = never
 	}
 
 	// Problem is one finding about the config: an error or a warning.
@@ -131,6 +164,18 @@ type ToolMode string
 const (
 	ModeDynamic ToolMode = "dynamic"
 	ModeStrict  ToolMode = "strict"
+)
+
+// DiscoveryMode is what tools/list holds.
+type DiscoveryMode string
+
+// Discovery modes.
+const (
+	// DiscoveryAll lists every exported tool (the default).
+	DiscoveryAll DiscoveryMode = "all"
+	// DiscoverySearch lists the admin tools, discovery.always matches and
+	// the pair mcp_search_tools / mcp_call_tool, and nothing else.
+	DiscoverySearch DiscoveryMode = "search"
 )
 
 // TransformKind is the kind of a Transform step.

@@ -30,7 +30,7 @@ func parseTransport(s string) (Transport, bool) {
 
 // stdioOnly and remoteOnly are the keys that make sense for one kind of transport only.
 var (
-	stdioOnly  = []string{"command", "args", "cwd", "env"}
+	stdioOnly  = []string{"command", "args", "cwd", "env", "inherit_env"}
 	remoteOnly = []string{"url", "headers", "sessionId", "insecure"}
 )
 

@@ -17,7 +17,7 @@ func TestWorkspaceLevelErrors(t *testing.T) {
 		line  int
 		fix   string // part of the message that tells how to fix it
 	}{
-		{"invalid YAML", "version: 1\nservers:\n  a: [b\n", "", 2, "fix the syntax"},
+		{"invalid YAML", "version: 1\nservers:\n  a: [b\n", "", 3, "fix the syntax"},
 		{"empty file", "", "version", 0, "start it with version: 1"},
 		{"missing version", "servers:\n  a:\n    command: x\n", "version", 1, "add version: 1"},
 		{"unsupported version", "version: 2\nservers: {}\n", "version", 1, "this build reads version: 1"},
@@ -46,7 +46,7 @@ func TestWorkspaceLevelErrors(t *testing.T) {
 func TestInvalidYAMLMessage(t *testing.T) {
 	_, problems := loadYAML(t, "version: 1\n\tservers: {}\n", nil)
 	require.Len(t, problems, 1)
-	assert.Contains(t, problems[0].String(), "invalid YAML: yaml: line 2")
+	assert.Contains(t, problems[0].String(), "mcp.yaml:2: invalid YAML: found a tab character")
 }
 
 func TestDuplicateServerInOneFileStillReportsOtherProblems(t *testing.T) {

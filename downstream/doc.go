@@ -3,5 +3,7 @@
 // 2025-11-25, sessionless from 2026-07-28). It owns framing, session ids,
 // Origin and Host checks, body, queue and connection limits, timeouts and
 // the ordered write path of every stream, and hands each valid request to a
-// Handler. It does no routing: messages in, messages out.
+// Handler; the server-to-client requests it carries for the Handler it
+// matches with the client's responses by id. It does no routing: messages
+// in, messages out.
 package downstream

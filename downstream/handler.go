@@ -29,6 +29,7 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
 // Session is one downstream client connection: the stdio connection, or
@@ -43,6 +44,21 @@ type Session interface {
 	// gone, has no stream open, or its queue is full, the message is dropped
 	// and Notify reports false.
 	Notify(msg *jsonrpc.Message) bool
+	// ClientCapabilities is the capabilities object the client declared at
+	// initialize, raw (nil before).
+	ClientCapabilities() json.RawMessage
+	// Request sends a server-to-client request (sampling/createMessage,
+	// elicitation/create, roots/list) on the session's own stream (stdout;
+	// the HTTP GET stream) and waits for the client's response, bounded by
+	// ctx. The response comes back as the client sent it, result or
+	// JSON-RPC error; its id is the transport's (unique in the session).
+	// Request fails at once when the session has no stream to carry it
+	// (ErrNoStream: HTTP without an open GET stream, stdio without a
+	// session-based initialize), has MaxPendingRequests awaiting an answer
+	// (ErrTooManyRequests), or is gone (ErrSessionGone, also when it ends
+	// while waiting). When ctx ends first, the client is sent
+	// notifications/cancelled for the request and ctx's error is returned.
+	Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
 }
 
 // Request is one client request being served.
@@ -59,6 +75,21 @@ type Request struct {
 	// client does not accept a stream, is gone, or its queue is full) the
 	// message is dropped and Send reports false. Safe from any goroutine.
 	Send func(*jsonrpc.Message) bool
+	// Ask sends a server-to-client request tied to this request on the
+	// request's own stream (HTTP: the POST's response, which becomes an SSE
+	// stream if it was not one, or the session's GET stream when the client
+	// does not accept SSE; stdio: the connection) and waits for the
+	// response, as Session.Request does. It is bounded by ctx and by the
+	// request itself: once the request is cancelled or answered, Ask ends.
+	// Ask is nil when the request's generation has no server-to-client
+	// requests (sessionless 2026-07-28, which uses input_required results;
+	// initialize itself): callers then fall back or fail.
+	Ask func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
+	// ClientCapabilities are the client's capabilities, raw: those of the
+	// initialize request itself, the session's, or for a sessionless
+	// request its _meta io.modelcontextprotocol/clientCapabilities. nil when
+	// none were declared.
+	ClientCapabilities json.RawMessage
 }
 
 // Meta returns the request's params._meta members (nil when there are none).
@@ -79,10 +110,11 @@ type Handler interface {
 	// error; the transport sets the id). It returns nil when no response is
 	// due: the client cancelled the request or went away, which ctx tells.
 	Handle(ctx context.Context, req *Request) *jsonrpc.Message
-	// Notified receives a client notification (other than
+	// Notified receives a client notification other than
 	// notifications/cancelled, which the transport applies itself by
-	// cancelling the request's ctx) or a response to a request the server
-	// sent. sess is nil for sessionless messages.
+	// cancelling the request's ctx. Responses of the client never arrive
+	// here: they complete Session.Request or Request.Ask, or are dropped
+	// when nothing awaits them. sess is nil for sessionless messages.
 	Notified(ctx context.Context, sess Session, msg *jsonrpc.Message)
 	// SessionOpened tells that a session began: a successful initialize
 	// (HTTP, or the first on a stdio connection). SessionClosed tells that

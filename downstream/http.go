@@ -94,8 +94,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // the response.
 //
 // Concurrency: each response has exactly one writer, the goroutine serving
-// that HTTP request; Handler calls run on their own goroutines and reach the
-// response only through bounded queues (Request.Send, Session.Notify), which
+// that HTTP request; Handler calls run on workers (goroutines kept from one
+// request to the next) and reach the response only through bounded queues
+// (Request.Send and Request.Ask, Session.Notify and Session.Request), which
 // never block. No lock is held across a network write.
 type HTTP struct {
 	h       Handler
@@ -116,6 +117,8 @@ type HTTP struct {
 	servers  []*http.Server // started by Serve
 	sweeping bool           // the idle sweeper runs
 	ending   sync.WaitGroup // ended sessions whose SessionClosed has not returned
+
+	workers workers // run Handler calls
 }
 
 // Reasons a request's context ends, told apart by context.Cause.
@@ -130,7 +133,8 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession),
+		workers: workers{idle: make(chan func())}}
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)

@@ -23,7 +23,7 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAtMost(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	var tooBig *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -41,6 +41,52 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	default:
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "the request body could not be read: %v", err)
 	}
+}
+
+// readAtMost reads a body without the doubling a growing buffer costs: a
+// declared length is allocated once; otherwise the body is read in chunks
+// and joined at the end, so a body refused at the cap has cost one cap.
+func readAtMost(r io.Reader, declared int64) ([]byte, error) {
+	if declared >= 0 {
+		body := make([]byte, declared)
+		if _, err := io.ReadFull(r, body); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		// Nothing may follow the declared length; reading on reports it.
+		var one [1]byte
+		if n, err := r.Read(one[:]); n > 0 || (err != nil && !errors.Is(err, io.EOF)) {
+			if err == nil {
+				err = errors.New("the body is longer than its Content-Length")
+			}
+			return nil, err
+		}
+		return body, nil
+	}
+	const chunk = 64 << 10
+	var chunks [][]byte
+	total := 0
+	for {
+		buf := make([]byte, chunk)
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+			total += n
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
 }
 
 func tooLarge(limit int64) *httpError {

@@ -42,7 +42,7 @@ func (t *HTTP) postModern(p *post) {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
 	}
-	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params)}, nil, nil)
+	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params)}, nil, nil)
 }
 
 // checkModern checks a sessionless request's headers against its body

@@ -91,14 +91,20 @@ func (t *HTTP) postSession(p *post) {
 	}
 	switch {
 	case msg.IsRequest():
-		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol}, s, nil)
+		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}, s, nil)
+	case msg.IsResponse():
+		// It completes a request the server sent; nothing else hears of it.
+		if !s.answer(msg) {
+			t.log.Info("dropped a client response that no request awaits", "session", s.logID(), "id", string(msg.ID))
+		}
+		p.w.WriteHeader(http.StatusAccepted)
 	case msg.Method == "notifications/cancelled":
 		// Applied here, not passed on: it cancels the request's context.
 		if id := cancelledID(msg.Params); jsonrpc.ValidID(id) {
 			s.cancelRequest(jsonrpc.IDKey(id))
 		}
 		p.w.WriteHeader(http.StatusAccepted)
-	default: // another notification, or a response to a server request
+	default: // another notification
 		if !s.begin() {
 			t.refuse(p.w, p.r, sessionGone())
 			return
@@ -124,6 +130,7 @@ func (t *HTTP) initialize(p *post) {
 	}
 	s := t.newSession()
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
+	s.caps = initCapabilities(p.msg.Params)
 	p.fresh = s
 	// Set now, as the response may stream before Handle returns; removed
 	// from a JSON answer if the session does not open.
@@ -147,11 +154,11 @@ func (t *HTTP) initialize(p *post) {
 		s.cancel(errResponseEnded) // never registered: release its context
 		return resp
 	}
-	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested}, s, opened)
+	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}, s, opened)
 }
 
-// serveRequest runs Handle on its own goroutine and writes what it sends and
-// then its response; after, when set, sees the response on that goroutine
+// serveRequest runs Handle on a worker and writes what it sends and then
+// its response; after, when set, sees the response on that goroutine
 // before it is written.
 func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) {
 	// The request's context ends when the client leaves or cancels, when its
@@ -176,8 +183,11 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	if p.acceptSSE {
 		req.Send = out.offer
 	}
+	if s != nil && usesRequests(req) {
+		req.Ask = t.ask(ctx, p, s, out)
+	}
 	result := make(chan *jsonrpc.Message, 1)
-	go func() {
+	t.workers.run(func() {
 		if s != nil {
 			defer s.endRequest(req.Msg.ID)
 		}
@@ -186,7 +196,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			resp = after(ctx, resp)
 		}
 		result <- resp
-	}()
+	})
 
 	// This goroutine is the response's only writer.
 	rs := newResponseStream(p.w, t.opts.WriteTimeout)
@@ -222,6 +232,32 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			t.log.Debug("a response could not be written", "method", req.Msg.Method, "err", err)
 			return
 		}
+	}
+}
+
+// ask is Request.Ask of a POSTed request. The spec (2025-11-25, streamable
+// HTTP): the server MAY send requests related to the client's request on
+// its stream before the response, while the GET stream carries what is
+// unrelated to any request. So the request goes on the POST's stream (the
+// response switches to SSE with it), or, for a client that does not accept
+// SSE there, on the GET stream; never on both. The answer comes as a POST
+// of its own, matched by id in the session.
+func (t *HTTP) ask(life context.Context, p *post, s *httpSession, out *outbox) func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
+	send := s.Notify
+	if p.acceptSSE {
+		send = out.offer
+	}
+	// A notice for a request given up on follows it on its stream, or, once
+	// that stream ended (the response is written), goes on the GET stream.
+	cancelled := func(m *jsonrpc.Message) {
+		if !p.acceptSSE || !out.offer(m) {
+			s.Notify(m)
+		}
+	}
+	return func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		ctx, stop := within(ctx, life)
+		defer stop()
+		return s.asks.call(ctx, method, params, send, cancelled)
 	}
 }
 

@@ -25,6 +25,13 @@ type httpSession struct {
 	// protocol is the version negotiated at initialize, set before the
 	// session is registered and only read after.
 	protocol string
+	// caps are the client capabilities declared at initialize, raw; set
+	// before the initialize request is handed to the Handler, only read
+	// after.
+	caps json.RawMessage
+	// asks are the server-to-client requests awaiting the client's answer,
+	// whichever stream carried them.
+	asks *outgoing
 
 	mu       sync.Mutex
 	closed   bool
@@ -41,7 +48,7 @@ func (t *HTTP) newSession() *httpSession {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	return &httpSession{
 		id: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel,
-		lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc),
+		lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc), asks: newOutgoing(),
 	}
 }
 
@@ -54,6 +61,26 @@ func (s *httpSession) Notify(msg *jsonrpc.Message) bool {
 	q := s.stream
 	s.mu.Unlock()
 	return q != nil && q.offer(msg)
+}
+
+// ClientCapabilities implements Session.
+func (s *httpSession) ClientCapabilities() json.RawMessage { return s.caps }
+
+// Request implements Session: the request goes on the GET stream, which
+// carries what is unrelated to any request of the client (messages tied to
+// a request go on its POST's stream: Request.Ask). The response arrives as
+// a POST of its own.
+func (s *httpSession) Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
+}
+
+// answer hands a client's response to the request awaiting it, reporting
+// false when none does.
+func (s *httpSession) answer(msg *jsonrpc.Message) bool {
+	s.mu.Lock()
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+	return s.asks.deliver(msg)
 }
 
 // logID is as much of the id as logs show: enough to tell sessions apart,
@@ -164,6 +191,7 @@ func (s *httpSession) markClosed(idleSince time.Time) bool {
 	if s.stream != nil {
 		s.stream.close() // Notify fails from now on
 	}
+	s.asks.end() // and so does every request awaiting the client
 	return true
 }
 

@@ -11,16 +11,20 @@ import (
 )
 
 // outbox is the bounded queue between the goroutines that produce messages
-// for one response (Request.Send, Session.Notify) and that response's only
-// writer. Offering never blocks.
+// for one response (Request.Send, Request.Ask, Session.Notify) and that
+// response's only writer. Offering never blocks. Once close returns, no
+// offer succeeds, so a writer that drains the queue after closing it has
+// every message that was accepted.
 type outbox struct {
 	msgs chan *jsonrpc.Message
 	done chan struct{} // closed once the writer takes no more messages
-	once sync.Once
 	// closeWhenFull ends the stream on overflow instead of dropping the one
 	// message: a GET stream that silently lost a notification would look
 	// healthy, while a closed one makes the client reconnect.
 	closeWhenFull bool
+
+	mu     sync.Mutex // orders offers against close; never held across a write
+	closed bool
 }
 
 func newOutbox(size int, closeWhenFull bool) *outbox {
@@ -29,24 +33,35 @@ func newOutbox(size int, closeWhenFull bool) *outbox {
 
 // offer queues m unless the writer is gone or the queue is full.
 func (q *outbox) offer(m *jsonrpc.Message) bool {
-	select {
-	case <-q.done:
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
 		return false
-	default:
 	}
 	select {
 	case q.msgs <- m:
 		return true
 	default:
 		if q.closeWhenFull {
-			q.close()
+			q.closeLocked()
 		}
 		return false
 	}
 }
 
 // close stops the queue; messages still in it are left to the writer.
-func (q *outbox) close() { q.once.Do(func() { close(q.done) }) }
+func (q *outbox) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closeLocked()
+}
+
+func (q *outbox) closeLocked() {
+	if !q.closed {
+		q.closed = true
+		close(q.done)
+	}
+}
 
 // responseStream writes one HTTP response: a single JSON body, or an SSE
 // stream of events once the first message goes out ahead of the answer.

@@ -2,23 +2,23 @@ package downstream
 
 import (
 	"encoding/json"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // metaVersion is the protocol version a request names in its _meta (the
-// sessionless generation), or "".
+// sessionless generation), or "". Every request asks, so the members are
+// found by scanning, not decoded.
 func metaVersion(params json.RawMessage) string {
-	if len(params) == 0 {
+	if !rawjson.Mentions(params, "_meta") {
 		return ""
 	}
-	var p struct {
-		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	meta := rawjson.Member(params, "_meta")
+	if meta == nil {
 		return ""
 	}
-	return p.Meta.Version
+	v, _ := rawjson.String(rawjson.Member(meta, MetaProtocolVersion))
+	return v
 }
 
 // negotiated reads protocolVersion from an initialize result.
@@ -41,4 +41,23 @@ func cancelledID(params json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return p.ID
+}
+
+// initCapabilities reads capabilities from initialize params (nil when
+// absent or null), kept raw.
+func initCapabilities(params json.RawMessage) json.RawMessage {
+	return present(members(params)["capabilities"])
+}
+
+// metaCapabilities reads the client capabilities a sessionless request
+// declares in its _meta (nil when absent or null), kept raw.
+func metaCapabilities(params json.RawMessage) json.RawMessage {
+	return present(members(members(params)["_meta"])[MetaClientCapabilities])
+}
+
+func present(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
 }

@@ -1,8 +1,8 @@
 package downstream
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,8 +41,9 @@ const stdioKey = "stdio"
 // out until in ends (then requests in flight get DrainGrace to finish), out
 // fails, or ctx ends.
 //
-// Concurrency: one goroutine reads, each request is served on a worker, and
-// one goroutine writes, in queue order; nothing else writes to out.
+// Concurrency: one goroutine at a time reads, each request is served on a
+// worker, and one goroutine writes, in queue order; nothing else writes to
+// out. The reading moves from worker to worker (see read).
 func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opts StdioOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -62,25 +63,30 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &stdioSession{
-		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
+		log: opts.Logger, h: h,
 		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
-		workers: workers{idle: make(chan func())},
+		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
+	s.ob = newLineQueue(opts.QueueSize, out, s.written)
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- s.ob.drain(out, s.written) }()
+	go func() { writeErr <- s.ob.drain() }()
 	// SessionOpened follows a successful initialize (a sessionless client
 	// never sends one, and hears of changes through subscriptions/listen);
 	// SessionClosed always comes, so that what the connection held ends.
 	defer h.SessionClosed(s)
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- s.read(ctx, in, opts.MaxMessage) }()
+	s.in, s.inErr = jsonrpc.NewReader(in, opts.MaxMessage), readErr
+	s.follow = func() { s.read(ctx) }
+	go s.follow()
 	var err error
 	select {
 	case err = <-readErr:
 		// End of input: let what is in flight finish, within the grace;
-		// listen streams have no end of their own, and no one to hear them.
+		// listen streams have no end of their own, and no one to hear them,
+		// and the client can answer no request any more.
 		s.cancelListens()
+		s.asks.end()
 		if !s.idle(opts.DrainGrace) {
 			s.log.Warn("client closed its input; cancelling requests still in flight", "grace", opts.DrainGrace)
 		}
@@ -90,6 +96,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		err = ctx.Err()
 	}
 	cancel()
+	s.asks.end()
 	s.cancelAll()
 	s.ob.close()
 	if errors.Is(err, io.EOF) {
@@ -106,17 +113,43 @@ type stdioSession struct {
 	slots   chan struct{} // one per request in flight, released once its response is written
 	workers workers
 
-	protocol atomic.Pointer[string] // negotiated at initialize
+	protocol atomic.Pointer[string]          // negotiated at initialize
+	caps     atomic.Pointer[json.RawMessage] // declared at initialize
 	openOnce sync.Once
+	asks     *outgoing // server-to-client requests awaiting the client
 
 	mu    sync.Mutex
 	calls map[string]inFlight // in-flight requests by id
 	wg    sync.WaitGroup
+
+	// in is read by one goroutine at a time (see read), which sends why
+	// reading ended to inErr; follow reads on.
+	in     *jsonrpc.Reader
+	inErr  chan<- error
+	follow func()
 }
 
 func (s *stdioSession) Key() string { return stdioKey }
 
 func (s *stdioSession) Notify(msg *jsonrpc.Message) bool { return s.ob.push(msg.Encode(), false) }
+
+// ClientCapabilities implements Session.
+func (s *stdioSession) ClientCapabilities() json.RawMessage {
+	if c := s.caps.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// Request implements Session: the connection carries it once the client
+// initialized a session (the sessionless generation forbids requests on
+// stdout).
+func (s *stdioSession) Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	if v := s.protocol.Load(); v == nil || Modern(*v) {
+		return nil, fmt.Errorf("%s: %w: the client initialized no session", method, ErrNoStream)
+	}
+	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
+}
 
 // written releases the slot of each response the writer put on the wire.
 func (s *stdioSession) written(response bool) {
@@ -125,10 +158,17 @@ func (s *stdioSession) written(response bool) {
 	}
 }
 
-func (s *stdioSession) read(ctx context.Context, in io.Reader, max int) error {
-	r := jsonrpc.NewReader(in, max)
+// read reads the client's messages until one is a request, then passes the
+// reading on to a worker and serves the request itself. The goroutine that
+// has just read a request is running, while a worker handed the request
+// would first have to be scheduled, and on a busy machine that wait is
+// longer than serving a call: the reader itself is back in read(2) by then,
+// holding its thread. So the request goes on at once, and the wait for a
+// worker falls on the next read, off the request's path. When reading ends,
+// why is sent to inErr.
+func (s *stdioSession) read(ctx context.Context) {
 	for {
-		line, err := r.Read()
+		line, err := s.in.Read()
 		var tooLong *jsonrpc.TooLongError
 		switch {
 		case errors.As(err, &tooLong):
@@ -136,7 +176,8 @@ func (s *stdioSession) read(ctx context.Context, in io.Reader, max int) error {
 				fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; send smaller arguments", tooLong.Size, tooLong.Limit))
 			continue
 		case err != nil:
-			return err
+			s.inErr <- err
+			return
 		}
 		msg, derr := jsonrpc.Decode(line)
 		if derr != nil {
@@ -151,9 +192,20 @@ func (s *stdioSession) read(ctx context.Context, in io.Reader, max int) error {
 			select {
 			case s.slots <- struct{}{}: // backpressure: wait for a slot
 			case <-ctx.Done():
-				return ctx.Err()
+				s.inErr <- ctx.Err()
+				return
 			}
-			s.start(ctx, msg)
+			if serve := s.start(ctx, msg); serve != nil {
+				s.workers.run(s.follow)
+				serve()
+				return
+			}
+		case msg.IsResponse():
+			// A response completes the request it answers; it is never a
+			// notification for the Handler.
+			if !s.asks.deliver(msg) {
+				s.log.Info("dropped a client response that no request awaits", "id", string(msg.ID))
+			}
 		case msg.Method == "notifications/cancelled":
 			s.cancel(msg.Params)
 		default:
@@ -171,7 +223,9 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 	s.ob.push(jsonrpc.Failure(id, &jsonrpc.Error{Code: code, Message: reason}).Encode(), false)
 }
 
-func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
+// start registers a request and returns the function that serves it, or
+// nil when its id is in use by a request in flight (it is answered so).
+func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	key := jsonrpc.IDKey(msg.ID)
 	rctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
@@ -180,12 +234,12 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
 		cancel()
 		<-s.slots
 		s.reject(msg.ID, jsonrpc.CodeInvalidRequest, "request id "+string(msg.ID)+" is already in use by a request in flight")
-		return
+		return nil
 	}
 	s.calls[key] = inFlight{cancel: cancel, listen: msg.Method == "subscriptions/listen"}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	s.workers.run(func() {
+	return func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
@@ -193,9 +247,15 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
 			s.mu.Unlock()
 			cancel()
 		}()
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: func(m *jsonrpc.Message) bool {
-			return s.ob.push(m.Encode(), false)
-		}}
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.Notify}
+		req.ClientCapabilities = s.capabilities(req)
+		if usesRequests(req) {
+			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+				ctx, stop := within(ctx, rctx)
+				defer stop()
+				return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
+			}
+		}
 		resp := s.h.Handle(rctx, req)
 		if resp == nil {
 			<-s.slots
@@ -206,12 +266,26 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) {
 			if v := negotiated(resp.Result); v != "" {
 				s.protocol.Store(&v)
 			}
+			caps := req.ClientCapabilities
+			s.caps.Store(&caps)
 			s.ob.push(resp.Encode(), true)
 			s.openOnce.Do(func() { s.h.SessionOpened(s) })
 			return
 		}
-		s.ob.push(resp.Encode(), true)
-	})
+		s.ob.pushWrite(resp.Encode())
+	}
+}
+
+// capabilities are the client capabilities a request carries: its own at
+// initialize, its _meta ones when sessionless, else the session's.
+func (s *stdioSession) capabilities(req *Request) json.RawMessage {
+	switch {
+	case req.Msg.Method == "initialize":
+		return initCapabilities(req.Msg.Params)
+	case Modern(req.Protocol):
+		return metaCapabilities(req.Msg.Params)
+	}
+	return s.ClientCapabilities()
 }
 
 // version is the protocol a request speaks: its own _meta version (the
@@ -275,148 +349,5 @@ func (s *stdioSession) idle(limit time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-// lineQueue is one stream's ordered queue of outgoing messages with one
-// writer. Responses are never dropped (their number is bounded by the
-// caller's in-flight slots); other messages are dropped past the limit.
-type lineQueue struct {
-	mu      sync.Mutex
-	queue   []queuedLine
-	notes   int // droppable messages queued
-	limit   int
-	dropped int
-	closed  bool
-	wake    chan struct{}
-	flushed chan struct{} // signalled each time the queue is found empty
-}
-
-type queuedLine struct {
-	data     []byte
-	response bool
-}
-
-func newLineQueue(limit int) *lineQueue {
-	return &lineQueue{limit: limit, wake: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
-}
-
-// push queues data; it never blocks.
-func (o *lineQueue) push(data []byte, response bool) bool {
-	o.mu.Lock()
-	if o.closed || (!response && o.notes >= o.limit) {
-		if !o.closed {
-			o.dropped++
-		}
-		o.mu.Unlock()
-		return false
-	}
-	o.queue = append(o.queue, queuedLine{data: data, response: response})
-	if !response {
-		o.notes++
-	}
-	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-func (o *lineQueue) close() {
-	o.mu.Lock()
-	o.closed = true
-	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
-
-// drain writes queued messages to w, one per line, until the lineQueue is
-// closed and empty or a write fails. done is told of each message written.
-func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var batch []queuedLine
-	for {
-		o.mu.Lock()
-		batch, o.queue = o.queue, batch[:0]
-		o.notes = 0
-		closed := o.closed
-		o.mu.Unlock()
-		for _, m := range batch {
-			bw.Write(m.data)
-			if err := bw.WriteByte('\n'); err != nil {
-				return err
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		// A response's slot frees once it is on the wire, not in a buffer.
-		for i, m := range batch {
-			done(m.response)
-			batch[i] = queuedLine{}
-		}
-		if len(batch) == 0 {
-			if closed {
-				return nil
-			}
-			select {
-			case o.flushed <- struct{}{}:
-			default:
-			}
-			<-o.wake
-		}
-	}
-}
-
-// flushWait waits until the writer found the queue empty, up to limit.
-func (o *lineQueue) flushWait(limit time.Duration) {
-	select {
-	case <-o.flushed: // drop a stale signal
-	default:
-	}
-	o.mu.Lock()
-	empty := len(o.queue) == 0
-	o.mu.Unlock()
-	if empty {
-		return
-	}
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case <-o.flushed:
-	case <-t.C:
-	}
-}
-
-// workers runs requests on goroutines that outlive one request: a fresh
-// goroutine starts with a small stack and grows it on every request's JSON
-// work, which costs more than the request's own bookkeeping. Idle workers
-// wait a while for the next request, then exit.
-type workers struct{ idle chan func() }
-
-const workerIdle = 30 * time.Second
-
-func (w *workers) run(f func()) {
-	select {
-	case w.idle <- f:
-	default:
-		go w.work(f)
-	}
-}
-
-func (w *workers) work(f func()) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		f()
-		t.Reset(workerIdle)
-		select {
-		case f = <-w.idle:
-		case <-t.C:
-			return
-		}
 	}
 }

@@ -63,6 +63,7 @@ type aggregatorOptions struct {
 	configs []string // --config files
 	flags   []string // more "serve" flags
 	dir     string   // working directory; a fresh temporary directory when empty
+	env     []string // more NAME=value for the aggregator's environment
 }
 
 var listeningLine = regexp.MustCompile(`msg=listening url=(http://\S+/mcp)`)
@@ -85,7 +86,7 @@ func startAggregator(t *testing.T, tr transport, opts aggregatorOptions) *aggreg
 	if a.cmd.Dir == "" {
 		a.cmd.Dir = t.TempDir()
 	}
-	a.cmd.Env = markerEnv(a.marker)
+	a.cmd.Env = markerEnv(a.marker, opts.env...)
 	// If the test binary itself dies, the aggregator goes with it (and its
 	// reaper then takes the upstreams).
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -53,6 +53,17 @@ func connectDirect(t *testing.T, env []string, command string, args ...string) *
 			t.Logf("%s stderr:\n%s", command, log)
 		}
 	})
-	c.initialize()
+	// The reference connection declares what the aggregator declares to its
+	// upstreams, so that servers that offer tools by client capability
+	// offer both the same ones.
+	c.initializeWith(upstreamCapabilities)
 	return c
+}
+
+// upstreamCapabilities are the client capabilities the aggregator declares
+// in its initialize to an upstream: those it can relay to its own clients.
+var upstreamCapabilities = map[string]any{
+	"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+	"roots":       map[string]any{"listChanged": true},
+	"sampling":    map[string]any{},
 }

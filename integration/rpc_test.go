@@ -58,6 +58,9 @@ type inbox struct {
 	notes   []notification
 	garbage []string
 	changed chan struct{}
+	// onRequest, when set, answers the server's requests other than ping
+	// (a client that declared sampling or elicitation).
+	onRequest func(method string, params json.RawMessage) (result, rpcErr string)
 }
 
 func newInbox() *inbox { return &inbox{changed: make(chan struct{})} }
@@ -106,6 +109,9 @@ func (b *inbox) dispatch(raw []byte, answer func(id json.RawMessage, result, rpc
 		if answer != nil {
 			if m.Method == "ping" {
 				answer(m.ID, `{}`, "")
+			} else if b.onRequest != nil {
+				result, rpcErr := b.onRequest(m.Method, m.Params)
+				answer(m.ID, result, rpcErr)
 			} else {
 				answer(m.ID, "", `{"code":-32601,"message":"the test client does not implement `+m.Method+`"}`)
 			}
@@ -418,7 +424,7 @@ func (w *httpWire) exchange(ctx context.Context, id string, body []byte) (*respo
 	case "text/event-stream":
 		var found *response
 		err := readSSE(resp.Body, func(data []byte) bool {
-			if m, ok := w.inbox.dispatch(data, nil); ok && idKey(m.ID) == id {
+			if m, ok := w.inbox.dispatch(data, w.answer); ok && idKey(m.ID) == id {
 				found = &response{Result: m.Result, Error: m.Error}
 				return false
 			}
@@ -480,6 +486,22 @@ func (w *httpWire) send(ctx context.Context, body []byte) error {
 		return fmt.Errorf("notification: HTTP %s: %s", resp.Status, bytes.TrimSpace(text))
 	}
 	return nil
+}
+
+// answer posts the client's response to a request the server sent on a
+// stream; off the reader's goroutine, so the stream goes on being read.
+func (w *httpWire) answer(id json.RawMessage, result, rpcErr string) {
+	body := `{"jsonrpc":"2.0","id":` + string(id)
+	if rpcErr != "" {
+		body += `,"error":` + rpcErr + "}"
+	} else {
+		body += `,"result":` + result + "}"
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		_ = w.send(ctx, []byte(body))
+	}()
 }
 
 func (w *httpWire) negotiated(version string) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -171,12 +172,15 @@ servers:
 
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
-		// The SDK starts the aggregator itself and initializes at once, while the
-		// upstreams are still starting; the aggregator announces the loaded catalog
-		// with tools/list_changed, so wait for that before listing.
-		wait := map[string]any{"op": "waitListChanged", "timeoutMs": 20000}
-		results := runSDKClient(t, newMarker(), append([]map[string]any{wait}, steps...), "--stdio", binary, "serve", "--config", config)
-		check(t, results[1:])
+		// The SDK starts the aggregator itself and lists at once, while the
+		// upstreams may still be starting. tools/list waits a few seconds for
+		// them; a client that got a partial list hears tools/list_changed when
+		// the rest arrive (one that got the whole list hears nothing), so list
+		// again until every tool is there.
+		stdioSteps := slices.Clone(steps)
+		stdioSteps[1] = map[string]any{"op": "listTools", "atLeast": len(wantTools) + len(adminTools), "waitMs": 20000}
+		results := runSDKClient(t, newMarker(), stdioSteps, "--stdio", binary, "serve", "--config", config)
+		check(t, results)
 	})
 	t.Run("http", func(t *testing.T) {
 		t.Parallel()

@@ -15,8 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Every process a test starts gets a marker in its environment. The aggregator hands
-// its environment on to the upstreams it spawns, and they to theirs, so scanning
+// Every process a test starts gets a marker in its environment. The aggregator passes
+// the marker on to the upstreams it spawns (MCP_AGGREGATOR_INHERIT_ENV names it), and
+// they to theirs, so scanning
 // /proc/*/environ for the marker finds the whole tree, even processes that were
 // reparented after their parent exited. A process that outlived the aggregator is a
 // leak, however it got there.
@@ -37,7 +38,9 @@ func newMarker() string {
 
 // markerEnv returns the environment for a process tree marked with marker.
 func markerEnv(marker string, extra ...string) []string {
-	env := append(os.Environ(), markerVar+"="+marker)
+	// Upstreams get only a safe base of the aggregator's environment and what this
+	// list names.
+	env := append(os.Environ(), markerVar+"="+marker, "MCP_AGGREGATOR_INHERIT_ENV="+markerVar+",GORACE")
 	if raceEnabled {
 		// A race-enabled binary otherwise sleeps a second before it exits, and every
 		// demo upstream is this binary too.

@@ -33,6 +33,7 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 			continue
 		}
 		offered[name] = true
+		p.plan.Offered++
 
 		if !p.admitted(name) {
 			continue
@@ -80,24 +81,13 @@ type planner struct {
 }
 
 // admitted applies the whitelist/blacklist rules to an original tool name and records
-// a warning for every tool it drops.
+// every tool it drops as an exclusion (see Plan.Summary).
 func (p *planner) admitted(name string) bool {
-	r := p.rules
-	_, inWhite := matchAny(r.Whitelist, name)
-	if len(r.Blacklist) == 0 {
-		if len(r.Whitelist) == 0 || inWhite {
-			return true
-		}
-		p.warn(name, "tools.whitelist", "matches no tools.whitelist pattern; the tool is not exported")
-		return false
+	ok, field, pattern := Admit(p.rules.Whitelist, p.rules.Blacklist, name)
+	if !ok {
+		p.plan.Excluded = append(p.plan.Excluded, Exclusion{Tool: name, By: "tools." + field, Pattern: pattern})
 	}
-	black, inBlack := matchAny(r.Blacklist, name)
-	if !inBlack || inWhite {
-		// A whitelist match overrides the blacklist so single tools can be cherry-picked.
-		return true
-	}
-	p.warn(name, "tools.blacklist", "dropped by tools.blacklist pattern %q; the tool is not exported", black)
-	return false
+	return ok
 }
 
 // settings merges the tool's Config entry over Defaults and reports whether it had one.

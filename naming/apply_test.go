@@ -1,6 +1,7 @@
 package naming
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,10 +42,9 @@ func TestApplyPlaywrightSeedExample(t *testing.T) {
 	// browser_eval_unsafe is blacklisted but whitelisted too: the whitelist cherry-picks it.
 	// install matches neither list and is admitted because a blacklist is present.
 	assert.Equal(t, []string{"playwright_browser_click", "playwright_browser_snapshot", "playwright_browser_eval_unsafe", "playwright_install"}, exported(plan))
-	p := findProblem(t, plan, "eval_unsafe")
-	assert.False(t, p.Error)
-	assert.Equal(t, "tools.blacklist", p.Field)
-	assert.Contains(t, p.Message, `"*_unsafe"`)
+	assert.Empty(t, plan.Problems, "a tool the config filters out is not a problem")
+	assert.Equal(t, []Exclusion{{Tool: "eval_unsafe", By: "tools.blacklist", Pattern: "*_unsafe"}}, plan.Excluded)
+	assert.Equal(t, 5, plan.Offered)
 }
 
 func TestApplyFilters(t *testing.T) {
@@ -67,20 +67,41 @@ func TestApplyFilters(t *testing.T) {
 			plan := Apply(Rules{Server: "fs", Whitelist: tt.white, Blacklist: tt.black}, upstream, nil)
 			assert.False(t, plan.Failed)
 			assert.Equal(t, tt.want, exported(plan))
-			for _, p := range plan.Problems {
-				assert.False(t, p.Error)
-				assert.Equal(t, tt.dropField, p.Field)
-				assert.Contains(t, p.Message, "not exported")
+			assert.Empty(t, plan.Problems)
+			for _, e := range plan.Excluded {
+				assert.Equal(t, tt.dropField, e.By)
 			}
-			assert.Len(t, plan.Problems, len(upstream)-len(tt.want))
+			assert.Len(t, plan.Excluded, len(upstream)-len(tt.want))
 		})
 	}
 }
 
-func TestApplyWhitelistMissMessage(t *testing.T) {
-	plan := Apply(Rules{Server: "fs", Whitelist: []string{"read_*"}}, []string{"write_file"}, nil)
-	p := findProblem(t, plan, "write_file")
-	assert.Equal(t, `warning: server "fs": tool "write_file": tools.whitelist: matches no tools.whitelist pattern; the tool is not exported`, p.String())
+func TestApplyExclusionSummary(t *testing.T) {
+	var upstream []string
+	for i := range 40 {
+		upstream = append(upstream, fmt.Sprintf("t%02d", i))
+	}
+	tests := []struct {
+		name  string
+		rules Rules
+		want  string
+	}{
+		{"nothing excluded", Rules{}, ""},
+		{"whitelist", Rules{Whitelist: []string{"t0*", "t1*", "t2*"}},
+			"10 of 40 tools excluded by tools.whitelist: t30, t31, t32, t33, t34, t35, t36, t37, t38, t39"},
+		{"long lists are cut", Rules{Whitelist: []string{"t0*"}},
+			"30 of 40 tools excluded by tools.whitelist: t10, t11, t12, t13, t14, t15, t16, t17, t18, t19, … (20 more)"},
+		{"blacklist", Rules{Whitelist: []string{"t00"}, Blacklist: []string{"t0*"}},
+			"9 of 40 tools excluded by tools.blacklist: t01, t02, t03, t04, t05, t06, t07, t08, t09"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.rules.Server = "s"
+			plan := Apply(tt.rules, upstream, nil)
+			assert.Equal(t, tt.want, plan.Summary())
+			assert.Empty(t, plan.Problems)
+		})
+	}
 }
 
 func TestApplyTransforms(t *testing.T) {
@@ -238,4 +259,9 @@ func TestApplyNoTools(t *testing.T) {
 	assert.False(t, plan.Problems[0].Error)
 	assert.False(t, plan.Failed)
 	assert.Contains(t, plan.Problems[0].Message, "returned no tools")
+}
+
+func TestPlanSummaryBothFilters(t *testing.T) {
+	plan := Plan{Offered: 5, Excluded: []Exclusion{{Tool: "a", By: "tools.blacklist", Pattern: "a*"}, {Tool: "b", By: "tools.whitelist"}}}
+	assert.Equal(t, "2 of 5 tools excluded: 1 by tools.whitelist: b; 1 by tools.blacklist: a", plan.Summary())
 }

@@ -42,6 +42,11 @@ type (
 	Plan struct {
 		Tools    []Tool
 		Problems []Problem
+		// Offered counts the distinct tools the upstream listed; Excluded are those the
+		// filters dropped. Dropping them is what the config asked for, so they are not
+		// problems: Summary reports them in one line.
+		Offered  int
+		Excluded []Exclusion
 		// Failed is true when a per-server error (strict violation, intra-server collision)
 		// means the server's update must be rejected as a whole.
 		Failed bool

@@ -93,6 +93,10 @@ type Status struct {
 	Servers  []ServerStatus `json:"servers"`
 	Leases   []LeaseStatus  `json:"leases"`
 	Problems []string       `json:"problems"`
+	// Supervision says how upstream processes are tracked: cgroup,
+	// subreaper or process-group (see upstream.Supervisor).
+	Supervision string           `json:"supervision,omitempty"`
+	Instances   []InstanceStatus `json:"instances"`
 }
 
 // ServerStatus describes one running server.
@@ -102,6 +106,9 @@ type ServerStatus struct {
 	Mode      string `json:"mode"` // shared | leased
 	Health    string `json:"health"`
 	Tools     int    `json:"tools"`
+	Resources int    `json:"resources,omitempty"`
+	Templates int    `json:"resourceTemplates,omitempty"`
+	Prompts   int    `json:"prompts,omitempty"`
 	Instances int    `json:"instances"`
 	Leased    int    `json:"leased,omitempty"`
 	Spares    int    `json:"spares,omitempty"`
@@ -119,7 +126,8 @@ func (p *Proxy) Status(key session.Key) Status { return p.status(p.current(), ke
 
 func (p *Proxy) status(cur *state, key session.Key) Status {
 	cat := cur.catalog
-	st := Status{Version: p.Version(), Servers: []ServerStatus{}, Leases: []LeaseStatus{}, Problems: []string{}}
+	st := Status{Version: p.Version(), Servers: []ServerStatus{}, Leases: []LeaseStatus{}, Problems: []string{},
+		Supervision: p.opts.Upstream.Supervisor.Mode(), Instances: p.instanceStatus(key)}
 	ids := make([]string, 0, len(cur.servers))
 	for id := range cur.servers {
 		ids = append(ids, id)
@@ -129,6 +137,7 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 		rs := cur.servers[id]
 		stats := rs.pool.Stats()
 		ss := ServerStatus{ID: id, Transport: string(rs.cfg.Transport), Tools: len(cat.Server(id)), Instances: stats.Live, Health: "ok"}
+		ss.Resources, ss.Templates, ss.Prompts = cur.surface.Counts(id)
 		if rs.pool.Stateless() {
 			ss.Mode, ss.PID = "shared", stats.SharedPID
 			if stats.Down != "" {
@@ -152,7 +161,7 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	for _, id := range failedIDs {
 		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + "; fix the config to retry"})
 	}
-	for _, pr := range cur.problems {
+	for _, pr := range append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...) {
 		st.Problems = append(st.Problems, pr.String())
 	}
 	return st

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -33,6 +34,9 @@ type invocation struct {
 	// progress delivers one progress notification's params to the caller.
 	// It runs on the upstream's reader goroutine, so it only queues.
 	progress func(params json.RawMessage)
+	// req is the downstream request, for what the upstream sends back
+	// during the call (its requests, its log messages).
+	req *downstream.Request
 }
 
 // invoke routes a call to the instance that serves its session and returns
@@ -57,6 +61,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		entry, ok = st.catalog.Lookup(name)
 		if !ok {
 			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name), nil
+		}
+		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {
+			return p.discoveryCall(ctx, st, entry.Original, inv)
 		}
 		if entry.Server == adminServer {
 			return p.admin(st, entry.Original, inv), nil, nil
@@ -95,6 +102,11 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	defer release()
 
 	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta}
+	if inv.req != nil {
+		call.OnServerRequest = p.serverRequests(inv.req)
+		p.bindSession(rs, grant, inv.req.Session)
+		defer p.inflight.add(grant.Instance, inv.req)()
+	}
 	if inv.progress != nil && len(inv.token) > 0 {
 		call.ProgressToken = inv.token
 		call.OnProgress = func(params json.RawMessage) {
@@ -119,6 +131,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	var notes []string
 	if grant.Lost {
 		notes = append(notes, fmt.Sprintf("Note: the previous dedicated instance of MCP server %q stopped unexpectedly and its state was lost; this call ran on a fresh instance.", entry.Server))
+	}
+	if grant.Recycled {
+		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", entry.Server))
 	}
 	if grant.First && rs.cfg.LeaseReminder && !rs.pool.Stateless() {
 		notes = append(notes, fmt.Sprintf("You now hold a dedicated instance of MCP server %q for this session. When you no longer need its tools, call mcp_release with {\"serverId\": %q} to free it.", entry.Server, entry.Server))

@@ -15,6 +15,7 @@ type clients struct {
 	mu        sync.Mutex
 	sessions  map[string]downstream.Session
 	listeners map[*listener]struct{}
+	first     firstLoad // who hears of tool list changes during the first load
 }
 
 // listener is one subscriptions/listen stream.
@@ -59,7 +60,22 @@ func (l *listener) deliver(m *jsonrpc.Message) {
 
 // listenFilter is what a listen stream asked for, and was granted.
 type listenFilter struct {
-	ToolsListChanged bool `json:"toolsListChanged,omitempty"`
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+func (f listenFilter) wants(kind string) bool {
+	switch kind {
+	case "tools":
+		return f.ToolsListChanged
+	case "prompts":
+		return f.PromptsListChanged
+	case "resources":
+		return f.ResourcesListChanged
+	}
+	return false
 }
 
 func (c *clients) init() {
@@ -77,6 +93,7 @@ func (c *clients) remove(s downstream.Session) {
 	c.mu.Lock()
 	if c.sessions[s.Key()] == s {
 		delete(c.sessions, s.Key())
+		c.first.forget(s.Key())
 	}
 	c.mu.Unlock()
 }
@@ -110,20 +127,24 @@ func (c *clients) endListeners() {
 	}
 }
 
-// toolsChanged tells every session and every listener that asked for it.
-// Delivery only queues (Notify and Send never block), so one slow client
-// never delays the others.
-func (c *clients) toolsChanged() {
-	const method = "notifications/tools/list_changed"
+// changed tells every session, and every listener that asked for it, that
+// the list of kind ("tools", "resources", "prompts") changed. Delivery only
+// queues (Notify and Send never block), so one slow client never delays
+// the others.
+func (c *clients) changed(kind string) {
+	method := "notifications/" + kind + "/list_changed"
 	plain := &jsonrpc.Message{Method: method}
 	c.mu.Lock()
 	sessions := make([]downstream.Session, 0, len(c.sessions))
 	for _, s := range c.sessions {
+		if kind == "tools" && !c.first.notifies(s.Key()) {
+			continue
+		}
 		sessions = append(sessions, s)
 	}
 	var listeners []*listener
 	for l := range c.listeners {
-		if l.filter.ToolsListChanged {
+		if l.filter.wants(kind) {
 			listeners = append(listeners, l)
 		}
 	}
@@ -151,4 +172,45 @@ func subscriptionMeta(id json.RawMessage, members map[string]any) json.RawMessag
 		b = append(b, raw...)
 	}
 	return append(b, '}')
+}
+
+// all lists the registered sessions.
+func (c *clients) all() []downstream.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]downstream.Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// byLeaseKey finds the session a lease key belongs to.
+func (c *clients) byLeaseKey(leaseKey string) downstream.Session {
+	key, ok := clientKeyOf(leaseKey)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[key]
+}
+
+// resourceUpdated tells the listen streams subscribed to uri.
+func (c *clients) resourceUpdated(uri string, params json.RawMessage) {
+	c.mu.Lock()
+	var targets []*listener
+	for l := range c.listeners {
+		for _, u := range l.filter.ResourceSubscriptions {
+			if u == uri {
+				targets = append(targets, l)
+				break
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, l := range targets {
+		l.deliver(&jsonrpc.Message{Method: "notifications/resources/updated",
+			Params: withMember(params, "_meta", subscriptionMeta(l.id, nil)[len(`{"_meta":`):len(subscriptionMeta(l.id, nil))-1])})
+	}
 }

@@ -27,14 +27,31 @@ func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 		return p.discover(req)
 	case "subscriptions/listen":
 		return p.listen(ctx, req)
+	case "resources/list":
+		return p.resourcesList(ctx, req, "resources")
+	case "resources/templates/list":
+		return p.resourcesList(ctx, req, "resourceTemplates")
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return p.resourceRequest(ctx, req)
+	case "prompts/list":
+		return p.resourcesList(ctx, req, "prompts")
+	case "prompts/get":
+		return p.promptsGet(ctx, req)
+	case "completion/complete":
+		return p.complete(ctx, req)
+	case "logging/setLevel":
+		return p.setLevel(req)
 	default:
-		return failure(jsonrpc.CodeMethodNotFound, "method not found: %s (this aggregator serves tools: tools/list and tools/call)", req.Msg.Method)
+		return failure(jsonrpc.CodeMethodNotFound, "method not found: %s", req.Msg.Method)
 	}
 }
 
-// Notified takes client notifications; none needs an action of the
-// dispatcher yet (cancellation is the transport's).
-func (p *Proxy) Notified(context.Context, downstream.Session, *jsonrpc.Message) {}
+// Notified takes client notifications (cancellation is the transport's).
+func (p *Proxy) Notified(_ context.Context, s downstream.Session, msg *jsonrpc.Message) {
+	if msg.Method == "notifications/roots/list_changed" && s != nil {
+		p.rootsChanged(s)
+	}
+}
 
 // SessionOpened registers a session for notifications.
 func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
@@ -42,6 +59,8 @@ func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
 // SessionClosed ends the session's leases.
 func (p *Proxy) SessionClosed(s downstream.Session) {
 	p.clients.remove(s)
+	p.subs.drop(s.Key())
+	p.levels.drop(s.Key())
 	p.sessionEnded(sessionKey(s.Key()))
 }
 
@@ -108,9 +127,24 @@ func (p *Proxy) serverInfo() map[string]string {
 	return map[string]string{"name": "mcp-aggregator", "version": p.opts.Version}
 }
 
-// capabilities is what the aggregator offers.
-func capabilities() map[string]any {
-	return map[string]any{"tools": map[string]any{"listChanged": true}}
+// capabilities is what the aggregator offers: tools always, and what the
+// enabled servers offer together.
+func (p *Proxy) capabilities() map[string]any {
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+	c := p.current().surface.caps
+	if c.resources {
+		caps["resources"] = map[string]any{"subscribe": c.subscribe, "listChanged": true}
+	}
+	if c.prompts {
+		caps["prompts"] = map[string]any{"listChanged": true}
+	}
+	if c.completions {
+		caps["completions"] = map[string]any{}
+	}
+	if c.logging {
+		caps["logging"] = map[string]any{}
+	}
+	return caps
 }
 
 func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
@@ -128,7 +162,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	}
 	body, _ := rawjson.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities":    capabilities(),
+		"capabilities":    p.capabilities(),
 		"serverInfo":      p.serverInfo(),
 	})
 	return &jsonrpc.Message{Result: body}
@@ -137,7 +171,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": downstream.Versions,
-		"capabilities":      capabilities(),
+		"capabilities":      p.capabilities(),
 		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": p.serverInfo()},
 	})
 	return p.result(req, cacheable(req, body))
@@ -157,7 +191,10 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	// that start promptly, not an empty catalog; slow ones arrive later
 	// with tools/list_changed.
 	p.awaitLoad(ctx)
-	tools := p.Catalog().ToolsJSON()
+	if req.Session != nil {
+		p.clients.first.sawList(req.Session.Key())
+	}
+	tools := p.current().listedTools()
 	body := make([]byte, 0, len(tools)+16)
 	body = append(body, `{"tools":`...)
 	body = append(body, tools...)
@@ -168,20 +205,58 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 // callParams are the members of tools/call params the dispatcher reads; the
 // arguments and _meta stay raw.
 type callParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
+	Name      string
+	Arguments json.RawMessage
+	Meta      map[string]json.RawMessage
+}
+
+// parseCallParams reads tools/call params in one scan of the raw bytes (the
+// message was validated as it was decoded): a string name, arguments of
+// any kind, and _meta, an object or null. Names match exactly; a repeated
+// member counts with its last value.
+func parseCallParams(raw json.RawMessage) (callParams, bool) {
+	var (
+		p          callParams
+		name, meta []byte
+	)
+	obj := rawjson.NewObject(raw)
+	for obj.Next() {
+		switch string(obj.Name()) {
+		case "name":
+			name = obj.Value()
+		case "arguments":
+			p.Arguments = obj.Value()
+		case "_meta":
+			meta = obj.Value()
+		}
+	}
+	if obj.Err() != nil {
+		return p, false
+	}
+	var ok bool
+	if p.Name, ok = rawjson.String(name); !ok || p.Name == "" {
+		return p, false
+	}
+	if meta == nil || string(meta) == "null" {
+		return p, true
+	}
+	members := rawjson.NewObject(meta)
+	p.Meta = map[string]json.RawMessage{}
+	for members.Next() {
+		p.Meta[string(members.Name())] = members.Value()
+	}
+	return p, members.Err() == nil
 }
 
 func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	var params callParams
-	if err := json.Unmarshal(req.Msg.Params, &params); err != nil || params.Name == "" {
+	params, ok := parseCallParams(req.Msg.Params)
+	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "tools/call needs params.name (a string) and optional params.arguments (an object)")
 	}
 	if _, ok := p.Catalog().Lookup(params.Name); !ok {
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 	}
-	inv := invocation{name: params.Name, args: params.Arguments}
+	inv := invocation{name: params.Name, args: params.Arguments, req: req}
 	inv.key, inv.anonymous = LeaseKey(req.Session, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
@@ -237,7 +312,7 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 			return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications must be an object: %v", err)
 		}
 	}
-	l := &listener{id: req.Msg.ID, filter: params.Notifications, send: req.Send, end: make(chan struct{})}
+	l := &listener{id: req.Msg.ID, filter: p.granted(params.Notifications), send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {
@@ -257,6 +332,18 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	case <-l.end:
 	}
 	return p.result(req, subscriptionMeta(l.id, nil))
+}
+
+// granted is the part of a listen filter the aggregator can honour.
+func (p *Proxy) granted(want listenFilter) listenFilter {
+	c := p.current().surface.caps
+	got := listenFilter{ToolsListChanged: want.ToolsListChanged}
+	got.PromptsListChanged = want.PromptsListChanged && c.prompts
+	got.ResourcesListChanged = want.ResourcesListChanged && c.resources
+	if c.subscribe {
+		got.ResourceSubscriptions = want.ResourceSubscriptions
+	}
+	return got
 }
 
 // errorObject renders a JSON-RPC error object of the aggregator's own.

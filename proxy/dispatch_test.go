@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,7 +59,7 @@ func TestDispatchProtocolGenerations(t *testing.T) {
 	require.NotNil(t, resp.Error)
 	assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
 
-	resp = handle(t, p, "2025-11-25", "resources/list", "")
+	resp = handle(t, p, "2025-11-25", "no/such/method", "")
 	require.NotNil(t, resp.Error)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, resp.Error.Code)
 
@@ -166,6 +165,10 @@ func TestReloadChangesLimitsUnderLoad(t *testing.T) {
 			}
 		}()
 	}
+	deadline := time.Now().Add(waitTimeout)
+	for calls.Load() < 32 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // calls are under way before the first reload
+	}
 	for i := 1; i <= 6; i++ {
 		next := *ws
 		next.Limits = config.Limits{MaxConcurrent: i * 3}
@@ -176,5 +179,4 @@ func TestReloadChangesLimitsUnderLoad(t *testing.T) {
 	assert.Positive(t, calls.Load())
 	assert.Zero(t, failures.Load(), "every call got a result across %d calls", calls.Load())
 	assert.Equal(t, 18, cap(p.current().limits.global))
-	_ = fmt.Sprint()
 }

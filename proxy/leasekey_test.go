@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -13,8 +15,12 @@ import (
 // fakeSession is a downstream session with a fixed key.
 type fakeSession string
 
-func (s fakeSession) Key() string                  { return string(s) }
-func (s fakeSession) Notify(*jsonrpc.Message) bool { return true }
+func (s fakeSession) Key() string                         { return string(s) }
+func (s fakeSession) Notify(*jsonrpc.Message) bool        { return true }
+func (s fakeSession) ClientCapabilities() json.RawMessage { return nil }
+func (s fakeSession) Request(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
+	return nil, downstream.ErrNoStream
+}
 
 func TestLeaseKey(t *testing.T) {
 	meta := func(v string) map[string]json.RawMessage {

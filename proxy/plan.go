@@ -24,6 +24,10 @@ func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, patt
 		}
 		return "", false
 	})
+	if sum := plan.Summary(); sum != "" {
+		// One line per server and plan, however many tools the filters drop.
+		p.log.Info(sum, "server", s.ID)
+	}
 	entries := make([]*Entry, 0, len(plan.Tools))
 	for _, t := range plan.Tools {
 		raw, err := renamed(byName[t.Original].Raw, t.Exported)
@@ -59,6 +63,14 @@ func rulesFor(s *config.Server, pattern string) naming.Rules {
 func startProblem(s *config.Server, err error) config.Problem {
 	return config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID,
 		Message: fmt.Sprintf("could not start: %v", err)}
+}
+
+// exclusionNotes says what the filters kept out of s's catalog, in at most one line.
+func exclusionNotes(s *config.Server, plan naming.Plan) []string {
+	if sum := plan.Summary(); sum != "" {
+		return []string{fmt.Sprintf("server %q: %s", s.ID, sum)}
+	}
+	return nil
 }
 
 func namingProblems(s *config.Server, plan naming.Plan) []config.Problem {

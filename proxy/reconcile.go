@@ -25,11 +25,32 @@ type runningServer struct {
 	pool  *session.Pool
 	tools []upstream.Tool
 	plan  naming.Plan
+	// What the instance that started the server declared and listed.
+	caps      upstream.Capabilities
+	resources []upstream.Resource
+	templates []upstream.ResourceTemplate
+	prompts   []upstream.Prompt
+}
+
+// withTools returns a copy of rs with another tool list and plan.
+func (rs *runningServer) withTools(cfg *config.Server, tools []upstream.Tool, plan naming.Plan) *runningServer {
+	n := *rs
+	n.cfg, n.tools, n.plan = cfg, tools, plan
+	return &n
+}
+
+// fromInstance fills what inst declared and listed.
+func (rs *runningServer) fromInstance(inst *upstream.Instance) *runningServer {
+	rs.caps, rs.resources, rs.templates, rs.prompts = inst.Capabilities(), inst.Resources(), inst.ResourceTemplates(), inst.Prompts()
+	return rs
 }
 
 // Report is the outcome of one Reconcile.
 type Report struct {
 	Problems []config.Problem
+	// Notes are what the config asked for and was done, such as tools the filters
+	// excluded: one line per server planned in this reconcile, not problems.
+	Notes []string
 	// Failed lists servers whose start or update failed in this reconcile.
 	Failed []string
 	// Changed is true when the exported catalog changed (and clients were told).
@@ -63,9 +84,11 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	if p.opts.OnWorkspace != nil {
 		p.opts.OnWorkspace(ws)
 	}
+	p.ledger.SetLimits(ws.Limits.MaxInstances, ws.Limits.MaxRSS)
 	// Workspace settings take effect with the first commit below.
 	settings := p.current().with()
 	settings.admin = ws.Admin
+	settings.discovery = ws.Discovery
 	settings.pattern = ws.Naming.ValidPattern
 	if cap(settings.limits.global) != ws.Limits.MaxConcurrent {
 		// Calls in flight release the slots of the limiter they took them from.
@@ -110,11 +133,12 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		old := next[s.ID]
 		plan, entries := p.plan(s, old.tools, cat.withServer(s.ID, nil), ws.Naming.ValidPattern)
 		report.Problems = append(report.Problems, namingProblems(s, plan)...)
+		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			continue
 		}
-		next[s.ID] = &runningServer{cfg: s, pool: old.pool, tools: old.tools, plan: plan}
+		next[s.ID] = old.withTools(s, old.tools, plan)
 		cat = cat.withServer(s.ID, entries)
 		p.log.Info("server re-planned without restart", "server", s.ID, "tools", len(entries))
 	}
@@ -144,12 +168,13 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 		plan, entries := p.plan(s, pr.inst.Tools(), cat, ws.Naming.ValidPattern)
 		report.Problems = append(report.Problems, namingProblems(s, plan)...)
+		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
 			return
 		}
-		rs := &runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}
+		rs := (&runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}).fromInstance(pr.inst)
 		rs.pool = p.newPool(s, pr.inst)
 		if old := next[s.ID]; old != nil {
 			retired = append(retired, old)
@@ -198,7 +223,8 @@ const commitWindow = 250 * time.Millisecond
 // per-tool settings, timeouts) can be applied without a restart.
 func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
-		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
+		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
 		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure &&
 		a.PingInterval == b.PingInterval
@@ -218,7 +244,7 @@ func contains(servers []*config.Server, id string) bool {
 // hold reloadMu.
 func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers map[string]*runningServer) bool {
 	cat = cat.withServer("", nil) // fresh copy we may reorder
-	cat = cat.withAdmin(adminEntries(settings.admin))
+	cat = cat.withAdmin(append(adminEntries(settings.admin), discoveryEntries(settings.discovery, cat)...))
 	cat.withOrder(append([]string{adminServer}, order...))
 	cat.render()
 	old := p.current()
@@ -226,13 +252,28 @@ func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers ma
 	next.problems = old.problems
 	next.catalog = cat
 	next.servers = servers
+	next.search = newSearchView(settings.discovery, cat)
+	next.order = order
+	next.surface = buildSurface(order, servers, settings.pattern)
 	p.publish(next)
-	if sameSurface(old.catalog, cat) {
+	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
+	toolsChanged := !sameSurface(old.catalog, cat) || !sameListing(old.search, next.search)
+	if resChanged {
+		p.clients.changed("resources")
+	}
+	if promptsChanged {
+		p.clients.changed("prompts")
+	}
+	if !toolsChanged && !resChanged && !promptsChanged {
 		return false
 	}
 	v := p.version.Add(1)
-	p.log.Info("catalog changed", "version", v, "tools", cat.Len())
-	p.clients.toolsChanged()
+	if toolsChanged {
+		p.log.Info("catalog changed", "version", v, "tools", cat.Len())
+		p.clients.changed("tools")
+	} else {
+		p.log.Info("resources or prompts changed", "version", v)
+	}
 	return true
 }
 
@@ -259,9 +300,16 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	defer cancel()
 	opts := p.opts.Upstream
 	opts.ClientVersion = p.opts.Version
-	opts.OnToolsChanged = func(inst *upstream.Instance) {
-		p.relists.request(s.ID, inst, func(inst *upstream.Instance) { p.relist(s.ID, inst) })
+	opts.OnListChanged = func(inst *upstream.Instance, kind string) {
+		p.relists.request(s.ID+"/"+kind, inst, func(inst *upstream.Instance) {
+			if kind == "tools" {
+				p.relist(s.ID, inst)
+			} else {
+				p.relistSurface(s.ID, inst, kind)
+			}
+		})
 	}
+	opts.OnNotification = func(inst *upstream.Instance, n upstream.Notification) { p.upstreamNotified(s.ID, inst, n) }
 	// Connecting, initializing and listing are safe to repeat, so transient
 	// failures are retried with backoff within connect_timeout. A tools/call
 	// is never retried: it may have reached the upstream.
@@ -288,7 +336,8 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 	return session.NewPool(session.Config{
 		Server: s.ID, Stateless: s.Stateless,
 		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
-		PingInterval: s.PingInterval,
+		QueueTimeout: s.Lease.QueueTimeout, MaxAge: s.Lease.MaxAge, MaxCalls: s.Lease.MaxCalls,
+		PingInterval: s.PingInterval, Ledger: p.ledger,
 		OnEvent: func(e session.Event) {
 			errText := ""
 			if e.Err != nil {
@@ -338,7 +387,7 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 		p.log.Warn("server's new tool list was rejected; keeping the previous list", "server", id, "problems", fmt.Sprint(plan.Problems))
 		return
 	}
-	updated := &runningServer{cfg: rs.cfg, pool: rs.pool, tools: tools, plan: plan}
+	updated := rs.withTools(rs.cfg, tools, plan)
 	next := maps.Clone(st.servers)
 	order := make([]string, 0, len(st.servers))
 	next[id] = updated
@@ -348,6 +397,37 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 		}
 	}
 	p.commit(st, cat.withServer(id, entries), order, next)
+}
+
+// relistSurface re-reads a server's resources and templates, or prompts,
+// after the upstream said they changed, and commits the result.
+func (p *Proxy) relistSurface(id string, inst *upstream.Instance, kind string) {
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	st := p.current()
+	rs := st.servers[id]
+	if rs == nil || !rs.pool.Owns(inst) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rs.cfg.ConnectTimeout)
+	defer cancel()
+	updated := *rs
+	var err error
+	if kind == "prompts" {
+		updated.prompts, err = inst.ListPrompts(ctx)
+	} else {
+		updated.resources, err = inst.ListResources(ctx)
+		if err == nil {
+			updated.templates, err = inst.ListResourceTemplates(ctx)
+		}
+	}
+	if err != nil {
+		p.log.Warn("re-listing after list_changed failed; keeping the previous list", "server", id, "kind", kind, "err", upstream.Scrub(rs.cfg, err.Error()))
+		return
+	}
+	next := maps.Clone(st.servers)
+	next[id] = &updated
+	p.commit(st, st.catalog.withServer("", nil), st.order, next)
 }
 
 // setProblems publishes the problems of a reload. Callers hold reloadMu.
@@ -360,5 +440,6 @@ func (p *Proxy) setProblems(problems []config.Problem) {
 
 // Problems returns the problems found by the last reconcile.
 func (p *Proxy) Problems() []config.Problem {
-	return append([]config.Problem(nil), p.current().problems...)
+	st := p.current()
+	return append(append([]config.Problem(nil), st.problems...), st.surface.problems...)
 }

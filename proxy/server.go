@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -34,9 +35,14 @@ type Proxy struct {
 
 	reloadMu sync.Mutex // one reconcile, relist or problems update at a time
 
-	clients    clients // connected sessions and listen streams, for notifications
-	relists    relists // per-server coalescing of upstream list_changed
+	clients    clients       // connected sessions and listen streams, for notifications
+	inflight   inflight      // downstream requests running on each instance
+	subs       subscriptions // resource subscriptions per session
+	levels     levels        // log levels per session
+	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
+	relists    relists       // per-server coalescing of upstream list_changed
 	retiring   sync.WaitGroup
+	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
 	loaded     chan struct{} // closed once the first config load is committed
 	loadedOnce sync.Once
@@ -57,7 +63,7 @@ func New(opts Options) *Proxy {
 	if opts.Upstream.Logger == nil {
 		opts.Upstream.Logger = opts.Logger
 	}
-	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{})}
+	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	st := initialState()
 	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))
@@ -89,7 +95,12 @@ func (p *Proxy) awaitLoad(ctx context.Context) {
 }
 
 // MarkLoaded tells the proxy the first config load is done.
-func (p *Proxy) MarkLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
+func (p *Proxy) MarkLoaded() {
+	p.loadedOnce.Do(func() {
+		p.clients.first.finish()
+		close(p.loaded)
+	})
+}
 
 // Loaded is closed once the first config load is done.
 func (p *Proxy) Loaded() <-chan struct{} { return p.loaded }

@@ -10,16 +10,22 @@ import (
 // under reloadMu, builds the next one.
 type state struct {
 	catalog  *Catalog
+	surface  *Surface // resources, templates, prompts
 	servers  map[string]*runningServer
+	order    []string          // servers in config order
 	failed   map[string]string // servers in the config with no running instance: why
 	problems []config.Problem  // from the last reload
 	admin    config.Admin
 	pattern  string // naming.valid_pattern of the last good config
 	limits   *limiter
+	// discovery is the config's discovery section; search is its view of
+	// catalog in search mode (nil in mode all), built by the same commit.
+	discovery config.Discovery
+	search    *searchView
 }
 
 func initialState() *state {
-	return &state{catalog: emptyCatalog(), servers: map[string]*runningServer{}, failed: map[string]string{},
+	return &state{catalog: emptyCatalog(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]string{},
 		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0)}
 }
 

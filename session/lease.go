@@ -2,15 +2,21 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // acquireLease returns key's dedicated instance, leasing one on first use:
-// a spare when one is ready, else a new instance within the cap.
+// a spare when one is ready, else a new instance within the caps. Over a
+// cap it refuses at once, or waits up to lease.queue_timeout for room.
 func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
+	var queue *time.Timer // runs once the session first hits a cap
+	defer func() {
+		if queue != nil {
+			queue.Stop()
+		}
+	}()
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -18,57 +24,130 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 			return nil, ErrClosed
 		}
 		l := p.leases[key]
-		if l != nil && isDead(l.inst) {
-			// The session's instance died: its state is gone. Hand out a
-			// fresh one and say so in the result.
-			lostEvent := Event{Kind: "lost", Server: p.cfg.Server, Key: key, PID: l.inst.PID(), Err: l.inst.Err()}
-			delete(p.leases, key)
-			p.live--
-			p.signalFreed()
-			p.mu.Unlock()
-			p.emit(lostEvent)
-			g, err := p.newLease(ctx, key, true)
-			if err != nil || g != nil {
-				return g, err
-			}
-			continue
-		}
-		if l != nil {
-			l.inflight++
+		var retired *record
+		var why string
+		switch {
+		case l == nil || l.rec == nil:
+		case isDead(l.rec.inst):
+			// The session's instance died: its state is gone. The lease
+			// keeps its slot; a fresh instance takes over and says so.
+			retired, why = l.rec, "lost"
+			l.rec, l.lost = nil, true
+		case p.due(l.rec):
+			// lease.max_calls or lease.max_age: replaced between calls. A
+			// call still running on the old instance finishes there.
+			retired, why = l.rec, "recycled"
+			l.rec, l.recycled = nil, true
+		default:
 			l.lastUsed = time.Now()
-			p.inflight++
+			g := p.use(l.rec)
 			p.mu.Unlock()
-			return &Grant{Instance: l.inst, done: p.leaseDone(key, l)}, nil
+			return g, nil
 		}
 		p.mu.Unlock()
-		g, err := p.newLease(ctx, key, false)
-		if err != nil || g != nil {
-			return g, err
+		if retired != nil {
+			p.retire(retired, false, why)
+		}
+		g, wait, err := p.fill(ctx, key)
+		switch {
+		case err != nil:
+			return nil, err
+		case g != nil:
+			return g, nil
+		case wait == nil:
+			continue // look again
+		}
+		// Over a cap: wait for room only if the config asks for queueing.
+		if p.cfg.QueueTimeout <= 0 {
+			return nil, p.capError(wait.err, 0, nil)
+		}
+		if queue == nil {
+			queue = time.NewTimer(p.cfg.QueueTimeout)
+		}
+		select {
+		case <-wait.pool:
+		case <-wait.ledger:
+		case <-queue.C:
+			return nil, p.capError(wait.err, p.cfg.QueueTimeout, nil)
+		case <-ctx.Done():
+			return nil, p.capError(wait.err, 0, context.Cause(ctx))
 		}
 	}
 }
 
-// newLease gives key a spare or a new instance, waiting for capacity under
-// the cap. A nil Grant with nil error means "look again".
-func (p *Pool) newLease(ctx context.Context, key Key, lost bool) (*Grant, error) {
+// capWait is what a session over a cap may wait on.
+type capWait struct {
+	err          error // ErrCapReached or ErrLimitReached
+	pool, ledger <-chan struct{}
+}
+
+// capError explains a refusal: which cap, where it is set, and what frees
+// room. waited is the queue time spent, if any; cause why waiting ended
+// early.
+func (p *Pool) capError(which error, waited time.Duration, cause error) error {
+	var msg string
+	if errors.Is(which, ErrLimitReached) {
+		msg = fmt.Sprintf("the aggregator runs %d upstream instances across all servers (limits.max_instances: %d); raise limits.max_instances, or release leases of other servers with mcp_release",
+			p.ledger.Count(), p.ledger.MaxInstances())
+	} else {
+		msg = fmt.Sprintf("all %d instances of server %q are leased to other sessions (lease.max_instances: %d); one frees when its session calls mcp_release, ends, or idles past lease.idle_ttl; raise lease.max_instances",
+			p.cfg.MaxInstances, p.cfg.Server, p.cfg.MaxInstances)
+	}
+	switch {
+	case cause != nil:
+		return fmt.Errorf("%w: %s: %w", which, msg, cause)
+	case waited > 0:
+		return fmt.Errorf("%w: none freed within lease.queue_timeout (%s): %s", which, waited, msg)
+	default:
+		return fmt.Errorf("%w: %s, or set lease.queue_timeout to wait for one", which, msg)
+	}
+}
+
+// fill gives key's lease an instance: a spare, or a new one. A new lease
+// takes a slot within the caps; a lease that lost or recycled its instance
+// has one already. It returns a grant, or what to wait on when over a cap,
+// or neither when the caller should look again.
+func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	if p.leases[key] != nil {
+	l := p.leases[key]
+	if l != nil && l.rec != nil {
 		p.mu.Unlock()
-		return nil, nil
+		return nil, nil, nil
 	}
-	// Concurrent first calls of one session share the one instance the
-	// first of them starts.
+	// Concurrent calls of one session share the one instance the first of
+	// them starts.
 	if wait, starting := p.pending[key]; starting {
 		p.mu.Unlock()
 		select {
 		case <-wait:
-			return nil, nil
+			return nil, nil, nil
 		case <-ctx.Done():
-			return nil, fmt.Errorf("server %q: waiting for this session's instance to start: %w", p.cfg.Server, context.Cause(ctx))
+			return nil, nil, fmt.Errorf("waiting for this session's instance to start: %w", context.Cause(ctx))
+		}
+	}
+	var rec *record
+	for len(p.spares) > 0 && rec == nil {
+		rec = p.spares[0]
+		p.spares = p.spares[1:]
+		if isDead(rec.inst) {
+			p.mu.Unlock()
+			p.retire(rec, true, "")
+			p.mu.Lock()
+			rec = nil
+		}
+	}
+	if rec != nil && l != nil {
+		p.freeSlot() // the spare brings its own slot; the lease's is not needed
+	}
+	if rec == nil && l == nil {
+		if err := p.takeSlot(); err != nil {
+			wait := &capWait{err: err, pool: p.freed, ledger: p.ledger.waitFreed()}
+			p.mu.Unlock()
+			return nil, wait, nil
 		}
 	}
 	mine := make(chan struct{})
@@ -79,66 +158,49 @@ func (p *Pool) newLease(ctx context.Context, key Key, lost bool) (*Grant, error)
 		p.mu.Unlock()
 		close(mine)
 	}()
-	var inst *upstream.Instance
-	for len(p.spares) > 0 && inst == nil {
-		inst = p.spares[0]
-		p.spares = p.spares[1:]
-		if isDead(inst) {
-			inst = nil
-			p.live--
-		}
-	}
-	if inst == nil {
-		if p.cfg.MaxInstances > 0 && p.live >= p.cfg.MaxInstances {
-			freed := p.freed
-			p.mu.Unlock()
-			select {
-			case <-freed:
-				return nil, nil
-			case <-ctx.Done():
-				return nil, fmt.Errorf("server %q: %w (%d instances, all leased to other sessions); raise lease.max_instances or ask agents to call mcp_release: %w",
-					p.cfg.Server, ErrCapReached, p.cfg.MaxInstances, context.Cause(ctx))
-			}
-		}
-		p.live++
+	if rec == nil {
 		p.mu.Unlock()
-		fresh, err := p.factory(ctx)
+		inst, err := p.factory(ctx)
 		p.mu.Lock()
 		if err != nil {
-			p.live--
-			p.signalFreed()
+			if l == nil {
+				p.freeSlot()
+			}
 			p.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
-		inst = fresh
-		if p.closed {
-			p.live--
-			p.mu.Unlock()
-			_ = inst.Close()
-			return nil, ErrClosed
-		}
+		rec = newRecord(inst, RoleLeased)
 	}
-	l := &lease{inst: inst, inflight: 1, lastUsed: time.Now(), lost: lost}
-	p.leases[key] = l
-	p.inflight++
-	p.mu.Unlock()
-	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: inst.PID()})
-	p.refill()
-	return &Grant{Instance: inst, First: true, Lost: lost, done: p.leaseDone(key, l)}, nil
-}
-
-func (p *Pool) leaseDone(key Key, l *lease) func() {
-	return func() {
-		p.mu.Lock()
-		l.inflight--
-		l.lastUsed = time.Now()
-		if l.inflight == 0 && l.idle != nil {
-			close(l.idle)
-			l.idle = nil
+	if p.closed || (l != nil && p.leases[key] != l) {
+		// The pool closed, or the lease ended (mcp_release) while its new
+		// instance started: the instance has no slot to run in.
+		ended := p.closed
+		if l == nil {
+			p.freeSlot()
 		}
 		p.mu.Unlock()
-		p.callDone()
+		_ = rec.inst.Close()
+		if ended {
+			return nil, nil, ErrClosed
+		}
+		return nil, nil, nil
 	}
+	first := l == nil
+	if first {
+		l = &lease{}
+		p.leases[key] = l
+	} else {
+		l.restarts++
+	}
+	rec.role, rec.key, rec.restarts = RoleLeased, key, l.restarts
+	l.rec, l.lastUsed = rec, time.Now()
+	g := p.use(rec)
+	g.First, g.Lost, g.Recycled = first || l.lost, l.lost, l.recycled
+	l.lost, l.recycled = false, false
+	p.mu.Unlock()
+	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})
+	p.refill()
+	return g, nil, nil
 }
 
 // Release ends key's lease, if any, and stops its instance once its calls
@@ -147,6 +209,8 @@ func (p *Pool) Release(key Key) bool {
 	return p.end(key, "released")
 }
 
+// end ends key's lease. Its instance keeps its slot until it is closed, so
+// the caps count every process that still runs.
 func (p *Pool) end(key Key, why string) bool {
 	p.mu.Lock()
 	l := p.leases[key]
@@ -155,54 +219,41 @@ func (p *Pool) end(key Key, why string) bool {
 		return false
 	}
 	delete(p.leases, key)
-	var idle chan struct{}
-	if l.inflight > 0 {
-		idle = make(chan struct{})
-		l.idle = idle
-	}
-	// Added under mu, so that it is ordered before Close's Wait.
-	p.wg.Add(1)
-	p.mu.Unlock()
-	p.emit(Event{Kind: why, Server: p.cfg.Server, Key: key, PID: l.inst.PID()})
-	go func() {
-		defer p.wg.Done()
-		if idle != nil {
-			// The session's calls still running finish first.
-			select {
-			case <-idle:
-			case <-time.After(drainLimit):
-			}
-		}
-		_ = l.inst.Close()
-		p.mu.Lock()
-		p.live--
-		p.signalFreed()
+	if l.rec == nil {
+		p.freeSlot()
 		p.mu.Unlock()
+		p.emit(Event{Kind: why, Server: p.cfg.Server, Key: key})
 		p.refill()
-	}()
+		return true
+	}
+	p.mu.Unlock()
+	p.retire(l.rec, true, why)
 	return true
 }
 
-// Held reports whether key holds a lease, and its instance's pid.
+// Held reports whether key holds a lease, and its instance's pid (0 while
+// a recycled instance's successor has not started).
 func (p *Pool) Held(key Key) (pid int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l := p.leases[key]; l != nil {
-		return l.inst.PID(), true
+	l := p.leases[key]
+	if l == nil {
+		return 0, false
 	}
-	return 0, false
+	if l.rec != nil {
+		pid = l.rec.inst.PID()
+	}
+	return pid, true
 }
 
-// refill starts spares until prewarm are ready or starting, within the cap.
+// refill starts spares until prewarm are ready or starting, within the caps.
 func (p *Pool) refill() {
 	if p.cfg.Stateless {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && len(p.spares)+p.starting < p.cfg.Prewarm &&
-		(p.cfg.MaxInstances == 0 || p.live < p.cfg.MaxInstances) {
-		p.live++
+	for !p.closed && len(p.spares)+p.starting < p.cfg.Prewarm && p.takeSlot() == nil {
 		p.starting++
 		p.wg.Add(1)
 		go p.startSpare()
@@ -215,8 +266,7 @@ func (p *Pool) startSpare() {
 	p.mu.Lock()
 	p.starting--
 	if err != nil || p.closed {
-		p.live--
-		p.signalFreed()
+		p.freeSlot()
 		p.mu.Unlock()
 		if err != nil {
 			p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
@@ -225,16 +275,16 @@ func (p *Pool) startSpare() {
 		}
 		return
 	}
-	p.spares = append(p.spares, inst)
+	p.spares = append(p.spares, newRecord(inst, RoleSpare))
 	p.signalFreed() // a caller waiting under the cap can take it
 	p.mu.Unlock()
 }
 
+// expireLoop ends leases idle past lease.idle_ttl, and recycles idle
+// leased instances and spares older than lease.max_age.
 func (p *Pool) expireLoop() {
-	period := p.cfg.IdleTTL / 4
-	if period < 10*time.Millisecond {
-		period = 10 * time.Millisecond
-	}
+	period := min(nonZero(p.cfg.IdleTTL), nonZero(p.cfg.MaxAge)) / 4
+	period = max(period, 10*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -242,18 +292,52 @@ func (p *Pool) expireLoop() {
 		case <-p.stopTTL:
 			return
 		case now := <-t.C:
-			var idle []Key
-			p.mu.Lock()
-			for k, l := range p.leases {
-				if l.inflight == 0 && now.Sub(l.lastUsed) >= p.cfg.IdleTTL {
-					idle = append(idle, k)
-				}
-			}
-			p.mu.Unlock()
-			for _, k := range idle {
-				p.end(k, "expired")
+			p.expire(now)
+		}
+	}
+}
+
+func nonZero(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Duration(1<<63 - 1)
+	}
+	return d
+}
+
+func (p *Pool) expire(now time.Time) {
+	var idle []Key
+	var recycled, stale []*record
+	p.mu.Lock()
+	for k, l := range p.leases {
+		switch {
+		case l.rec != nil && l.rec.inflight > 0:
+		case p.cfg.IdleTTL > 0 && now.Sub(l.lastUsed) >= p.cfg.IdleTTL:
+			idle = append(idle, k)
+		case l.rec != nil && p.due(l.rec):
+			recycled = append(recycled, l.rec)
+			l.rec, l.recycled = nil, true
+		}
+	}
+	if p.cfg.MaxAge > 0 {
+		kept := p.spares[:0]
+		for _, s := range p.spares {
+			if now.Sub(s.started) >= p.cfg.MaxAge {
+				stale = append(stale, s)
+			} else {
+				kept = append(kept, s)
 			}
 		}
+		p.spares = kept
+	}
+	p.mu.Unlock()
+	for _, k := range idle {
+		p.end(k, "expired")
+	}
+	for _, r := range recycled {
+		p.retire(r, false, "recycled")
+	}
+	for _, s := range stale {
+		p.retire(s, true, "recycled")
 	}
 }
 

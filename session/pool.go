@@ -20,11 +20,24 @@ type Config struct {
 	Server       string
 	Stateless    bool          // one shared instance for everyone
 	IdleTTL      time.Duration // release a lease unused this long; 0 = never
-	MaxInstances int           // cap on live instances; 0 = unlimited
+	MaxInstances int           // cap on this server's instances (lease.max_instances); 0 = unlimited
 	Prewarm      int           // spare instances kept ready
+	// QueueTimeout is how long a session over a cap waits for room
+	// (lease.queue_timeout); 0 refuses it at once.
+	QueueTimeout time.Duration
+	// MaxAge and MaxCalls recycle a leased instance between calls once it
+	// is this old or has served this many calls; 0 = never.
+	MaxAge   time.Duration
+	MaxCalls int
 	// PingInterval is how often a shared instance is pinged; 0 = never.
 	// Two failed pings in a row count as a crash.
 	PingInterval time.Duration
+	// UsageInterval is how often a shared instance's memory is compared
+	// with the ledger's limits.max_rss (default 5s).
+	UsageInterval time.Duration
+	// Ledger is the aggregator-wide account every pool shares; nil gives
+	// the pool one of its own, without limits.
+	Ledger *Ledger
 	// OnEvent, when set, is told about lease changes for logs and tests.
 	OnEvent func(Event)
 }
@@ -35,20 +48,30 @@ const (
 	maxBackoff = 30 * time.Second
 )
 
+// defaultUsageInterval is how often a shared instance's RSS is checked.
+const defaultUsageInterval = 5 * time.Second
+
 // Event describes a lease change.
 type Event struct {
-	Kind   string // "leased", "released", "expired", "lost", "spawn-failed"
+	// Kind: "leased", "released", "expired", "session-ended", "lost",
+	// "recycled" (max_age or max_calls), "replaced" (over limits.max_rss),
+	// "restarted", "spawn-failed".
+	Kind   string
 	Server string
 	Key    Key
 	PID    int
 	Err    error
 }
 
-// ErrCapReached is returned when max_instances instances are all leased and
-// none freed before the call's deadline.
+// ErrCapReached is returned when lease.max_instances instances are all
+// taken and no queue is configured, or none freed within it.
 var ErrCapReached = errors.New("lease.max_instances reached")
 
-// drainLimit bounds how long an ended lease waits for its calls in flight.
+// ErrLimitReached is returned when limits.max_instances instances run
+// across all servers.
+var ErrLimitReached = errors.New("limits.max_instances reached")
+
+// drainLimit bounds how long a retired instance waits for its calls in flight.
 const drainLimit = 30 * time.Second
 
 // ErrClosed is returned by a Pool that is shutting down.
@@ -57,44 +80,66 @@ var ErrClosed = errors.New("server is being removed")
 // Grant is one use of an instance for one call.
 type Grant struct {
 	Instance *upstream.Instance
-	// First is true on a session's first lease of this server.
+	// First is true on a session's first lease of this server (and after a
+	// lost instance, whose replacement is a new lease in all but name).
 	First bool
 	// Lost is true when the session's previous instance died and this one replaces it.
 	Lost bool
-	done func()
+	// Recycled is true when the session's previous instance was replaced
+	// on purpose (lease.max_age, lease.max_calls): its state is gone.
+	Recycled bool
+	done     func()
 }
 
 // Done must be called when the call finishes.
 func (g *Grant) Done() { g.done() }
 
-type lease struct {
+// record is the pool's account of one of its instances. Its fields are
+// guarded by the pool's mu.
+type record struct {
 	inst     *upstream.Instance
+	started  time.Time
+	role     string
+	key      Key   // the session a leased instance serves
+	calls    int64 // calls handed to it
 	inflight int
+	restarts int
+	idle     chan struct{} // while draining: closed when inflight reaches 0
+}
+
+func newRecord(inst *upstream.Instance, role string) *record {
+	return &record{inst: inst, started: time.Now(), role: role}
+}
+
+type lease struct {
+	rec      *record // nil between a lost or recycled instance and the next call
 	lastUsed time.Time
-	lost     bool          // the previous instance of this lease died
-	idle     chan struct{} // non-nil while an ending lease waits for its calls
+	lost     bool // the previous instance died; said once
+	recycled bool // the previous instance was recycled; said once
+	restarts int
 }
 
 // Pool owns every instance of one server.
 type Pool struct {
 	cfg     Config
 	factory Factory
+	ledger  *Ledger
 
 	mu       sync.Mutex
-	shared   *upstream.Instance
-	sharedIn int
-	spares   []*upstream.Instance
+	shared   *record
+	spares   []*record
 	leases   map[Key]*lease
-	pending  map[Key]chan struct{} // keys whose first instance is starting
-	live     int                   // instances alive or starting
+	draining map[*record]bool      // retired instances, until closed
+	pending  map[Key]chan struct{} // keys whose instance is starting
+	live     int                   // slots held (see Ledger)
 	starting int                   // spares being started
-	freed    chan struct{}         // closed and replaced whenever capacity frees
+	freed    chan struct{}         // closed and replaced whenever a slot frees
 	closed   bool
 	drained  chan struct{}
 	inflight int
 	stopTTL  chan struct{}
+	stop     chan struct{} // closed by Close: retired instances stop waiting for calls
 	wg       sync.WaitGroup
-
 	// Shared instance recovery.
 	down      error     // why the shared instance is down, while it is
 	restartAt time.Time // when the next restart is due
@@ -102,25 +147,34 @@ type Pool struct {
 
 // NewPool takes ownership of first, the instance that discovered the tools:
 // it becomes the shared instance, or the first spare of a stateful server.
+// first counts against limits.max_instances even over it: it runs already.
 func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
-	p := &Pool{cfg: cfg, factory: factory, leases: map[Key]*lease{}, pending: map[Key]chan struct{}{},
-		freed: make(chan struct{}), stopTTL: make(chan struct{})}
+	if cfg.Ledger == nil {
+		cfg.Ledger = NewLedger()
+	}
+	if cfg.UsageInterval <= 0 {
+		cfg.UsageInterval = defaultUsageInterval
+	}
+	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
+		pending: map[Key]chan struct{}{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{})}
+	p.ledger.add(p)
 	if first != nil {
 		p.live = 1
+		p.ledger.force()
 		if cfg.Stateless {
-			p.shared = first
+			p.shared = newRecord(first, RoleShared)
 		} else {
-			p.spares = []*upstream.Instance{first}
+			p.spares = []*record{newRecord(first, RoleSpare)}
 		}
 	}
 	if !cfg.Stateless {
 		p.refill()
-		if cfg.IdleTTL > 0 {
+		if cfg.IdleTTL > 0 || cfg.MaxAge > 0 {
 			go p.expireLoop()
 		}
 	} else if first != nil {
 		p.wg.Add(1)
-		go p.watchShared(first)
+		go p.watchShared(p.shared)
 	}
 	return p
 }
@@ -136,14 +190,119 @@ func (p *Pool) Acquire(ctx context.Context, key Key) (*Grant, error) {
 	return p.acquireLease(ctx, key)
 }
 
-func (p *Pool) callDone() {
+// use hands rec out for one call. Callers hold mu.
+func (p *Pool) use(rec *record) *Grant {
+	rec.calls++
+	rec.inflight++
+	p.inflight++
+	return &Grant{Instance: rec.inst, done: func() { p.callDone(rec) }}
+}
+
+func (p *Pool) callDone(rec *record) {
 	p.mu.Lock()
+	rec.inflight--
 	p.inflight--
+	if rec.inflight == 0 && rec.idle != nil {
+		close(rec.idle)
+		rec.idle = nil
+	}
 	if p.inflight == 0 && p.drained != nil {
 		close(p.drained)
 		p.drained = nil
 	}
+	var recycled *record
+	if rec.role == RoleLeased {
+		if l := p.leases[rec.key]; l != nil && l.rec == rec {
+			l.lastUsed = time.Now()
+			if rec.inflight == 0 && p.due(rec) {
+				// Recycled now, while nothing runs on it; the session's
+				// next call gets a fresh instance.
+				l.rec, l.recycled = nil, true
+				recycled = rec
+			}
+		}
+	}
 	p.mu.Unlock()
+	if recycled != nil {
+		p.retire(recycled, false, "recycled")
+	}
+}
+
+// due reports whether a leased instance has reached lease.max_calls or
+// lease.max_age. Callers hold mu.
+func (p *Pool) due(rec *record) bool {
+	return (p.cfg.MaxCalls > 0 && rec.calls >= int64(p.cfg.MaxCalls)) ||
+		(p.cfg.MaxAge > 0 && time.Since(rec.started) >= p.cfg.MaxAge)
+}
+
+// takeSlot claims room for one more instance within lease.max_instances
+// and limits.max_instances. Callers hold mu.
+func (p *Pool) takeSlot() error {
+	if !p.cfg.Stateless && p.cfg.MaxInstances > 0 && p.live >= p.cfg.MaxInstances {
+		return ErrCapReached
+	}
+	if !p.ledger.take() {
+		return ErrLimitReached
+	}
+	p.live++
+	return nil
+}
+
+// freeSlot gives a slot back. Callers hold mu.
+func (p *Pool) freeSlot() {
+	p.live--
+	p.ledger.give(1)
+	p.signalFreed()
+}
+
+// retire takes rec out of service: it drains (its calls in flight finish,
+// bounded by drainLimit and by Close), is closed, and then, with freeSlot,
+// gives its slot back.
+func (p *Pool) retire(rec *record, freeSlot bool, why string) {
+	p.mu.Lock()
+	rec.role = RoleDraining
+	p.draining[rec] = true
+	var idle chan struct{}
+	if rec.inflight > 0 {
+		idle = make(chan struct{})
+		rec.idle = idle
+	}
+	// Added under mu, so that it is ordered before Close's Wait.
+	p.wg.Add(1)
+	p.mu.Unlock()
+	if why != "" {
+		p.emit(Event{Kind: why, Server: p.cfg.Server, Key: rec.key, PID: rec.inst.PID(), Err: deadErr(rec.inst)})
+	}
+	go func() {
+		defer p.wg.Done()
+		if idle != nil {
+			timer := time.NewTimer(drainLimit)
+			select {
+			case <-idle:
+			case <-p.stop:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		_ = rec.inst.Close()
+		p.mu.Lock()
+		delete(p.draining, rec)
+		if freeSlot {
+			p.freeSlot()
+		}
+		p.mu.Unlock()
+		if freeSlot {
+			p.refill()
+		}
+	}()
+}
+
+// deadErr is why inst died, or nil while it runs.
+func deadErr(inst *upstream.Instance) error {
+	if isDead(inst) {
+		return inst.Err()
+	}
+	return nil
 }
 
 // signalFreed wakes callers waiting for capacity. Callers hold p.mu.
@@ -164,6 +323,7 @@ func isDead(inst *upstream.Instance) bool {
 // Stats is a snapshot for status output.
 type Stats struct {
 	Live, Leased, Spares int
+	Draining             int // retired instances not yet closed
 	SharedPID            int
 	SharedAlive          bool
 	Down                 string // why the shared instance is down, while it is
@@ -173,10 +333,10 @@ type Stats struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Stats{Live: p.live, Leased: len(p.leases), Spares: len(p.spares)}
+	s := Stats{Live: p.live, Leased: len(p.leases), Spares: len(p.spares), Draining: len(p.draining)}
 	if p.shared != nil {
-		s.SharedPID = p.shared.PID()
-		s.SharedAlive = !isDead(p.shared)
+		s.SharedPID = p.shared.inst.PID()
+		s.SharedAlive = !isDead(p.shared.inst)
 	}
 	if p.down != nil {
 		s.Down = p.down.Error()
@@ -184,11 +344,41 @@ func (p *Pool) Stats() Stats {
 	return s
 }
 
+// instances describes the pool's instances, without measuring them.
+func (p *Pool) instances() ([]InstanceInfo, []*upstream.Instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var recs []*record
+	if p.shared != nil {
+		recs = append(recs, p.shared)
+	}
+	recs = append(recs, p.spares...)
+	for _, l := range p.leases {
+		if l.rec != nil {
+			recs = append(recs, l.rec)
+		}
+	}
+	for r := range p.draining {
+		recs = append(recs, r)
+	}
+	infos := make([]InstanceInfo, 0, len(recs))
+	insts := make([]*upstream.Instance, 0, len(recs))
+	for _, r := range recs {
+		infos = append(infos, InstanceInfo{Server: p.cfg.Server, PID: r.inst.PID(), Role: r.role, Session: r.key,
+			Started: r.started, Calls: r.calls, InFlight: r.inflight, Restarts: r.restarts})
+		insts = append(insts, r.inst)
+	}
+	return infos, insts
+}
+
 // Shared returns the shared instance of a stateless pool, if running.
 func (p *Pool) Shared() *upstream.Instance {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.shared
+	if p.shared == nil {
+		return nil
+	}
+	return p.shared.inst
 }
 
 // Owns reports whether inst is one of the pool's live instances (shared,
@@ -199,16 +389,16 @@ func (p *Pool) Owns(inst *upstream.Instance) bool {
 	if p.closed {
 		return false
 	}
-	if p.shared == inst {
+	if p.shared != nil && p.shared.inst == inst {
 		return true
 	}
 	for _, s := range p.spares {
-		if s == inst {
+		if s.inst == inst {
 			return true
 		}
 	}
 	for _, l := range p.leases {
-		if l.inst == inst {
+		if l.rec != nil && l.rec.inst == inst {
 			return true
 		}
 	}
@@ -237,13 +427,19 @@ func (p *Pool) Close(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}
+	close(p.stop)
 	p.mu.Lock()
-	all := append([]*upstream.Instance(nil), p.spares...)
+	var all []*upstream.Instance
+	for _, s := range p.spares {
+		all = append(all, s.inst)
+	}
 	if p.shared != nil {
-		all = append(all, p.shared)
+		all = append(all, p.shared.inst)
 	}
 	for _, l := range p.leases {
-		all = append(all, l.inst)
+		if l.rec != nil {
+			all = append(all, l.rec.inst)
+		}
 	}
 	p.spares, p.shared, p.leases = nil, nil, map[Key]*lease{}
 	p.signalFreed()
@@ -255,6 +451,11 @@ func (p *Pool) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	p.wg.Wait()
+	p.mu.Lock()
+	p.ledger.give(p.live)
+	p.live = 0
+	p.mu.Unlock()
+	p.ledger.remove(p)
 }
 
 func (p *Pool) emit(e Event) {

@@ -217,27 +217,59 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 
 func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "counter")
-	pool := NewPool(Config{Server: "counter", MaxInstances: 1}, f.start, f.first(t))
-	closePool(t, pool)
 
-	a := acquire(t, pool, "a")
-	a.Done()
+	t.Run("a session over the cap is refused at once, told which key to change", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1}, f.start, f.first(t))
+		closePool(t, pool)
+		acquire(t, pool, "a").Done()
 
-	t.Run("a second key waits until its deadline", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		began := time.Now()
 		_, err := pool.Acquire(ctx, "b")
 		require.ErrorIs(t, err, ErrCapReached)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Contains(t, err.Error(), `"counter"`)
-		assert.Contains(t, err.Error(), "max_instances")
-		assert.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond, "it waited for capacity")
+		assert.Less(t, time.Since(began), time.Second, "no waiting out the call's timeout")
+		assert.Contains(t, err.Error(), `server "counter"`)
+		assert.Contains(t, err.Error(), "lease.max_instances: 1")
+		assert.Contains(t, err.Error(), "lease.queue_timeout")
 		assert.Zero(t, f.callCount(), "nothing was started over the cap")
 	})
 
-	t.Run("and gets an instance when the first key releases", func(t *testing.T) {
+	t.Run("with lease.queue_timeout it waits that long", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		const queue = 300 * time.Millisecond
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue}, f.start, f.first(t))
+		closePool(t, pool)
+		acquire(t, pool, "a").Done()
+
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		began := time.Now()
+		_, err := pool.Acquire(ctx, "b")
+		require.ErrorIs(t, err, ErrCapReached)
+		assert.GreaterOrEqual(t, time.Since(began), queue, "it waited for capacity")
+		assert.Contains(t, err.Error(), "none freed within lease.queue_timeout (300ms)")
+		assert.Zero(t, f.callCount(), "nothing was started over the cap")
+
+		// A caller's own deadline ends the wait too.
+		short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancelShort()
+		_, err = pool.Acquire(short, "b")
+		require.ErrorIs(t, err, ErrCapReached)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+
+	t.Run("a queued session gets the instance a release frees", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout}, f.start, f.first(t))
+		closePool(t, pool)
+		a := acquire(t, pool, "a")
+		a.Done()
+
 		got := make(chan *Grant, 1)
 		failed := make(chan error, 1)
 		go func() {

@@ -5,54 +5,71 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // acquireShared hands out the one instance every session of a stateless
 // server shares, or says why it is down.
-func (p *Pool) acquireShared(ctx context.Context) (*Grant, error) {
+func (p *Pool) acquireShared(context.Context) (*Grant, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, ErrClosed
 	}
-	if p.shared == nil || isDead(p.shared) {
+	if p.shared == nil || isDead(p.shared.inst) {
 		if p.down == nil || p.restartAt.IsZero() {
 			return nil, fmt.Errorf("server %q is down; it is being restarted", p.cfg.Server)
 		}
 		wait := max(time.Until(p.restartAt), 0).Round(time.Millisecond)
 		return nil, fmt.Errorf("server %q is down (%v); restarting in %s", p.cfg.Server, p.down, wait)
 	}
-	p.inflight++
-	return &Grant{Instance: p.shared, done: p.callDone}, nil
+	return p.use(p.shared), nil
 }
 
-// watchShared supervises the shared instance: when it dies or stops
+// rssGrace is how many usage intervals a shared instance runs before its
+// memory is held against limits.max_rss.
+const rssGrace = 6
+
+// overRSS is why a healthy shared instance is replaced.
+type overRSS struct{ rss, limit int64 }
+
+func (e *overRSS) Error() string {
+	return fmt.Sprintf("its processes use %.1f MiB, over limits.max_rss (%.1f MiB)", float64(e.rss)/(1<<20), float64(e.limit)/(1<<20))
+}
+
+// watchShared supervises the shared instance. When it dies or stops
 // answering pings it is replaced, with capped exponential backoff between
-// failed starts. Calls made while it is down fail at once with the reason.
-func (p *Pool) watchShared(inst *upstream.Instance) {
+// failed starts; calls made while it is down fail at once with the reason.
+// When it grows past limits.max_rss, a fresh instance is started first and
+// takes over between calls, while the old one finishes its calls.
+func (p *Pool) watchShared(rec *record) {
 	defer p.wg.Done()
 	backoff := minBackoff
 	for {
-		reason := p.supervise(inst)
+		reason := p.supervise(rec)
 		p.mu.Lock()
 		closing := p.closed
 		p.mu.Unlock()
 		if reason == nil || closing {
 			return
 		}
+		var big *overRSS
+		if errors.As(reason, &big) {
+			if fresh := p.replaceShared(rec, reason); fresh != nil {
+				rec = fresh
+			}
+			continue
+		}
 		// Down first, so no call reaches the lost instance and status stops
 		// calling it healthy; then close it without holding up the restart
 		// (a hung process takes the whole shutdown sequence).
 		p.mu.Lock()
-		if p.shared == inst {
+		if p.shared == rec {
 			p.shared, p.down, p.restartAt = nil, reason, time.Now().Add(backoff)
 		}
 		p.mu.Unlock()
-		p.emit(Event{Kind: "lost", Server: p.cfg.Server, PID: inst.PID(), Err: reason})
-		p.wg.Add(1)
-		go func(lost *upstream.Instance) { defer p.wg.Done(); _ = lost.Close() }(inst)
+		p.emit(Event{Kind: "lost", Server: p.cfg.Server, PID: rec.inst.PID(), Err: reason})
+		p.retire(rec, false, "")
+		restarts := rec.restarts
 		for {
 			p.mu.Lock()
 			p.shared, p.down, p.restartAt = nil, reason, time.Now().Add(backoff)
@@ -72,10 +89,12 @@ func (p *Pool) watchShared(inst *upstream.Instance) {
 				return
 			}
 			if err == nil {
-				p.shared, p.down = fresh, nil
+				rec = newRecord(fresh, RoleShared)
+				rec.restarts = restarts + 1
+				p.shared, p.down = rec, nil
 				p.mu.Unlock()
 				p.emit(Event{Kind: "restarted", Server: p.cfg.Server, PID: fresh.PID()})
-				inst, backoff = fresh, minBackoff
+				backoff = minBackoff
 				break
 			}
 			p.mu.Unlock()
@@ -86,15 +105,44 @@ func (p *Pool) watchShared(inst *upstream.Instance) {
 	}
 }
 
-// supervise waits until inst dies or fails two pings in a row (returning
-// why), or the pool closes (returning nil).
-func (p *Pool) supervise(inst *upstream.Instance) error {
+// replaceShared starts a successor to a shared instance that is healthy
+// but too big, and swaps it in; new calls go to the successor, and the old
+// instance closes once its calls finish. If the successor cannot start, the
+// old instance serves on and is measured again later.
+func (p *Pool) replaceShared(old *record, reason error) *record {
+	fresh, err := p.factory(context.Background())
+	if err != nil {
+		p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
+		return nil
+	}
+	p.mu.Lock()
+	if p.closed || p.shared != old {
+		p.mu.Unlock()
+		_ = fresh.Close()
+		return nil
+	}
+	rec := newRecord(fresh, RoleShared)
+	rec.restarts = old.restarts + 1
+	p.shared = rec
+	p.mu.Unlock()
+	p.emit(Event{Kind: "replaced", Server: p.cfg.Server, PID: old.inst.PID(), Err: reason})
+	p.retire(old, false, "")
+	return rec
+}
+
+// supervise waits until the instance dies, fails two pings in a row, or
+// outgrows limits.max_rss (returning why), or the pool closes (returning
+// nil).
+func (p *Pool) supervise(rec *record) error {
+	inst := rec.inst
 	var tick <-chan time.Time
 	if p.cfg.PingInterval > 0 {
 		t := time.NewTicker(p.cfg.PingInterval)
 		defer t.Stop()
 		tick = t.C
 	}
+	usage := time.NewTicker(p.cfg.UsageInterval)
+	defer usage.Stop()
 	failures := 0
 	for {
 		select {
@@ -105,6 +153,14 @@ func (p *Pool) supervise(inst *upstream.Instance) error {
 				return err
 			}
 			return errors.New("the connection closed")
+		case <-usage.C:
+			// A young instance is left alone: a limit below what a fresh
+			// instance needs would otherwise replace it over and over.
+			if limit := p.ledger.maxRSSBytes(); limit > 0 && time.Since(rec.started) >= rssGrace*p.cfg.UsageInterval {
+				if rss := inst.Usage().RSS; rss > limit {
+					return &overRSS{rss: rss, limit: limit}
+				}
+			}
 		case <-tick:
 			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PingInterval)
 			err := inst.Ping(ctx)

@@ -58,8 +58,10 @@ func (e *oversizedResponse) Unwrap() error { return e.TooLongError }
 
 // requestHandler answers a request the upstream sent (sampling, elicitation,
 // roots). It returns the response to send, or nil to send none. ctx ends when
-// the connection does.
-type requestHandler func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message
+// the connection does. flight is the Do (see flightOf) on whose response
+// stream the request arrived, or 0 when the transport cannot tell (stdio)
+// or it came on no request's stream.
+type requestHandler func(ctx context.Context, req *jsonrpc.Message, flight uint64) *jsonrpc.Message
 
 // cancelledParams is the body of notifications/cancelled.
 type cancelledParams struct {

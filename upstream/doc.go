@@ -1,8 +1,14 @@
 // Package upstream owns one connection to one upstream MCP server instance:
-// it spawns or connects, performs the initialize handshake, lists tools and
-// forwards calls with their progress and cancellation, keeping every message
-// as the raw JSON the upstream sent. Closing an instance follows the MCP
-// shutdown sequence and leaves no process behind. What an upstream sends
+// it spawns or connects, performs the initialize handshake, lists what the
+// upstream offers (tools, resources, resource templates, prompts), forwards
+// requests with their progress and cancellation, and hands back what the
+// upstream sends on its own (notifications, and its requests to the client,
+// attributed to the request they belong to), keeping every message as the
+// raw JSON the upstream sent. Closing an instance follows the MCP
+// shutdown sequence and leaves no process behind, not even a daemon that
+// left the process group: a Supervisor tracks every process an instance
+// starts (supervisor.go), and its reaper those the aggregator leaves if it
+// is killed (reaper.go). What an upstream sends
 // cannot make the aggregator hold unbounded memory or goroutines: messages,
 // stderr lines, notification-driven work and the upstream's own requests
 // are all bounded (bounds.go).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,15 +97,16 @@ func pattern(n int) string {
 	return strings.Repeat("0123456789abcdef", n/16+1)[:n]
 }
 
-// trackedPGIDs is a Reaper whose pipe the test reads: every process group an
-// instance registers shows up as "+PGID", and "-PGID" once it is gone.
+// trackedPGIDs is the pipe of a Supervisor's reaper, read by the test: every
+// process group an instance registers shows up as "+PGID", and "-PGID" once
+// it is gone.
 type trackedPGIDs struct {
 	mu      sync.Mutex
 	lines   []string
 	changed chan struct{}
 }
 
-func newTrackedPGIDs(t *testing.T) (*Reaper, *trackedPGIDs) {
+func newTrackedPGIDs(t *testing.T) (*Supervisor, *trackedPGIDs) {
 	tr := &trackedPGIDs{changed: make(chan struct{})}
 	r, w := io.Pipe()
 	go func() {
@@ -118,7 +120,8 @@ func newTrackedPGIDs(t *testing.T) (*Reaper, *trackedPGIDs) {
 		}
 	}()
 	t.Cleanup(func() { _ = w.Close() })
-	return &Reaper{w: w}, tr
+	reaper := &Reaper{log: slog.Default(), w: w, groups: map[int]bool{}, done: make(chan struct{})}
+	return &Supervisor{log: slog.Default(), id: newRunID(), reaper: reaper}, tr
 }
 
 // wait returns the pgid of the first line starting with op.
@@ -155,7 +158,7 @@ func TestInitializeFailures(t *testing.T) {
 		defer cancel()
 		began := time.Now()
 		inst, err := Start(ctx, demoServer("hanger", "misbehave hang-init"),
-			Options{Logger: newLogRecorder().logger(), Reaper: reaper, StdinGrace: 100 * time.Millisecond, TermGrace: 200 * time.Millisecond})
+			Options{Logger: newLogRecorder().logger(), Supervisor: reaper, StdinGrace: 100 * time.Millisecond, TermGrace: 200 * time.Millisecond})
 		require.Error(t, err)
 		assert.Nil(t, inst)
 		assert.Contains(t, err.Error(), "connect_timeout")
@@ -174,7 +177,7 @@ func TestInitializeFailures(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		began := time.Now()
-		_, err := Start(ctx, demoServer("quitter", "misbehave exit-init"), Options{Logger: newLogRecorder().logger(), Reaper: reaper})
+		_, err := Start(ctx, demoServer("quitter", "misbehave exit-init"), Options{Logger: newLogRecorder().logger(), Supervisor: reaper})
 		require.Error(t, err)
 		assert.Less(t, time.Since(began), 5*time.Second)
 		assert.NoError(t, ctx.Err(), "it failed before its deadline")

@@ -86,7 +86,7 @@ func TestListChangedFloodIsCoalesced(t *testing.T) {
 	// Every notification came before the result, so the runs they cause
 	// settle; wait until none is under way or pending.
 	require.Eventually(t, func() bool {
-		c := inst.toolsChanged
+		c := inst.listChanged["tools"]
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return !c.running

@@ -6,17 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"os"
 	"os/exec"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
-
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -34,55 +31,92 @@ type Options struct {
 	// notifications/tools/list_changed, never twice at once: notifications
 	// that arrive while it runs are folded into one more run after it. So
 	// it always runs once after the last notification, however many came.
+	// It is OnListChanged for "tools"; when both are set, both run, this one
+	// first, in the same run.
 	OnToolsChanged func(*Instance)
+	// OnListChanged runs when the upstream sends
+	// notifications/<kind>/list_changed, for kind "tools", "resources" or
+	// "prompts", coalesced per kind as OnToolsChanged is: never twice at
+	// once for one kind, always once after the last notification of it.
+	OnListChanged func(inst *Instance, kind string)
+	// OnNotification receives, raw, every other notification of the
+	// upstream (notifications/message, notifications/resources/updated,
+	// notifications/tasks/status, ...): all but progress (see
+	// Request.OnProgress), list_changed (above) and the upstream's
+	// cancellation of its own requests (which ends their handler's context).
+	// It runs on the goroutine that reads the upstream and must not block.
+	OnNotification func(inst *Instance, n Notification)
 	// StdinGrace and TermGrace shorten the shutdown sequence; zero means the default.
 	StdinGrace, TermGrace time.Duration
 	// MaxMessage bounds one message from the upstream, in bytes (0:
 	// jsonrpc.DefaultMaxMessage). A response over it fails its call at once.
 	MaxMessage int
-	// Reaper, when set, learns every stdio process group, so that nothing
-	// survives even if the aggregator is killed outright.
-	Reaper *Reaper
-}
-
-// Tool is one upstream tool definition exactly as the upstream sent it.
-type Tool struct {
-	Name string
-	Raw  json.RawMessage
+	// Supervisor, when set, tracks every process of each stdio instance
+	// (cgroup, subreaper, tags) and keeps the reaper, so that nothing
+	// survives the instance, even if the aggregator is killed outright.
+	Supervisor *Supervisor
 }
 
 // Instance is one running, initialized upstream server.
 type Instance struct {
-	server   string
-	conn     conn
-	pid      int
-	protocol string
-	tools    []Tool
-	log      *slog.Logger
-	// toolsChanged runs OnToolsChanged, coalesced (nil without one).
-	toolsChanged *coalescer
+	server    string
+	conn      conn
+	pid       int
+	protocol  string
+	caps      Capabilities
+	tools     []Tool
+	resources []Resource
+	templates []ResourceTemplate
+	prompts   []Prompt
+	log       *slog.Logger
+	// listChanged runs OnToolsChanged and OnListChanged, coalesced per kind
+	// (no entry for a kind without a handler).
+	listChanged    map[string]*coalescer
+	onNotification func(*Instance, Notification)
 
 	nextToken atomic.Int64
 	progMu    sync.Mutex
 	progress  map[string]func(json.RawMessage)
+	flights   flights
 }
 
-// Start spawns or connects to srv, performs the initialize handshake and
-// lists its tools. ctx bounds all of it (connect_timeout).
+// listKinds are the kinds of list an upstream may announce changes of.
+var listKinds = []string{"tools", "resources", "prompts"}
+
+// Start spawns or connects to srv, performs the initialize handshake
+// (declaring the client capabilities the aggregator relays: sampling,
+// elicitation, roots), asks an upstream that declares logging for every
+// log message (logging/setLevel debug), and lists its tools, resources,
+// resource templates and prompts. ctx bounds all of it (connect_timeout).
+// Only a failure to list the tools of an upstream that declares tools
+// fails the start; the other lists are left empty with a warning.
 func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	log = scrubbingLogger(log, srv)
-	inst := &Instance{server: srv.ID, log: log, progress: map[string]func(json.RawMessage){}}
-	if onTools := opts.OnToolsChanged; onTools != nil {
-		inst.toolsChanged = newCoalescer(func() {
+	inst := &Instance{server: srv.ID, log: log, progress: map[string]func(json.RawMessage){},
+		listChanged: map[string]*coalescer{}, onNotification: opts.OnNotification}
+	for _, kind := range listKinds {
+		onTools, onList := opts.OnToolsChanged, opts.OnListChanged
+		if kind != "tools" {
+			onTools = nil
+		}
+		if onTools == nil && onList == nil {
+			continue
+		}
+		inst.listChanged[kind] = newCoalescer(func() {
 			select {
 			case <-inst.Done():
 				return // nothing to re-list on an instance that is gone
 			default:
+			}
+			if onTools != nil {
 				onTools(inst)
+			}
+			if onList != nil {
+				onList(inst, kind)
 			}
 		})
 	}
@@ -102,19 +136,17 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 		_ = inst.Close()
 		return nil, err
 	}
-	tools, err := inst.ListTools(ctx)
-	if err != nil {
+	if err := inst.listAtStart(ctx); err != nil {
 		_ = inst.Close()
 		return nil, err
 	}
-	inst.tools = tools
 	return inst, nil
 }
 
 func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	cmd := exec.Command(srv.Command, srv.Args...)
 	cmd.Dir = srv.Cwd
-	cmd.Env = environ(srv.Env)
+	cmd.Env = processEnv(srv, os.Environ())
 	stdinGrace, termGrace := opts.StdinGrace, opts.TermGrace
 	if stdinGrace == 0 {
 		stdinGrace = defaultStdinGrace
@@ -123,71 +155,30 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 		termGrace = defaultTermGrace
 	}
 	c, err := startStdio(srv.ID, cmd, i.log, stdioOptions{
-		onNotify: i.notified, maxMessage: opts.MaxMessage, stdinGrace: stdinGrace, termGrace: termGrace,
+		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage, stdinGrace: stdinGrace, termGrace: termGrace,
+		supervisor: opts.Supervisor,
 	})
 	if err != nil {
 		return err
-	}
-	if opts.Reaper != nil {
-		pgid := c.proc.pgid
-		opts.Reaper.Track(pgid)
-		go func() {
-			<-c.stopped
-			opts.Reaper.Untrack(pgid)
-		}()
 	}
 	i.conn, i.pid = c, c.pid()
 	return nil
 }
 
 func (i *Instance) connect(ctx context.Context, srv *config.Server, opts Options) error {
-	var t transport.Interface
-	var err error
-	maxMessage := opts.MaxMessage
-	if maxMessage <= 0 {
-		maxMessage = jsonrpc.DefaultMaxMessage
-	}
-	// Enough idle connections that concurrent calls reuse them instead of
-	// opening (and leaving in TIME_WAIT) a connection per call; every body
-	// bounded to maxMessage per message.
-	base := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
-	hc := &http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: i.log}}
-	if srv.Transport == config.TransportSSE {
-		t, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(hc))
-	} else {
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(i.log), transport.WithHTTPBasicClient(hc),
-			// The GET stream carries what the server sends outside any
-			// request, tools/list_changed above all.
-			transport.WithContinuousListening()}
-		if srv.SessionID != "" {
-			opts = append(opts, transport.WithSession(srv.SessionID))
-		}
-		t, err = transport.NewStreamableHTTP(srv.URL, opts...)
-	}
+	c, err := dialRemote(ctx, srv, i.log, remoteOptions{
+		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage,
+	})
 	if err != nil {
 		return err
 	}
-	// The transport's streams live as long as the connection, so they get a
-	// context of their own; ctx (connect_timeout) bounds only the wait.
-	life, end := context.WithCancel(context.Background())
-	started := make(chan error, 1)
-	go func() { started <- t.Start(life) }()
-	select {
-	case err = <-started:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
-		end()
-		_ = t.Close()
-		return fmt.Errorf("connect %s: %w", srv.URL, err)
-	}
-	i.conn = newRemoteConn(srv.ID, t, i.log, life, end, i.notified, nil)
+	i.conn = c
 	return nil
 }
 
 type initializeResult struct {
-	ProtocolVersion string `json:"protocolVersion"`
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
 }
 
 func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Options) error {
@@ -201,7 +192,7 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	}
 	params := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{},
+		"capabilities":    clientCapabilities,
 		"clientInfo":      map[string]any{"name": name, "version": ver},
 	}
 	raw, err := i.conn.call(ctx, "initialize", params)
@@ -213,13 +204,19 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 		return fmt.Errorf("server %q: initialize: the result has no protocolVersion; is this an MCP server?", i.server)
 	}
 	i.protocol = res.ProtocolVersion
-	if hc, ok := i.conn.(*remoteConn); ok {
-		if pv, ok := hc.t.(transport.HTTPConnection); ok {
-			pv.SetProtocolVersion(res.ProtocolVersion)
-		}
+	i.caps = parseCapabilities(res.Capabilities)
+	if rc, ok := i.conn.(*remoteConn); ok {
+		rc.setProtocol(res.ProtocolVersion)
 	}
 	if err := i.conn.notify(ctx, "notifications/initialized", nil); err != nil {
 		return fmt.Errorf("server %q: notifications/initialized: %w", i.server, err)
+	}
+	if i.caps.Logging {
+		// Everything the upstream logs is wanted: each downstream session
+		// has its own level, and the proxy filters for it.
+		if _, err := i.conn.call(ctx, "logging/setLevel", json.RawMessage(`{"level":"debug"}`)); err != nil {
+			i.log.Warn("upstream declares logging but refused logging/setLevel debug; it sends what it sends", "server", i.server, "err", err)
+		}
 	}
 	return nil
 }
@@ -230,48 +227,6 @@ func (i *Instance) explain(ctx context.Context, err error) error {
 		return fmt.Errorf("no answer before connect_timeout; check that the command starts an MCP server on stdio, or raise connect_timeout: %w", err)
 	}
 	return err
-}
-
-type listResult struct {
-	Tools      []json.RawMessage `json:"tools"`
-	NextCursor string            `json:"nextCursor,omitempty"`
-}
-
-// ListTools fetches the upstream's whole tool list, following pagination.
-func (i *Instance) ListTools(ctx context.Context) ([]Tool, error) {
-	var tools []Tool
-	cursor := ""
-	for page := 0; ; page++ {
-		var params any
-		if cursor != "" {
-			params = map[string]string{"cursor": cursor}
-		}
-		raw, err := i.conn.call(ctx, "tools/list", params)
-		if err != nil {
-			return nil, fmt.Errorf("server %q: tools/list: %w", i.server, i.explain(ctx, err))
-		}
-		var res listResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("server %q: tools/list: malformed result: %v", i.server, err)
-		}
-		for _, t := range res.Tools {
-			var head struct {
-				Name string `json:"name"`
-			}
-			if err := json.Unmarshal(t, &head); err != nil || head.Name == "" {
-				i.log.Warn("upstream listed a tool without a name; ignored", "server", i.server)
-				continue
-			}
-			tools = append(tools, Tool{Name: head.Name, Raw: t})
-		}
-		if res.NextCursor == "" || res.NextCursor == cursor {
-			return tools, nil
-		}
-		if page > 1000 {
-			return nil, fmt.Errorf("server %q: tools/list: more than 1000 pages; the server's pagination does not end", i.server)
-		}
-		cursor = res.NextCursor
-	}
 }
 
 // Call is one tools/call to forward.
@@ -291,6 +246,9 @@ type Call struct {
 	// message of the instance waits while it runs, so a caller that cannot
 	// deliver at once queues (or drops) the notification.
 	OnProgress func(params json.RawMessage)
+	// OnServerRequest answers the upstream's requests that belong to this
+	// call, as Request.OnServerRequest does.
+	OnServerRequest ServerRequestHandler
 }
 
 type callParams struct {
@@ -306,32 +264,12 @@ type callParams struct {
 // Options.MaxMessage fails the call at once (the error wraps
 // *jsonrpc.TooLongError).
 func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, error) {
-	p := callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta}
-	if call.OnProgress != nil && len(call.ProgressToken) > 0 {
-		// Each call gets a token unique on this instance, so progress from a
-		// shared upstream can never reach another session's call.
-		token := "agg-" + strconv.FormatInt(i.nextToken.Add(1), 10)
-		meta := make(map[string]json.RawMessage, len(call.Meta)+1)
-		for k, v := range call.Meta {
-			meta[k] = v
-		}
-		meta["progressToken"], _ = rawjson.Marshal(token)
-		p.Meta = meta
-		downstream := call.ProgressToken
-		i.progMu.Lock()
-		i.progress[token] = func(params json.RawMessage) { call.OnProgress(retoken(params, downstream)) }
-		i.progMu.Unlock()
-		defer func() {
-			i.progMu.Lock()
-			delete(i.progress, token)
-			i.progMu.Unlock()
-		}()
-	}
-	params, err := encodeCallParams(p)
+	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta})
 	if err != nil {
 		return nil, err
 	}
-	return i.conn.call(ctx, "tools/call", params)
+	return i.Do(ctx, Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
+		OnServerRequest: call.OnServerRequest})
 }
 
 // encodeCallParams writes tools/call params around the already-encoded
@@ -356,15 +294,11 @@ func encodeCallParams(p callParams) (json.RawMessage, error) {
 	return append(b, '}'), nil
 }
 
-// retoken replaces progressToken in a progress notification's params.
+// retoken replaces progressToken in a progress notification's params,
+// leaving every other byte as it was.
 func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil {
-		return params
-	}
-	fields["progressToken"] = token
-	out, err := rawjson.Marshal(fields)
-	if err != nil {
+	out, ok := setMember(params, "progressToken", func([]byte) []byte { return token })
+	if !ok {
 		return params
 	}
 	return out
@@ -372,7 +306,8 @@ func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
 
 // notified handles a notification of the upstream. It runs on the
 // connection's reader, so nothing here may block: progress is handed to a
-// non-blocking callback, and other work is coalesced onto a goroutine.
+// non-blocking callback, list changes are coalesced onto a goroutine, and
+// OnNotification must not block either.
 func (i *Instance) notified(n Notification) {
 	switch n.Method {
 	case "notifications/progress":
@@ -392,9 +327,16 @@ func (i *Instance) notified(n Notification) {
 		if deliver != nil {
 			deliver(n.Params)
 		}
-	case "notifications/tools/list_changed":
-		if i.toolsChanged != nil {
-			i.toolsChanged.trigger()
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		kind := strings.TrimSuffix(strings.TrimPrefix(n.Method, "notifications/"), "/list_changed")
+		if c := i.listChanged[kind]; c != nil {
+			c.trigger()
+		}
+	case "notifications/cancelled":
+		i.withdrawn(n.Params)
+	default:
+		if i.onNotification != nil {
+			i.onNotification(i, n)
 		}
 	}
 }
@@ -408,8 +350,8 @@ func (i *Instance) Ping(ctx context.Context) error {
 // Server is the id of the configured server this instance runs.
 func (i *Instance) Server() string { return i.server }
 
-// Tools is the tool list fetched when the instance started.
-func (i *Instance) Tools() []Tool { return i.tools }
+// Capabilities are what the upstream declared in its initialize result.
+func (i *Instance) Capabilities() Capabilities { return i.caps }
 
 // PID is the process id of a stdio instance, 0 for remote ones.
 func (i *Instance) PID() int { return i.pid }

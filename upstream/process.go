@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -31,44 +30,53 @@ func init() {
 	go func() {
 		runtime.LockOSThread()
 		for req := range spawnRequests {
-			req.done <- req.cmd.Start()
+			req.done <- children.start(req.cmd)
 		}
 	}()
 }
 
-// startInGroup starts cmd as the leader of a new process group that, on
-// Linux, receives SIGKILL if the thread that started it (and so the
-// aggregator) dies.
-func startInGroup(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = groupAttr()
+// spawn starts cmd from the spawning thread and records it as a child this
+// process forked itself (see children).
+func spawn(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawnRequests <- spawnRequest{cmd: cmd, done: done}
 	return <-done
 }
 
-// process is a started child and its group.
+// process is a started upstream and everything that descends from it: its
+// process group, and under a Supervisor also the processes that left the
+// group (a daemon that called setsid()), found by its cgroup or its tag.
 //
-// The leader is reaped only after the whole group is gone: while it is an
-// unreaped zombie its pid, which is the group's id, cannot be handed to a new
-// process, so signalling the group can never hit a stranger's processes.
+// The leader is reaped only after everything is gone: while it is an
+// unreaped zombie its pid, which is the group's id, cannot be handed to a
+// new process, so signalling the group can never hit a stranger's processes.
 type process struct {
 	cmd      *exec.Cmd
 	pgid     int
+	tag      string     // this instance's mark in its processes' environment; "" without a Supervisor
+	cgroup   *cgroupDir // the instance's own cgroup; nil outside cgroup mode
+	sup      *Supervisor
 	exited   chan struct{} // closed once the leader has exited (not yet reaped)
 	status   string        // how the leader exited, valid after exited
 	reapOnce sync.Once
 	err      error // Wait's result, valid after reap
 }
 
-func newProcess(cmd *exec.Cmd) *process {
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{})}
+func newProcess(cmd *exec.Cmd, sup *Supervisor, tag string, cg *cgroupDir) *process {
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, tag: tag, cgroup: cg, sup: sup, exited: make(chan struct{})}
 	go p.watchExit()
 	return p
 }
 
 // reap collects the leader's exit status; call it once the group is gone.
 func (p *process) reap() error {
-	p.reapOnce.Do(func() { p.err = p.cmd.Wait() })
+	p.reapOnce.Do(func() {
+		// Orphans of the group that died as our children go first, while
+		// the group's id still marks them as the instance's.
+		children.sweep()
+		p.err = p.cmd.Wait()
+		children.reaped(p.pgid)
+	})
 	return p.err
 }
 
@@ -77,50 +85,67 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	_ = syscall.Kill(-p.pgid, sig)
 }
 
-// groupAlive reports whether any process of the group other than a zombie
+// alive reports whether anything of the instance other than a zombie
 // leader still runs.
-func (p *process) groupAlive() bool {
+func (p *process) alive() bool {
 	select {
 	case <-p.exited:
 	default:
 		return true // the leader itself
 	}
-	if syscall.Kill(-p.pgid, 0) != nil {
-		return false
-	}
 	return p.othersAlive()
+}
+
+// signalAll sends sig to the group and to every process that descends from
+// the instance.
+func (p *process) signalAll(sig syscall.Signal) {
+	p.signalGroup(sig)
+	p.signalOthers(sig)
 }
 
 // stop runs the shutdown sequence for stdio servers: the caller has already
 // closed stdin; give the server stdinGrace to exit on its own, then SIGTERM
-// (and SIGCONT) the whole group, then SIGKILL it, then reap. Whatever the leader did,
-// stragglers in its group (grandchildren of wrappers such as npx or sh) are
-// terminated the same way, so nothing outlives the instance.
+// (and SIGCONT) everything of the instance, then SIGKILL it, then reap.
+// Whatever the leader did, stragglers (grandchildren of wrappers such as npx
+// or sh, daemons that left the group) are terminated the same way, so
+// nothing outlives the instance.
 func (p *process) stop(stdinGrace, termGrace time.Duration) {
+	defer p.release()
 	defer p.reap()
 	select {
 	case <-p.exited:
 	case <-time.After(stdinGrace):
 	}
-	if !p.groupAlive() {
+	if !p.alive() {
 		return
 	}
-	p.signalGroup(syscall.SIGTERM)
+	p.signalAll(syscall.SIGTERM)
 	// A stopped process (SIGSTOP, a debugger, a full terminal) acts on
 	// SIGTERM only once it runs again.
-	p.signalGroup(syscall.SIGCONT)
+	p.signalAll(syscall.SIGCONT)
 	if p.waitGone(termGrace) {
 		return
 	}
-	p.signalGroup(syscall.SIGKILL)
+	p.kill()
 	p.waitGone(termGrace)
 }
 
-// waitGone waits up to limit for the group to end. Processes outside our
-// own children give no event to wait on, so this polls.
+// kill SIGKILLs everything of the instance: the cgroup at once, the group,
+// and each descendant found.
+func (p *process) kill() {
+	if p.cgroup != nil {
+		p.cgroup.kill()
+	}
+	p.signalAll(syscall.SIGKILL)
+}
+
+// waitGone waits up to limit for the instance's processes to end, killing
+// again whatever a dying process forked meanwhile once SIGKILL was sent.
+// Processes outside our own children give no event to wait on, so this
+// polls.
 func (p *process) waitGone(limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
-	for p.groupAlive() {
+	for p.alive() {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -132,27 +157,13 @@ func (p *process) waitGone(limit time.Duration) bool {
 	return true
 }
 
-// environ overlays env on the host environment.
-func environ(env map[string]string) []string {
-	out := os.Environ()
-	if len(env) == 0 {
-		return out
+// release hands back what the instance held once it is gone: its cgroup,
+// and its group's registration with the reaper.
+func (p *process) release() {
+	if p.cgroup != nil {
+		p.cgroup.remove()
 	}
-	kept := out[:0:0]
-	for _, kv := range out {
-		name := kv
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				name = kv[:i]
-				break
-			}
-		}
-		if _, overridden := env[name]; !overridden {
-			kept = append(kept, kv)
-		}
+	if p.sup != nil {
+		p.sup.forget(p.pgid)
 	}
-	for k, v := range env {
-		kept = append(kept, k+"="+v)
-	}
-	return kept
 }

@@ -3,18 +3,20 @@
 package upstream
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-func groupAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+func groupAttr(cg *cgroupDir) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cg != nil {
+		attr.UseCgroupFD, attr.CgroupFD = true, cg.fd
+	}
+	return attr
 }
 
 // watchExit waits for the leader to exit without reaping it, so its pid
@@ -34,38 +36,73 @@ func (p *process) watchExit() {
 	}
 }
 
-// othersAlive reports whether a group member other than the zombie leader runs.
-func (p *process) othersAlive() bool { return liveMembers(p.pgid) > 0 }
+// othersAlive reports whether a process of the instance other than the
+// zombie leader runs.
+func (p *process) othersAlive() bool {
+	if p.cgroup != nil && p.cgroup.populated() {
+		return true
+	}
+	return len(p.members()) > 0
+}
 
-// liveMembers counts the processes of a group that are not zombies.
-func liveMembers(pgid int) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 1 // cannot tell: assume someone is there
+// signalOthers sends sig to every live process of the instance, each
+// through a pidfd, so that a pid freed and reused meanwhile is never hit.
+func (p *process) signalOthers(sig syscall.Signal) {
+	for _, m := range p.members() {
+		signalVerified(m, sig)
 	}
-	n := 0
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid pgrp ..."; comm may hold spaces and parens.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := bytes.Fields(stat[i+1:])
-		if len(fields) < 3 || string(fields[0]) == "Z" {
-			continue
-		}
-		if g, err := strconv.Atoi(string(fields[2])); err == nil && g == pgid {
-			n++
+}
+
+// members lists the live processes of the instance: those in its cgroup
+// or its process group, those carrying its tag, and whatever descends from
+// any of them. Orphans among them that were re-parented to us are noted, so
+// that they are reaped when they die.
+func (p *process) members() []procInfo {
+	table := procTable()
+	self := os.Getpid()
+	in := map[int]bool{}
+	inCgroup := map[int]bool{}
+	if p.cgroup != nil {
+		for _, pid := range p.cgroup.procs() {
+			inCgroup[pid] = true
 		}
 	}
-	return n
+	for _, e := range table {
+		if !e.live() || e.pid == self {
+			continue
+		}
+		// Nothing leaves a cgroup, so in cgroup mode the tags need not be read.
+		if e.pgrp == p.pgid || inCgroup[e.pid] || (p.cgroup == nil && p.tag != "" && hasTag(envTags(e.pid), p.tag)) {
+			in[e.pid] = true
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, e := range table {
+			if !in[e.pid] && in[e.ppid] && e.live() && e.pid != self {
+				in[e.pid], grew = true, true
+			}
+		}
+	}
+	var out []procInfo
+	for _, e := range table {
+		if in[e.pid] {
+			out = append(out, e)
+		}
+	}
+	children.noteOrphans(out)
+	return out
+}
+
+// usage sums the resident memory of the instance's processes.
+func (p *process) usage() Usage {
+	var u Usage
+	page := int64(os.Getpagesize())
+	for _, m := range p.members() {
+		u.Processes++
+		u.RSS += m.rss * page
+	}
+	return u
 }
 
 // childInfo is the SIGCHLD layout of siginfo_t on Linux, which

@@ -8,11 +8,12 @@ import (
 	"syscall"
 )
 
-// Outside Linux there is no parent-death signal and no way to wait for a
-// child without reaping it: the reaper process alone covers the
-// aggregator's death, and the group's id is freed when the leader exits.
+// Outside Linux there is no parent-death signal, no subreaper, no cgroup
+// and no way to wait for a child without reaping it: process groups and
+// the reaper process cover what they can, and the group's id is freed when
+// the leader exits.
 
-func groupAttr() *syscall.SysProcAttr {
+func groupAttr(*cgroupDir) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
@@ -30,5 +31,12 @@ func (p *process) watchExit() {
 	}
 }
 
-// othersAlive: the leader is already reaped, so any member is another process.
-func (p *process) othersAlive() bool { return true }
+// othersAlive: the leader is already reaped, so any member of the group is
+// another process.
+func (p *process) othersAlive() bool { return syscall.Kill(-p.pgid, 0) == nil }
+
+// signalOthers: without /proc, the group is all there is to signal.
+func (p *process) signalOthers(syscall.Signal) {}
+
+// usage is not measured outside Linux.
+func (p *process) usage() Usage { return Usage{} }

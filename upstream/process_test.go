@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -157,7 +158,7 @@ func TestRunReaperKillsRegisteredGroupsAtEOF(t *testing.T) {
 
 func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
 	t.Parallel()
-	reaper, err := StartReaper(os.Args[0], reaperArg)
+	reaper, err := StartReaper(nil, os.Args[0], reaperArg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reaper.Close() })
 	require.True(t, processExists(reaper.PID()))
@@ -165,7 +166,7 @@ func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
 	// A group registered by hand, and an instance that registers its own.
 	cmd, exited := sleepInGroup(t)
 	reaper.Track(cmd.Process.Pid)
-	inst := startDemo(t, "tools", Options{Reaper: reaper})
+	inst := startDemo(t, "tools", Options{Supervisor: &Supervisor{log: slog.Default(), id: newRunID(), reaper: reaper}})
 
 	// Closing the pipe is what the kernel does when the aggregator dies
 	// however it dies.
@@ -188,26 +189,8 @@ func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
 
 func TestStartReaperFailure(t *testing.T) {
 	t.Parallel()
-	_, err := StartReaper("/nonexistent/reaper")
+	_, err := StartReaper(nil, "/nonexistent/reaper")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "no such file"), "err: %v", err)
 	assert.Contains(t, err.Error(), "reaper")
-}
-
-func TestEnviron(t *testing.T) {
-	t.Setenv("MCPAGG_TEST_HOST_ONLY", "host")
-	t.Setenv("MCPAGG_TEST_OVERRIDDEN", "host")
-	env := environ(map[string]string{"MCPAGG_TEST_OVERRIDDEN": "server", "MCPAGG_TEST_NEW": "a=b"})
-	count := map[string]int{}
-	values := map[string]string{}
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		count[name]++
-		values[name] = value
-	}
-	assert.Equal(t, "host", values["MCPAGG_TEST_HOST_ONLY"])
-	assert.Equal(t, "server", values["MCPAGG_TEST_OVERRIDDEN"])
-	assert.Equal(t, 1, count["MCPAGG_TEST_OVERRIDDEN"], "an overridden variable appears once")
-	assert.Equal(t, "a=b", values["MCPAGG_TEST_NEW"])
-	assert.Contains(t, environ(nil), "MCPAGG_TEST_HOST_ONLY=host")
 }

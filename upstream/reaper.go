@@ -4,68 +4,204 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // A parent-death signal reaches only the direct child, so when the
 // aggregator is killed outright the grandchildren of wrappers such as npx,
-// uvx or sh would live on. The reaper closes that gap: a small process of
-// our own binary, in its own process group, that holds the read end of a
-// pipe. The aggregator writes "+PGID" when it starts an upstream and "-PGID"
-// when that upstream is gone. However the aggregator ends — exit, panic,
-// SIGKILL — the kernel closes the pipe, the reaper reads EOF, and it kills
-// every group still registered.
+// uvx or sh, and daemons that left the group, would live on. The reaper
+// closes that gap: a small process of our own binary, in its own process
+// group, that holds the read end of a pipe. The aggregator tells it, one
+// line each:
+//
+//	+PGID   an upstream's process group to kill
+//	-PGID   that group is gone
+//	=RUN    the run id: kill every process tagged with it (Linux)
+//	@DIR    the run's cgroup directory: cgroup.kill it and remove it (Linux)
+//
+// However the aggregator ends (exit, panic, SIGKILL) the kernel closes the
+// pipe, the reaper reads EOF, and it kills everything still registered. The
+// aggregator notices when the reaper dies and starts another, which it
+// tells everything again.
+
+// Reaper lines that describe the run rather than one group.
+const (
+	reaperRun    = '='
+	reaperCgroup = '@'
+)
 
 // Reaper is the aggregator's side of the reaper process.
 type Reaper struct {
-	mu  sync.Mutex
-	w   io.WriteCloser
-	cmd *exec.Cmd
+	log  *slog.Logger
+	argv []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd      // the current reaper process
+	w      io.WriteCloser // its stdin; nil while there is no live reaper
+	groups map[int]bool
+	notes  []string // run lines every new reaper is told first
+	closed bool
+	done   chan struct{} // closed by Close: no more restarts
 }
 
-// StartReaper starts the reaper as `exe args...` (the hidden subcommand that
-// calls RunReaper).
-func StartReaper(exe string, args ...string) (*Reaper, error) {
-	cmd := exec.Command(exe, args...)
+// reaperRestartMax bounds the wait between attempts to restart a reaper
+// that cannot be started.
+const reaperRestartMax = 30 * time.Second
+
+// StartReaper starts the reaper as argv (the hidden subcommand that calls
+// RunReaper) and restarts it whenever it dies until Close.
+func StartReaper(log *slog.Logger, argv ...string) (*Reaper, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("start reaper: no command")
+	}
+	r := &Reaper{log: log, argv: argv, groups: map[int]bool{}, done: make(chan struct{})}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.launch(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// launch starts a reaper process and tells it everything it must know.
+// Callers hold mu.
+func (r *Reaper) launch() error {
+	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	w, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	// Its own group, so a terminal's Ctrl-C aimed at the aggregator's group
 	// does not take the reaper down before it has done its job.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start reaper: %w", err)
+	if err := spawn(cmd); err != nil {
+		return fmt.Errorf("start reaper: %w", err)
 	}
-	go func() { _ = cmd.Wait() }()
-	return &Reaper{w: w, cmd: cmd}, nil
+	var lines []byte
+	for _, n := range r.notes {
+		lines = append(lines, n...)
+	}
+	for pgid := range r.groups {
+		lines = fmt.Appendf(lines, "+%d\n", pgid)
+	}
+	_, _ = w.Write(lines)
+	r.cmd, r.w = cmd, w
+	go r.watch(cmd, time.Now())
+	return nil
 }
 
-func (r *Reaper) send(op byte, pgid int) {
+// watch waits for a reaper process to end; unless Close ended it, it
+// starts another.
+func (r *Reaper) watch(cmd *exec.Cmd, started time.Time) {
+	err := cmd.Wait()
+	children.reaped(cmd.Process.Pid)
+	r.mu.Lock()
+	if r.closed || r.cmd != cmd {
+		r.mu.Unlock()
+		return
+	}
+	_ = r.w.Close()
+	r.w = nil
+	r.mu.Unlock()
+	r.log.Warn("the reaper process died; restarting it", "pid", cmd.Process.Pid, "status", exitText(err))
+	var delay time.Duration
+	if time.Since(started) < time.Second {
+		delay = time.Second // one that dies at once is not restarted in a tight loop
+	}
+	r.restart(delay)
+}
+
+// restart starts a new reaper after delay, retrying with backoff while
+// that fails. The aggregator serves on meanwhile: a missing reaper only
+// matters if the aggregator is killed.
+func (r *Reaper) restart(delay time.Duration) {
+	for {
+		if delay > 0 {
+			select {
+			case <-r.done:
+				return
+			case <-time.After(delay):
+			}
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return
+		}
+		err := r.launch()
+		pid := 0
+		if err == nil {
+			pid = r.cmd.Process.Pid
+		}
+		r.mu.Unlock()
+		if err == nil {
+			r.log.Info("reaper restarted", "pid", pid)
+			return
+		}
+		delay = min(max(2*delay, 100*time.Millisecond), reaperRestartMax)
+		r.log.Error("cannot restart the reaper; upstream processes may outlive this aggregator if it is killed; still serving, and retrying",
+			"err", err, "retry_in", delay)
+	}
+}
+
+// send records a line for later reapers and writes it to the current one.
+func (r *Reaper) send(line string) {
+	if r.w != nil {
+		_, _ = io.WriteString(r.w, line)
+	}
+}
+
+// note tells every reaper, now and after restarts, something about the run.
+func (r *Reaper) note(kind byte, value string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.w != nil {
-		_, _ = fmt.Fprintf(r.w, "%c%d\n", op, pgid)
-	}
+	line := string(kind) + value + "\n"
+	r.notes = append(r.notes, line)
+	r.send(line)
 }
 
 // Track registers a process group to kill if the aggregator dies.
-func (r *Reaper) Track(pgid int) { r.send('+', pgid) }
+func (r *Reaper) Track(pgid int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups[pgid] = true
+	r.send("+" + strconv.Itoa(pgid) + "\n")
+}
 
 // Untrack removes a process group that is gone.
-func (r *Reaper) Untrack(pgid int) { r.send('-', pgid) }
+func (r *Reaper) Untrack(pgid int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.groups, pgid)
+	r.send("-" + strconv.Itoa(pgid) + "\n")
+}
 
-// PID is the reaper's process id.
-func (r *Reaper) PID() int { return r.cmd.Process.Pid }
+// PID is the current reaper process's id.
+func (r *Reaper) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cmd.Process.Pid
+}
 
 // Close ends the reaper; it kills whatever is still registered.
 func (r *Reaper) Close() error {
@@ -74,6 +210,11 @@ func (r *Reaper) Close() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	close(r.done)
 	if r.w == nil {
 		return nil
 	}
@@ -83,14 +224,24 @@ func (r *Reaper) Close() error {
 }
 
 // RunReaper is the reaper process: it reads registrations from in until
-// EOF, then SIGKILLs every group still registered.
+// EOF, then kills every group still registered, and on Linux everything in
+// the run's cgroups or tagged with its run id.
 func RunReaper(in io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	groups := map[int]bool{}
+	var runID, cgroupDir string
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		line := sc.Text()
 		if len(line) < 2 {
+			continue
+		}
+		switch line[0] {
+		case reaperRun:
+			runID = line[1:]
+			continue
+		case reaperCgroup:
+			cgroupDir = line[1:]
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -107,4 +258,5 @@ func RunReaper(in io.Reader) {
 	for pgid := range groups {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	reapLeftovers(cgroupDir, runID)
 }

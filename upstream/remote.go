@@ -1,33 +1,51 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
-// remoteConn adapts mcp-go's streamable-HTTP and SSE client transports,
-// whose responses already carry the result as raw JSON, to conn.
+// remoteConn speaks to a streamable-HTTP or SSE upstream. mcp-go's client
+// transports send the aggregator's requests and deliver their responses,
+// whose results they already keep as raw JSON. Everything else the upstream
+// sends (notifications, and its own requests) mcp-go would decode into maps
+// (big integers lose their precision, members get added), so the HTTP client
+// under mcp-go takes those out of the event streams raw (eventTap), and the
+// aggregator's notifications and answers go out as raw POSTs of its own
+// (post).
 //
-// Concurrency rules: mcp-go calls the notification handler on the goroutine
-// that reads a stream, so it must not block (Instance.notified does not);
-// it runs each request of the upstream on a goroutine of its own, so the
-// handler below refuses what is beyond maxServerRequests at once. Every
-// HTTP exchange is bounded by its caller's ctx or, for what the aggregator
-// sends on its own, by noticeTimeout; close ends the transport's streams.
+// Concurrency rules: notifications are handed on the goroutine that reads
+// their stream, so the handler must not block (Instance.notified does not);
+// each request of the upstream is answered on a goroutine of its own, at
+// most maxServerRequests at once, and what is beyond is dropped at once.
+// Every HTTP exchange is bounded by its caller's ctx or, for what the
+// aggregator sends on its own, by noticeTimeout, and ends when the
+// connection does; close ends the transport's streams.
 type remoteConn struct {
 	server    string
+	url       string
+	headers   map[string]string
 	t         transport.Interface
+	client    *http.Client
 	log       *slog.Logger
+	onNotify  func(Notification)
+	onRequest requestHandler
+	protocol  atomic.Pointer[string]
 	life      context.Context // ends when the connection does
 	end       context.CancelFunc
 	nextID    atomic.Int64
@@ -40,72 +58,147 @@ type remoteConn struct {
 	closeErr  error
 }
 
-// newRemoteConn wraps a started transport; life is the context its streams
-// run under and end cancels it.
-func newRemoteConn(server string, t transport.Interface, log *slog.Logger, life context.Context, end context.CancelFunc,
-	onNotify func(Notification), onRequest requestHandler) *remoteConn {
-	c := &remoteConn{
-		server: server, t: t, log: log, life: life, end: end,
-		requests: newSlots(maxServerRequests), notices: newSlots(maxNotices), closed: make(chan struct{}),
-	}
-	t.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
-		if onNotify == nil {
-			return
-		}
-		params, _ := rawjson.Marshal(n.Params)
-		onNotify(Notification{Method: n.Method, Params: params})
-	})
-	if bt, ok := t.(transport.BidirectionalInterface); ok {
-		bt.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-			return c.answer(ctx, req, onRequest), nil
-		})
-	}
-	if sse, ok := t.(*transport.SSE); ok {
-		// Every response of a legacy SSE server comes down its one stream:
-		// once that is gone, pending calls would only wait for their
-		// deadlines, so the connection fails them now.
-		sse.SetConnectionLostHandler(func(err error) {
-			go c.fail(fmt.Errorf("server %q: its SSE stream ended: %w", server, err))
-		})
-	}
-	return c
+// remoteOptions are the settings of a remote connection.
+type remoteOptions struct {
+	onNotify   func(Notification)
+	onRequest  requestHandler
+	maxMessage int
 }
 
-// answer handles a request of the upstream; nil sends no response. mcp-go
-// gives each request a goroutine of its own and posts the answer from it,
-// so a request beyond maxServerRequests is dropped rather than answered:
-// answering a flood would be one more HTTP post per request.
-func (c *remoteConn) answer(ctx context.Context, req transport.JSONRPCRequest, onRequest requestHandler) *transport.JSONRPCResponse {
-	id, err := json.Marshal(req.ID)
-	if err != nil {
-		return nil
+// dialRemote connects to srv's URL; ctx (connect_timeout) bounds only the
+// wait: the transport's streams live as long as the connection.
+func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts remoteOptions) (*remoteConn, error) {
+	maxMessage := opts.maxMessage
+	if maxMessage <= 0 {
+		maxMessage = jsonrpc.DefaultMaxMessage
 	}
+	life, end := context.WithCancel(context.Background())
+	c := &remoteConn{
+		server: srv.ID, url: srv.URL, headers: srv.Headers, log: log, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		life: life, end: end, requests: newSlots(maxServerRequests), notices: newSlots(maxNotices), closed: make(chan struct{}),
+	}
+	// Enough idle connections that concurrent calls reuse them instead of
+	// opening (and leaving in TIME_WAIT) a connection per call; every body
+	// bounded to maxMessage per message, and every event stream tapped.
+	base := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
+	c.client = &http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c}}
+	var err error
+	if srv.Transport == config.TransportSSE {
+		var sse *transport.SSE
+		sse, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(c.client))
+		if err == nil {
+			// Every response of a legacy SSE server comes down its one
+			// stream: once that is gone, pending calls would only wait for
+			// their deadlines, so the connection fails them now.
+			sse.SetConnectionLostHandler(func(err error) {
+				go c.fail(fmt.Errorf("server %q: its SSE stream ended: %w", srv.ID, err))
+			})
+			c.t = sse
+		}
+	} else {
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(log), transport.WithHTTPBasicClient(c.client),
+			// The GET stream carries what the server sends outside any
+			// request, tools/list_changed above all.
+			transport.WithContinuousListening()}
+		if srv.SessionID != "" {
+			opts = append(opts, transport.WithSession(srv.SessionID))
+		}
+		c.t, err = transport.NewStreamableHTTP(srv.URL, opts...)
+	}
+	if err != nil {
+		end()
+		return nil, err
+	}
+	// Only what eventTap lets through reaches mcp-go's handler: messages it
+	// could not read as JSON-RPC, or events of other types.
+	c.t.SetNotificationHandler(c.decodedNotification)
+	started := make(chan error, 1)
+	go func() { started <- c.t.Start(life) }()
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		end()
+		_ = c.t.Close()
+		return nil, fmt.Errorf("connect %s: %w", srv.URL, err)
+	}
+	return c, nil
+}
+
+// setProtocol records the protocol version the upstream agreed to; HTTP
+// requests carry it from then on.
+func (c *remoteConn) setProtocol(version string) {
+	c.protocol.Store(&version)
+	if pv, ok := c.t.(transport.HTTPConnection); ok {
+		pv.SetProtocolVersion(version)
+	}
+}
+
+func (c *remoteConn) protocolVersion() string {
+	if p := c.protocol.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// streamNotified takes a notification out of an event stream (eventTap).
+func (c *remoteConn) streamNotified(n Notification) {
+	if c.onNotify != nil {
+		c.onNotify(n)
+	}
+}
+
+// streamRequested takes a request of the upstream out of an event stream
+// (eventTap); ctx is the HTTP exchange's, which names the Do whose response
+// stream it is. The answer goes back in a POST of its own. A request
+// beyond maxServerRequests is dropped rather than answered: answering a
+// flood would be one more HTTP exchange per request.
+func (c *remoteConn) streamRequested(ctx context.Context, req *jsonrpc.Message) {
 	if !c.requests.take() {
 		c.dropped.warn(c.log, "upstream sent more concurrent requests than the aggregator handles; dropped", "server", c.server,
-			"method", req.Method, "id", string(id))
-		return nil
+			"method", req.Method, "id", string(req.ID))
+		return
 	}
-	defer c.requests.release()
-	msg := &jsonrpc.Message{ID: id, Method: req.Method}
-	if req.Params != nil {
-		msg.Params, _ = rawjson.Marshal(req.Params)
-	}
-	resp, ok := answerLocally(msg, onRequest)
-	if !ok {
-		resp = onRequest(ctx, msg)
-	}
-	if resp == nil {
-		return nil
-	}
-	out := &transport.JSONRPCResponse{JSONRPC: "2.0", ID: req.ID, Result: resp.Result}
-	if resp.Error != nil {
-		out.Result = nil
-		out.Error = &mcp.JSONRPCErrorDetails{Code: resp.Error.Code, Message: resp.Error.Message}
-		if len(resp.Error.Data) > 0 {
-			out.Error.Data = resp.Error.Data
+	flight := flightOf(ctx)
+	go func() {
+		defer c.requests.release()
+		resp, ok := answerLocally(req, c.onRequest)
+		if !ok {
+			resp = c.onRequest(c.life, req, flight)
 		}
+		if resp == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
+		defer cancel()
+		if err := c.post(ctx, resp); err != nil && c.life.Err() == nil {
+			c.log.Warn("could not answer the upstream's request", "server", c.server, "method", req.Method, "err", err)
+		}
+	}()
+}
+
+// decodedNotification takes a notification mcp-go decoded itself. Its
+// params went through a map: only what the upstream sent is put back (mcp-go
+// adds an empty _meta to every notification it decodes), but numbers have
+// passed through float64.
+func (c *remoteConn) decodedNotification(n mcp.JSONRPCNotification) {
+	if c.onNotify == nil {
+		return
 	}
-	return out
+	fields := make(map[string]any, len(n.Params.AdditionalFields)+1)
+	for k, v := range n.Params.AdditionalFields {
+		fields[k] = v
+	}
+	if len(n.Params.Meta) > 0 {
+		fields["_meta"] = n.Params.Meta
+	}
+	var params json.RawMessage
+	if len(fields) > 0 {
+		params, _ = rawjson.Marshal(fields)
+	}
+	c.onNotify(Notification{Method: n.Method, Params: params})
 }
 
 func (c *remoteConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -145,9 +238,23 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 		if resp.Error.Data == nil {
 			data = nil
 		}
-		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: oneLine(data)}
 	}
-	return resp.Result, nil
+	return oneLine(resp.Result), nil
+}
+
+// oneLine removes the line breaks a pretty-printing server leaves in a JSON
+// value (mcp-go keeps a result's bytes as they came), so that it can go on
+// down a newline-framed stream; every token stays as it was.
+func oneLine(raw json.RawMessage) json.RawMessage {
+	if !bytes.ContainsAny(raw, "\r\n") {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // cancelled tells the upstream a request was given up, off the caller's
@@ -166,19 +273,75 @@ func (c *remoteConn) cancelled(id int64, why error) {
 }
 
 func (c *remoteConn) notify(ctx context.Context, method string, params any) error {
-	n := mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: method}}
-	if params != nil {
-		raw, err := rawjson.Marshal(params)
-		if err != nil {
-			return err
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return err
-		}
-		n.Params.AdditionalFields = fields
+	m, err := jsonrpc.Notification(method, params)
+	if err != nil {
+		return err
 	}
-	return c.t.SendNotification(ctx, n)
+	return c.post(ctx, m)
+}
+
+// post sends a message that has no response (a notification, the answer to
+// a request of the upstream) as it is, in a POST of its own, with what
+// mcp-go's transport would send: the session, the protocol version and the
+// configured headers. It ends with ctx or the connection.
+func (c *remoteConn) post(ctx context.Context, m *jsonrpc.Message) error {
+	select {
+	case <-c.closed:
+		return c.closedErr()
+	default:
+	}
+	endpoint := c.url
+	if sse, ok := c.t.(*transport.SSE); ok {
+		u := sse.GetEndpoint()
+		if u == nil {
+			return fmt.Errorf("server %q: its SSE stream has not named an endpoint yet", c.server)
+		}
+		endpoint = u.String()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.life, cancel)
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(m.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	version := c.protocolVersion()
+	if version != "" {
+		req.Header.Set(transport.HeaderKeyProtocolVersion, version)
+	}
+	if session := c.t.GetSessionId(); session != "" && !mcp.IsModernProtocol(version) {
+		req.Header.Set(transport.HeaderKeySessionID, session)
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		select {
+		case <-c.closed:
+			return c.closedErr()
+		default:
+		}
+		return fmt.Errorf("server %q: %w", c.server, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
+		return nil
+	}
+	return fmt.Errorf("server %q: it answered a POST of %s with HTTP status %d", c.server, describe(m), resp.StatusCode)
+}
+
+// describe names a message for an error text.
+func describe(m *jsonrpc.Message) string {
+	if m.Method != "" {
+		return m.Method
+	}
+	return "the answer to its request " + string(m.ID)
 }
 
 func (c *remoteConn) done() <-chan struct{} { return c.closed }

@@ -20,11 +20,15 @@ import (
 // *jsonrpc.TooLongError. The call whose exchange it was learns that through
 // its context (withSizeReport) and fails saying so; an oversized event on a
 // stream no call owns is logged, and the stream ends.
+//
+// It is also where an event stream is tapped (eventTap): under the bound,
+// so that the tap never holds more than one bounded event.
 type limitedTransport struct {
 	base   http.RoundTripper
 	max    int
 	server string
 	log    *slog.Logger
+	tap    streamSink // nil: event streams are not tapped
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -33,9 +37,14 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return resp, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &limitedBody{
-		body: resp.Body, max: int64(t.max), perEvent: mediaType == "text/event-stream",
+	stream := mediaType == "text/event-stream"
+	limited := &limitedBody{
+		body: resp.Body, max: int64(t.max), perEvent: stream,
 		report: reportOf(req.Context()), server: t.server, log: t.log,
+	}
+	resp.Body = limited
+	if stream && t.tap != nil {
+		resp.Body = newEventTap(req.Context(), limited, t.tap)
 	}
 	return resp, nil
 }

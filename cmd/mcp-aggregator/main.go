@@ -14,11 +14,14 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+var version = defaultVersion
+
+const defaultVersion = "0.1.0-dev"
 
 const usage = `mcp-aggregator: one MCP server that fronts many.
 
@@ -26,10 +29,16 @@ Usage:
   mcp-aggregator [serve] [--config FILE]... [--http ADDR]  serve (stdio by default; --http serves http://ADDR/mcp)
   mcp-aggregator check   [--config FILE]...                validate the config, print problems; exit 1 on any error
   mcp-aggregator tools   [--config FILE]... [--json]       start the upstreams, print the exported catalog
-  mcp-aggregator version                                   print the version
+  mcp-aggregator client-config CLIENT [--config FILE]...   print what to add to CLIENT's config to use this binary
+                                                           (claude-code, claude-desktop, cursor, vscode, gemini, codex, inspector)
+  mcp-aggregator import FILE...                            print a client's config (mcpServers JSON, VS Code,
+                                                           TENEX, HoloDeck, chatagent) as mcp-aggregator YAML
+  mcp-aggregator version                                   print the version (also --version)
 
-Without --config, the first of ./mcp-aggregator.yaml and ./.minds/mcp.yaml is
-used; with neither, serve runs a built-in demo config.
+Config files: the --config flags; else MCP_AGGREGATOR_CONFIG (files separated
+like PATH); else the first of ./mcp-aggregator.yaml and ./.minds/mcp.yaml in
+the working directory; with none, every command uses a built-in demo config.
+A file may be mcp-aggregator YAML or the config of another MCP client.
 
 Run 'mcp-aggregator COMMAND --help' for a command's flags.
 `
@@ -42,6 +51,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 		cmd, args = "help", nil
+	} else if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-V") {
+		cmd, args = "version", nil
 	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
@@ -53,8 +64,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "tools":
 		return tools(args, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "mcp-aggregator", version)
+		fmt.Fprintln(stdout, "mcp-aggregator", buildVersion())
 		return 0
+	case "client-config":
+		return clientConfig(args, stdout, stderr)
+	case "import":
+		return importConfigs(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -88,10 +103,11 @@ type common struct {
 	configs   configFlags
 	logLevel  string
 	logFormat string
+	secrets   redact.Set // every secret value of the configs loaded so far
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.Var(&c.configs, "config", "config `FILE` (repeatable; later files replace servers with the same id)")
+	fs.Var(&c.configs, "config", "config `FILE` (repeatable; later files replace servers with the same id; default: $"+configEnvVar+", then ./mcp-aggregator.yaml or ./.minds/mcp.yaml)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 }
@@ -102,14 +118,18 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", c.logLevel)
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
 	switch c.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
 	default:
 		return nil, fmt.Errorf("--log-format %q: use text or json", c.logFormat)
 	}
+	// Every line, whatever it is about, is scrubbed of every secret the loaded
+	// configs hold (see source.load).
+	return slog.New(c.secrets.Handler(h)), nil
 }
 
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {

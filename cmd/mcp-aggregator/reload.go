@@ -52,13 +52,7 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, log *slog.L
 }
 
 func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) {
-	var ws *config.Workspace
-	var problems []config.Problem
-	if src.demo {
-		ws, problems = src.load()
-	} else {
-		ws, problems = config.LoadExisting(src.paths, os.LookupEnv)
-	}
+	ws, problems := src.loadLive()
 	if ws == nil {
 		log.Error("config rejected; keeping the last good config")
 	}

@@ -30,23 +30,28 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.register(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
+	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
+	}
+	if *cgroups != "auto" && *cgroups != "off" {
+		fmt.Fprintf(stderr, "serve: --cgroups %q: use auto or off\n", *cgroups)
+		return 2
 	}
 	log, err := c.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	src, _ := resolveConfig(c.configs, true)
+	src := c.discover(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	reaper := startReaper(log)
-	defer reaper.Close()
+	supervisor := startSupervisor(log, *cgroups == "off")
+	defer supervisor.Close() // after the proxy's Close below: every upstream is gone by then
 	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper},
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor},
 		OnWorkspace: func(ws *config.Workspace) {
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
@@ -96,18 +101,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return serveHTTP(ctx, edge, *httpAddr, loaded, log)
 }
 
-// startReaper starts the process that kills every upstream process group
-// if this process dies without closing them (see upstream.Reaper).
-func startReaper(log *slog.Logger) *upstream.Reaper {
-	exe, err := os.Executable()
-	if err == nil {
-		var r *upstream.Reaper
-		if r, err = upstream.StartReaper(exe, "_reaper"); err == nil {
-			return r
-		}
+// startSupervisor sets up process supervision (see upstream.Supervisor),
+// with this binary's hidden _reaper subcommand as the reaper process that
+// kills what is left if this process dies without closing its upstreams.
+func startSupervisor(log *slog.Logger, noCgroups bool) *upstream.Supervisor {
+	opts := upstream.SupervisorOptions{Logger: log, NoCgroups: noCgroups}
+	if exe, err := os.Executable(); err == nil {
+		opts.Reaper = []string{exe, "_reaper"}
+	} else {
+		log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
 	}
-	log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
-	return nil
+	return upstream.NewSupervisor(opts)
 }
 
 func stdioDone(err error, log *slog.Logger) int {
@@ -123,13 +127,7 @@ func stdioDone(err error, log *slog.Logger) int {
 // non-zero exit code when a required server could not start.
 func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) int {
 	defer p.MarkLoaded()
-	ws, problems := src.load()
-	if !src.demo {
-		ws, problems = config.LoadExisting(src.paths, os.LookupEnv)
-	}
-	if src.demo {
-		log.Info("no config found; serving the built-in demo config", "looked_for", strings.Join(config.DefaultPaths(), ", "))
-	}
+	ws, problems := src.loadLive()
 	report := p.Reconcile(ctx, ws, problems)
 	for _, pr := range report.Problems {
 		if pr.Severity == config.SeverityError {

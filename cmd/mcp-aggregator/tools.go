@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -20,6 +21,8 @@ type catalogTool struct {
 	Server      string `json:"server"`
 	Original    string `json:"original"`
 	Description string `json:"description"`
+	// Definition is the tool as tools/list shows it (with the exported name).
+	Definition json.RawMessage `json:"definition"`
 }
 
 // tools starts the upstreams, prints the exported catalog and every problem.
@@ -27,7 +30,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON: {\"tools\": [...], \"problems\": [...]}")
+	asJSON := fs.Bool("json", false, "print JSON: {\"tools\": [...], \"problems\": [...], \"notes\": [...]}")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -37,11 +40,15 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	src, _ := resolveConfig(c.configs, true)
+	src := resolveConfig(c.configs, os.Getenv)
+	src.secrets = &c.secrets
+	for _, n := range src.notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
 	ws, problems := src.load()
-	reaper := startReaper(log)
-	defer reaper.Close()
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Reaper: reaper}})
+	supervisor := startSupervisor(log, false)
+	defer supervisor.Close()
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor}})
 	report := p.Reconcile(context.Background(), ws, problems)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -56,7 +63,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		}
 		_ = json.Unmarshal(e.Raw, &head)
 		desc, _, _ := strings.Cut(strings.TrimSpace(head.Description), "\n")
-		out = append(out, catalogTool{Name: e.Exported, Server: e.Server, Original: e.Original, Description: desc})
+		out = append(out, catalogTool{Name: e.Exported, Server: e.Server, Original: e.Original, Description: desc, Definition: e.Raw})
 	}
 	errs := 0
 	for _, pr := range report.Problems {
@@ -71,7 +78,9 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"tools": out, "problems": texts})
+		enc.SetEscapeHTML(false) // definitions read as their servers wrote them
+		notes := append([]string{}, report.Notes...)
+		_ = enc.Encode(map[string]any{"tools": out, "problems": texts, "notes": notes})
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDESCRIPTION")
@@ -79,9 +88,12 @@ func tools(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Server, t.Original, t.Description)
 		}
 		_ = tw.Flush()
-		if len(report.Problems) > 0 {
+		if len(report.Problems)+len(report.Notes) > 0 {
 			fmt.Fprintln(stdout)
 			printProblems(stdout, report.Problems)
+			for _, n := range report.Notes {
+				fmt.Fprintln(stdout, "note:", n)
+			}
 		}
 	}
 	if errs > 0 {

@@ -16,10 +16,10 @@ import (
 	"time"
 )
 
-// startTimeout bounds how long the aggregator may take to say where it listens.
+// startTimeout bounds how long a server process may take to say where it listens.
 const startTimeout = 30 * time.Second
 
-// stopTimeout bounds a clean shutdown before the aggregator is killed.
+// stopTimeout bounds a clean shutdown before a server process is killed.
 const stopTimeout = 20 * time.Second
 
 // stderrLog keeps the last part of a process's stderr, to show when a benchmark fails,
@@ -71,8 +71,9 @@ func (l *stderrLog) String() string {
 	return string(l.tail)
 }
 
-// httpAggregator is "mcp-aggregator serve --http" running as a child process.
-type httpAggregator struct {
+// httpProcess is a child process that serves HTTP: "mcp-aggregator serve --http", or a
+// benchmark helper (the echo upstream, the bridge).
+type httpProcess struct {
 	cmd    *exec.Cmd
 	url    string
 	log    *stderrLog
@@ -81,14 +82,22 @@ type httpAggregator struct {
 
 // startHTTPAggregator serves configPath over streamable HTTP on a loopback port until the
 // benchmark ends.
-func startHTTPAggregator(tb testing.TB, configPath string) *httpAggregator {
+func startHTTPAggregator(tb testing.TB, configPath string) *httpProcess {
 	tb.Helper()
-	a := &httpAggregator{log: newStderrLog(), exited: make(chan struct{})}
-	a.cmd = exec.Command(binary, "serve", "--config", configPath, "--http", "127.0.0.1:0")
+	return startHTTPProcess(tb, nil, binary, "serve", "--config", configPath, "--http", "127.0.0.1:0")
+}
+
+// startHTTPProcess starts command, which says on stderr where it listens, and stops it
+// when the benchmark ends.
+func startHTTPProcess(tb testing.TB, env []string, command string, args ...string) *httpProcess {
+	tb.Helper()
+	a := &httpProcess{log: newStderrLog(), exited: make(chan struct{})}
+	a.cmd = exec.Command(command, args...)
+	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Dir = tb.TempDir()
 	a.cmd.Stderr = a.log
 	if err := a.cmd.Start(); err != nil {
-		tb.Fatalf("starting the aggregator: %v", err)
+		tb.Fatalf("starting %s: %v", command, err)
 	}
 	go func() { _ = a.cmd.Wait(); close(a.exited) }()
 	tb.Cleanup(func() { a.stop(tb) })
@@ -96,27 +105,27 @@ func startHTTPAggregator(tb testing.TB, configPath string) *httpAggregator {
 	case <-a.log.found:
 		a.url = a.log.url
 	case <-a.exited:
-		tb.Fatalf("the aggregator exited at start; stderr:\n%s", a.log)
+		tb.Fatalf("%s %v exited at start; stderr:\n%s", command, args, a.log)
 	case <-time.After(startTimeout):
-		tb.Fatalf("the aggregator never said where it listens; stderr:\n%s", a.log)
+		tb.Fatalf("%s %v never said where it listens; stderr:\n%s", command, args, a.log)
 	}
 	return a
 }
 
-// stop ends the aggregator as an operator would, with SIGTERM, and kills it if it hangs.
-func (a *httpAggregator) stop(tb testing.TB) {
+// stop ends the process as an operator would, with SIGTERM, and kills it if it hangs.
+func (a *httpProcess) stop(tb testing.TB) {
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-a.exited:
 	case <-time.After(stopTimeout):
 		_ = a.cmd.Process.Kill()
 		<-a.exited
-		tb.Errorf("the aggregator did not stop within %s of SIGTERM; stderr:\n%s", stopTimeout, a.log)
+		tb.Errorf("%s did not stop within %s of SIGTERM; stderr:\n%s", a.cmd.Path, stopTimeout, a.log)
 	}
 }
 
-// rssKiB is the aggregator's resident set size (VmRSS) in KiB.
-func (a *httpAggregator) rssKiB() (int64, error) {
+// rssKiB is the process's resident set size (VmRSS) in KiB.
+func (a *httpProcess) rssKiB() (int64, error) {
 	return readRSS(a.cmd.Process.Pid)
 }
 

@@ -2,8 +2,11 @@ package benchmark
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
+	"time"
 )
 
 // echoText is the argument of every benchmarked call: a short text, as most tool
@@ -13,80 +16,202 @@ const echoText = "hello, upstream"
 // inflightLevels are the numbers of calls kept in flight at once.
 var inflightLevels = []int{1, 16}
 
-// BenchmarkCall measures tools/call echo made to an upstream directly and the same call
-// made through the aggregator, in the same run, for three pairs of downstream and upstream
-// transport:
+// callRounds is how many turns each route takes within one run: the routes alternate, so
+// that a burst of load from elsewhere on the machine falls on all of them alike and the
+// per-run ratios compare like with like.
+const callRounds = 6
+
+// warmCalls is how many untimed calls per request in flight each route makes before a
+// run: enough to open every connection and start every worker the run will use.
+const warmCalls = 20
+
+// route is one way from the benchmark client to an echo upstream.
+type route struct {
+	name string // direct, relay, bridge or proxied
+	c    *conn
+	// hop is the pid of the process between the client and the upstream (the relay, the
+	// bridge or the aggregator); 0 when there is none.
+	hop int
+	// upstream is the pid of the echo upstream the route ends at.
+	upstream int
+}
+
+// BenchmarkCall measures tools/call echo {text} from one client to the raw-JSON echo
+// upstream (echo_test.go) along three routes per pair of transports, which take turns
+// within each run:
 //
-//	stdio-stdio  client spawns "demo-server tools" / client spawns the aggregator over stdio, which spawns it
-//	http-stdio   client spawns "demo-server tools" / client talks HTTP to the aggregator, which spawns it
-//	http-http    client talks HTTP to a Go upstream / client talks HTTP to the aggregator, which talks HTTP to it
+//	stdio-stdio  direct   client spawns the upstream, speaks stdio to it
+//	             relay    client spawns a relay, which spawns the upstream and only copies bytes
+//	             proxied  client spawns the aggregator over stdio, which spawns the upstream
+//	http-stdio   direct   as in stdio-stdio
+//	             bridge   HTTP to a bridge, which writes each POST body to the upstream's stdin
+//	             proxied  HTTP to the aggregator, which spawns the upstream
+//	http-http    direct   HTTP to the upstream serving HTTP
+//	             bridge   HTTP to a bridge, which forwards each request to the upstream
+//	             proxied  HTTP to the aggregator, which speaks HTTP to the upstream
 //
-// Each sub-benchmark reports calls/s and the p50 and p99 latency; proxied/direct of calls/s
-// is the aggregator's throughput ratio. Recommended: -benchtime=3000x.
+// The relay and the bridge (helper_test.go, bridge_test.go) are the least one more stdio
+// or HTTP hop can cost. One op is one call on every route. Each run reports, per route,
+// <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
+// in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call) and by
+// the upstream (<route>-upstream-cpu-µs/call); and the throughput ratios of that run,
+// proxied/relay or proxied/bridge, and proxied/direct. Read the ratios as the median over
+// -count runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
 func BenchmarkCall(b *testing.B) {
 	client := newHTTPClient()
 	pairs := []struct {
-		name            string
-		direct, proxied func(b *testing.B, upstreamURL string) *conn
-		httpUpstream    bool
+		name   string
+		routes func(b *testing.B) []route
 	}{
-		{
-			name:   "stdio-stdio",
-			direct: dialDemo,
-			proxied: func(b *testing.B, _ string) *conn {
-				c, _ := dialStdioAggregator(b, writeConfig(b, renderConfig(demoTools("demo"))))
-				return c
-			},
-		},
-		{
-			name:   "http-stdio",
-			direct: dialDemo,
-			proxied: func(b *testing.B, _ string) *conn {
-				a := startHTTPAggregator(b, writeConfig(b, renderConfig(demoTools("demo"))))
-				return dialHTTP(b, client, a.url)
-			},
-		},
-		{
-			name:         "http-http",
-			httpUpstream: true,
-			direct: func(b *testing.B, url string) *conn {
-				return dialHTTP(b, client, url)
-			},
-			proxied: func(b *testing.B, url string) *conn {
-				a := startHTTPAggregator(b, writeConfig(b, renderConfig(httpEcho("remote", url))))
-				return dialHTTP(b, client, a.url)
-			},
-		},
+		{"stdio-stdio", func(b *testing.B) []route {
+			exe, args, env := helper(b, "echo", "stdio")
+			direct := dialStdio(b, newStderrLog(), env, exe, args...)
+			relay := dialStdio(b, newStderrLog(), env, exe, append([]string{"relay", exe}, args...)...)
+			proxied, _ := dialStdioAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
+			return []route{
+				{name: "direct", c: direct, upstream: direct.pid},
+				{name: "relay", c: relay, hop: relay.pid},
+				{name: "proxied", c: proxied, hop: proxied.pid},
+			}
+		}},
+		{"http-stdio", func(b *testing.B) []route {
+			exe, args, env := helper(b, "echo", "stdio")
+			direct := dialStdio(b, newStderrLog(), env, exe, args...)
+			bridge := startHTTPProcess(b, env, exe, append([]string{"bridge", exe}, args...)...)
+			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
+			return []route{
+				{name: "direct", c: direct, upstream: direct.pid},
+				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
+				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
+			}
+		}},
+		{"http-http", func(b *testing.B) []route {
+			exe, _, env := helper(b, "echo", "http")
+			upstream := startHTTPProcess(b, env, exe, "echo", "http")
+			bridge := startHTTPProcess(b, env, exe, "bridge", upstream.url)
+			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(httpEcho("echo", upstream.url))))
+			// One upstream serves the three routes, one route at a time.
+			pid := upstream.cmd.Process.Pid
+			return []route{
+				{name: "direct", c: dialHTTP(b, client, upstream.url), upstream: pid},
+				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid, upstream: pid},
+				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid, upstream: pid},
+			}
+		}},
 	}
 	params := callParams("echo", echoText)
 	for _, pair := range pairs {
 		b.Run(pair.name, func(b *testing.B) {
-			var url string
-			if pair.httpUpstream {
-				url = startHTTPUpstream(b)
-			}
-			conns := map[string]*conn{"direct": pair.direct(b, url), "proxied": pair.proxied(b, url)}
-			for kind, c := range conns {
+			routes := pair.routes(b)
+			for i, r := range routes {
 				// The first call also waits until the aggregator has started its upstream.
 				ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-				err := c.checkEcho(ctx, params, echoText)
+				err := r.c.checkEcho(ctx, params, echoText)
 				cancel()
 				if err != nil {
-					b.Fatalf("%s: %v", kind, err)
+					b.Fatalf("%s: %v", r.name, err)
+				}
+				if r.upstream == 0 {
+					// The hop started the upstream: it is the hop's child running "echo".
+					if routes[i].upstream, err = childRunning(r.hop, "echo"); err != nil {
+						b.Fatalf("%s: %v", r.name, err)
+					}
 				}
 			}
 			for _, inflight := range inflightLevels {
-				for _, kind := range []string{"direct", "proxied"} {
-					b.Run(fmt.Sprintf("%s/inflight=%d", kind, inflight), func(b *testing.B) {
-						measureRequests(b, conns[kind], inflight, "tools/call", params)
-					})
-				}
+				b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+					measureRoutes(b, routes, inflight, params)
+				})
 			}
 		})
 	}
 }
 
-// dialDemo spawns the demo tools server and connects to it directly.
-func dialDemo(b *testing.B, _ string) *conn {
-	return dialStdio(b, newStderrLog(), nil, binary, "demo-server", "tools")
+// routeTally is what one route did in one run.
+type routeTally struct {
+	samples []time.Duration
+	elapsed time.Duration // the route's own turns only
+	// CPU time used during the route's turns by each process on it.
+	cpu processCPU
+}
+
+// processCPU is CPU time of the three processes of a route.
+type processCPU struct{ client, hop, upstream time.Duration }
+
+func (a processCPU) sub(b processCPU) processCPU {
+	return processCPU{a.client - b.client, a.hop - b.hop, a.upstream - b.upstream}
+}
+
+func (a processCPU) add(b processCPU) processCPU {
+	return processCPU{a.client + b.client, a.hop + b.hop, a.upstream + b.upstream}
+}
+
+// measureRoutes makes b.N calls on every route, inflight at a time, the routes taking
+// turns in callRounds rounds, and reports each route's figures and the run's ratios.
+func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMessage) {
+	for _, r := range routes {
+		if _, err := sendRequests(r.c, warmCalls*inflight, inflight, "tools/call", params); err != nil {
+			b.Fatalf("%s: %v", r.name, err)
+		}
+	}
+	tallies := make([]routeTally, len(routes))
+	rounds := min(callRounds, b.N)
+	b.ResetTimer()
+	for round := range rounds {
+		n := b.N / rounds
+		if round == rounds-1 {
+			n = b.N - n*(rounds-1)
+		}
+		for k := range routes {
+			i := (round + k) % len(routes) // each route goes first in some rounds
+			r, t := routes[i], &tallies[i]
+			cpu0 := routeCPU(b, r)
+			start := time.Now()
+			samples, err := sendRequests(r.c, n, inflight, "tools/call", params)
+			t.elapsed += time.Since(start)
+			if err != nil {
+				b.Fatalf("%s: %v", r.name, err)
+			}
+			t.cpu = t.cpu.add(routeCPU(b, r).sub(cpu0))
+			t.samples = append(t.samples, samples...)
+		}
+	}
+	b.StopTimer()
+	rate := make(map[string]float64, len(routes))
+	for i, r := range routes {
+		t := tallies[i]
+		rate[r.name] = float64(b.N) / t.elapsed.Seconds()
+		b.ReportMetric(rate[r.name], r.name+"-calls/s")
+		reportLatency(b, t.samples, r.name+"-")
+		perCall := func(d time.Duration) float64 { return micros(d) / float64(b.N) }
+		if r.hop != 0 {
+			b.ReportMetric(perCall(t.cpu.hop), r.name+"-cpu-µs/call")
+		}
+		b.ReportMetric(perCall(t.cpu.client), r.name+"-client-cpu-µs/call")
+		b.ReportMetric(perCall(t.cpu.upstream), r.name+"-upstream-cpu-µs/call")
+	}
+	for _, r := range routes {
+		if r.name != "proxied" {
+			b.ReportMetric(rate["proxied"]/rate[r.name], "proxied/"+r.name)
+		}
+	}
+}
+
+// routeCPU is the CPU time used so far by each process on the route; the client is this
+// process.
+func routeCPU(b *testing.B, r route) processCPU {
+	var cpu processCPU
+	var err error
+	for _, p := range []struct {
+		pid int
+		d   *time.Duration
+	}{{os.Getpid(), &cpu.client}, {r.hop, &cpu.hop}, {r.upstream, &cpu.upstream}} {
+		if p.pid == 0 {
+			continue
+		}
+		if *p.d, err = cpuTime(p.pid); err != nil {
+			b.Fatalf("%s: %v", r.name, err)
+		}
+	}
+	return cpu
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,19 +32,22 @@ func demoTools(id string) upstreamServer {
 	return upstreamServer{id: id, stateless: true, command: binary, args: []string{"demo-server", "tools"}}
 }
 
-// httpEcho is the benchmark's HTTP echo upstream at url, shared by every session.
+// httpEcho is an HTTP upstream at url, shared by every session.
 func httpEcho(id, url string) upstreamServer {
 	return upstreamServer{id: id, stateless: true, url: url}
 }
 
+// echoUpstream is this test binary as the raw-JSON echo upstream over stdio, shared by
+// every session.
+func echoUpstream(tb testing.TB, id string) upstreamServer {
+	exe, args, env := helper(tb, "echo", "stdio")
+	return upstreamServer{id: id, stateless: true, command: exe, args: args, env: env}
+}
+
 // manyTools is this test binary serving n tools, exported under prefix.
 func manyTools(tb testing.TB, id string, n int, prefix string) upstreamServer {
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return upstreamServer{id: id, stateless: true, command: exe,
-		env: []string{fmt.Sprintf("%s=%d", upstreamEnv, n)}, prefix: prefix}
+	exe, args, env := helper(tb, "tools", strconv.Itoa(n))
+	return upstreamServer{id: id, stateless: true, command: exe, args: args, env: env, prefix: prefix}
 }
 
 // renderConfig writes a version 1 config serving the given servers in order.
@@ -137,6 +141,7 @@ func TestConfigs(t *testing.T) {
 		"stateful": {renderConfig(stateful), []string{"demo"}},
 		"filtered": {renderConfig(filtered), []string{"demo"}},
 		"catalog":  {catalogConfig(t, 3, 100), []string{"s00", "s01", "s02"}},
+		"echo":     {renderConfig(echoUpstream(t, "echo")), []string{"echo"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

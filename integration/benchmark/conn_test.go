@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,6 +39,8 @@ type conn struct {
 	// notes receives the method of every notification the server sends; when it is full,
 	// further notifications are dropped.
 	notes chan string
+	// pid is the process the client spoke to over stdio; 0 over HTTP.
+	pid int
 }
 
 func newConn(t transport.Interface) *conn {
@@ -126,10 +129,11 @@ func (c *conn) checkEcho(ctx context.Context, params json.RawMessage, text strin
 // completes the handshake. The process ends with the benchmark.
 func dialStdio(tb testing.TB, stderr io.Writer, env []string, command string, args ...string) *conn {
 	tb.Helper()
+	var cmd *exec.Cmd
 	t := transport.NewStdioWithOptions(command, env, args,
 		transport.WithCommandLogger(quiet),
 		transport.WithCommandFunc(func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.Command(command, args...)
+			cmd = exec.Command(command, args...)
 			cmd.Env = append(os.Environ(), env...)
 			cmd.Dir = tb.TempDir()
 			cmd.Stderr = stderr
@@ -140,6 +144,7 @@ func dialStdio(tb testing.TB, stderr io.Writer, env []string, command string, ar
 	}
 	tb.Cleanup(func() { _ = t.Close() })
 	c := newConn(t)
+	c.pid = cmd.Process.Pid
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if err := c.handshake(ctx); err != nil {
@@ -155,6 +160,21 @@ func newHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0
 	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
+}
+
+// newSpreadHTTPClient is newHTTPClient dialling from n loopback addresses in turn
+// (127.0.0.1 to 127.0.0.n), so that its connections come from n client addresses: the
+// aggregator holds each client address to a fixed number of connections, which one
+// benchmark client holding a thousand GET streams would otherwise exceed.
+func newSpreadHTTPClient(n int) *http.Client {
+	t := newHTTPClient().Transport.(*http.Transport)
+	var next atomic.Uint32
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host := byte(next.Add(1)%uint32(n)) + 1
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, host)}}
+		return d.DialContext(ctx, network, addr)
+	}
 	return &http.Client{Transport: t}
 }
 

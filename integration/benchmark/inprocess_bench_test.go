@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -16,27 +18,39 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
 
-// BenchmarkInProcessCall is BenchmarkCall/stdio-stdio/proxied with the aggregator running
-// inside the benchmark process (proxy.New and ServeStdio over pipes) instead of as a child,
-// so that -cpuprofile, -memprofile and -trace see the aggregator's code. The upstream is
-// still the demo server in its own process. Its figures are not comparable with
-// BenchmarkCall, since the client and the aggregator share one process here; use it to
-// find where the aggregator spends its time:
+// BenchmarkInProcessCall is the proxied route of BenchmarkCall with the aggregator running
+// inside the benchmark process instead of as a child, so that -cpuprofile, -memprofile and
+// -trace see the aggregator's code: over stdio (ServeStdio on pipes) and over streamable
+// HTTP (the HTTP transport on a loopback httptest server). The upstream is still the echo
+// upstream in its own process. Its figures are not comparable with BenchmarkCall, since the
+// client and the aggregator share one process here; use it to find where the aggregator
+// spends its time:
 //
-//	go test -run '^$' -bench InProcessCall -benchtime 20000x -cpuprofile cpu.out ./integration/benchmark/
-//	go tool pprof -top cpu.out
+//	go test -run '^$' -bench 'InProcessCall/stdio' -benchtime 100000x -cpuprofile cpu.out -o bench.test ./integration/benchmark/
+//	go tool pprof -top bench.test cpu.out
 func BenchmarkInProcessCall(b *testing.B) {
-	c := serveInProcess(b, renderConfig(demoTools("demo")))
 	params := callParams("echo", echoText)
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	if err := c.checkEcho(ctx, params, echoText); err != nil {
-		b.Fatal(err)
+	edges := []struct {
+		name  string
+		serve func(tb testing.TB, p *proxy.Proxy) *conn
+	}{
+		{"stdio", serveStdioInProcess},
+		{"http", serveHTTPInProcess},
 	}
-	for _, inflight := range inflightLevels {
-		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			b.ReportAllocs()
-			measureRequests(b, c, inflight, "tools/call", params)
+	for _, edge := range edges {
+		b.Run(edge.name, func(b *testing.B) {
+			c := edge.serve(b, startInProcess(b, renderConfig(echoUpstream(b, "echo"))))
+			ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+			defer cancel()
+			if err := c.checkEcho(ctx, params, echoText); err != nil {
+				b.Fatal(err)
+			}
+			for _, inflight := range inflightLevels {
+				b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+					b.ReportAllocs()
+					measureRequests(b, c, inflight, "tools/call", params)
+				})
+			}
 		})
 	}
 }
@@ -44,7 +58,7 @@ func BenchmarkInProcessCall(b *testing.B) {
 // BenchmarkInProcessToolsList is the proxied half of BenchmarkToolsList with the
 // aggregator inside the benchmark process, for profiling tools/list over 5,000 tools.
 func BenchmarkInProcessToolsList(b *testing.B) {
-	c := serveInProcess(b, catalogConfig(b, catalogServers, catalogTools))
+	c := serveStdioInProcess(b, startInProcess(b, catalogConfig(b, catalogServers, catalogTools)))
 	awaitCatalog(b, c, catalogServers*catalogTools+adminTools)
 	b.Run(fmt.Sprintf("tools=%d", catalogServers*catalogTools), func(b *testing.B) {
 		b.ReportAllocs()
@@ -52,23 +66,32 @@ func BenchmarkInProcessToolsList(b *testing.B) {
 	})
 }
 
-// serveInProcess runs the aggregator on cfg inside this process, as "serve" does over
-// stdio, and returns a client connected to it through pipes.
-func serveInProcess(tb testing.TB, cfg string) *conn {
+// startInProcess runs the aggregator on cfg inside this process, as "serve" does, until
+// the benchmark ends.
+func startInProcess(tb testing.TB, cfg string) *proxy.Proxy {
 	tb.Helper()
-	log := slog.New(slog.DiscardHandler)
-	p := proxy.New(proxy.Options{Logger: log, Version: "benchmark"})
+	p := proxy.New(proxy.Options{Logger: slog.New(slog.DiscardHandler), Version: "benchmark"})
 	ws, problems := config.LoadBytes(writeConfig(tb, cfg), []byte(cfg), os.LookupEnv)
 	if ws == nil || config.HasErrors(problems) {
 		tb.Fatalf("config rejected: %v", problems)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	report := p.Reconcile(ctx, ws, problems)
+	report := p.Reconcile(context.Background(), ws, problems)
+	// Registered first, so it runs last: after the edges below have stopped.
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		p.Close(ctx)
+	})
 	if len(report.Failed) > 0 {
-		cancel()
 		tb.Fatalf("servers failed to start: %v: %v", report.Failed, report.Problems)
 	}
+	return p
+}
 
+// serveStdioInProcess serves p over stdio on pipes and returns a client connected to it.
+func serveStdioInProcess(tb testing.TB, p *proxy.Proxy) *conn {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	toProxy, fromClient := io.Pipe()
 	toClient, fromProxy := io.Pipe()
 	served := make(chan error, 1)
@@ -87,9 +110,6 @@ func serveInProcess(tb testing.TB, cfg string) *conn {
 		}
 		cancel()
 		_ = t.Close()
-		cctx, ccancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer ccancel()
-		p.Close(cctx)
 	})
 	c := newConn(t)
 	hctx, hcancel := context.WithTimeout(ctx, setupTimeout)
@@ -98,6 +118,23 @@ func serveInProcess(tb testing.TB, cfg string) *conn {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// serveHTTPInProcess serves p over streamable HTTP at /mcp on a loopback port and returns
+// a client with a session there.
+func serveHTTPInProcess(tb testing.TB, p *proxy.Proxy) *conn {
+	tb.Helper()
+	edge, shutdown := httpEdge(p)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", edge)
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		_ = shutdown(ctx)
+		srv.Close()
+	})
+	return dialHTTP(tb, newHTTPClient(), srv.URL+"/mcp")
 }
 
 // eofReader is the stderr of an in-process server: there is none.

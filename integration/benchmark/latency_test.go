@@ -17,20 +17,32 @@ import (
 // (calls/s) and latency percentiles (p50-µs, p99-µs) alongside ns/op.
 func measureRequests(b *testing.B, c *conn, inflight int, method string, params json.RawMessage) {
 	b.Helper()
+	b.ResetTimer()
+	samples, err := sendRequests(c, b.N, inflight, method, params)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	reportLatency(b, samples, "")
+}
+
+// sendRequests sends n requests over c, inflight at a time, and returns the latency of
+// each, unsorted. It stops at the first error.
+func sendRequests(c *conn, n, inflight int, method string, params json.RawMessage) ([]time.Duration, error) {
 	ctx := context.Background()
 	perWorker := make([][]time.Duration, inflight)
 	for w := range perWorker {
-		perWorker[w] = make([]time.Duration, 0, b.N/inflight+1)
+		perWorker[w] = make([]time.Duration, 0, n/inflight+1)
 	}
 	var next atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	b.ResetTimer()
 	for w := range inflight {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				start := time.Now()
 				if _, err := c.request(ctx, method, params); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
@@ -41,19 +53,18 @@ func measureRequests(b *testing.B, c *conn, inflight int, method string, params 
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
 	if err := firstErr.Load(); err != nil {
-		b.Fatal(*err)
+		return nil, *err
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-	reportLatency(b, slices.Concat(perWorker...))
+	return slices.Concat(perWorker...), nil
 }
 
-// reportLatency reports the median and 99th percentile of samples in microseconds.
-func reportLatency(b *testing.B, samples []time.Duration) {
+// reportLatency reports the median and 99th percentile of samples in microseconds, as
+// p50-µs and p99-µs after prefix.
+func reportLatency(b *testing.B, samples []time.Duration, prefix string) {
 	slices.Sort(samples)
-	b.ReportMetric(micros(percentile(samples, 0.50)), "p50-µs")
-	b.ReportMetric(micros(percentile(samples, 0.99)), "p99-µs")
+	b.ReportMetric(micros(percentile(samples, 0.50)), prefix+"p50-µs")
+	b.ReportMetric(micros(percentile(samples, 0.99)), prefix+"p99-µs")
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -28,11 +28,8 @@ const loadTimeout = 2 * time.Minute
 func BenchmarkToolsList(b *testing.B) {
 	total := catalogServers * catalogTools
 	b.Run(fmt.Sprintf("tools=%d", total), func(b *testing.B) {
-		exe, err := os.Executable()
-		if err != nil {
-			b.Fatal(err)
-		}
-		direct := dialStdio(b, newStderrLog(), []string{fmt.Sprintf("%s=%d", upstreamEnv, total)}, exe)
+		exe, args, env := helper(b, "tools", strconv.Itoa(total))
+		direct := dialStdio(b, newStderrLog(), env, exe, args...)
 		proxied, log := dialStdioAggregator(b, writeConfig(b, catalogConfig(b, catalogServers, catalogTools)))
 		sizes := map[string]int{
 			"direct":  awaitCatalog(b, direct, total),
@@ -62,7 +59,7 @@ func BenchmarkToolsList(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-			reportLatency(b, samples)
+			reportLatency(b, samples, "")
 			b.ReportMetric(float64(size), "bytes/list")
 		})
 	})

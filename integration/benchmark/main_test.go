@@ -5,22 +5,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 )
 
-// binary is the mcp-aggregator executable built by TestMain. The demo upstreams are this
-// same file started as "demo-server tools".
+// binary is the mcp-aggregator executable built by TestMain.
 var binary string
 
-// upstreamEnv, when set to a number N, turns this test binary into a stdio MCP server with N
-// tools (see serveToolsUpstream). The aggregator starts it that way for the tools/list
-// benchmark, which needs upstreams far larger than the demo servers.
-const upstreamEnv = "MCP_AGGREGATOR_BENCH_TOOLS"
+// binaryEnv, when set, names an mcp-aggregator executable to benchmark instead of the one
+// TestMain builds: one that outlives the run, so that perf can still read its symbols.
+const binaryEnv = "MCP_AGGREGATOR_BENCH_BINARY"
 
 func TestMain(m *testing.M) {
-	if n := os.Getenv(upstreamEnv); n != "" {
-		os.Exit(serveToolsUpstream(n))
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(serveHelper(os.Args[1:]))
 	}
 	os.Exit(run(m))
 }
@@ -28,6 +25,15 @@ func TestMain(m *testing.M) {
 // run builds the binary into a temporary directory, runs the tests and benchmarks, and
 // removes the directory again.
 func run(m *testing.M) int {
+	if path := os.Getenv(binaryEnv); path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmark:", err)
+			return 1
+		}
+		binary = abs
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "mcp-aggregator-benchmark-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchmark:", err)
@@ -50,18 +56,4 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// serveToolsUpstream serves the many-tools upstream on stdin/stdout and returns the exit code.
-func serveToolsUpstream(count string) int {
-	n, err := strconv.Atoi(count)
-	if err != nil || n < 1 {
-		fmt.Fprintf(os.Stderr, "benchmark upstream: %s=%q is not a positive number\n", upstreamEnv, count)
-		return 2
-	}
-	if err := serveStdio(newToolsServer(n)); err != nil {
-		fmt.Fprintln(os.Stderr, "benchmark upstream:", err)
-		return 1
-	}
-	return 0
 }

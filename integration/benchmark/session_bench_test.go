@@ -9,6 +9,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 )
 
+// sessionSources is how many loopback addresses the idle-session client dials from.
+const sessionSources = 16
+
 // BenchmarkIdleSession measures what an idle HTTP session costs the aggregator: each
 // iteration opens one more session (initialize, then notifications/initialized) and keeps
 // it open, and KiB/session is the growth of the aggregator's resident set size divided by
@@ -24,7 +27,9 @@ func BenchmarkIdleSession(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			a := startHTTPAggregator(b, writeConfig(b, renderConfig(demoTools("demo"))))
-			client := newHTTPClient()
+			// More connections than one client address may hold: 1,000 GET streams
+			// against a cap of 256 per address.
+			client := newSpreadHTTPClient(sessionSources)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel() // ends the GET streams
 			// One session first, so that what the first session alone initializes

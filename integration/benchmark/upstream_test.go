@@ -4,19 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
 	"syscall"
-	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// The upstreams below are as cheap as an MCP server can be, so that what the benchmarks
-// measure is the transport and the aggregator, not the tools.
+// The many-tools upstream of the tools/list benchmark is an mcp-go server: what it costs
+// to produce a list is not what that benchmark measures (the aggregator renders its
+// catalog once). The call benchmarks use the raw echo upstream of echo_test.go instead.
 
 // echo answers with its text argument, like the demo server's echo.
 func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -34,13 +32,6 @@ func echoTool(name string) mcp.Tool {
 		mcp.WithString("text", mcp.Required(), mcp.Description("Text to return.")),
 		mcp.WithReadOnlyHintAnnotation(true),
 	)
-}
-
-// newEchoServer is the upstream behind the HTTP benchmarks: one tool, echo.
-func newEchoServer() *server.MCPServer {
-	s := server.NewMCPServer("bench-echo", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(echoTool("echo"), echo)
-	return s
 }
 
 // newToolsServer is the upstream behind the tools/list benchmark: n echo tools named t000,
@@ -66,19 +57,4 @@ func serveStdio(s *server.MCPServer) error {
 		return nil
 	}
 	return err
-}
-
-// startHTTPUpstream serves the echo server over streamable HTTP on a loopback port until
-// the benchmark ends, and returns its endpoint URL.
-func startHTTPUpstream(tb testing.TB) string {
-	tb.Helper()
-	mcpHandler := server.NewStreamableHTTPServer(newEchoServer())
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
-	srv := httptest.NewServer(mux)
-	tb.Cleanup(func() {
-		_ = mcpHandler.Shutdown(context.Background())
-		srv.Close()
-	})
-	return srv.URL + "/mcp"
 }

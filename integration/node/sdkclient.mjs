@@ -16,8 +16,10 @@
 // Steps:
 //   {"op": "serverInfo"}
 //       -> {"serverVersion": {...}, "capabilities": {...}, "instructions": "..."}
-//   {"op": "listTools"}
+//   {"op": "listTools", "atLeast": n, "waitMs": n}
 //       -> {"tools": [...all pages concatenated...], "pages": n}
+//          with atLeast: while fewer tools are listed, waits (up to waitMs in all)
+//          for the next notifications/tools/list_changed and lists again
 //   {"op": "callTool", "name": "...", "arguments": {...}, "progress": bool, "timeoutMs": n}
 //       -> {"result": {...}} or, with "progress": true, {"result": {...}, "progress": [...]}
 //          where progress holds the raw notifications/progress params received for
@@ -211,18 +213,33 @@ async function main() {
     },
 
     async listTools(step) {
-      const tools = [];
-      let cursor;
-      let pages = 0;
-      do {
-        const res = await rawRequest("tools/list", cursor === undefined ? {} : { cursor }, {
-          timeout: step.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-        });
-        pages++;
-        tools.push(...(res.tools ?? []));
-        cursor = res.nextCursor;
-      } while (cursor !== undefined && cursor !== null);
-      return { tools, pages };
+      const deadline = Date.now() + (step.waitMs ?? 0);
+      for (;;) {
+        const seen = listChangedCount;
+        const tools = [];
+        let cursor;
+        let pages = 0;
+        do {
+          const res = await rawRequest("tools/list", cursor === undefined ? {} : { cursor }, {
+            timeout: step.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+          });
+          pages++;
+          tools.push(...(res.tools ?? []));
+          cursor = res.nextCursor;
+        } while (cursor !== undefined && cursor !== null);
+        if (!step.atLeast || tools.length >= step.atLeast) return { tools, pages };
+        while (listChangedCount <= seen) {
+          const left = deadline - Date.now();
+          if (left <= 0) return { tools, pages };
+          await new Promise((resolve) => {
+            const timer = setTimeout(resolve, left);
+            listChangedWaiters.push(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          });
+        }
+      }
     },
 
     async callTool(step) {

@@ -19,6 +19,8 @@ var servers = map[string]func(ctx context.Context, args []string, in io.Reader, 
 	"counter":   runCounter,
 	"fidelity":  runFidelity,
 	"misbehave": runMisbehave,
+	"daemon":    runDaemon,
+	"surface":   runSurface,
 }
 
 // Run serves the demo server called name over stdio (in/out), until in

@@ -14,4 +14,9 @@
 //     types) gets lost on the way through the aggregator.
 //   - misbehave MODE: a hand-written server that breaks the protocol in the
 //     way MODE names, for robustness tests.
+//   - surface: a hand-written server with resources, templates, prompts,
+//     completions and logging, that sends its client requests (sampling,
+//     elicitation, roots) and notifications on demand (surface.go).
+//   - daemon: a server that forks a setsid() daemon ignoring SIGTERM, for
+//     process supervision tests (daemon.go).
 package demo

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,12 +57,20 @@ func serveSDK(ctx context.Context, name string, s *server.MCPServer, in io.Reade
 	return stdio.Listen(ctx, in, out)
 }
 
+// runTools serves the stateless demo tools. "--env NAME,..." limits the env
+// tool to those variables: the built-in demo config passes the ones it sets,
+// so that no client can read the host's variables through it.
 func runTools(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
-	if len(args) != 0 {
-		return fmt.Errorf("demo: tools takes no arguments, got %q", args)
+	var visible []string
+	switch {
+	case len(args) == 0:
+	case len(args) == 2 && args[0] == "--env":
+		visible = strings.Split(args[1], ",")
+	default:
+		return fmt.Errorf("demo: tools takes no arguments but --env NAME,..., got %q", args)
 	}
 	tracked := &notificationOut{w: out, changed: make(chan struct{})}
-	return serveSDK(ctx, "demo-tools", newToolsServer(errOut, tracked), in, tracked, errOut)
+	return serveSDK(ctx, "demo-tools", newToolsServer(errOut, tracked, visible), in, tracked, errOut)
 }
 
 func runCounter(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
@@ -70,7 +80,9 @@ func runCounter(ctx context.Context, args []string, in io.Reader, out io.Writer,
 	return serveSDK(ctx, "demo-counter", newCounterServer(), in, out, errOut)
 }
 
-func newToolsServer(errOut io.Writer, notes *notificationOut) *server.MCPServer {
+// newToolsServer builds the demo tools; visible, when not nil, lists the only
+// variables the env tool reports.
+func newToolsServer(errOut io.Writer, notes *notificationOut, visible []string) *server.MCPServer {
 	s := server.NewMCPServer("demo-tools", "1.0.0",
 		server.WithToolCapabilities(true),
 		server.WithInstructions("Demo tools served by mcp-aggregator: echo, add, pid, big, slow, fail, env."),
@@ -141,13 +153,16 @@ func newToolsServer(errOut io.Writer, notes *notificationOut) *server.MCPServer 
 	})
 
 	s.AddTool(mcp.NewTool("env",
-		mcp.WithDescription("Returns the value of an environment variable of the server process (empty when unset)."),
+		mcp.WithDescription("Returns the value of an environment variable of the server process (empty when unset); when started with --env, only of the variables named there."),
 		mcp.WithString("name", mcp.Required(), mcp.Description("Variable name.")),
 		mcp.WithReadOnlyHintAnnotation(true),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		name, err := req.RequireString("name")
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if visible != nil && !slices.Contains(visible, name) {
+			return mcp.NewToolResultErrorf("%s is not one of the variables this demo server may report (%s)", name, strings.Join(visible, ", ")), nil
 		}
 		return mcp.NewToolResultText(os.Getenv(name)), nil
 	})

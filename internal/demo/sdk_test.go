@@ -17,7 +17,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	assert.Equal(t, []string{"counter", "fidelity", "misbehave", "tools"}, Names())
+	assert.Equal(t, []string{"counter", "daemon", "fidelity", "misbehave", "surface", "tools"}, Names())
 }
 
 func TestRunRejectsBadInput(t *testing.T) {

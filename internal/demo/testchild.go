@@ -24,9 +24,15 @@ func RunFromEnv(env string) (code int, ran bool) {
 }
 
 // QuietRaceExit makes race-enabled child processes exit at once: the race
-// detector otherwise pauses a second at every exit.
+// detector otherwise pauses a second at every exit. Upstreams get only a safe
+// base of the host environment, so the aggregator is also asked to pass
+// GORACE on (MCP_AGGREGATOR_INHERIT_ENV, see upstream.InheritEnvVar).
 func QuietRaceExit() {
 	if opts := os.Getenv("GORACE"); !strings.Contains(opts, "atexit_sleep_ms") {
 		_ = os.Setenv("GORACE", strings.TrimSpace(opts+" atexit_sleep_ms=0"))
+	}
+	const inherit = "MCP_AGGREGATOR_INHERIT_ENV"
+	if list := os.Getenv(inherit); !strings.Contains(list, "GORACE") {
+		_ = os.Setenv(inherit, strings.Trim(list+",GORACE", ","))
 	}
 }

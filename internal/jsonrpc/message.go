@@ -55,16 +55,6 @@ func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 // IsResponse reports whether m answers a request.
 func (m *Message) IsResponse() bool { return m.Method == "" }
 
-// wire is the decoding shape of a message.
-type wire struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
 // DecodeError says why bytes are not a valid message, with the JSON-RPC
 // code to answer with and, when it could be read, the id to answer to.
 type DecodeError struct {
@@ -88,29 +78,53 @@ func (e *DecodeError) Response() *Message {
 // Decode parses one message and checks it is valid JSON-RPC 2.0: "jsonrpc"
 // is "2.0"; a request's id is a string or an integer; a response has exactly
 // one of result and error. A response's id may also be null (the answer to a
-// message whose id could not be read).
+// message whose id could not be read). Member names match exactly; a name
+// that repeats counts with its last value, as encoding/json decodes it.
+//
+// It reads the message in one validating pass (rawjson.Object), keeping
+// every member but the error object as the bytes it arrived as: every
+// message of every call comes through here, and encoding/json would scan
+// it twice and reflect over it. The message's members point into one copy
+// of data, never into data itself, which the caller may reuse.
 func Decode(data []byte) (*Message, error) {
-	var w wire
-	if err := json.Unmarshal(data, &w); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) || !json.Valid(data) {
-			return nil, &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
+	data = bytes.Clone(data)
+	var version, id, method, params, result, errRaw []byte
+	obj := rawjson.NewObject(data)
+	for obj.Next() {
+		switch string(obj.Name()) {
+		case "jsonrpc":
+			version = obj.Value()
+		case "id":
+			id = obj.Value()
+		case "method":
+			method = obj.Value()
+		case "params":
+			params = obj.Value()
+		case "result":
+			result = obj.Value()
+		case "error":
+			errRaw = obj.Value()
 		}
-		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
 	}
-	id := trim(w.ID)
-	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+	switch err := obj.Err(); {
+	case errors.Is(err, rawjson.ErrNotObject) && rawjson.Valid(data):
+		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
+	case err != nil:
+		return nil, &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
+	}
+	if string(version) != `"2.0"` && !isString(version, "2.0") {
 		return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "jsonrpc" must be "2.0"`}
 	}
-	m := &Message{Params: trim(w.Params), Result: trim(w.Result)}
-	if isNull(m.Params) {
-		m.Params = nil
-	}
-	if w.Method != nil {
-		if *w.Method == "" {
+	m := &Message{Params: nonNull(params), Result: result}
+	if method != nil && !isNull(method) {
+		name, ok := rawjson.String(method)
+		switch {
+		case !ok:
+			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must be a string`}
+		case name == "":
 			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must not be empty`}
 		}
-		m.Method = *w.Method
+		m.Method = name
 		if id != nil {
 			if !ValidID(id) {
 				return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the id must be a string or an integer"}
@@ -127,7 +141,6 @@ func Decode(data []byte) (*Message, error) {
 		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: the id must be a string, an integer or null"}
 	}
 	m.ID = id
-	errRaw := trim(w.Error)
 	switch {
 	case errRaw != nil && !isNull(errRaw):
 		var e Error
@@ -175,6 +188,19 @@ func validIDOrNil(id json.RawMessage) json.RawMessage {
 }
 
 func isNull(b []byte) bool { return string(b) == "null" }
+
+// isString reports whether raw is a JSON string that decodes to s.
+func isString(raw []byte, s string) bool {
+	v, ok := rawjson.String(raw)
+	return ok && v == s
+}
+
+func nonNull(b []byte) json.RawMessage {
+	if len(b) == 0 || isNull(b) {
+		return nil
+	}
+	return b
+}
 
 func trim(b json.RawMessage) json.RawMessage {
 	b = bytes.TrimSpace(b)

@@ -110,3 +110,14 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeDoesNotAliasItsInput(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}`)
+	m, err := Decode(line)
+	require.NoError(t, err)
+	for i := range line {
+		line[i] = ' ' // a reader reuses its buffer for the next line
+	}
+	assert.Equal(t, `"a"`, string(m.ID))
+	assert.Equal(t, `{"name":"x"}`, string(m.Params))
+}

@@ -1,0 +1,223 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ImportFile is one config file to import: its path and content.
+type ImportFile struct {
+	Name string
+	Data []byte
+}
+
+// Import rewrites config files of any dialect as one native YAML document, so a user can
+// switch to the native format for good: loading the result gives the same servers as
+// loading the files. Later files replace servers of the same id, as layered --config
+// files do. Comments say where each server came from and what the translation noticed.
+// A file that cannot be read contributes nothing; its problems are returned.
+func Import(files []ImportFile) ([]byte, []Problem) {
+	out := mappingNode(1)
+	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
+	servers := mappingNode(1)
+	var (
+		problems []Problem
+		header   = []string{"mcp-aggregator config, written by `mcp-aggregator import` from:"}
+		sections = map[string]*yaml.Node{} // top-level settings, merged key by key
+		order    []string
+	)
+	for _, f := range files {
+		dir, err := filepath.Abs(filepath.Dir(f.Name))
+		if err != nil {
+			dir = filepath.Dir(f.Name)
+		}
+		r := &reader{problemList: problemList{file: f.Name}}
+		root, isJSON, ok := decodeDocument(r, f.Data)
+		var d Dialect
+		unknown := false
+		if ok {
+			d, unknown = detectDialect(root, isJSON)
+			if unknown {
+				unknownShape(r, root)
+			} else if d == DialectNative && !isMapping(root) {
+				r.errorf(root.Line, "", "the top level must be a mapping with version: %d and servers:", SupportedVersion)
+				unknown = true
+			}
+		}
+		problems = append(problems, r.problems...)
+		if !ok || unknown {
+			header = append(header, fmt.Sprintf("  %s (not read: see the errors)", f.Name))
+			continue
+		}
+		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
+		var t *translation
+		if d == DialectNative {
+			t = &translation{dialect: d, root: deref(root), notes: map[string]*serverNotes{}}
+			t.servers = deref(topPairs(root)["servers"].v)
+		} else {
+			t = translate(d, fileContext{file: f.Name, dir: dir}, root)
+			problems = append(problems, t.problems.problems...)
+			for _, s := range t.notes {
+				problems = append(problems, s.problems...)
+			}
+			for _, skip := range t.skipped {
+				header = append(header, "  left out: "+skip)
+			}
+		}
+		importServers(servers, t, f.Name)
+		own, merged := mappingPairs(t.root)
+		for _, p := range append(own, merged...) {
+			if p.key == "version" || p.key == "servers" {
+				continue
+			}
+			prev, seen := sections[p.key]
+			if !seen {
+				order = append(order, p.key)
+			}
+			if seen && isMapping(prev) && isMapping(p.v) {
+				sections[p.key] = mergeMappings(prev, p.v)
+			} else {
+				sections[p.key] = p.v
+			}
+		}
+	}
+	for _, k := range order {
+		addPair(out, k, 1, sections[k])
+	}
+	addPair(out, "servers", 1, servers)
+	header = append(header,
+		"Relative paths (cwd, env_file) are relative to this file's directory: save it beside",
+		"the files above, or make them absolute. Check it with: mcp-aggregator check --config FILE")
+	out.HeadComment = strings.Join(header, "\n")
+
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(tidy(out)); err != nil {
+		problems = append(problems, Problem{Severity: SeverityError, Message: "cannot write the YAML: " + err.Error()})
+		return nil, problems
+	}
+	_ = enc.Close()
+	return buf.Bytes(), problems
+}
+
+// importServers adds t's servers to servers, a later definition replacing an earlier one
+// in place, each with a comment on where it came from.
+func importServers(servers *yaml.Node, t *translation, file string) {
+	if t.servers == nil || !isMapping(t.servers) {
+		return
+	}
+	own, merged := mappingPairs(t.servers)
+	for _, p := range append(own, merged...) {
+		key := scalarNode(p.key, "!!str", p.k.Line)
+		var comment []string
+		if n := t.notes[p.key]; n != nil {
+			comment = append(comment, fmt.Sprintf("from %s line %d: %s", filepath.Base(file), p.k.Line, n.source))
+			for _, pr := range n.problems {
+				comment = append(comment, "note: "+strings.ReplaceAll(pr.Message, "\n", " "))
+			}
+		} else {
+			comment = append(comment, fmt.Sprintf("from %s line %d", filepath.Base(file), p.k.Line))
+		}
+		if literalValues(p.v) {
+			comment = append(comment, "env and header values written in the source are copied as they are;",
+				"keep secrets out of this file with NAME: {env: HOST_VAR} or an env_file")
+		}
+		key.HeadComment = strings.Join(comment, "\n")
+		replaced := false
+		for i := 0; i+1 < len(servers.Content); i += 2 {
+			if servers.Content[i].Value == p.key {
+				servers.Content[i], servers.Content[i+1] = key, p.v
+				replaced = true
+			}
+		}
+		if !replaced {
+			addPairNode(servers, key, p.v)
+		}
+	}
+}
+
+// literalValues reports whether a server sets env or header values as plain text, which
+// may be secrets copied from a client's config.
+func literalValues(server *yaml.Node) bool {
+	f := topPairs(server)
+	for _, k := range []string{"env", "headers"} {
+		m, ok := f[k]
+		if !ok || !isMapping(m.v) {
+			continue
+		}
+		for _, p := range topPairs(m.v) {
+			if v := deref(p.v); v.Kind == yaml.ScalarNode && v.Value != "" && !strings.Contains(v.Value, "${") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mergeMappings overlays b's entries on a's, key by key.
+func mergeMappings(a, b *yaml.Node) *yaml.Node {
+	out := mappingNode(a.Line)
+	index := map[string]int{}
+	for _, src := range []*yaml.Node{a, b} {
+		own, merged := mappingPairs(src)
+		for _, p := range append(own, merged...) {
+			if i, ok := index[p.key]; ok {
+				out.Content[i+1] = p.v
+				continue
+			}
+			index[p.key] = len(out.Content)
+			addPairNode(out, p.k, p.v)
+		}
+	}
+	return out
+}
+
+// tidy copies a node tree for printing in the native style: block mappings, short lists
+// and {env: NAME} on one line, strings quoted only where YAML needs it, aliases expanded.
+func tidy(n *yaml.Node) *yaml.Node {
+	return tidyAt(n, 0)
+}
+
+func tidyAt(n *yaml.Node, depth int) *yaml.Node {
+	n = deref(n)
+	if n == nil {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	}
+	out := &yaml.Node{Kind: n.Kind, Tag: n.Tag, Value: n.Value, HeadComment: n.HeadComment, LineComment: n.LineComment}
+	if depth > maxAliasDepth*4 {
+		return out
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!str" && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
+			out.Style = 0 // the encoder quotes where the plain form would read otherwise
+		} else {
+			out.Style = n.Style
+		}
+	case yaml.SequenceNode:
+		short := true
+		for _, item := range n.Content {
+			c := tidyAt(item, depth+1)
+			out.Content = append(out.Content, c)
+			short = short && c.Kind == yaml.ScalarNode && len(c.Value) < 60
+		}
+		if short && len(n.Content) > 0 {
+			out.Style = yaml.FlowStyle
+		}
+	case yaml.MappingNode:
+		own, merged := mappingPairs(n)
+		for _, p := range append(own, merged...) {
+			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p.key, HeadComment: p.k.HeadComment, LineComment: p.k.LineComment}
+			out.Content = append(out.Content, k, tidyAt(p.v, depth+1))
+		}
+		if len(out.Content) == 2 && out.Content[0].Value == "env" && out.Content[1].Kind == yaml.ScalarNode {
+			out.Style = yaml.FlowStyle // {env: NAME}
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// idsAndHashes summarizes the servers of a workspace: equal summaries run the same.
+func idsAndHashes(ws *Workspace) map[string]string {
+	out := map[string]string{}
+	for _, s := range ws.Servers {
+		out[s.ID] = s.Hash
+	}
+	return out
+}
+
+// importBeside imports files and writes the result beside the first one, where its
+// relative paths mean what they meant.
+func importBeside(t *testing.T, files ...string) (string, []byte) {
+	t.Helper()
+	var in []ImportFile
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		in = append(in, ImportFile{Name: f, Data: data})
+	}
+	out, problems := Import(in)
+	require.False(t, HasErrors(problems), render(problems))
+	path := filepath.Join(filepath.Dir(files[0]), "imported-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:]+".yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	t.Cleanup(func() { _ = os.Remove(path) })
+	return path, out
+}
+
+// TestImportRoundTrips: the native YAML import prints for each client's config loads
+// to the same servers as the config itself.
+func TestImportRoundTrips(t *testing.T) {
+	for _, file := range []string{
+		"claude_desktop.json", "cursor_mcp.json", "claude_code.mcp.json", "gemini_settings.json",
+		"vscode/.vscode/mcp.json", "tenex_mcp.json", "holodeck_agent.yaml", "chatagent.yaml",
+	} {
+		t.Run(strings.ReplaceAll(file, "/", "_"), func(t *testing.T) {
+			src := filepath.Join("testdata/dialects", file)
+			want, problems := Load([]string{src}, envOf(dialectEnv))
+			require.NotNil(t, want, render(problems))
+			path, out := importBeside(t, src)
+			got, problems := Load([]string{path}, envOf(dialectEnv))
+			require.NotNil(t, got, "%s\n%s", render(problems), out)
+			assert.False(t, HasErrors(problems), render(problems))
+			assert.Equal(t, DialectNative, got.Sources[0].Dialect)
+			assert.Equal(t, idsAndHashes(want), idsAndHashes(got), "%s", out)
+			assert.Equal(t, want.Limits, got.Limits)
+			text := string(out)
+			assert.True(t, strings.HasPrefix(text, "# mcp-aggregator config, written by `mcp-aggregator import` from:"), text)
+			assert.Contains(t, text, "read as "+want.Sources[0].Dialect.String())
+			for _, s := range want.Servers {
+				assert.Contains(t, text, "# from "+filepath.Base(src)+" line ", "every server says where it came from")
+				assert.Contains(t, text, "\n  "+s.ID+":\n")
+			}
+		})
+	}
+}
+
+func TestImportNotes(t *testing.T) {
+	_, out := importBeside(t, "testdata/dialects/vscode/.vscode/mcp.json")
+	text := string(out)
+	assert.Contains(t, text, "# note: ${input:perplexity-key}: the client would prompt for this value")
+	assert.Contains(t, text, "PERPLEXITY_API_KEY: ${PERPLEXITY_KEY}")
+	_, out = importBeside(t, "testdata/dialects/claude_desktop.json")
+	assert.Contains(t, string(out), "# keep secrets out of this file with NAME: {env: HOST_VAR}", "literal tokens are pointed out")
+}
+
+// TestImportLayers: several files import as one document, a later file replacing a
+// server of the same id in place, as layered --config files do.
+func TestImportLayers(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"global.json":  `{"mcpServers": {"fs": {"command": "npx", "args": ["fs"]}, "search": {"command": "uvx", "args": ["s"]}}}`,
+		"project.yaml": "version: 1\nlimits: {max_concurrent: 4}\nservers:\n  search: {url: 'https://search.example.com/mcp'}\n  extra: {command: extra}\n",
+	})
+	files := []string{filepath.Join(dir, "global.json"), filepath.Join(dir, "project.yaml")}
+	want, problems := Load(files, nil)
+	require.NotNil(t, want, render(problems))
+	path, out := importBeside(t, files...)
+	got, problems := Load([]string{path}, nil)
+	require.NotNil(t, got, render(problems))
+	assert.Equal(t, idsAndHashes(want), idsAndHashes(got), "%s", out)
+	var ids []string
+	for _, s := range got.Servers {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"fs", "search", "extra"}, ids)
+	assert.Equal(t, 4, got.Limits.MaxConcurrent)
+}
+
+func TestImportUnreadable(t *testing.T) {
+	out, problems := Import([]ImportFile{{Name: "a.json", Data: []byte(`{"theme": "dark"}`)}, {Name: "b.json", Data: []byte(`{"mcpServers": {"x": {"command": "y"}}}`)}})
+	assert.True(t, HasErrors(problems))
+	assert.Contains(t, render(problems), "a.json:1: not a config mcp-aggregator can read")
+	assert.Contains(t, string(out), "a.json (not read: see the errors)")
+	assert.Contains(t, string(out), "\n  x:\n")
+}

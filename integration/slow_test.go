@@ -1,0 +1,19 @@
+package integration
+
+import (
+	"os"
+	"testing"
+)
+
+// slowVar is the one switch for the suites that take minutes and need more than
+// Go and Node.js 20 (today: the official MCP conformance suite). .ci/run sets it;
+// a plain "go test ./..." skips them.
+const slowVar = "MCP_AGGREGATOR_SLOW"
+
+// requireSlow skips t unless the slow suites are switched on.
+func requireSlow(t *testing.T) {
+	t.Helper()
+	if os.Getenv(slowVar) != "1" {
+		t.Skipf("slow suite: set %s=1 to run it (.ci/run does; see the README's Test section)", slowVar)
+	}
+}

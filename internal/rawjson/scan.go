@@ -1,0 +1,366 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// maxDepth is the deepest nesting Valid and Object accept, encoding/json's
+// own bound, so that both accept exactly what encoding/json accepts.
+const maxDepth = 10000
+
+// errSyntax is what the scanner reports for bytes that are not JSON.
+var errSyntax = errors.New("rawjson: invalid JSON")
+
+// ErrNotObject reports valid JSON that is not an object.
+var ErrNotObject = errors.New("rawjson: not a JSON object")
+
+// Valid reports whether data is one JSON value, with optional whitespace
+// around it. It accepts exactly what json.Valid accepts, in one pass and
+// without encoding/json's per-byte state machine.
+func Valid(data []byte) bool {
+	i, ok := skipValue(data, skipSpace(data, 0), 0)
+	return ok && skipSpace(data, i) == len(data)
+}
+
+// Object reads the members of a JSON object in one pass, keeping every
+// value as the bytes it arrived as: the way to read the few members a
+// message is routed by without decoding the rest. It validates as it goes
+// (as json.Valid would), so once Next has returned false and Err is nil,
+// the whole input was one valid JSON object.
+//
+//	obj := rawjson.NewObject(data)
+//	for obj.Next() {
+//		switch string(obj.Name()) { ... obj.Value() ... }
+//	}
+//	if err := obj.Err(); err != nil { ... }
+type Object struct {
+	data        []byte
+	pos         int
+	name, value []byte
+	err         error
+	started     bool
+	done        bool
+}
+
+// NewObject returns an Object reading data.
+func NewObject(data []byte) Object { return Object{data: data} }
+
+// Next advances to the next member and reports whether there is one.
+func (o *Object) Next() bool {
+	if o.done {
+		return false
+	}
+	d := o.data
+	i := skipSpace(d, o.pos)
+	if !o.started {
+		o.started = true
+		if i == len(d) || d[i] != '{' {
+			return o.fail(ErrNotObject)
+		}
+		i = skipSpace(d, i+1)
+		if i < len(d) && d[i] == '}' {
+			return o.end(i + 1)
+		}
+	} else {
+		switch {
+		case i < len(d) && d[i] == ',':
+			i = skipSpace(d, i+1)
+		case i < len(d) && d[i] == '}':
+			return o.end(i + 1)
+		default:
+			return o.fail(errSyntax)
+		}
+	}
+	if i == len(d) || d[i] != '"' {
+		return o.fail(errSyntax)
+	}
+	end, _, ok := skipString(d, i)
+	if !ok {
+		return o.fail(errSyntax)
+	}
+	if o.name = d[i+1 : end-1]; !plain(o.name) {
+		s, _ := String(d[i:end])
+		o.name = []byte(s)
+	}
+	i = skipSpace(d, end)
+	if i == len(d) || d[i] != ':' {
+		return o.fail(errSyntax)
+	}
+	i = skipSpace(d, i+1)
+	end, ok = skipValue(d, i, 1)
+	if !ok {
+		return o.fail(errSyntax)
+	}
+	o.value = d[i:end]
+	o.pos = end
+	return true
+}
+
+// Name is the current member's name, unescaped. It may alias the input.
+func (o *Object) Name() []byte { return o.name }
+
+// Value is the current member's value: its exact bytes, without the
+// whitespace around it.
+func (o *Object) Value() []byte { return o.value }
+
+// Err is nil once Next has gone through one valid JSON object to its end
+// (whitespace may follow it); ErrNotObject when the input does not start
+// with one; otherwise a syntax error. A caller that stops early gets nil.
+func (o *Object) Err() error { return o.err }
+
+func (o *Object) end(i int) bool {
+	o.done = true
+	if skipSpace(o.data, i) != len(o.data) {
+		o.err = errSyntax
+	}
+	return false
+}
+
+func (o *Object) fail(err error) bool {
+	o.done, o.err = true, err
+	return false
+}
+
+// Member returns the value of obj's member name (the last one, should a
+// name repeat, as encoding/json decodes it), or nil when obj has none or is
+// not a valid JSON object.
+func Member(obj []byte, name string) []byte {
+	var v []byte
+	o := NewObject(obj)
+	for o.Next() {
+		if string(o.Name()) == name {
+			v = o.Value()
+		}
+	}
+	if o.Err() != nil {
+		return nil
+	}
+	return v
+}
+
+// Mentions reports whether data may hold a member called name: false only
+// when name is nowhere in it, neither as it is nor written with \u escapes.
+// It is a fast guard (a byte search) before a scan for a member that few
+// messages have.
+func Mentions(data []byte, name string) bool {
+	return bytes.Contains(data, []byte(name)) || bytes.Contains(data, []byte(`\u`))
+}
+
+// String returns the JSON string raw as a Go string, as json.Unmarshal
+// decodes it; ok is false when raw is not a string.
+func String(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; plain(inner) {
+		return string(inner), true
+	}
+	return unquote(raw)
+}
+
+// unquote decodes a JSON string with encoding/json; apart from String, so
+// that String's fast path does not allocate the variable decoded into.
+func unquote(raw []byte) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// plain reports whether the inside of a JSON string means itself: printable
+// ASCII without escapes. Anything else is decoded by encoding/json, which
+// also replaces invalid UTF-8 as it does everywhere else.
+func plain(inner []byte) bool {
+	for _, c := range inner {
+		if c < 0x20 || c > 0x7e || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value that starts at d[i], nested
+// depth containers deep, and whether it is valid.
+func skipValue(d []byte, i, depth int) (int, bool) {
+	if i >= len(d) {
+		return i, false
+	}
+	switch c := d[i]; {
+	case c == '"':
+		end, _, ok := skipString(d, i)
+		return end, ok
+	case c == '{':
+		return skipObject(d, i, depth+1)
+	case c == '[':
+		return skipArray(d, i, depth+1)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(d, i)
+	case c == 't':
+		return skipLiteral(d, i, "true")
+	case c == 'f':
+		return skipLiteral(d, i, "false")
+	case c == 'n':
+		return skipLiteral(d, i, "null")
+	}
+	return i, false
+}
+
+func skipLiteral(d []byte, i int, lit string) (int, bool) {
+	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
+		return i, false
+	}
+	return i + len(lit), true
+}
+
+// skipString returns the end of the string that starts at d[i] (just after
+// its closing quote) and whether it has escapes.
+func skipString(d []byte, i int) (end int, escaped, ok bool) {
+	for i++; i < len(d); i++ {
+		switch c := d[i]; {
+		case c == '"':
+			return i + 1, escaped, true
+		case c < 0x20:
+			return i, false, false
+		case c == '\\':
+			escaped = true
+			i++
+			if i == len(d) {
+				return i, false, false
+			}
+			switch d[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(d)-i <= 4 {
+					return i, false, false
+				}
+				for _, h := range d[i+1 : i+5] {
+					if !isHex(h) {
+						return i, false, false
+					}
+				}
+				i += 4
+			default:
+				return i, false, false
+			}
+		}
+	}
+	return i, false, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func skipNumber(d []byte, i int) (int, bool) {
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(d):
+		return i, false
+	case d[i] == '0':
+		i++
+	case d[i] >= '1' && d[i] <= '9':
+		i = skipDigits(d, i)
+	default:
+		return i, false
+	}
+	if i < len(d) && d[i] == '.' {
+		j := skipDigits(d, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := skipDigits(d, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(d []byte, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func skipObject(d []byte, i, depth int) (int, bool) {
+	if depth > maxDepth {
+		return i, false
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i == len(d) || d[i] != '"' {
+			return i, false
+		}
+		end, _, ok := skipString(d, i)
+		if !ok {
+			return end, false
+		}
+		i = skipSpace(d, end)
+		if i == len(d) || d[i] != ':' {
+			return i, false
+		}
+		if i, ok = skipValue(d, skipSpace(d, i+1), depth); !ok {
+			return i, false
+		}
+		i = skipSpace(d, i)
+		switch {
+		case i == len(d):
+			return i, false
+		case d[i] == '}':
+			return i + 1, true
+		case d[i] != ',':
+			return i, false
+		}
+		i = skipSpace(d, i+1)
+	}
+}
+
+func skipArray(d []byte, i, depth int) (int, bool) {
+	if depth > maxDepth {
+		return i, false
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = skipValue(d, i, depth); !ok {
+			return i, false
+		}
+		i = skipSpace(d, i)
+		switch {
+		case i == len(d):
+			return i, false
+		case d[i] == ']':
+			return i + 1, true
+		case d[i] != ',':
+			return i, false
+		}
+		i = skipSpace(d, i+1)
+	}
+}

@@ -1,0 +1,110 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// scanSeeds are inputs near the edges of the grammar.
+var scanSeeds = []string{
+	`{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `{"a":1} `, `{"a":}`, `{,}`, `{"a":1 "b":2}`,
+	`[]`, `[1,]`, `[,1]`, `[1 2]`, `"x"`, `"\u00e9\n\"\\\/"`, `"\u00g0"`, `"\x"`, "\"a\x01\"", "\"\xff\xfe\"",
+	`0`, `-0`, `01`, `-`, `1.`, `1.5e`, `1.5e+3`, `1E-7`, `-.5`, `.5`, `1e3.0`,
+	`true`, `tru`, `false`, `null`, `nul`, `nullx`, ``, ` `, `{"a":[{"b":{"c":[null,true,false,"s",-1.5e9]}}]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+	`{"a\u0062":1,"b":2,"ab":3}`, `{"a":1,"a":2}`,
+}
+
+func TestValidMatchesEncodingJSON(t *testing.T) {
+	for _, s := range scanSeeds {
+		assert.Equal(t, json.Valid([]byte(s)), Valid([]byte(s)), "%q", s)
+	}
+	deep := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
+	assert.True(t, Valid([]byte(deep)))
+	deeper := "[" + deep + "]"
+	assert.Equal(t, json.Valid([]byte(deeper)), Valid([]byte(deeper)), "one level past the bound")
+	obj := `{"a":` + deep + `}`
+	assert.Equal(t, json.Valid([]byte(obj)), membersErr([]byte(obj)) == nil)
+}
+
+func TestObjectMembers(t *testing.T) {
+	o := NewObject([]byte(` {"a\u0062" : [1, 2] ,"c":"x\"y", "n":null} `))
+	var got []string
+	for o.Next() {
+		got = append(got, string(o.Name())+"="+string(o.Value()))
+	}
+	require.NoError(t, o.Err())
+	assert.Equal(t, []string{`ab=[1, 2]`, `c="x\"y"`, `n=null`}, got)
+
+	assert.Equal(t, `2`, string(Member([]byte(`{"a":1,"a":2}`), "a")), "the last of a repeated name, as encoding/json")
+	assert.Nil(t, Member([]byte(`{"a":1`), "a"), "not a whole object")
+	assert.Nil(t, Member([]byte(`[1]`), "a"))
+
+	o = NewObject([]byte(`[1]`))
+	assert.False(t, o.Next())
+	assert.ErrorIs(t, o.Err(), ErrNotObject)
+}
+
+func TestMentions(t *testing.T) {
+	assert.True(t, Mentions([]byte(`{"_meta":{}}`), "_meta"))
+	assert.True(t, Mentions([]byte(`{"\u005fmeta":{}}`), "_meta"), "an escaped name may be it")
+	assert.False(t, Mentions([]byte(`{"name":"echo","arguments":{"text":"a\nb"}}`), "_meta"))
+}
+
+func TestString(t *testing.T) {
+	for raw, want := range map[string]string{`"plain"`: "plain", `"\u00e9\n"`: "é\n", "\"\xff\"": "\uFFFD", `""`: ""} {
+		s, ok := String([]byte(raw))
+		assert.True(t, ok, raw)
+		assert.Equal(t, want, s, raw)
+	}
+	for _, raw := range []string{`1`, `null`, `"`, `{}`} {
+		_, ok := String([]byte(raw))
+		assert.False(t, ok, raw)
+	}
+}
+
+// membersErr reads data as an Object to its end.
+func membersErr(data []byte) error {
+	o := NewObject(data)
+	for o.Next() {
+	}
+	return o.Err()
+}
+
+// FuzzScan: Valid agrees with json.Valid, and Object with json.Unmarshal
+// into a map of raw members, on any input.
+func FuzzScan(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if Valid(data) != json.Valid(data) {
+			t.Fatalf("Valid(%q) = %v, json.Valid says otherwise", data, Valid(data))
+		}
+		var want map[string]json.RawMessage
+		wantErr := json.Unmarshal(data, &want)
+		got := map[string]json.RawMessage{}
+		o := NewObject(data)
+		for o.Next() {
+			got[string(o.Name())] = o.Value()
+		}
+		if (o.Err() == nil) != (wantErr == nil && want != nil) {
+			t.Fatalf("Object(%q): err %v, encoding/json: %v", data, o.Err(), wantErr)
+		}
+		if o.Err() != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Object(%q): %d members, encoding/json %d", data, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("Object(%q): member %q = %q, encoding/json %q", data, k, got[k], v)
+			}
+		}
+	})
+}

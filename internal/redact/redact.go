@@ -1,0 +1,139 @@
+package redact
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Placeholder replaces a secret.
+const Placeholder = "<redacted>"
+
+// MinLen is the length from which a value is redacted wherever it appears. Shorter
+// values ("true", "info", "8080") are common words of any log line; the upstream
+// package still scrubs them from the lines about the server that holds them.
+const MinLen = 8
+
+// Set is a growing set of secret values, safe for concurrent use. Values are never
+// removed: a process started with an old value may still print it.
+type Set struct {
+	mu       sync.Mutex
+	values   map[string]struct{}
+	replacer atomic.Pointer[strings.Replacer] // nil while the set is empty
+}
+
+// Add adds values, ignoring those shorter than MinLen.
+func (s *Set) Add(values ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := false
+	for _, v := range values {
+		if len(v) < MinLen {
+			continue
+		}
+		if _, ok := s.values[v]; ok {
+			continue
+		}
+		if s.values == nil {
+			s.values = map[string]struct{}{}
+		}
+		s.values[v] = struct{}{}
+		added = true
+	}
+	if !added {
+		return
+	}
+	all := make([]string, 0, len(s.values))
+	for v := range s.values {
+		all = append(all, v)
+	}
+	// Longest first: at one position the replacer tries its pairs in order, so a
+	// secret that contains another is replaced whole.
+	sort.Slice(all, func(i, j int) bool {
+		if len(all[i]) != len(all[j]) {
+			return len(all[i]) > len(all[j])
+		}
+		return all[i] < all[j]
+	})
+	pairs := make([]string, 0, 2*len(all))
+	for _, v := range all {
+		pairs = append(pairs, v, Placeholder)
+	}
+	s.replacer.Store(strings.NewReplacer(pairs...))
+}
+
+// String returns text with every secret of the set replaced.
+func (s *Set) String(text string) string {
+	if s == nil {
+		return text
+	}
+	r := s.replacer.Load()
+	if r == nil {
+		return text
+	}
+	return r.Replace(text)
+}
+
+// Handler wraps h so that every record it handles, message and attributes, has the
+// set's secrets replaced.
+func (s *Set) Handler(h slog.Handler) slog.Handler { return handler{next: h, set: s} }
+
+type handler struct {
+	next slog.Handler
+	set  *Set
+}
+
+func (h handler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h handler) Handle(ctx context.Context, r slog.Record) error {
+	if h.set.replacer.Load() == nil {
+		return h.next.Handle(ctx, r)
+	}
+	clean := slog.NewRecord(r.Time, r.Level, h.set.String(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		clean.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, clean)
+}
+
+// attr scrubs one attribute; values that cannot hold text pass unchanged.
+func (h handler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindGroup:
+		attrs := v.Group()
+		clean := make([]any, len(attrs))
+		for i, ga := range attrs {
+			clean[i] = h.attr(ga)
+		}
+		return slog.Group(a.Key, clean...)
+	case slog.KindString, slog.KindAny:
+		s := v.String()
+		if c := h.set.String(s); c != s || v.Kind() == slog.KindString {
+			return slog.String(a.Key, c)
+		}
+		return slog.Attr{Key: a.Key, Value: v}
+	default:
+		return slog.Attr{Key: a.Key, Value: v}
+	}
+}
+
+func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	// Attributes bound now are scrubbed now; a secret added later is caught in the
+	// records' own attributes and message, which is where upstream output goes.
+	clean := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clean[i] = h.attr(a)
+	}
+	return handler{next: h.next.WithAttrs(clean), set: h.set}
+}
+
+func (h handler) WithGroup(name string) slog.Handler {
+	return handler{next: h.next.WithGroup(name), set: h.set}
+}

@@ -1,0 +1,43 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestParseCallParams(t *testing.T) {
+	tests := []struct {
+		name, in string
+		ok       bool
+		want     callParams
+	}{
+		{"name and arguments", `{"name":"echo","arguments":{"text":"hi"}}`, true,
+			callParams{Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}},
+		{"arguments kept byte for byte", `{ "arguments" : {"b":1, "a":"<&>"} , "name":"e\u0063ho"}`, true,
+			callParams{Name: "echo", Arguments: json.RawMessage(`{"b":1, "a":"<&>"}`)}},
+		{"null arguments forwarded as null", `{"name":"echo","arguments":null}`, true,
+			callParams{Name: "echo", Arguments: json.RawMessage(`null`)}},
+		{"_meta members raw", `{"name":"echo","_meta":{"progressToken":7,"k":{"x":[1]}}}`, true,
+			callParams{Name: "echo", Meta: map[string]json.RawMessage{"progressToken": json.RawMessage(`7`), "k": json.RawMessage(`{"x":[1]}`)}}},
+		{"null _meta", `{"name":"echo","_meta":null}`, true, callParams{Name: "echo"}},
+		{"a repeated name counts last", `{"name":"a","name":"echo"}`, true, callParams{Name: "echo"}},
+		{"no name", `{"arguments":{}}`, false, callParams{}},
+		{"empty name", `{"name":""}`, false, callParams{}},
+		{"null name", `{"name":null}`, false, callParams{}},
+		{"name not a string", `{"name":3}`, false, callParams{}},
+		{"_meta not an object", `{"name":"echo","_meta":[1]}`, false, callParams{}},
+		{"params an array", `["echo"]`, false, callParams{}},
+		{"no params", ``, false, callParams{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := parseCallParams(json.RawMessage(tc.in))
+			assert.Equal(t, tc.ok, ok)
+			if tc.ok {
+				assert.Equal(t, tc.want, got)
+			}
+		})
+	}
+}

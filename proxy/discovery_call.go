@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mcp-aggregator/mcp-aggregator/discovery"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+)
+
+// discoveryCall answers mcp_search_tools and mcp_call_tool.
+func (p *Proxy) discoveryCall(ctx context.Context, st *state, name string, inv invocation) (json.RawMessage, *jsonrpc.Error, error) {
+	if st.search == nil {
+		// The pair is in the catalog only in search mode, and the view is
+		// published with the same catalog; this guards a future mistake.
+		return textResult(true, "tool discovery is off; set discovery.mode: search"), nil, nil
+	}
+	if name == searchToolName {
+		return searchTools(st.search.index, inv.args), nil, nil
+	}
+	return p.callThrough(ctx, st, inv)
+}
+
+// searchTools runs one mcp_search_tools call against ix.
+func searchTools(ix *discovery.Index, rawArgs json.RawMessage) json.RawMessage {
+	var args struct {
+		Query string   `json:"query"`
+		Limit *float64 `json:"limit"`
+	}
+	if err := json.Unmarshal(rawArgs, &args); err != nil || strings.TrimSpace(args.Query) == "" {
+		return textResult(true, `mcp_search_tools needs {"query": "<what you want to do, or a tool name>"} and optionally "limit" (1 to 50, default 5)`)
+	}
+	limit := discovery.DefaultLimit
+	if args.Limit != nil {
+		l := *args.Limit
+		if l != math.Trunc(l) || l < 1 {
+			return textResult(true, fmt.Sprintf("limit %v: give a whole number from 1 to %d (default %d)", l, maxSearchLimit, discovery.DefaultLimit))
+		}
+		limit = int(min(l, maxSearchLimit))
+	}
+	hits := ix.Search(discovery.Query{Text: args.Query, Limit: limit})
+	result := []byte(`{"content":[{"type":"text","text":`)
+	result = rawjson.AppendString(result, hitsText(args.Query, hits))
+	result = append(result, `}],"structuredContent":`...)
+	result = append(result, hitsJSON(hits)...)
+	return append(result, '}')
+}
+
+// hitsJSON renders the structured result: {"tools": [{name, description,
+// inputSchema, server}, ...]}, each input schema as its server wrote it.
+func hitsJSON(hits []discovery.Hit) []byte {
+	b := []byte(`{"tools":[`)
+	for i, h := range hits {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = rawjson.AppendString(b, h.Tool.Name)
+		b = append(b, `,"description":`...)
+		b = rawjson.AppendString(b, h.Description)
+		b = append(b, `,"inputSchema":`...)
+		b = append(b, h.InputSchema...)
+		b = append(b, `,"server":`...)
+		b = rawjson.AppendString(b, h.Tool.Server)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// hitsText is the compact rendering for clients that read only text: each
+// tool's name, server, the start of its description and its arguments.
+func hitsText(query string, hits []discovery.Hit) string {
+	if len(hits) == 0 {
+		return fmt.Sprintf("No tool matches %q. Try other words for what you want to do; mcp_status lists the servers.", query)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tools for %q, best first. Call one with mcp_call_tool {\"name\": \"<name>\", \"arguments\": {...}}.\n", query)
+	for i, h := range hits {
+		fmt.Fprintf(&b, "\n%d. %s (server %s)", i+1, h.Tool.Name, h.Tool.Server)
+		if d := summary(h.Description); d != "" {
+			b.WriteString(": " + d)
+		}
+		if args := argumentsText(h.InputSchema); args != "" {
+			b.WriteString("\n   arguments: " + args)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// summaryLen bounds the description shown per tool in the text rendering.
+const summaryLen = 240
+
+// summary is the first paragraph of a description, cut at a word near
+// summaryLen.
+func summary(desc string) string {
+	desc = strings.TrimSpace(desc)
+	if i := strings.Index(desc, "\n\n"); i >= 0 {
+		desc = desc[:i]
+	}
+	desc = strings.Join(strings.Fields(desc), " ")
+	if len(desc) <= summaryLen {
+		return desc
+	}
+	cut := strings.LastIndexByte(desc[:summaryLen], ' ')
+	if cut < summaryLen/2 {
+		cut = summaryLen
+	}
+	return strings.TrimRight(desc[:cut], " ,.;:") + " …"
+}
+
+// argumentsText lists an input schema's properties in their order, with
+// their types, required ones marked: "path (string, required), head (number)".
+func argumentsText(schema json.RawMessage) string {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return ""
+	}
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	var parts []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		name, _ := tok.(string)
+		var prop struct {
+			Type any `json:"type"`
+		}
+		if dec.Decode(&prop) != nil {
+			break
+		}
+		var notes []string
+		switch t := prop.Type.(type) {
+		case string:
+			notes = append(notes, t)
+		case []any:
+			var ts []string
+			for _, x := range t {
+				if s, ok := x.(string); ok {
+					ts = append(ts, s)
+				}
+			}
+			notes = append(notes, strings.Join(ts, "|"))
+		}
+		if required[name] {
+			notes = append(notes, "required")
+		}
+		if len(notes) > 0 {
+			name += " (" + strings.Join(notes, ", ") + ")"
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// callThrough runs mcp_call_tool: the named tool is called through the
+// normal path (leases, limits, timeouts, progress) and its result, or its
+// error, is the answer as it is.
+func (p *Proxy) callThrough(ctx context.Context, st *state, inv invocation) (json.RawMessage, *jsonrpc.Error, error) {
+	var args struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(inv.args, &args); err != nil || args.Name == "" {
+		return textResult(true, `mcp_call_tool needs {"name": "<tool name from mcp_search_tools>", "arguments": {...}}`), nil, nil
+	}
+	switch a := bytes.TrimSpace(args.Arguments); {
+	case len(a) == 0 || string(a) == "null":
+		args.Arguments = nil
+	case a[0] != '{':
+		return textResult(true, fmt.Sprintf("mcp_call_tool: arguments of %q must be an object, as its inputSchema describes", args.Name)), nil, nil
+	}
+	if args.Name == callToolName {
+		return textResult(true, "mcp_call_tool cannot call itself; give the name of the tool you want to run"), nil, nil
+	}
+	if _, ok := st.catalog.Lookup(args.Name); !ok {
+		p.awaitLoad(ctx) // a call made right after connecting finds its tool
+		if st = p.current(); st.search != nil {
+			if _, ok := st.catalog.Lookup(args.Name); !ok {
+				return textResult(true, unknownToolText(st.search.index, args.Name)), nil, nil
+			}
+		}
+	}
+	inner := inv
+	inner.name, inner.args = args.Name, args.Arguments
+	return p.invoke(ctx, inner)
+}
+
+// suggestions is how many close names an unknown name is answered with.
+const suggestions = 3
+
+// unknownToolText tells the model a name is unknown and which names come
+// closest to it.
+func unknownToolText(ix *discovery.Index, name string) string {
+	hits := ix.Search(discovery.Query{Text: name, Limit: suggestions})
+	msg := fmt.Sprintf("unknown tool %q: no server exports it.", name)
+	if len(hits) > 0 {
+		names := make([]string, len(hits))
+		for i, h := range hits {
+			names[i] = h.Tool.Name
+		}
+		msg += " Closest: " + strings.Join(names, ", ") + "."
+	}
+	return msg + " Use mcp_search_tools to find a tool by what it does, then call it by its exact name."
+}

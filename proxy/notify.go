@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// What an upstream says outside its responses reaches the downstream
+// parties it concerns: a log message the session (or the one request) the
+// instance serves, a resource update the sessions subscribed to it, a list
+// change every client once (through a relist and commit). Everything here
+// runs on an upstream's reader goroutine, so it only queues.
+
+// inflight knows which downstream requests are running on each instance,
+// so that an upstream's notification during one request goes on that
+// request's stream.
+type inflight struct {
+	mu   sync.Mutex
+	reqs map[*upstream.Instance]map[*downstream.Request]struct{}
+}
+
+func (f *inflight) add(inst *upstream.Instance, req *downstream.Request) (done func()) {
+	f.mu.Lock()
+	if f.reqs == nil {
+		f.reqs = map[*upstream.Instance]map[*downstream.Request]struct{}{}
+	}
+	set := f.reqs[inst]
+	if set == nil {
+		set = map[*downstream.Request]struct{}{}
+		f.reqs[inst] = set
+	}
+	set[req] = struct{}{}
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(set, req)
+		if len(set) == 0 {
+			delete(f.reqs, inst)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// only returns the one request running on inst, if there is exactly one.
+func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.reqs[inst]
+	if len(set) != 1 {
+		return nil
+	}
+	for r := range set {
+		return r
+	}
+	return nil
+}
+
+// subscriptions are the resource URIs each session subscribed to, by server.
+type subscriptions struct {
+	mu sync.Mutex
+	by map[string]map[string]bool // session key -> server+"\x00"+uri
+}
+
+func (s *subscriptions) subscribe(session, server, uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string]map[string]bool{}
+	}
+	if s.by[session] == nil {
+		s.by[session] = map[string]bool{}
+	}
+	s.by[session][server+"\x00"+uri] = true
+}
+
+func (s *subscriptions) unsubscribe(session, server, uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.by[session], server+"\x00"+uri)
+}
+
+func (s *subscriptions) drop(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.by, session)
+}
+
+func (s *subscriptions) subscribed(session, server, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.by[session][server+"\x00"+uri]
+}
+
+// Log levels, lowest first (RFC 5424 as MCP uses them).
+var logLevels = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+
+// defaultLogLevel applies to a session that never set one.
+const defaultLogLevel = 1 // info
+
+// levels are the log levels sessions asked for with logging/setLevel.
+type levels struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (l *levels) set(session string, level int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = map[string]int{}
+	}
+	l.by[session] = level
+}
+
+func (l *levels) get(session string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.by[session]
+	return v, ok
+}
+
+func (l *levels) drop(session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.by, session)
+}
+
+func (p *Proxy) setLevel(req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(req.Msg.Params, &params)
+	level, ok := logLevels[params.Level]
+	if !ok {
+		return failure(jsonrpc.CodeInvalidParams, "logging/setLevel: %q is not a level (debug, info, notice, warning, error, critical, alert, emergency)", params.Level)
+	}
+	if req.Session == nil {
+		return failure(jsonrpc.CodeInvalidRequest, "logging/setLevel needs a session; sessionless clients set io.modelcontextprotocol/logLevel in a request's _meta")
+	}
+	p.levels.set(req.Session.Key(), level)
+	return p.result(req, []byte(`{}`))
+}
+
+// upstreamNotified takes an upstream notification other than progress and
+// list changes.
+func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstream.Notification) {
+	switch n.Method {
+	case "notifications/message":
+		p.logMessage(server, inst, n.Params)
+	case "notifications/resources/updated":
+		p.resourceUpdated(server, inst, n.Params)
+	default:
+		// Anything else that belongs to a request goes on its stream.
+		if req := p.inflight.only(inst); req != nil {
+			req.Send(&jsonrpc.Message{Method: n.Method, Params: n.Params})
+		}
+	}
+}
+
+func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.RawMessage) {
+	var head struct {
+		Level  string          `json:"level"`
+		Logger json.RawMessage `json:"logger"`
+	}
+	_ = json.Unmarshal(params, &head)
+	level, ok := logLevels[head.Level]
+	if !ok {
+		level = logLevels["info"]
+	}
+	if len(head.Logger) == 0 {
+		// Say which server spoke; the upstream's own logger name is kept.
+		params = withMember(params, "logger", mustJSON(server))
+	}
+	msg := &jsonrpc.Message{Method: "notifications/message", Params: params}
+	wants := func(session string) bool {
+		min, set := p.levels.get(session)
+		if !set {
+			min = defaultLogLevel
+		}
+		return level >= min
+	}
+	if req := p.inflight.only(inst); req != nil {
+		if req.Session == nil {
+			if reqLevel, ok := logLevels[metaString(req.Msg.Params, "io.modelcontextprotocol/logLevel")]; ok && level >= reqLevel {
+				req.Send(msg)
+			}
+			return
+		}
+		if wants(req.Session.Key()) {
+			req.Send(msg)
+		}
+		return
+	}
+	rs := p.current().servers[server]
+	if rs == nil {
+		return
+	}
+	if !rs.pool.Stateless() {
+		if key, ok := rs.pool.Holder(inst); ok {
+			if s := p.clients.byLeaseKey(string(key)); s != nil && wants(s.Key()) {
+				s.Notify(msg)
+			}
+		}
+		return
+	}
+	for _, s := range p.clients.all() {
+		if wants(s.Key()) {
+			s.Notify(msg)
+		}
+	}
+}
+
+func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params json.RawMessage) {
+	var head struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &head) != nil || head.URI == "" {
+		return
+	}
+	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: params}
+	rs := p.current().servers[server]
+	if rs == nil {
+		return
+	}
+	var targets []downstream.Session
+	if !rs.pool.Stateless() {
+		if key, ok := rs.pool.Holder(inst); ok {
+			if s := p.clients.byLeaseKey(string(key)); s != nil {
+				targets = append(targets, s)
+			}
+		}
+	} else {
+		targets = p.clients.all()
+	}
+	for _, s := range targets {
+		if p.subs.subscribed(s.Key(), server, head.URI) {
+			s.Notify(msg)
+		}
+	}
+	p.clients.resourceUpdated(head.URI, params)
+}
+
+// rootsChanged passes a session's notifications/roots/list_changed to the
+// instances it leases.
+func (p *Proxy) rootsChanged(s downstream.Session) {
+	key := sessionKey(s.Key())
+	for _, rs := range p.current().servers {
+		if inst, ok := rs.pool.Leased(key); ok {
+			_ = inst.Notify(context.Background(), "notifications/roots/list_changed", nil)
+		}
+	}
+}
+
+// metaString reads a string member of params._meta.
+func metaString(params json.RawMessage, key string) string {
+	var v string
+	if raw, ok := requestMeta(params)[key]; ok {
+		_ = json.Unmarshal(raw, &v)
+	}
+	return v
+}
+
+// clientKeyOf turns a lease key back into a session key.
+func clientKeyOf(leaseKey string) (string, bool) {
+	return strings.CutPrefix(leaseKey, "session:")
+}

@@ -1,0 +1,336 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// codeResourceNotFound is MCP's error for a URI no server serves.
+const codeResourceNotFound = -32002
+
+// forward sends a request other than tools/call to one server: to the
+// instance that serves the caller's session, with the server's request
+// timeout (progress restarts it), progress on the caller's stream, and the
+// upstream's requests during it routed back to the caller. params go up
+// byte for byte; the result comes back byte for byte.
+func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) *jsonrpc.Message {
+	method := req.Msg.Method
+	meta := requestMeta(params)
+	key, _ := LeaseKey(req.Session, meta)
+	var (
+		rs    *runningServer
+		grant *session.Grant
+		dl    *deadline
+		cctx  context.Context
+	)
+	for attempt := 0; ; attempt++ {
+		rs = p.current().servers[server]
+		if rs == nil {
+			return failure(codeInternal, "%s: server %q is not running", method, server)
+		}
+		cctx, dl = newDeadline(ctx, rs.cfg.RequestTimeout)
+		var err error
+		grant, err = rs.pool.Acquire(cctx, key)
+		if err == nil {
+			break
+		}
+		dl.stop()
+		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+			continue
+		}
+		return failure(codeInternal, "%s: server %q: %s", method, server, upstream.Scrub(rs.cfg, err.Error()))
+	}
+	defer dl.stop()
+	defer grant.Done()
+	p.bindSession(rs, grant, req.Session)
+
+	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.serverRequests(req)}
+	if token, ok := meta["progressToken"]; ok {
+		up.ProgressToken = token
+		up.OnProgress = func(progress json.RawMessage) {
+			dl.reset()
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+		}
+	}
+	done := p.inflight.add(grant.Instance, req)
+	defer done()
+	raw, err := grant.Instance.Do(cctx, up)
+	if err != nil {
+		var rpcErr *upstream.RPCError
+		switch {
+		case errors.As(err, &rpcErr):
+			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}}
+		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
+			return failure(codeInternal, "%s: server %q: no result within %s (cancelled upstream); raise request_timeout if it needs longer", method, server, rs.cfg.RequestTimeout)
+		case ctx.Err() != nil:
+			return nil
+		default:
+			return failure(codeInternal, "%s: server %q: %s", method, server, upstream.Scrub(rs.cfg, err.Error()))
+		}
+	}
+	return p.result(req, raw)
+}
+
+// requestMeta reads params._meta.
+func requestMeta(params json.RawMessage) map[string]json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(params) > 0 {
+		_ = json.Unmarshal(params, &p)
+	}
+	return p.Meta
+}
+
+// bindSession makes a leased instance's unattributed upstream requests go
+// to the session that holds it.
+//
+// An upstream may have asked for roots when it started, before any session
+// held it (and been refused); when a session that has roots first takes
+// the instance, the upstream hears that the roots changed, and asks again.
+func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, s downstream.Session) {
+	if rs.pool.Stateless() || s == nil {
+		return
+	}
+	prev, loaded := p.bound.Swap(grant.Instance, s.Key())
+	if loaded && prev == s.Key() {
+		return
+	}
+	if !loaded {
+		inst := grant.Instance
+		go func() { <-inst.Done(); p.bound.Delete(inst) }()
+	}
+	grant.Instance.SetServerRequestHandler(p.sessionRequests(s))
+	if declares(s.ClientCapabilities(), "roots") {
+		inst := grant.Instance
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = inst.Notify(ctx, "notifications/roots/list_changed", nil)
+		}()
+	}
+}
+
+// capabilityOf names the client capability a server-to-client request needs.
+func capabilityOf(method string) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling"
+	case "elicitation/create":
+		return "elicitation"
+	case "roots/list":
+		return "roots"
+	}
+	return ""
+}
+
+func declares(capabilities json.RawMessage, name string) bool {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(capabilities, &caps) != nil {
+		return false
+	}
+	v, ok := caps[name]
+	return ok && string(v) != "null" && string(v) != "false"
+}
+
+// ask relays a server-to-client request through send, after checking that
+// the client declared the capability it needs.
+func ask(ctx context.Context, capabilities json.RawMessage, send func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error),
+	method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	need := capabilityOf(method)
+	if need == "" {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "the aggregator does not relay %s to its clients", method)
+	}
+	if !declares(capabilities, need) {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client did not declare the %s capability; %s cannot be relayed to it", need, method)
+	}
+	if send == nil {
+		return nil, jsonrpc.Errorf(codeInternal, "the client's request has no stream to carry %s", method)
+	}
+	ctx, cancel := context.WithTimeout(ctx, serverRequestTimeout)
+	defer cancel()
+	resp, err := send(ctx, method, params)
+	switch {
+	case err != nil:
+		return nil, jsonrpc.Errorf(codeInternal, "%s: the client did not answer: %v", method, err)
+	case resp.Error != nil:
+		return nil, resp.Error
+	default:
+		return resp.Result, nil
+	}
+}
+
+// serverRequestTimeout bounds how long the aggregator waits for a client to
+// answer an upstream's request (a person may be answering an elicitation).
+const serverRequestTimeout = 10 * time.Minute
+
+// serverRequests answers an upstream's requests made during req.
+func (p *Proxy) serverRequests(req *downstream.Request) upstream.ServerRequestHandler {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		send := req.Ask
+		if send == nil && req.Session != nil {
+			send = req.Session.Request
+		}
+		return ask(ctx, req.ClientCapabilities, send, method, params)
+	}
+}
+
+// sessionRequests answers a leased instance's requests made outside any call.
+func (p *Proxy) sessionRequests(s downstream.Session) upstream.ServerRequestHandler {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		return ask(ctx, s.ClientCapabilities(), s.Request, method, params)
+	}
+}
+
+func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key string) *jsonrpc.Message {
+	if c := cursorOf(req.Msg.Params); c != "" {
+		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
+	}
+	p.awaitLoad(ctx)
+	s := p.current().surface
+	list := s.resourcesJSON
+	if key == "resourceTemplates" {
+		list = s.templatesJSON
+	}
+	if key == "prompts" {
+		list = s.promptsJSON
+	}
+	body := make([]byte, 0, len(list)+len(key)+8)
+	body = append(body, `{"`...)
+	body = append(body, key...)
+	body = append(body, `":`...)
+	body = append(body, list...)
+	body = append(body, '}')
+	return p.result(req, cacheable(req, body))
+}
+
+func cursorOf(params json.RawMessage) string {
+	var c struct {
+		Cursor string `json:"cursor"`
+	}
+	if len(params) > 0 {
+		_ = json.Unmarshal(params, &c)
+	}
+	return c.Cursor
+}
+
+// resourceRequest routes resources/read, subscribe and unsubscribe by URI.
+func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal(req.Msg.Params, &params); err != nil || params.URI == "" {
+		return failure(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Msg.Method)
+	}
+	p.awaitLoad(ctx)
+	server, ok := p.current().surface.resourceOwner(params.URI)
+	if !ok {
+		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeResourceNotFound,
+			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it; call resources/list and resources/templates/list", params.URI),
+			Data:    mustJSON(map[string]string{"uri": params.URI})}}
+	}
+	resp := p.forward(ctx, req, server, req.Msg.Params)
+	if resp != nil && resp.Error == nil && req.Session != nil {
+		switch req.Msg.Method {
+		case "resources/subscribe":
+			p.subs.subscribe(req.Session.Key(), server, params.URI)
+		case "resources/unsubscribe":
+			p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		}
+	}
+	if req.Msg.Method == "resources/read" && resp != nil && resp.Error == nil && downstream.Modern(req.Protocol) {
+		resp.Result = cacheable(req, resp.Result)
+	}
+	return resp
+}
+
+// promptsGet routes prompts/get by exported name, sent upstream under the
+// original.
+func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(req.Msg.Params, &params); err != nil || params.Name == "" {
+		return failure(jsonrpc.CodeInvalidParams, "prompts/get needs params.name")
+	}
+	p.awaitLoad(ctx)
+	e, ok := p.current().surface.prompts[params.Name]
+	if !ok {
+		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
+	}
+	out, err := renamed(req.Msg.Params, e.original)
+	if err != nil {
+		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
+	}
+	return p.forward(ctx, req, e.server, out)
+}
+
+// complete routes completion/complete by its ref: a prompt by exported name
+// (sent upstream under the original), a resource template to its owner.
+func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	var params struct {
+		Ref json.RawMessage `json:"ref"`
+	}
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(req.Msg.Params, &params) != nil || json.Unmarshal(params.Ref, &ref) != nil {
+		return failure(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
+	}
+	p.awaitLoad(ctx)
+	s := p.current().surface
+	switch ref.Type {
+	case "ref/prompt":
+		e, ok := s.prompts[ref.Name]
+		if !ok {
+			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
+		}
+		newRef, err := renamed(params.Ref, e.original)
+		if err != nil {
+			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		out, err := replaced(req.Msg.Params, "ref", newRef)
+		if err != nil {
+			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		return p.forward(ctx, req, e.server, out)
+	case "ref/resource":
+		server, ok := s.templateOwner(ref.URI)
+		if !ok {
+			server, ok = s.resourceOwner(ref.URI)
+		}
+		if !ok {
+			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
+		}
+		return p.forward(ctx, req, server, req.Msg.Params)
+	default:
+		return failure(jsonrpc.CodeInvalidParams, "completion/complete: ref.type %q is neither ref/prompt nor ref/resource", ref.Type)
+	}
+}
+
+// replaced returns obj with its top-level member name's value replaced.
+func replaced(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
+	start, end, err := memberValueSpan(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(obj)-(end-start)+len(value))
+	out = append(out, obj[:start]...)
+	out = append(out, value...)
+	return append(out, obj[end:]...), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,241 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+)
+
+// Surface is the exported catalog beyond tools: resources, resource
+// templates and prompts, with the server that owns each. Like Catalog it
+// is immutable, rebuilt whole on every commit from the running servers in
+// config order, so that the first server in config order keeps a URI or a
+// prompt name two servers offer.
+type Surface struct {
+	resources map[string]string // URI -> server
+	templates []templateEntry
+	prompts   map[string]*promptEntry // exported name -> entry
+	problems  []config.Problem
+
+	resourcesJSON, templatesJSON, promptsJSON json.RawMessage
+	caps                                      surfaceCaps
+}
+
+type templateEntry struct {
+	server   string
+	raw      string // uriTemplate as listed
+	template *uritemplate.Template
+	loose    *regexp.Regexp // every expression matches any text, "/" included
+}
+
+type promptEntry struct {
+	exported, original, server string
+}
+
+// surfaceCaps is what the enabled servers offer together.
+type surfaceCaps struct {
+	resources, subscribe, prompts, completions, logging bool
+}
+
+func emptySurface() *Surface {
+	s := &Surface{resources: map[string]string{}, prompts: map[string]*promptEntry{}}
+	s.resourcesJSON, s.templatesJSON, s.promptsJSON = []byte("[]"), []byte("[]"), []byte("[]")
+	return s
+}
+
+// buildSurface renders the surface of servers, taken in order.
+func buildSurface(order []string, servers map[string]*runningServer, pattern string) *Surface {
+	s := emptySurface()
+	var res, tpl, prm bytes.Buffer
+	for _, id := range order {
+		rs := servers[id]
+		if rs == nil {
+			continue
+		}
+		caps := rs.caps
+		s.caps.resources = s.caps.resources || caps.Resources
+		s.caps.subscribe = s.caps.subscribe || caps.ResourcesSubscribe
+		s.caps.prompts = s.caps.prompts || caps.Prompts
+		s.caps.completions = s.caps.completions || caps.Completions
+		s.caps.logging = s.caps.logging || caps.Logging
+		for _, r := range rs.resources {
+			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, r.URI); !ok {
+				continue
+			}
+			if owner, taken := s.resources[r.URI]; taken {
+				if owner != id {
+					s.warn(rs.cfg, fmt.Sprintf("resource %q is also listed by server %q, which comes first in the config and keeps it", r.URI, owner))
+				}
+				continue
+			}
+			s.resources[r.URI] = id
+			appendItem(&res, r.Raw)
+		}
+		for _, t := range rs.templates {
+			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, t.URITemplate); !ok {
+				continue
+			}
+			if owner, taken := s.templateOwner(t.URITemplate); taken {
+				if owner != id {
+					s.warn(rs.cfg, fmt.Sprintf("resource template %q is also listed by server %q, which comes first in the config and keeps it", t.URITemplate, owner))
+				}
+				continue
+			}
+			compiled, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				s.warn(rs.cfg, fmt.Sprintf("resource template %q is not a valid URI template (%v); it is skipped", t.URITemplate, err))
+				continue
+			}
+			s.templates = append(s.templates, templateEntry{server: id, raw: t.URITemplate, template: compiled, loose: looseTemplate(t.URITemplate)})
+			appendItem(&tpl, t.Raw)
+		}
+		names := make([]string, len(rs.prompts))
+		raws := make(map[string]json.RawMessage, len(rs.prompts))
+		for i, p := range rs.prompts {
+			names[i] = p.Name
+			raws[p.Name] = p.Raw
+		}
+		plan := naming.ApplyPrompts(promptRules(rs.cfg, pattern), names, func(exported string) (string, bool) {
+			if e, ok := s.prompts[exported]; ok {
+				return e.server, true
+			}
+			return "", false
+		})
+		for _, np := range plan.Problems {
+			s.problems = append(s.problems, config.Problem{Severity: severity(np.Error), File: rs.cfg.File, Server: id, Field: np.Field, Message: np.Message})
+		}
+		if plan.Failed {
+			continue
+		}
+		for _, t := range plan.Tools {
+			raw, err := renamed(raws[t.Original], t.Exported)
+			if err != nil {
+				s.warn(rs.cfg, fmt.Sprintf("prompt %q has a malformed definition (%v); it is skipped", t.Original, err))
+				continue
+			}
+			s.prompts[t.Exported] = &promptEntry{exported: t.Exported, original: t.Original, server: id}
+			appendItem(&prm, raw)
+		}
+	}
+	s.resourcesJSON, s.templatesJSON, s.promptsJSON = closeList(&res), closeList(&tpl), closeList(&prm)
+	return s
+}
+
+func (s *Surface) warn(cfg *config.Server, msg string) {
+	s.problems = append(s.problems, config.Problem{Severity: config.SeverityWarning, File: cfg.File, Server: cfg.ID, Message: msg})
+}
+
+func severity(isError bool) config.Severity {
+	if isError {
+		return config.SeverityError
+	}
+	return config.SeverityWarning
+}
+
+func promptRules(s *config.Server, pattern string) naming.Rules {
+	r := naming.Rules{Server: s.ID, Whitelist: s.Prompts.Whitelist, Blacklist: s.Prompts.Blacklist, ValidPattern: pattern}
+	for _, t := range s.Transforms {
+		r.Transforms = append(r.Transforms, naming.Transform{Suffix: t.Kind == config.TransformSuffix, Add: t.Add, Remove: t.Remove})
+	}
+	return r
+}
+
+func appendItem(b *bytes.Buffer, raw json.RawMessage) {
+	if b.Len() == 0 {
+		b.WriteByte('[')
+	} else {
+		b.WriteByte(',')
+	}
+	b.Write(raw)
+}
+
+func closeList(b *bytes.Buffer) json.RawMessage {
+	if b.Len() == 0 {
+		return []byte("[]")
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// resourceOwner says which server serves uri: the one that listed it, else
+// the first whose template matches it (by RFC 6570, else loosely: servers
+// often fill a simple {path} with a path that has slashes).
+func (s *Surface) resourceOwner(uri string) (string, bool) {
+	if id, ok := s.resources[uri]; ok {
+		return id, true
+	}
+	for _, t := range s.templates {
+		if t.template.Match(uri) != nil {
+			return t.server, true
+		}
+	}
+	for _, t := range s.templates {
+		if t.loose.MatchString(uri) {
+			return t.server, true
+		}
+	}
+	return "", false
+}
+
+var expression = regexp.MustCompile(`\{[^}]*\}`)
+
+// looseTemplate matches what a template's literal parts allow, whatever
+// fills its expressions.
+func looseTemplate(tmpl string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	last := 0
+	for _, m := range expression.FindAllStringIndex(tmpl, -1) {
+		b.WriteString(regexp.QuoteMeta(tmpl[last:m[0]]))
+		b.WriteString(".*")
+		last = m[1]
+	}
+	b.WriteString(regexp.QuoteMeta(tmpl[last:]))
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}
+
+// templateOwner says which server listed a resource template.
+func (s *Surface) templateOwner(raw string) (string, bool) {
+	for _, t := range s.templates {
+		if t.raw == raw {
+			return t.server, true
+		}
+	}
+	return "", false
+}
+
+// Counts reports how many resources, templates and prompts server exports.
+func (s *Surface) Counts(server string) (resources, templates, prompts int) {
+	for _, id := range s.resources {
+		if id == server {
+			resources++
+		}
+	}
+	for _, t := range s.templates {
+		if t.server == server {
+			templates++
+		}
+	}
+	for _, p := range s.prompts {
+		if p.server == server {
+			prompts++
+		}
+	}
+	return
+}
+
+// listsChanged tells which lists differ between two surfaces, as a client
+// would see them.
+func listsChanged(a, b *Surface) (resources, prompts bool) {
+	resources = !bytes.Equal(a.resourcesJSON, b.resourcesJSON) || !bytes.Equal(a.templatesJSON, b.templatesJSON)
+	prompts = !bytes.Equal(a.promptsJSON, b.promptsJSON)
+	return
+}

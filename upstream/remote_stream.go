@@ -1,0 +1,148 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// streamSink takes the messages eventTap takes out of a stream.
+type streamSink interface {
+	// streamNotified runs on the goroutine that reads the stream and must
+	// not block.
+	streamNotified(n Notification)
+	// streamRequested must not block either; ctx is the context of the HTTP
+	// exchange whose stream it is.
+	streamRequested(ctx context.Context, req *jsonrpc.Message)
+}
+
+// eventTap reads an SSE response body the way mcp-go's transports do (lines
+// end at "\n", an event at a blank line, data lines are joined with "\n")
+// and takes every event that is a JSON-RPC notification or request out of
+// it, handing the message, raw, to its sink; mcp-go then only ever sees the
+// rest (responses, the endpoint event, comments), byte for byte. Of an
+// event taken out, its id and retry lines stay, so that mcp-go's resumption
+// cursor still moves past it.
+//
+// Because it reads the stream of one HTTP exchange, it knows whose stream a
+// request arrived on: the context of the exchange names the Do that sent it
+// (flightOf), or none for the GET stream.
+type eventTap struct {
+	src  *bufio.Reader
+	body io.Closer
+	ctx  context.Context
+	sink streamSink
+
+	event []byte // the raw lines of the current event
+	keep  []byte // its id and retry lines
+	kind  string // its event type
+	data  []byte // its data, joined
+	out   []byte // what mcp-go has yet to read
+	err   error  // why src ended
+}
+
+func newEventTap(ctx context.Context, body io.ReadCloser, sink streamSink) *eventTap {
+	return &eventTap{src: bufio.NewReader(body), body: body, ctx: ctx, sink: sink}
+}
+
+func (e *eventTap) Read(p []byte) (int, error) {
+	for len(e.out) == 0 {
+		if e.err != nil {
+			return 0, e.err
+		}
+		e.step()
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	return n, nil
+}
+
+func (e *eventTap) Close() error { return e.body.Close() }
+
+// step reads one line. A line cannot grow past the message bound: the body
+// under the tap (limitedBody) fails an event that does.
+func (e *eventTap) step() {
+	line, err := e.src.ReadBytes('\n')
+	if len(line) > 0 {
+		e.line(line)
+	}
+	switch {
+	case err == io.EOF:
+		// mcp-go handles an event the stream ends in the middle of.
+		e.end(false)
+		e.err = err
+	case err != nil:
+		e.err = err
+	}
+}
+
+func (e *eventTap) line(line []byte) {
+	e.event = append(e.event, line...)
+	text := bytes.TrimRight(line, "\r\n")
+	if len(text) == 0 {
+		e.end(true)
+		return
+	}
+	if v, ok := bytes.CutPrefix(text, []byte("event:")); ok {
+		e.kind = string(bytes.TrimSpace(v))
+	} else if v, ok := bytes.CutPrefix(text, []byte("data:")); ok {
+		v = bytes.TrimPrefix(v, []byte(" "))
+		if len(e.data) > 0 {
+			e.data = append(e.data, '\n')
+		}
+		e.data = append(e.data, v...)
+	} else if bytes.HasPrefix(text, []byte("id:")) || bytes.HasPrefix(text, []byte("retry:")) {
+		e.keep = append(e.keep, line...)
+	}
+}
+
+// end finishes the current event: a notification or request is handed to
+// the sink and leaves only its id and retry lines behind; anything else
+// goes on to mcp-go as it came.
+func (e *eventTap) end(blank bool) {
+	defer func() {
+		// data gets a new buffer: a message decoded from it keeps slices of it.
+		e.event, e.keep, e.kind, e.data = e.event[:0], e.keep[:0], "", nil
+	}()
+	if m := e.message(); m != nil {
+		if len(e.keep) > 0 {
+			e.out = append(e.out, e.keep...)
+			if blank {
+				e.out = append(e.out, '\n')
+			}
+		}
+		if m.IsNotification() {
+			e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params})
+		} else {
+			e.sink.streamRequested(e.ctx, m)
+		}
+		return
+	}
+	e.out = append(e.out, e.event...)
+}
+
+// message is the current event as a notification or request, or nil.
+func (e *eventTap) message() *jsonrpc.Message {
+	if len(e.data) == 0 || (e.kind != "" && e.kind != "message") {
+		return nil
+	}
+	data := e.data
+	if bytes.ContainsAny(data, "\r\n") {
+		// Several data lines: one line again, so that the message can go
+		// on down a newline-framed stream.
+		var b bytes.Buffer
+		if json.Compact(&b, data) != nil {
+			return nil
+		}
+		data = b.Bytes()
+	}
+	m, err := jsonrpc.Decode(data)
+	if err != nil || m.IsResponse() {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,269 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+)
+
+// Request is any request forwarded upstream; tools/call is one (CallTool
+// builds it).
+type Request struct {
+	Method string
+	// Params are forwarded byte for byte, except that with OnProgress and
+	// ProgressToken set, _meta.progressToken is set to a token of the
+	// instance's own (spliced in: the other bytes stay). Params that are not
+	// a JSON object go out as they are, and then no progress is relayed.
+	Params json.RawMessage
+	// ProgressToken is the caller's token (raw JSON). With OnProgress set,
+	// upstream progress notifications for this request are handed to
+	// OnProgress with their progressToken replaced by this one. The upstream
+	// sees a token unique to this request, so two callers that use the same
+	// token never see each other's progress.
+	ProgressToken json.RawMessage
+	// OnProgress is called on the goroutine that reads the upstream, in the
+	// order the notifications arrived. It must not block: every other
+	// message of the instance waits while it runs, so a caller that cannot
+	// deliver at once queues (or drops) the notification.
+	OnProgress func(params json.RawMessage)
+	// OnServerRequest answers the requests the upstream sends while this
+	// request is in flight and that belong to it (sampling/createMessage,
+	// elicitation/create, roots/list): see Instance.SetServerRequestHandler
+	// for how a request of the upstream is attributed.
+	OnServerRequest ServerRequestHandler
+}
+
+// ServerRequestHandler answers a request the upstream sent to the
+// aggregator. It returns the raw result or a JSON-RPC error, which go back
+// to the upstream unchanged (a nil result is sent as {}). ctx ends when the
+// upstream withdraws the request (notifications/cancelled), when the
+// request it was attributed to ends, or when the instance does.
+type ServerRequestHandler func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+
+// CodeUnattributed is the JSON-RPC error code an upstream gets for a request
+// the aggregator cannot attribute to one downstream session.
+const CodeUnattributed = jsonrpc.CodeInternalError
+
+// flight is a Request in flight that answers its upstream's requests.
+type flight struct {
+	ctx     context.Context
+	handler ServerRequestHandler
+}
+
+// flights are the in-flight Requests of an instance that have an
+// OnServerRequest, by flight id; every Do has an id, carried in its context
+// so that a transport can tell on which request's stream a message came.
+type flights struct {
+	next     atomic.Uint64
+	mu       sync.Mutex
+	byID     map[uint64]*flight
+	fallback ServerRequestHandler
+	// serving are the upstream's requests being answered, by id key, so
+	// that the upstream's notifications/cancelled can end them.
+	serving map[string]*serving
+}
+
+// serving is one request of the upstream being answered.
+type serving struct {
+	cancel    context.CancelFunc
+	withdrawn bool // the upstream cancelled it: no answer is sent
+}
+
+type flightKey struct{}
+
+// flightOf is the id of the Do whose context ctx is, or 0.
+func flightOf(ctx context.Context) uint64 {
+	id, _ := ctx.Value(flightKey{}).(uint64)
+	return id
+}
+
+// begin gives a Do its flight id and, when it answers the upstream's
+// requests, records it; end forgets it.
+func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (context.Context, func()) {
+	id := f.next.Add(1)
+	ctx = context.WithValue(ctx, flightKey{}, id)
+	if handler == nil {
+		return ctx, func() {}
+	}
+	f.mu.Lock()
+	if f.byID == nil {
+		f.byID = map[uint64]*flight{}
+	}
+	f.byID[id] = &flight{ctx: ctx, handler: handler}
+	f.mu.Unlock()
+	return ctx, func() {
+		f.mu.Lock()
+		delete(f.byID, id)
+		f.mu.Unlock()
+	}
+}
+
+// attribute picks who answers a request of the upstream that arrived on
+// the stream of flight id (0: on no request's stream, or unknown):
+//
+//  1. the Request whose stream it arrived on, when it has a handler;
+//  2. otherwise, unless it arrived on the stream of a Request without
+//     one, the only in-flight Request with a handler, if exactly one;
+//  3. otherwise the instance's handler (SetServerRequestHandler);
+//  4. otherwise no one (nil).
+//
+// The returned context is the chosen Request's, for 1 and 2, or nil.
+func (f *flights) attribute(id uint64) (ServerRequestHandler, context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl := f.byID[id]; id != 0 && fl != nil {
+		return fl.handler, fl.ctx
+	}
+	if id == 0 && len(f.byID) == 1 {
+		for _, fl := range f.byID {
+			return fl.handler, fl.ctx
+		}
+	}
+	return f.fallback, nil
+}
+
+// SetServerRequestHandler sets the handler for the upstream's requests that
+// no in-flight Request claims. An upstream request is answered by, in turn:
+// over HTTP, the Request on whose response stream it arrived; the only
+// Request in flight with an OnServerRequest, if exactly one (and the
+// request did not arrive on another Request's stream); this handler; and
+// otherwise an error (CodeUnattributed) saying it cannot be attributed to
+// one downstream session. The proxy sets it on a leased instance to its
+// session's handler. nil removes it. ping is always answered by the
+// aggregator itself.
+func (i *Instance) SetServerRequestHandler(h ServerRequestHandler) {
+	i.flights.mu.Lock()
+	i.flights.fallback = h
+	i.flights.mu.Unlock()
+}
+
+// Do forwards a request and returns the upstream's result as raw JSON. An
+// upstream JSON-RPC error is returned as *RPCError, intact. ctx bounds the
+// whole request, the write of it included: an upstream that does not read
+// cannot hold the caller past its deadline, and when ctx ends after the
+// request went out, the upstream is sent notifications/cancelled. A
+// response over Options.MaxMessage fails the request at once (the error
+// wraps *jsonrpc.TooLongError).
+func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
+	if r.Method == "" {
+		return nil, errors.New("upstream: a request needs a method")
+	}
+	params := r.Params
+	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
+		// Each request gets a token unique on this instance, so progress
+		// from a shared upstream can never reach another session's request.
+		token := "agg-" + strconv.FormatInt(i.nextToken.Add(1), 10)
+		rawToken, _ := rawjson.Marshal(token)
+		if p, ok := withProgressToken(params, rawToken); ok {
+			params = p
+			downstream, onProgress := r.ProgressToken, r.OnProgress
+			i.progMu.Lock()
+			i.progress[token] = func(params json.RawMessage) { onProgress(retoken(params, downstream)) }
+			i.progMu.Unlock()
+			defer func() {
+				i.progMu.Lock()
+				delete(i.progress, token)
+				i.progMu.Unlock()
+			}()
+		}
+	}
+	ctx, end := i.flights.begin(ctx, r.OnServerRequest)
+	defer end()
+	var p any // no params member at all rather than "params":null
+	if len(params) > 0 {
+		p = params
+	}
+	return i.conn.call(ctx, r.Method, p)
+}
+
+// Notify sends the upstream a notification, its params byte for byte (nil
+// sends none); for example notifications/roots/list_changed. ctx bounds the
+// write. Cancellation is not a notification callers send: ending the
+// context of a Do cancels its request upstream.
+func (i *Instance) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	switch method {
+	case "":
+		return errors.New("upstream: a notification needs a method")
+	case "notifications/cancelled", "notifications/initialized":
+		return fmt.Errorf("upstream: %s is sent by the instance itself; end the request's context instead", method)
+	}
+	var p any
+	if len(params) > 0 {
+		p = params
+	}
+	return i.conn.notify(ctx, method, p)
+}
+
+// serverRequest answers a request of the upstream (a connection's
+// requestHandler). It runs on a goroutine of its own, one of at most
+// maxServerRequests; ctx ends with the connection. flight is the Do on
+// whose stream it arrived, or 0.
+func (i *Instance) serverRequest(ctx context.Context, req *jsonrpc.Message, flight uint64) *jsonrpc.Message {
+	handler, flightCtx := i.flights.attribute(flight)
+	if handler == nil {
+		return jsonrpc.Failure(req.ID, jsonrpc.Errorf(CodeUnattributed,
+			"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight, or several, claims it); it was not relayed",
+			i.server, req.Method))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if flightCtx != nil {
+		// The request belongs to that Do: once it is over, so is this.
+		stop := context.AfterFunc(flightCtx, cancel)
+		defer stop()
+	}
+	key := jsonrpc.IDKey(req.ID)
+	s := &serving{cancel: cancel}
+	i.flights.mu.Lock()
+	if i.flights.serving == nil {
+		i.flights.serving = map[string]*serving{}
+	}
+	i.flights.serving[key] = s
+	i.flights.mu.Unlock()
+	result, rpcErr := handler(ctx, req.Method, req.Params)
+	i.flights.mu.Lock()
+	if i.flights.serving[key] == s {
+		delete(i.flights.serving, key)
+	}
+	withdrawn := s.withdrawn
+	i.flights.mu.Unlock()
+	switch {
+	case withdrawn:
+		return nil // the upstream asked for no answer
+	case rpcErr != nil:
+		return jsonrpc.Failure(req.ID, rpcErr)
+	}
+	if len(result) == 0 {
+		result = json.RawMessage(`{}`)
+	}
+	return &jsonrpc.Message{ID: req.ID, Result: result}
+}
+
+// withdrawn handles the upstream's notifications/cancelled: it ends the
+// handler of the request it names, and no answer is sent. A cancellation
+// that overtakes the start of its request's handler is lost; the upstream
+// then gets an answer it ignores.
+func (i *Instance) withdrawn(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || !jsonrpc.ValidID(p.RequestID) {
+		return
+	}
+	i.flights.mu.Lock()
+	s := i.flights.serving[jsonrpc.IDKey(p.RequestID)]
+	if s != nil {
+		s.withdrawn = true
+	}
+	i.flights.mu.Unlock()
+	if s != nil {
+		s.cancel()
+	}
+}
