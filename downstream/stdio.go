@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,13 +64,12 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &stdioSession{
-		log: opts.Logger, h: h,
+		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
 		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
-	s.ob = newLineQueue(opts.QueueSize, out, s.written)
 	writeErr := make(chan error, 1)
-	go func() { writeErr <- s.ob.drain() }()
+	go func() { writeErr <- s.ob.drain(out, s.written) }()
 	// SessionOpened follows a successful initialize (a sessionless client
 	// never sends one, and hears of changes through subscriptions/listen);
 	// SessionClosed always comes, so that what the connection held ends.
@@ -272,7 +272,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.openOnce.Do(func() { s.h.SessionOpened(s) })
 			return
 		}
-		s.ob.pushWrite(resp.Encode())
+		s.ob.push(resp.Encode(), true)
 	}
 }
 
@@ -349,5 +349,118 @@ func (s *stdioSession) idle(limit time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// lineQueue is one stream's ordered queue of outgoing messages with one
+// writer. Responses are never dropped (their number is bounded by the
+// caller's in-flight slots); other messages are dropped past the limit.
+type lineQueue struct {
+	mu      sync.Mutex
+	queue   []queuedLine
+	notes   int // droppable messages queued
+	limit   int
+	dropped int
+	closed  bool
+	wake    chan struct{}
+	flushed chan struct{} // signalled each time the queue is found empty
+}
+
+type queuedLine struct {
+	data     []byte
+	response bool
+}
+
+func newLineQueue(limit int) *lineQueue {
+	return &lineQueue{limit: limit, wake: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
+}
+
+// push queues data; it never blocks.
+func (o *lineQueue) push(data []byte, response bool) bool {
+	o.mu.Lock()
+	if o.closed || (!response && o.notes >= o.limit) {
+		if !o.closed {
+			o.dropped++
+		}
+		o.mu.Unlock()
+		return false
+	}
+	o.queue = append(o.queue, queuedLine{data: data, response: response})
+	if !response {
+		o.notes++
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (o *lineQueue) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain writes queued messages to w, one per line, until the lineQueue is
+// closed and empty or a write fails. done is told of each message written.
+func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var batch []queuedLine
+	for {
+		o.mu.Lock()
+		batch, o.queue = o.queue, batch[:0]
+		o.notes = 0
+		closed := o.closed
+		o.mu.Unlock()
+		for _, m := range batch {
+			bw.Write(m.data)
+			if err := bw.WriteByte('\n'); err != nil {
+				return err
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		// A response's slot frees once it is on the wire, not in a buffer.
+		for i, m := range batch {
+			done(m.response)
+			batch[i] = queuedLine{}
+		}
+		if len(batch) == 0 {
+			if closed {
+				return nil
+			}
+			select {
+			case o.flushed <- struct{}{}:
+			default:
+			}
+			<-o.wake
+		}
+	}
+}
+
+// flushWait waits until the writer found the queue empty, up to limit.
+func (o *lineQueue) flushWait(limit time.Duration) {
+	select {
+	case <-o.flushed: // drop a stale signal
+	default:
+	}
+	o.mu.Lock()
+	empty := len(o.queue) == 0
+	o.mu.Unlock()
+	if empty {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-o.flushed:
+	case <-t.C:
 	}
 }

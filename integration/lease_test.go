@@ -605,11 +605,12 @@ func TestLeaseAbandonedHTTPSession(t *testing.T) {
 }
 
 // TestLeaseManySessions: 24 concurrent sessions each get an instance of their own that
-// counts only their increments, and every instance stops when its session ends.
+// counts only their increments, and every instance stops when its session ends. (24 is
+// over the default lease.max_instances, so the config raises it.)
 func TestLeaseManySessions(t *testing.T) {
 	t.Parallel()
 	const n = 24
-	a := serveConfig(t, httpTransport, leaseConfig(leaseBlock("counter", "counter", false)))
+	a := serveConfig(t, httpTransport, leaseConfig(leaseBlock("counter", "counter", false, "lease: {max_instances: 24}")))
 	a.waitLoaded()
 	sessions := leaseSessions(t, a, n)
 	pids := make([]int, n)
@@ -670,12 +671,13 @@ func TestLeaseIsolation(t *testing.T) {
 	}
 }
 
-// TestLeaseCap: under lease.max_instances a session waits for an instance until its
-// call's timeout, fails saying why, and gets one once another session releases its own.
+// TestLeaseCap: under lease.max_instances a session with lease.queue_timeout waits that
+// long for an instance, fails saying why, and gets one once another session releases its
+// own. (Without a queue it is refused at once: TestSupervisionLeaseCapRefusesThe17thSession.)
 func TestLeaseCap(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, leaseConfig(
-		leaseBlock("counter", "counter", false, "lease: {max_instances: 1}", "request_timeout: 1s"),
+		leaseBlock("counter", "counter", false, "lease: {max_instances: 1, queue_timeout: 1s}"),
 	))
 	a.waitLoaded()
 	holder, waiter := a.connect(), a.connect()
@@ -686,7 +688,7 @@ func TestLeaseCap(t *testing.T) {
 	_, err := leaseTry(waiter, "counter_increment", nil)
 	require.Error(t, err, "a second instance was started beyond max_instances: 1")
 	assert.Contains(t, err.Error(), "max_instances", "the error says the cap was reached")
-	assert.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "the call waited for its timeout before failing")
+	assert.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "the call waited lease.queue_timeout before failing")
 	assert.Zero(t, leaseHeld(t, waiter, "counter"), "a failed wait leaves no lease behind")
 	assert.Len(t, leaseCounterProcesses(t, a), 1)
 

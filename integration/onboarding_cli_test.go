@@ -192,3 +192,21 @@ func anyToolNamed(tools []catalogEntry, name string) bool {
 	}
 	return false
 }
+
+// TestOnboardingNoReminderWithoutAdminTools: with admin.enabled: false there is no
+// mcp_release, so the first leased result does not tell the agent to call it.
+func TestOnboardingNoReminderWithoutAdminTools(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, "version: 1\nadmin: {enabled: false}\nservers:\n  counter:\n    "+demoServer("counter")+"\n    transform: [{prefix: counter_}]\n")
+	c := a.connect()
+	a.waitLoaded()
+	names := toolNames(t, c.listTools())
+	assert.NotContains(t, names, "mcp_release")
+	var res struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	result := c.callToolResult("counter_increment", map[string]any{})
+	require.NoError(t, json.Unmarshal(result, &res))
+	assert.Len(t, res.Content, 1, "no reminder to call a tool that is not there: %s", result)
+	assert.NotContains(t, string(result), "mcp_release")
+}

@@ -153,3 +153,72 @@ func TestSurfaceEverything(t *testing.T) {
 		assert.True(t, len(r.Error) > 0 || strings.Contains(string(r.Result), `"isError":true`), "the call fails: %s %s", r.Error, r.Result)
 	})
 }
+
+// TestSurfaceElicitationReachesItsSession: two sessions call the same
+// shared upstream (over HTTP, where each upstream request arrives on the
+// stream of the call it belongs to) at once; each session's client is asked
+// for its own call only, and its answer reaches its own result.
+func TestSurfaceElicitationReachesItsSession(t *testing.T) {
+	t.Parallel()
+	base := remoteEverything(t, "streamableHttp")
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  ev:
+    truely-stateless: true
+    url: `+base+`/mcp
+    transform: [{prefix: ev_}]
+    tools: {whitelist: [trigger-elicitation-request]}
+`)
+	a.waitLoaded()
+	type outcome struct {
+		name   string
+		result json.RawMessage
+		asked  int
+	}
+	results := make(chan outcome, 2)
+	release := make(chan struct{})
+	var clients []*client
+	var askedCounts [2]chan int
+	for i, name := range []string{"alice", "bob"} {
+		c := a.newClient()
+		asked := make(chan int, 1)
+		asked <- 0
+		askedCounts[i] = asked
+		c.inbox.onRequest = func(method string, _ json.RawMessage) (string, string) {
+			if method != "elicitation/create" {
+				return "", `{"code":-32601,"message":"no"}`
+			}
+			asked <- <-asked + 1
+			<-release // both calls are in flight before either is answered
+			return `{"action":"accept","content":{"name":"` + name + `"}}`, ""
+		}
+		c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+		clients = append(clients, c)
+	}
+	for i, name := range []string{"alice", "bob"} {
+		go func() {
+			results <- outcome{name: name, result: clients[i].callToolResult("ev_trigger-elicitation-request", map[string]any{})}
+		}()
+	}
+	// Both clients are asked (each once) before either answers.
+	deadline := time.Now().Add(callTimeout)
+	for {
+		n0 := <-askedCounts[0]
+		askedCounts[0] <- n0
+		n1 := <-askedCounts[1]
+		askedCounts[1] <- n1
+		if n0 == 1 && n1 == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not both clients were asked: %d, %d", n0, n1)
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		o := <-results
+		assert.Contains(t, string(o.result), "Name: "+o.name, "the answer of %s's own client reached %s's result", o.name, o.name)
+	}
+	for i := range askedCounts {
+		assert.Equal(t, 1, <-askedCounts[i], "each client was asked exactly once")
+	}
+}

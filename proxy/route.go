@@ -231,10 +231,14 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Msg.Method)
 	}
 	p.awaitLoad(ctx)
-	server, ok := p.current().surface.resourceOwner(params.URI)
+	surface := p.current().surface
+	server, ok := surface.resourceOwner(params.URI)
+	if !ok {
+		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
+	}
 	if !ok {
 		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeResourceNotFound,
-			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it; call resources/list and resources/templates/list", params.URI),
+			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, and more than one server offers resources; call resources/list and resources/templates/list", params.URI),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
 	}
 	resp := p.forward(ctx, req, server, req.Msg.Params)

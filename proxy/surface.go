@@ -42,6 +42,9 @@ type promptEntry struct {
 // surfaceCaps is what the enabled servers offer together.
 type surfaceCaps struct {
 	resources, subscribe, prompts, completions, logging bool
+	// resourceServers and subscribeServers list the servers that offer
+	// resources, and subscriptions, in config order.
+	resourceServers, subscribeServers []string
 }
 
 func emptySurface() *Surface {
@@ -65,6 +68,12 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 		s.caps.prompts = s.caps.prompts || caps.Prompts
 		s.caps.completions = s.caps.completions || caps.Completions
 		s.caps.logging = s.caps.logging || caps.Logging
+		if caps.Resources {
+			s.caps.resourceServers = append(s.caps.resourceServers, id)
+		}
+		if caps.ResourcesSubscribe {
+			s.caps.subscribeServers = append(s.caps.subscribeServers, id)
+		}
 		for _, r := range rs.resources {
 			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, r.URI); !ok {
 				continue
@@ -200,6 +209,20 @@ func looseTemplate(tmpl string) *regexp.Regexp {
 	b.WriteString(regexp.QuoteMeta(tmpl[last:]))
 	b.WriteString("$")
 	return regexp.MustCompile(b.String())
+}
+
+// soleServer is the only server that offers resources (or, for
+// subscriptions, subscriptions to them): a URI it did not list may still
+// be one it serves, and with no other candidate it is the one to ask.
+func (s *Surface) soleServer(subscribe bool) (string, bool) {
+	list := s.caps.resourceServers
+	if subscribe {
+		list = s.caps.subscribeServers
+	}
+	if len(list) == 1 {
+		return list[0], true
+	}
+	return "", false
 }
 
 // templateOwner says which server listed a resource template.

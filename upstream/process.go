@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -59,7 +60,14 @@ type process struct {
 	exited   chan struct{} // closed once the leader has exited (not yet reaped)
 	status   string        // how the leader exited, valid after exited
 	reapOnce sync.Once
-	err      error // Wait's result, valid after reap
+	reaped   atomic.Bool // the leader was reaped: its group's id may name a stranger's group now
+	err      error       // Wait's result, valid after reap
+
+	// known holds every process once found to be the instance's (pid ->
+	// start time). A dying process loses its environment before it is
+	// gone, so it stays the instance's by being known, not by its tag.
+	knownMu sync.Mutex
+	known   map[int]uint64
 }
 
 func newProcess(cmd *exec.Cmd, sup *Supervisor, tag string, cg *cgroupDir) *process {
@@ -75,6 +83,7 @@ func (p *process) reap() error {
 		// the group's id still marks them as the instance's.
 		children.sweep()
 		p.err = p.cmd.Wait()
+		p.reaped.Store(true)
 		children.reaped(p.pgid)
 	})
 	return p.err

@@ -84,19 +84,39 @@ func (p *process) members() []procInfo {
 			}
 		}
 	}
+	p.knownMu.Lock()
+	if p.known == nil {
+		p.known = map[int]uint64{}
+	}
 	var out []procInfo
 	for _, e := range table {
-		if in[e.pid] {
+		start, known := p.known[e.pid]
+		known = known && start == e.start
+		switch {
+		case !e.live():
+			delete(p.known, e.pid)
+		case in[e.pid] || known:
+			p.known[e.pid] = e.start
 			out = append(out, e)
 		}
 	}
+	for pid, start := range p.known {
+		if e, ok := readProc(pid); !ok || e.start != start || !e.live() {
+			delete(p.known, pid)
+		}
+	}
+	p.knownMu.Unlock()
 	children.noteOrphans(out)
 	return out
 }
 
-// usage sums the resident memory of the instance's processes.
+// usage sums the resident memory of the instance's processes; nothing is
+// left of an instance whose leader was reaped.
 func (p *process) usage() Usage {
 	var u Usage
+	if p.reaped.Load() {
+		return u
+	}
 	page := int64(os.Getpagesize())
 	for _, m := range p.members() {
 		u.Processes++

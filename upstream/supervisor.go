@@ -50,12 +50,12 @@ type SupervisorOptions struct {
 // dies. One Supervisor serves the whole aggregator; instances started
 // without one get process groups only.
 type Supervisor struct {
-	log     *slog.Logger
-	id      string // this run, unique on the machine: "<pid>.<start time>.<random>"
+	log       *slog.Logger
+	id        string // this run, unique on the machine: "<pid>.<start time>.<random>"
 	seq       atomic.Int64
 	subreaper bool                       // orphans re-parent to this process
-	cgroups atomic.Pointer[cgroupTree] // nil outside cgroup mode
-	reaper  *Reaper
+	cgroups   atomic.Pointer[cgroupTree] // nil outside cgroup mode
+	reaper    *Reaper
 }
 
 // NewSupervisor sets up process supervision, as far as the system allows,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
@@ -131,10 +132,13 @@ func demoConfig() []byte {
 	}
 	quoted, _ := json.Marshal(strings.ReplaceAll(exe, "$", "$$"))
 	names := make([]string, 0, len(demoVars))
-	env := make([]string, 0, len(demoVars))
-	for k, v := range demoVars {
+	for k := range demoVars {
 		names = append(names, k)
-		q, _ := json.Marshal(v)
+	}
+	sort.Strings(names)
+	env := make([]string, 0, len(names))
+	for _, k := range names {
+		q, _ := json.Marshal(demoVars[k])
 		env = append(env, k+": "+string(q))
 	}
 	return []byte(fmt.Sprintf(`version: 1

@@ -20,21 +20,27 @@ const (
 	reloadPoll     = time.Second
 )
 
-// watchAndReload reloads the config whenever a config file changes or the
-// process receives SIGHUP, until ctx ends.
-func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) {
+// watchConfig starts watching the config files (nil for the demo, or when
+// they cannot be watched). Started before the first load, it sees a change
+// made at any time after the files were read.
+func watchConfig(ctx context.Context, src source, log *slog.Logger) <-chan struct{} {
+	if src.demo {
+		return nil
+	}
+	changed, err := config.Watch(ctx, src.paths, reloadDebounce, reloadPoll)
+	if err != nil {
+		log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
+		return nil
+	}
+	return changed
+}
+
+// watchAndReload reloads the config whenever changed fires or the process
+// receives SIGHUP, until ctx ends.
+func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed <-chan struct{}, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	var changed <-chan struct{}
-	if !src.demo {
-		c, err := config.Watch(ctx, src.paths, reloadDebounce, reloadPoll)
-		if err != nil {
-			log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
-		} else {
-			changed = c
-		}
-	}
 	for {
 		select {
 		case <-ctx.Done():

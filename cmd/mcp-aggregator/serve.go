@@ -49,7 +49,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	supervisor := startSupervisor(log, *cgroups == "off")
-	defer supervisor.Close() // after the proxy's Close below: every upstream is gone by then
+	defer supervisor.Close()  // after the proxy's Close below: every upstream is gone by then
 	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
 	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor},
 		OnWorkspace: func(ws *config.Workspace) {
@@ -75,10 +75,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancelLoad()
 	loaded := make(chan int, 1)
 	go func() {
+		changes := watchConfig(loadCtx, src, log) // before the load, so no save after it is missed
 		code := initialLoad(loadCtx, p, src, log)
 		loaded <- code
 		if code == 0 {
-			watchAndReload(loadCtx, p, src, log)
+			watchAndReload(loadCtx, p, src, changes, log)
 		}
 	}()
 
