@@ -325,8 +325,8 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 	for {
 		var err error
 		select {
-		case m := <-q.msgs:
-			err = rs.event(m)
+		case <-q.ready:
+			err = rs.drain(q)
 		case <-beat.C:
 			err = rs.heartbeat()
 		case <-q.done:

@@ -35,6 +35,10 @@ func TestDecodeValidity(t *testing.T) {
 		{"not JSON", `{"jsonrpc":`, CodeParseError, ""},
 		{"array (batch)", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, CodeInvalidRequest, ""},
 		{"neither request nor response", `{"jsonrpc":"2.0","id":1}`, CodeInvalidRequest, ""},
+		{"member names are exact", `{"JSONRPC":"2.0","id":1,"method":"ping"}`, CodeInvalidRequest, "1"},
+		{"escaped member names", `{"jsonrpc":"2\u002e0","\u0069d":1,"method":"ping"}`, 0, "1"},
+		{"method not a string", `{"jsonrpc":"2.0","id":1,"method":7}`, CodeInvalidRequest, "1"},
+		{"trailing bytes", `{"jsonrpc":"2.0","id":1,"method":"ping"} x`, CodeParseError, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
