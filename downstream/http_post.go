@@ -210,8 +210,8 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	for {
 		var err error
 		select {
-		case <-out.ready:
-			err = rs.drain(out)
+		case m := <-out.msgs:
+			err = rs.event(m)
 		case <-beat:
 			err = rs.heartbeat()
 		case resp := <-result:
@@ -279,8 +279,10 @@ func (t *HTTP) handle(ctx context.Context, req *Request) (resp *jsonrpc.Message)
 // the request was cut short, what cut it short.
 func (t *HTTP) respond(ctx context.Context, p *post, rs *responseStream, out *outbox, req *Request, resp *jsonrpc.Message) {
 	out.close()
-	if rs.drain(out) != nil {
-		return
+	for len(out.msgs) > 0 {
+		if rs.event(<-out.msgs) != nil {
+			return
+		}
 	}
 	if resp == nil {
 		if !rs.started {

@@ -325,8 +325,8 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 	for {
 		var err error
 		select {
-		case <-q.ready:
-			err = rs.drain(q)
+		case m := <-q.msgs:
+			err = rs.event(m)
 		case <-beat.C:
 			err = rs.heartbeat()
 		case <-q.done:

@@ -14,65 +14,39 @@ import (
 // for one response (Request.Send, Request.Ask, Session.Notify) and that
 // response's only writer. Offering never blocks. Once close returns, no
 // offer succeeds, so a writer that drains the queue after closing it has
-// every message that was accepted. The queue is a slice that grows as
-// messages come, not a channel of its full size: most responses carry no
-// message before their answer, and a POST should not pay for 256 slots.
+// every message that was accepted.
 type outbox struct {
-	ready chan struct{} // holds a token while messages wait: the writer takes them
-	done  chan struct{} // closed once the writer takes no more messages
-	limit int
+	msgs chan *jsonrpc.Message
+	done chan struct{} // closed once the writer takes no more messages
 	// closeWhenFull ends the stream on overflow instead of dropping the one
 	// message: a GET stream that silently lost a notification would look
 	// healthy, while a closed one makes the client reconnect.
 	closeWhenFull bool
 
 	mu     sync.Mutex // orders offers against close; never held across a write
-	queue  []*jsonrpc.Message
 	closed bool
 }
 
 func newOutbox(size int, closeWhenFull bool) *outbox {
-	return &outbox{ready: make(chan struct{}, 1), done: make(chan struct{}), limit: size, closeWhenFull: closeWhenFull}
+	return &outbox{msgs: make(chan *jsonrpc.Message, size), done: make(chan struct{}), closeWhenFull: closeWhenFull}
 }
 
 // offer queues m unless the writer is gone or the queue is full.
 func (q *outbox) offer(m *jsonrpc.Message) bool {
 	q.mu.Lock()
-	switch {
-	case q.closed:
-		q.mu.Unlock()
+	defer q.mu.Unlock()
+	if q.closed {
 		return false
-	case len(q.queue) >= q.limit:
+	}
+	select {
+	case q.msgs <- m:
+		return true
+	default:
 		if q.closeWhenFull {
 			q.closeLocked()
 		}
-		q.mu.Unlock()
 		return false
 	}
-	q.queue = append(q.queue, m)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// next takes the oldest message waiting, or returns nil. One at a time, so
-// that the one being written counts against the queue no longer, and the
-// queue holds up to its size besides it, as a channel would.
-func (q *outbox) next() *jsonrpc.Message {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.queue) == 0 {
-		return nil
-	}
-	m := q.queue[0]
-	q.queue[0] = nil
-	if q.queue = q.queue[1:]; len(q.queue) == 0 {
-		q.queue = nil
-	}
-	return m
 }
 
 // close stops the queue; messages still in it are left to the writer.
@@ -89,30 +63,17 @@ func (q *outbox) closeLocked() {
 	}
 }
 
-// drain writes what waits in q as SSE events, up to the first that fails.
-func (rs *responseStream) drain(q *outbox) error {
-	for m := q.next(); m != nil; m = q.next() {
-		if err := rs.event(m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // responseStream writes one HTTP response: a single JSON body, or an SSE
 // stream of events once the first message goes out ahead of the answer.
 // Only the goroutine serving the request uses it. Every write is bounded by
-// the write timeout, and no deadline is left in place between the events of
-// a stream, so a quiet stream stays open however long it lasts. A JSON body
-// is the last write of its response: its deadline stays, and bounds what
-// the server still writes after it.
+// the write timeout, and no deadline is left in place between writes, so a
+// quiet stream stays open however long it lasts.
 type responseStream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
 	started bool // the status line and headers went out
 	sse     bool // ... as text/event-stream
-	bounded bool // the deadline of the last write is in place
 }
 
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
@@ -168,13 +129,12 @@ func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
 	h := rs.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	rs.started, rs.bounded = true, true
-	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
-	rs.w.WriteHeader(status)
-	if _, err := rs.w.Write(body); err != nil {
+	rs.started = true
+	return rs.write(func() error {
+		rs.w.WriteHeader(status)
+		_, err := rs.w.Write(body)
 		return err
-	}
-	return rs.rc.Flush()
+	})
 }
 
 // status writes a body-less response.
@@ -200,9 +160,7 @@ func (rs *responseStream) write(f func() error) error {
 // finish bounds what the server still writes after the handler returns
 // (the end of a chunked body).
 func (rs *responseStream) finish() {
-	if !rs.bounded {
-		_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
-	}
+	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
 }
 
 // appendEvent appends m as an SSE "message" event. A line break in the

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -43,12 +42,6 @@ type stdioConn struct {
 	// that it is pollable and takes write deadlines.
 	stdin     *os.File
 	writeSlot chan struct{} // one slot: whoever holds it writes
-	// rawStdin, tryLine, tried and try are the slot holder's: a write
-	// attempt that does not wait (see tryWrite), set up once.
-	rawStdin syscall.RawConn
-	tryLine  []byte
-	tried    int
-	try      func(fd uintptr) bool
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
@@ -124,10 +117,6 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace,
 		closed: make(chan struct{}), stopped: make(chan struct{}),
 	}
-	if c.rawStdin, err = stdin.SyscallConn(); err != nil {
-		c.rawStdin = nil // every write takes the bounded path
-	}
-	c.try = c.writeNow
 	go c.logStderr(stderr)
 	go c.read(stdout)
 	return c, nil
@@ -339,12 +328,6 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	// Most messages fit into the pipe at once; only one that has to wait
-	// for the upstream to read needs the deadline and the cancellation.
-	n := c.tryWrite(line)
-	if n == len(line) {
-		return nil
-	}
 	// The write ends at ctx's deadline; if ctx is cancelled earlier, a
 	// deadline in the past ends it then. The next writer sets its own
 	// deadline, so the cancellation must have finished before the slot is
@@ -356,8 +339,7 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 		_ = c.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(fired)
 	})
-	m, err := c.stdin.Write(line[n:])
-	n += m
+	n, err := c.stdin.Write(line)
 	if !stop() {
 		<-fired
 	}
@@ -385,38 +367,6 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 		return fmt.Errorf("server %q: the message was cut off after %d of %d bytes, so the connection was closed: %w", c.server, n, len(line), cause)
 	}
 	return fmt.Errorf("server %q: writing to stdin: %w", c.server, cause)
-}
-
-// tryWrite writes what the pipe takes of line without waiting and returns
-// how much that was; the caller writes the rest, if any, the bounded way.
-// Any failure counts as nothing written, for the bounded write to meet and
-// report. The caller holds the write slot.
-func (c *stdioConn) tryWrite(line []byte) int {
-	if c.rawStdin == nil {
-		return 0
-	}
-	c.tryLine, c.tried = line, 0
-	_ = c.rawStdin.Write(c.try)
-	c.tryLine = nil
-	return c.tried
-}
-
-// writeNow is tryWrite's one pass over the pipe's descriptor: it never
-// asks the runtime to wait (it reports itself done even when the pipe is
-// full).
-func (c *stdioConn) writeNow(fd uintptr) bool {
-	for c.tried < len(c.tryLine) {
-		n, err := syscall.Write(int(fd), c.tryLine[c.tried:])
-		if n > 0 {
-			c.tried += n
-		}
-		switch {
-		case errors.Is(err, syscall.EINTR):
-		case err != nil || n <= 0:
-			return true
-		}
-	}
-	return true
 }
 
 func (c *stdioConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
