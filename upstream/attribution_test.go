@@ -298,6 +298,16 @@ func TestServerRequestsAreBounded(t *testing.T) {
 		assert.Contains(t, askResponse(t, res.raw), "too many concurrent requests")
 		refused++
 	}
+	// Every handler inside the bound has counted itself in before any leaves.
+	for deadline := time.Now().Add(waitTimeout); ; {
+		mu.Lock()
+		n := inFlight
+		mu.Unlock()
+		if n == maxServerRequests || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	for range maxServerRequests {
 		res := <-results

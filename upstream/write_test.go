@@ -20,12 +20,12 @@ func TestWritesLargerThanThePipeArriveWhole(t *testing.T) {
 	defer cancel()
 
 	var wg sync.WaitGroup
-	for i := range 8 {
+	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// 1 MiB and more: sixteen pipes' worth, a different size per caller.
-			text := strings.Repeat(string(rune('a'+i)), 1<<20+i*4099)
+			// 256 KiB and more: four pipes' worth, a different size per caller.
+			text := strings.Repeat(string(rune('a'+i)), 1<<18+i*4099)
 			raw, err := inst.CallTool(ctx, Call{Name: "echo", Arguments: json.RawMessage(`{"text":"` + text + `"}`)})
 			if !assert.NoError(t, err) {
 				return
