@@ -161,11 +161,11 @@ func (s *stdioSession) written(response bool) {
 // read reads the client's messages until one is a request, then passes the
 // reading on to a worker and serves the request itself. The goroutine that
 // has just read a request is running, while a worker handed the request
-// would first have to be scheduled, and on a busy machine that wait is
-// longer than serving a call: the reader itself is back in read(2) by then,
-// holding its thread. So the request goes on at once, and the wait for a
-// worker falls on the next read, off the request's path. When reading ends,
-// why is sent to inErr.
+// would first have to be scheduled, with the reader back in read(2) and
+// holding its thread meanwhile. So the request goes on at once, and the wait
+// for a worker falls on the next read, off the request's path (stdio at one
+// call in flight: 8 % more calls per second; see BENCHMARKS.md). When
+// reading ends, why is sent to inErr.
 func (s *stdioSession) read(ctx context.Context) {
 	for {
 		line, err := s.in.Read()

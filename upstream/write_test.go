@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// A write first gives the pipe what it takes at once, then waits for the
-// upstream to read the rest (stdioConn.tryWrite). Messages far larger than
-// the pipe, from many callers at once, must still arrive whole and framed.
+// A message larger than the pipe goes out in parts, as the upstream reads,
+// while other callers wait for the write slot. Such messages, from several
+// callers at once, must still arrive whole and framed.
 func TestWritesLargerThanThePipeArriveWhole(t *testing.T) {
 	t.Parallel()
 	inst := startDemo(t, "tools", Options{})
