@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -99,7 +98,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(err, log)
 	}
-	return serveHTTP(ctx, edge, *httpAddr, loaded, log)
+	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log}, *httpAddr, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see upstream.Supervisor),
@@ -176,16 +175,15 @@ func listenAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func serveHTTP(ctx context.Context, edge *downstream.HTTP, addr string, loaded <-chan int, log *slog.Logger) int {
+func serveHTTP(ctx context.Context, gw *gateway, addr string, loaded <-chan int, log *slog.Logger) int {
+	edge := gw.edge
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		log.Error("cannot listen", "addr", addr, "err", err)
 		return 1
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", edge)
 	errc := make(chan error, 1)
-	go func() { errc <- edge.Serve(ln, mux) }()
+	go func() { errc <- edge.Serve(ln, gw.handler()) }()
 	// Tests and scripts read this line to learn the port.
 	log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
 
