@@ -17,9 +17,17 @@ type definitionReader struct {
 	i int
 }
 
+// fieldSink receives the strings of a definition, by field.
+type fieldSink interface{ add(f field, text []byte) }
+
+// fieldFunc is a fieldSink that calls a function.
+type fieldFunc func(field, []byte)
+
+func (fn fieldFunc) add(f field, text []byte) { fn(f, text) }
+
 // readDefinition reads what the index needs of a tool definition; the input
 // schema's bytes are kept as they are, for the hit.
-func readDefinition(raw []byte, d *doc, add func(field, []byte)) {
+func readDefinition(raw []byte, d *doc, add fieldSink) {
 	r := &definitionReader{b: raw}
 	r.object(func(key []byte) {
 		switch string(key) {
@@ -56,7 +64,7 @@ func readDefinition(raw []byte, d *doc, add func(field, []byte)) {
 // schema reads a JSON schema: the names of its properties, and the titles
 // and descriptions of the properties themselves (own is true for a
 // property's schema), depth levels deep.
-func (r *definitionReader) schema(depth int, own bool, add func(field, []byte)) {
+func (r *definitionReader) schema(depth int, own bool, add fieldSink) {
 	if !r.at('{') {
 		r.skip()
 		return
@@ -75,7 +83,7 @@ func (r *definitionReader) schema(depth int, own bool, add func(field, []byte)) 
 				return
 			}
 			r.object(func(name []byte) {
-				add(fieldParamName, name)
+				add.add(fieldParamName, name)
 				r.schema(depth-1, true, add)
 			})
 		case "items":
@@ -87,13 +95,13 @@ func (r *definitionReader) schema(depth int, own bool, add func(field, []byte)) 
 }
 
 // text hands a string value to add under f; any other value is skipped.
-func (r *definitionReader) text(f field, add func(field, []byte)) {
+func (r *definitionReader) text(f field, add fieldSink) {
 	if !r.at('"') {
 		r.skip()
 		return
 	}
 	if s, ok := r.str(); ok {
-		add(f, s)
+		add.add(f, s)
 	}
 }
 

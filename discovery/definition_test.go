@@ -12,7 +12,7 @@ import (
 func read(raw string) (doc, map[field][]string) {
 	var d doc
 	got := map[field][]string{}
-	readDefinition([]byte(raw), &d, func(f field, text []byte) { got[f] = append(got[f], string(text)) })
+	readDefinition([]byte(raw), &d, fieldFunc(func(f field, text []byte) { got[f] = append(got[f], string(text)) }))
 	return d, got
 }
 
@@ -50,7 +50,7 @@ func FuzzReadDefinition(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var d doc
-		readDefinition(raw, &d, func(field, []byte) {})
+		readDefinition(raw, &d, fieldFunc(func(field, []byte) {}))
 		var def struct {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		}

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime"
 	"slices"
@@ -49,6 +50,7 @@ type (
 		keys    []string // name keys an exact query is compared with, exported first
 		action  int      // how many terms the name has that are not the server's
 		lengths [numFields]int
+		terms   []docTerm // what the doc holds of each of its terms
 	}
 
 	// posting says how often a term occurs in each field of one doc.
@@ -102,136 +104,262 @@ var emptySchema = json.RawMessage(`{"type":"object"}`)
 // only the Porter2 stemmer (kljensen/snowball) from outside.
 
 // Build indexes tools, in the order given (which breaks ties in ranking). A
-// definition that is not a JSON object is indexed by its name alone. The
-// tools are read in parallel, one contiguous share per CPU.
-func Build(tools []Tool) *Index {
+// definition that is not a JSON object is indexed by its name alone.
+func Build(tools []Tool) *Index { return Rebuild(nil, tools) }
+
+// Rebuild indexes tools as Build does, reading again only the tools that
+// prev did not hold as they are now: a catalog change (a reload, a server
+// restarting with one tool more) costs what changed, not the whole
+// catalog. prev may be nil. The tools are read in parallel, one contiguous
+// share per CPU.
+func Rebuild(prev *Index, tools []Tool) *Index {
 	ix := &Index{docs: make([]doc, len(tools))}
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(tools)/256))
-	shares := make([]share, workers)
+	fresh := make([]int, 0, len(tools))
+	var known map[string]*doc
+	if prev != nil {
+		known = make(map[string]*doc, len(prev.docs))
+		for i := range prev.docs {
+			known[prev.docs[i].hit.Tool.Name] = &prev.docs[i]
+		}
+	}
+	// origin says whose term numbers a doc's terms carry: prev's (0), or
+	// those of the worker that read it (1 + its number).
+	origin := make([]int, len(tools))
+	for i, t := range tools {
+		if p := known[t.Name]; p != nil && reusable(p, t) {
+			ix.docs[i] = p.moved(t)
+			continue
+		}
+		fresh = append(fresh, i)
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(fresh)/256))
+	vocabs := make([][]string, 1+workers)
+	if prev != nil {
+		vocabs[0] = prev.vocab
+	}
 	var wg sync.WaitGroup
-	for w := range shares {
-		lo, hi := w*len(tools)/workers, (w+1)*len(tools)/workers
-		wg.Go(func() { shares[w] = ix.read(tools, lo, hi) })
+	for w := range workers {
+		lo, hi := w*len(fresh)/workers, (w+1)*len(fresh)/workers
+		for _, i := range fresh[lo:hi] {
+			origin[i] = 1 + w
+		}
+		wg.Go(func() { vocabs[1+w] = ix.read(tools, fresh[lo:hi]) })
 	}
 	wg.Wait()
-
-	// The shares hold contiguous, ascending docs, so appending them in order
-	// keeps every posting list sorted by doc.
-	ix.postings = make(map[string][]posting, len(shares[0].terms))
-	var total [numFields]int
-	for _, s := range shares {
-		for id, term := range s.terms {
-			ps, seen := ix.postings[term]
-			if !seen {
-				ix.vocab = append(ix.vocab, term)
-			}
-			ix.postings[term] = append(ps, s.lists[id]...)
-		}
-		for f := range total {
-			total[f] += s.total[f]
-		}
-	}
-	for f := range total {
-		if len(tools) > 0 {
-			ix.avgLen[f] = float64(total[f]) / float64(len(tools))
-		}
-	}
+	ix.invert(origin, vocabs)
 	return ix
 }
 
-// share is what one worker of Build read: the posting lists of its docs,
-// by term number.
-type share struct {
-	terms  []string // term number -> term
-	byTerm map[string]int32
-	lists  [][]posting // term number -> posting list
-	total  [numFields]int
+// reusable reports whether a doc read before indexes t as it is now.
+func reusable(d *doc, t Tool) bool {
+	o := d.hit.Tool
+	return o.Name == t.Name && o.Original == t.Original && o.Server == t.Server && bytes.Equal(o.Raw, t.Raw)
 }
 
-// read indexes tools[lo:hi] into ix.docs[lo:hi] and returns their postings.
-func (ix *Index) read(tools []Tool, lo, hi int) share {
-	s := share{byTerm: map[string]int32{}}
-	// ids numbers the words seen: one map access per word of the catalog,
-	// the bulk of the work, finds both its term and its posting list.
-	ids := map[string]int32{}
-	stems := stemmer{}
-	for i := lo; i < hi; i++ {
-		t := tools[i]
-		d := &ix.docs[i]
-		d.hit.Tool = t
-		d.keys = append(d.keys, nameKey(t.Name))
-		if t.Original != "" && t.Original != t.Name {
-			d.keys = append(d.keys, nameKey(t.Original))
-		}
-		count := func(f field) func([]byte) {
-			return func(w []byte) {
-				id, ok := ids[string(w)]
-				if !ok {
-					id = -1
-					if term := stems.term(w); term != "" {
-						id = s.number(term)
-					}
-					ids[string(w)] = id
-				}
-				if id < 0 {
-					return
-				}
-				d.lengths[f]++
-				ps := s.lists[id]
-				if len(ps) == 0 || ps[len(ps)-1].doc != int32(i) {
-					ps = append(ps, posting{doc: int32(i)})
-					s.lists[id] = ps
-				}
-				if p := &ps[len(ps)-1]; p.tf[f] < ^uint16(0) {
-					p.tf[f]++
-				}
-			}
-		}
-		add := func(f field, raw []byte) { eachJSONWord(raw, count(f)) }
-		eachWord(t.Name, count(fieldName))
-		eachWord(t.Server, count(fieldServer))
-		action := nameAction(t, stems)
-		d.action = len(action)
-		for _, term := range action {
-			ps := s.lists[s.byTerm[term]]
-			ps[len(ps)-1].action = true // this doc's posting: its name was just read
-		}
-		readDefinition(t.Raw, d, add)
-		if len(d.hit.InputSchema) == 0 {
-			d.hit.InputSchema = emptySchema
-		}
-		for f := range s.total {
-			s.total[f] += d.lengths[f]
-		}
-	}
-	return s
-}
-
-// nameAction is the distinct terms of a tool's name less those of its
-// server (mostly a prefix): what the tool does to what.
-func nameAction(t Tool, stems stemmer) []string {
-	server := map[string]bool{}
-	for _, term := range stems.terms(t.Server) {
-		server[term] = true
-	}
-	var out []string
-	for _, term := range stems.terms(t.Name) {
-		if !server[term] && !slices.Contains(out, term) {
-			out = append(out, term)
-		}
+// moved is d for t, whose definition has the same bytes as the one d was
+// read from: the input schema is taken from t's own bytes, so a rebuilt
+// index holds no earlier catalog's memory.
+func (d *doc) moved(t Tool) doc {
+	out := *d
+	out.hit.Tool = t
+	if len(d.hit.InputSchema) > 0 && &d.hit.InputSchema[0] != &emptySchema[0] {
+		start := cap(d.hit.Tool.Raw) - cap(d.hit.InputSchema)
+		out.hit.InputSchema = t.Raw[start : start+len(d.hit.InputSchema)]
 	}
 	return out
 }
 
+// invert numbers the terms of the index and turns the docs' terms into
+// posting lists. A doc's terms carry the term numbers of whoever read it
+// (vocabs[origin[doc]] names them); each of those numbers is looked up by
+// its term once, not once per doc. Every list is cut from one array, in
+// doc order.
+func (ix *Index) invert(origin []int, vocabs [][]string) {
+	n := 0
+	for i := range ix.docs {
+		n += len(ix.docs[i].terms)
+	}
+	byTerm := make(map[string]int32, n/16)
+	remap := make([][]int32, len(vocabs)) // origin's term number -> ours, -1 when not yet known
+	for o, v := range vocabs {
+		remap[o] = make([]int32, len(v))
+		for j := range remap[o] {
+			remap[o][j] = -1
+		}
+	}
+	terms := make([]docTerm, n) // every doc's terms, renumbered
+	var df []int32
+	var total [numFields]int
+	k := 0
+	for i := range ix.docs {
+		d := &ix.docs[i]
+		start := k
+		ours := remap[origin[i]]
+		for _, dt := range d.terms {
+			id := ours[dt.term]
+			if id < 0 {
+				term := vocabs[origin[i]][dt.term]
+				var ok bool
+				if id, ok = byTerm[term]; !ok {
+					id = int32(len(ix.vocab))
+					byTerm[term] = id
+					ix.vocab = append(ix.vocab, term)
+					df = append(df, 0)
+				}
+				ours[dt.term] = id
+			}
+			df[id]++
+			dt.term = id
+			terms[k] = dt
+			k++
+		}
+		d.terms = terms[start:k:k]
+		for f := range total {
+			total[f] += d.lengths[f]
+		}
+	}
+	all := make([]posting, n)
+	next := make([]int32, len(df)) // where the next posting of each term goes
+	at := int32(0)
+	for id, c := range df {
+		next[id] = at
+		at += c
+	}
+	for i := range ix.docs {
+		for _, dt := range ix.docs[i].terms {
+			all[next[dt.term]] = posting{doc: int32(i), tf: dt.tf, action: dt.action}
+			next[dt.term]++
+		}
+	}
+	ix.postings = make(map[string][]posting, len(df))
+	at = 0
+	for id, term := range ix.vocab {
+		ix.postings[term] = all[at : at+df[id] : at+df[id]]
+		at += df[id]
+	}
+	for f := range total {
+		if len(ix.docs) > 0 {
+			ix.avgLen[f] = float64(total[f]) / float64(len(ix.docs))
+		}
+	}
+}
+
+// read indexes the tools numbered in which into ix.docs. Their terms carry
+// the term numbers of the vocabulary it returns.
+func (ix *Index) read(tools []Tool, which []int) []string {
+	r := &docReader{ids: map[string]int32{}, byTerm: map[string]int32{}, stems: stemmer{}}
+	for _, i := range which {
+		t := tools[i]
+		d := &ix.docs[i]
+		d.hit.Tool = t
+		d.keys = append(d.keys, r.key(t.Name))
+		if t.Original != "" && t.Original != t.Name {
+			d.keys = append(d.keys, r.key(t.Original))
+		}
+		start := len(r.arena)
+		r.doc, r.d = int32(i), d
+		r.named, r.served = r.named[:0], r.served[:0]
+		r.f = fieldName
+		scanWords(&r.sc, t.Name, false, r)
+		r.f = fieldServer
+		scanWords(&r.sc, t.Server, false, r)
+		// The name's action: its distinct terms less the server's (mostly
+		// a prefix), what the tool does to what.
+		for _, id := range r.named {
+			if dt := &r.arena[r.slot[id]]; !dt.action && !slices.Contains(r.served, id) {
+				dt.action = true
+				d.action++
+			}
+		}
+		readDefinition(t.Raw, d, r)
+		if len(d.hit.InputSchema) == 0 {
+			d.hit.InputSchema = emptySchema
+		}
+		d.terms = r.arena[start:len(r.arena):len(r.arena)]
+	}
+	return r.terms
+}
+
+// docTerm is one term of one doc: how often it occurs in each field.
+type docTerm struct {
+	term   int32 // its number in the vocabulary of whoever read the doc
+	tf     [numFields]uint16
+	action bool // one of the doc's name terms that are not the server's
+}
+
+// docReader is one worker of Build: it receives the words of each field of
+// the doc at hand and counts them into the doc's terms.
+type docReader struct {
+	ids    map[string]int32 // word -> term number, -1 for words not indexed
+	byTerm map[string]int32 // term -> term number
+	terms  []string         // term number -> term
+	seen   []int32          // term number -> the last doc that had it
+	slot   []int32          // term number -> its place in arena for that doc
+	arena  []docTerm        // the terms of the docs read, doc after doc
+	stems  stemmer
+	sc     scanner
+	keyed  keySink
+	named  []int32 // the term numbers of the doc's name, in order
+	served []int32 // the term numbers of its server's id
+	doc    int32   // the doc at hand
+	d      *doc
+	f      field // the field being read
+}
+
+// key is nameKey(text), built in the reader's own buffers.
+func (r *docReader) key(text string) string {
+	r.keyed.b = r.keyed.b[:0]
+	scanWords(&r.sc, text, false, &r.keyed)
+	return string(r.keyed.b)
+}
+
+// add reads a JSON string's content, as written, as words of field f.
+func (r *docReader) add(f field, raw []byte) {
+	r.f = f
+	scanWords(&r.sc, raw, true, r)
+}
+
+// word counts one word of the field at hand. The one map access per word of
+// the catalog, the bulk of the work, finds its term.
+func (r *docReader) word(w []byte) {
+	id, ok := r.ids[string(w)]
+	if !ok {
+		id = -1
+		if term := r.stems.term(w); term != "" {
+			id = r.number(term)
+		}
+		r.ids[string(w)] = id
+	}
+	if id < 0 {
+		return
+	}
+	switch r.f {
+	case fieldName:
+		r.named = append(r.named, id)
+	case fieldServer:
+		r.served = append(r.served, id)
+	}
+	r.d.lengths[r.f]++
+	if r.seen[id] != r.doc {
+		r.seen[id] = r.doc
+		r.slot[id] = int32(len(r.arena))
+		r.arena = append(r.arena, docTerm{term: id})
+	}
+	if dt := &r.arena[r.slot[id]]; dt.tf[r.f] < ^uint16(0) {
+		dt.tf[r.f]++
+	}
+}
+
 // number returns the term number of term, giving it one if it is new.
-func (s *share) number(term string) int32 {
-	if id, ok := s.byTerm[term]; ok {
+func (r *docReader) number(term string) int32 {
+	if id, ok := r.byTerm[term]; ok {
 		return id
 	}
-	id := int32(len(s.terms))
-	s.byTerm[term] = id
-	s.terms = append(s.terms, term)
-	s.lists = append(s.lists, nil)
+	id := int32(len(r.terms))
+	r.byTerm[term] = id
+	r.terms = append(r.terms, term)
+	r.seen = append(r.seen, -1)
+	r.slot = append(r.slot, 0)
 	return id
 }
 

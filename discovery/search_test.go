@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -142,4 +143,58 @@ func TestSearchParameterWords(t *testing.T) {
 	})
 	assert.Equal(t, []string{"a"}, names(ix.Search(Query{Text: "latitude"})), "nested property names")
 	assert.Equal(t, []string{"a"}, names(ix.Search(Query{Text: "degrees north"})), "property descriptions")
+}
+
+func TestRebuildEqualsBuild(t *testing.T) {
+	tools := loadCatalog(t)
+	prev := Build(tools)
+
+	// The next catalog: some tools gone, some changed, one added, the
+	// order changed, and the unchanged ones in fresh copies of their bytes.
+	var next []Tool
+	for i, tool := range tools {
+		switch {
+		case i%17 == 0:
+			continue // gone
+		case i%13 == 0:
+			tool.Raw = bytes.Replace(tool.Raw, []byte(`"description":"`), []byte(`"description":"Changed: `), 1)
+		case i%11 == 0:
+			tool.Server += "x"
+		default:
+			tool.Raw = bytes.Clone(tool.Raw)
+		}
+		next = append(next, tool)
+	}
+	next = append(next, Tool{Name: "brand_new_tool", Server: "brand", Raw: json.RawMessage(`{"name":"brand_new_tool","description":"Polish the brass","inputSchema":{"type":"object","properties":{"cloth":{"type":"string"}}}}`)})
+	next[0], next[len(next)-1] = next[len(next)-1], next[0]
+
+	want := Build(next)
+	got := Rebuild(prev, next)
+	assert.Equal(t, want.postings, got.postings)
+	assert.Equal(t, want.vocab, got.vocab)
+	assert.Equal(t, want.avgLen, got.avgLen)
+	require.Len(t, got.docs, len(want.docs))
+	for i := range want.docs {
+		assert.Equal(t, want.docs[i], got.docs[i], "doc %d (%s)", i, next[i].Name)
+		// A reused doc's input schema lies in the new catalog's bytes.
+		raw, schema := next[i].Raw, got.docs[i].hit.InputSchema
+		if len(schema) > 0 && &schema[0] != &emptySchema[0] {
+			start := cap(raw) - cap(schema)
+			assert.True(t, start >= 0 && start < len(raw) && &raw[start] == &schema[0], "doc %d's schema is in its own definition", i)
+		}
+	}
+	for _, q := range []string{"read a file", "create an issue", "polish brass"} {
+		assert.Equal(t, want.Search(Query{Text: q}), got.Search(Query{Text: q}), q)
+	}
+
+	// Reused twice over: the schema is still found in the newest bytes.
+	again := make([]Tool, len(next))
+	for i, tool := range next {
+		tool.Raw = bytes.Clone(tool.Raw)
+		again[i] = tool
+	}
+	third := Rebuild(got, again)
+	for i := range third.docs {
+		assert.JSONEq(t, string(want.docs[i].hit.InputSchema), string(third.docs[i].hit.InputSchema), "doc %d", i)
+	}
 }

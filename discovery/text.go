@@ -1,6 +1,8 @@
 package discovery
 
 import (
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -12,23 +14,31 @@ import (
 // ("getHTTPStatus" gives get, http, status), so snake_case, kebab-case and
 // camelCase names read as the words they are made of. The slice fn gets is
 // reused for the next word.
-func eachWord[T string | []byte](text T, fn func(word []byte)) { scanWords(text, false, fn) }
+func eachWord[T string | []byte](text T, fn func(word []byte)) {
+	var sc scanner
+	scanWords(&sc, text, false, funcSink(fn))
+}
 
-// eachJSONWord is eachWord over the content of a JSON string as it is
-// written, escapes and all: an escape (\n, \", \u00e9) separates words. A
-// catalog is read this way without decoding, or copying, its strings.
-func eachJSONWord(raw []byte, fn func(word []byte)) { scanWords(raw, true, fn) }
+// wordSink receives the words of a scan. The index passes itself, so that
+// reading a catalog allocates nothing per word or per field.
+type wordSink interface{ word(w []byte) }
 
-func scanWords[T string | []byte](text T, escaped bool, fn func(word []byte)) {
-	var buf [64]byte
-	word := buf[:0]
+// funcSink is a wordSink that calls a function.
+type funcSink func([]byte)
+
+func (f funcSink) word(w []byte) { f(w) }
+
+// scanner holds the word being built; one scanner serves any number of
+// scans, one at a time.
+type scanner struct{ buf []byte }
+
+// scanWords hands sink every word of text (see eachWord). With escaped set,
+// text is the content of a JSON string as it is written, escapes and all:
+// an escape (\n, \", \u00e9) separates words. A catalog is read this way
+// without decoding, or copying, its strings.
+func scanWords[T string | []byte](sc *scanner, text T, escaped bool, sink wordSink) {
+	word := sc.buf[:0]
 	cur := rune(-1) // the last rune of word
-	flush := func() {
-		if len(word) > 0 {
-			fn(word)
-		}
-		word, cur = buf[:0], -1
-	}
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
@@ -42,18 +52,27 @@ func scanWords[T string | []byte](text T, escaped bool, fn func(word []byte)) {
 				// (fooBar, v2Beta), and so does the last capital of a run that
 				// a small letter follows (HTTPServer).
 				if cur >= 0 && (isLower(cur) || isDigit(cur) || isUpper(cur) && i < len(text) && isLowerAt(text, i)) {
-					flush()
+					if len(word) > 0 {
+						sink.word(word)
+					}
+					word, cur = word[:0], -1
 				}
 				c += 'a' - 'A'
 			case c == '\\' && escaped:
-				flush()
+				if len(word) > 0 {
+					sink.word(word)
+				}
+				word, cur = word[:0], -1
 				if i < len(text) && text[i] == 'u' {
 					i += 4
 				}
 				i++
 				continue
 			default:
-				flush()
+				if len(word) > 0 {
+					sink.word(word)
+				}
+				word, cur = word[:0], -1
 				continue
 			}
 			word = append(word, c)
@@ -63,16 +82,25 @@ func scanWords[T string | []byte](text T, escaped bool, fn func(word []byte)) {
 		r, size := decodeRune(text, i)
 		i += size
 		if !isWordRune(r) {
-			flush()
+			if len(word) > 0 {
+				sink.word(word)
+			}
+			word, cur = word[:0], -1
 			continue
 		}
 		if cur >= 0 && isUpper(r) && (isLower(cur) || isDigit(cur) || isUpper(cur) && i < len(text) && isLowerAt(text, i)) {
-			flush()
+			if len(word) > 0 {
+				sink.word(word)
+			}
+			word, cur = word[:0], -1
 		}
 		word = utf8.AppendRune(word, unicode.ToLower(r))
 		cur = r
 	}
-	flush()
+	if len(word) > 0 {
+		sink.word(word)
+	}
+	sc.buf = word[:0]
 }
 
 // decodeRune decodes the rune at text[i:].
@@ -123,14 +151,20 @@ func words(text string) []string {
 // nameKey is a name or query reduced to its words joined by '_', so that
 // "Read File", "read-file" and "readFile" all compare equal to read_file.
 func nameKey(text string) string {
-	var b []byte
-	eachWord(text, func(w []byte) {
-		if len(b) > 0 {
-			b = append(b, '_')
-		}
-		b = append(b, w...)
-	})
-	return string(b)
+	var k keySink
+	var sc scanner
+	scanWords(&sc, text, false, &k)
+	return string(k.b)
+}
+
+// keySink joins the words it receives with '_'.
+type keySink struct{ b []byte }
+
+func (k *keySink) word(w []byte) {
+	if len(k.b) > 0 {
+		k.b = append(k.b, '_')
+	}
+	k.b = append(k.b, w...)
 }
 
 // stopWords carry no meaning for telling tools apart. The list is short on
@@ -157,17 +191,36 @@ func (s stemmer) term(w []byte) string {
 		return t
 	}
 	word := string(w)
-	t := ""
-	switch {
-	case len(w) < 2 || stopWords[word]:
-	case isNumber(word):
-		t = word
-	default:
-		t = english.Stem(word, true)
+	t, known := stems.Load(word)
+	if !known {
+		switch {
+		case len(w) < 2 || stopWords[word]:
+			t = ""
+		case isNumber(word):
+			t = word
+		default:
+			t = english.Stem(word, true)
+		}
+		if stemCount.Load() < maxStems {
+			if _, had := stems.LoadOrStore(word, t); !had {
+				stemCount.Add(1)
+			}
+		}
 	}
-	s[word] = t
-	return t
+	s[word] = t.(string)
+	return t.(string)
 }
+
+// stems remembers the terms of words across indexes, for the whole
+// process: the next catalog (a reload, a restarted server) has mostly the
+// same words, and stemming is the dearest step of reading a new word. It
+// stops growing at maxStems words.
+var (
+	stems     sync.Map // word -> term
+	stemCount atomic.Int64
+)
+
+const maxStems = 1 << 17
 
 // terms are the index terms of text, in order.
 func (s stemmer) terms(text string) []string {

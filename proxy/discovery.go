@@ -63,6 +63,12 @@ type searchView struct {
 // index holds exactly what tools/list would hold in mode all: every entry
 // of the catalog but the discovery pair.
 func newSearchView(d config.Discovery, cat *Catalog) *searchView {
+	return nextSearchView(d, cat, nil)
+}
+
+// nextSearchView is newSearchView after prev: the index reads again only
+// the tools that changed since prev was built.
+func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchView {
 	if d.Mode != config.DiscoverySearch {
 		return nil
 	}
@@ -83,7 +89,11 @@ func newSearchView(d config.Discovery, cat *Catalog) *searchView {
 		}
 	}
 	listed.WriteByte(']')
-	return &searchView{index: discovery.Build(tools), listed: listed.Bytes()}
+	var before *discovery.Index
+	if prev != nil {
+		before = prev.index
+	}
+	return &searchView{index: discovery.Rebuild(before, tools), listed: listed.Bytes()}
 }
 
 func alwaysListed(patterns []string, name string) bool {
