@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -43,6 +43,7 @@ type settings struct {
 	discoveryMode   *DiscoveryMode
 	always          []string
 	alwaysSet       bool
+	access          access // http.auth and profiles (config/auth.go)
 }
 
 // parseFile reads one config file of any dialect. A workspace-level error leaves
@@ -140,6 +141,7 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}
 	res.settings = readSettings(r, f)
+	res.settings.access = readAccess(r, fc.lookupEnv, f)
 	if p, ok := f["servers"]; ok {
 		res.servers = readServers(r, fc, p.v)
 	}
@@ -219,7 +221,7 @@ func readSettings(r *reader, f map[string]pair) settings {
 			}
 		}
 	}
-	if f := section("http", "allowed_origins, max_body_bytes", "allowed_origins", "max_body_bytes"); f != nil {
+	if f := section("http", "allowed_origins, max_body_bytes, auth", "allowed_origins", "max_body_bytes", "auth"); f != nil {
 		if p, ok := f["allowed_origins"]; ok {
 			s.allowedOrigins, s.originsSet = r.strings(p.v, "http.allowed_origins"), true
 			for _, o := range s.allowedOrigins {

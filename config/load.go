@@ -103,6 +103,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		fatal    bool
 		defs     []*serverDef
 		index    = map[string]int{}
+		// where the profiles in effect were read, for their problems
+		profileFile  string
+		profileLines map[string]int
 	)
 	for _, src := range srcs {
 		ws.Files = append(ws.Files, src.name)
@@ -122,6 +125,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 			ws.Sources = append(ws.Sources, Source{File: src.name, Dialect: res.dialect, Servers: len(res.servers)})
 		}
 		res.settings.applyTo(ws)
+		if res.settings.access.profilesSet {
+			profileFile, profileLines = src.name, res.settings.access.profileLines
+		}
 		for _, d := range res.servers {
 			if i, ok := index[d.srv.ID]; ok {
 				defs[i] = d
@@ -141,6 +147,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 		ws.Servers = append(ws.Servers, d.srv)
 	}
+	accessProblems := checkAccess(ws, profileFile, profileLines)
+	problems = append(problems, accessProblems...)
+	fatal = fatal || HasErrors(accessProblems)
 	if fatal {
 		return nil, problems
 	}
@@ -192,6 +201,12 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.alwaysSet {
 		ws.Discovery.Always = s.always
+	}
+	if s.access.auth != nil {
+		ws.HTTP.Auth = *s.access.auth
+	}
+	if s.access.profilesSet {
+		ws.Profiles = s.access.profiles
 	}
 }
 

@@ -15,6 +15,7 @@ var serverKeys = []string{
 	"truely-stateless", "transport", "command", "args", "cwd", "env", "env_file", "inherit_env",
 	"url", "headers", "sessionId", "protocol", "required", "insecure",
 	"connect_timeout", "request_timeout", "ping_interval", "tools", "resources", "prompts", "transform", "lease", "lease_reminder",
+	"auth",
 }
 
 // Defaults applied to a server when its config leaves them out.
@@ -89,7 +90,9 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		d.commandLine = c.v.Line
 		d.commandFromEnv = s.commandFromEnv
 	}
+	s.auth()
 	s.checkTransport()
+	s.checkAuth()
 	return d
 }
 

@@ -19,6 +19,8 @@ type (
 		Admin     Admin
 		HTTP      HTTP
 		Discovery Discovery
+		// Profiles limit what each authenticated client sees, by client name.
+		Profiles map[string]Profile
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.
@@ -39,6 +41,7 @@ type (
 	HTTP struct {
 		AllowedOrigins []string // Origins accepted besides the server's own
 		MaxBodyBytes   int64    // bound on one request body
+		Auth           Auth     // who may connect; zero when http.auth is not set
 	}
 
 	// Limits are workspace-wide resource limits.
@@ -78,6 +81,7 @@ type (
 		InheritEnv     []string          // host variables passed on besides the safe base: names or * patterns
 		URL            string
 		Headers        map[string]string // resolved (secret values!)
+		Auth           ServerAuth        // how the aggregator authorizes itself at a remote server
 		SessionID      string
 		Protocol       string // "" or "auto" means the 2025-11-25 handshake
 		Required       bool

@@ -59,6 +59,11 @@ type Session interface {
 	// while waiting). When ctx ends first, the client is sent
 	// notifications/cancelled for the request and ctx's error is returned.
 	Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
+	// Client is the name of the authenticated client that opened the
+	// session (an http.auth token's key, an OAuth client), "" without
+	// authentication and on stdio. It never changes: later requests of
+	// the session come from the same client.
+	Client() string
 }
 
 // Request is one client request being served.
@@ -90,6 +95,13 @@ type Request struct {
 	// request its _meta io.modelcontextprotocol/clientCapabilities. nil when
 	// none were declared.
 	ClientCapabilities json.RawMessage
+	// Client is the authenticated client the request comes from (see
+	// Session.Client); "" without authentication and on stdio.
+	Client string
+	// TraceParent and TraceState are the W3C trace context headers of the
+	// HTTP request that carried the message ("" on stdio, or when absent):
+	// a tracing handler's fallback when _meta carries no traceparent.
+	TraceParent, TraceState string
 }
 
 // Meta returns the request's params._meta members (nil when there are none).

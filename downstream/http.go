@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -56,6 +57,9 @@ type HTTPOptions struct {
 	// request still running after one interval, from a client that accepts
 	// a stream, gets its response as a stream so that they can flow.
 	Heartbeat time.Duration
+	// TLS, when set, makes Serve speak HTTPS with it (serve --tls-cert);
+	// the handshake is bounded like the headers' arrival.
+	TLS *tls.Config
 }
 
 // withDefaults returns o with every unset field at its default.
@@ -227,7 +231,13 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	}
 	t.servers = append(t.servers, srv)
 	t.mu.Unlock()
-	err := srv.Serve(newClientLimit(ln, t.opts.MaxConnsPerClient, t.log))
+	var served net.Listener = newClientLimit(ln, t.opts.MaxConnsPerClient, t.log)
+	if t.opts.TLS != nil {
+		// Outermost, so that the server sees *tls.Conn: it then bounds the
+		// handshake and fills Request.TLS.
+		served = tls.NewListener(served, t.opts.TLS)
+	}
+	err := srv.Serve(served)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

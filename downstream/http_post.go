@@ -129,6 +129,7 @@ func (t *HTTP) initialize(p *post) {
 		return
 	}
 	s := t.newSession()
+	s.client = ClientOf(p.r.Context())
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
 	s.caps = initCapabilities(p.msg.Params)
 	p.fresh = s
@@ -178,6 +179,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			return
 		}
 	}
+	req.Client = ClientOf(p.r.Context()) // a session's own client: sessionOf checked it
 	out := newOutbox(t.opts.QueueSize, false)
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	if p.acceptSSE {
@@ -185,6 +187,9 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	}
 	if s != nil && usesRequests(req) {
 		req.Ask = t.ask(ctx, p, s, out)
+	}
+	if tp := p.r.Header["Traceparent"]; len(tp) > 0 { // W3C trace context; the canonical key, looked up once
+		req.TraceParent, req.TraceState = tp[0], p.r.Header.Get("Tracestate")
 	}
 	result := make(chan *jsonrpc.Message, 1)
 	t.workers.run(func() {

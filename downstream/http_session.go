@@ -32,6 +32,9 @@ type httpSession struct {
 	// asks are the server-to-client requests awaiting the client's answer,
 	// whichever stream carried them.
 	asks *outgoing
+	// client is the authenticated client that opened the session (see
+	// WithClient); set before the session is registered, only read after.
+	client string
 
 	mu       sync.Mutex
 	closed   bool
@@ -280,6 +283,9 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 	s := t.lookup(id)
 	if s == nil {
 		return nil, sessionGone()
+	}
+	if e := s.checkClient(r); e != nil {
+		return nil, e
 	}
 	if v := r.Header.Get(headerProtocol); v != "" && !Supported(v) {
 		return nil, unsupportedVersion(nil, v)

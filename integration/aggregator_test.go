@@ -66,7 +66,7 @@ type aggregatorOptions struct {
 	env     []string // more NAME=value for the aggregator's environment
 }
 
-var listeningLine = regexp.MustCompile(`msg=listening url=(http://\S+/mcp)`)
+var listeningLine = regexp.MustCompile(`msg=listening url=(https?://\S+/mcp)`)
 
 // startAggregator starts "mcp-aggregator serve" and stops it when the test ends,
 // asserting that it exits cleanly and leaves no process behind.

@@ -6,7 +6,7 @@ import (
 )
 
 // slowVar is the one switch for the suites that take minutes and need more than
-// Go and Node.js 20 (today: the official MCP conformance suite). .ci/run sets it;
+// Go and Node.js 20 (the official MCP conformance suite; the status page in headless chromium). .ci/run sets it;
 // a plain "go test ./..." skips them.
 const slowVar = "MCP_AGGREGATOR_SLOW"
 

@@ -60,7 +60,7 @@ func (p *Proxy) admin(st *state, name string, inv invocation) json.RawMessage {
 	if name == "mcp_release" {
 		return p.release(st, inv)
 	}
-	body, err := json.MarshalIndent(p.status(st, inv.key), "", "  ")
+	body, err := json.MarshalIndent(p.narrowStatus(st, requestClient(inv.req), p.status(st, inv.key)), "", "  ")
 	if err != nil {
 		return textResult(true, err.Error())
 	}
@@ -161,7 +161,7 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	for _, id := range failedIDs {
 		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + "; fix the config to retry"})
 	}
-	for _, pr := range append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...) {
+	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())
 	}
 	return st

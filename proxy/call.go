@@ -29,6 +29,7 @@ type invocation struct {
 	key       session.Key
 	anonymous bool            // key is the shared anonymous one
 	args      json.RawMessage // forwarded byte for byte
+	task      json.RawMessage // params.task, forwarded byte for byte; nil: not a task
 	meta      map[string]json.RawMessage
 	token     json.RawMessage // the caller's progress token; nil if none
 	// progress delivers one progress notification's params to the caller.
@@ -53,6 +54,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		callCtx  context.Context
 		timeout  time.Duration
 	)
+	defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
 	// A reload may retire the server between the lookup and the lease; the
 	// call then looks again and runs on the server's new instance.
 	for attempt := 0; ; attempt++ {
@@ -61,6 +63,10 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		entry, ok = st.catalog.Lookup(name)
 		if !ok {
 			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name), nil
+		}
+		if client := requestClient(inv.req); !st.profileOf(client).tool(entry) {
+			entry = nil // no call of the tool took place
+			return nil, notInProfile(client, name), nil
 		}
 		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {
 			return p.discoveryCall(ctx, st, entry.Original, inv)
@@ -90,6 +96,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		if errors.Is(err, session.ErrClosed) && attempt < 3 {
 			continue
 		}
+		if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
+			return nil, offer, nil
+		}
 		return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
 	}
 	defer deadline.stop()
@@ -101,7 +110,14 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	}
 	defer release()
 
-	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta}
+	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}
+	var task *reservation
+	if len(inv.task) > 0 {
+		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
+			return nil, rpcErr, nil
+		}
+		defer p.tasks.release(task)
+	}
 	if inv.req != nil {
 		call.OnServerRequest = p.serverRequests(inv.req)
 		p.bindSession(rs, grant, inv.req.Session)
@@ -114,7 +130,16 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			inv.progress(params)
 		}
 	}
-	raw, err := grant.Instance.CallTool(callCtx, call)
+	upCtx, span := p.upstreamSpan(callCtx, "tools/call", entry.Original, rs, grant)
+	if span != nil {
+		if name != entry.Original {
+			span.SetExportedName(name)
+		}
+		// The upstream's spans nest under this call's, in the client's trace.
+		call.Meta = span.Meta(call.Meta)
+		defer func() { span.End(result, rpcErr, err) }()
+	}
+	raw, err := grant.Instance.CallTool(upCtx, call)
 	if err != nil {
 		var upstreamErr *upstream.RPCError
 		switch {
@@ -125,7 +150,15 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
+			if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
+				return nil, offer, nil
+			}
 			return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
+		}
+	}
+	if task != nil {
+		if created, ok := p.taskCreated(task, entry.Server, grant.Instance, inv.key, timeout, raw); ok {
+			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}
 	var notes []string

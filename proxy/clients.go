@@ -21,6 +21,7 @@ type clients struct {
 // listener is one subscriptions/listen stream.
 type listener struct {
 	id     json.RawMessage // the listen request's id: the subscription id
+	client string          // the authenticated client that opened it
 	filter listenFilter
 	send   func(*jsonrpc.Message) bool
 	end    chan struct{} // closed when the server ends the subscription
@@ -131,7 +132,12 @@ func (c *clients) endListeners() {
 // the list of kind ("tools", "resources", "prompts") changed. Delivery only
 // queues (Notify and Send never block), so one slow client never delays
 // the others.
-func (c *clients) changed(kind string) {
+func (c *clients) changed(kind string) { c.changedFor(kind, nil) }
+
+// changedFor is changed for the sessions and listeners of the clients
+// affected reports true for (every one when affected is nil). affected
+// runs on the caller's goroutine, outside the lock.
+func (c *clients) changedFor(kind string, affected func(client string) bool) {
 	method := "notifications/" + kind + "/list_changed"
 	plain := &jsonrpc.Message{Method: method}
 	c.mu.Lock()
@@ -150,10 +156,14 @@ func (c *clients) changed(kind string) {
 	}
 	c.mu.Unlock()
 	for _, s := range sessions {
-		s.Notify(plain)
+		if affected == nil || affected(s.Client()) {
+			s.Notify(plain)
+		}
 	}
 	for _, l := range listeners {
-		l.deliver(&jsonrpc.Message{Method: method, Params: subscriptionMeta(l.id, nil)})
+		if affected == nil || affected(l.client) {
+			l.deliver(&jsonrpc.Message{Method: method, Params: subscriptionMeta(l.id, nil)})
+		}
 	}
 }
 

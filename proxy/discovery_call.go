@@ -21,13 +21,14 @@ func (p *Proxy) discoveryCall(ctx context.Context, st *state, name string, inv i
 		return textResult(true, "tool discovery is off; set discovery.mode: search"), nil, nil
 	}
 	if name == searchToolName {
-		return searchTools(st.search.index, inv.args), nil, nil
+		return searchTools(st.search.index, inv.args, st.visibility(requestClient(inv.req))), nil, nil
 	}
 	return p.callThrough(ctx, st, inv)
 }
 
 // searchTools runs one mcp_search_tools call against ix.
-func searchTools(ix *discovery.Index, rawArgs json.RawMessage) json.RawMessage {
+// visible, when set, says which tools the caller may see (its profile).
+func searchTools(ix *discovery.Index, rawArgs json.RawMessage, visible func(name string) bool) json.RawMessage {
 	var args struct {
 		Query string   `json:"query"`
 		Limit *float64 `json:"limit"`
@@ -43,7 +44,7 @@ func searchTools(ix *discovery.Index, rawArgs json.RawMessage) json.RawMessage {
 		}
 		limit = int(min(l, maxSearchLimit))
 	}
-	hits := ix.Search(discovery.Query{Text: args.Query, Limit: limit})
+	hits := ix.Search(discovery.Query{Text: args.Query, Limit: limit, Visible: visible})
 	result := []byte(`{"content":[{"type":"text","text":`)
 	result = rawjson.AppendString(result, hitsText(args.Query, hits))
 	result = append(result, `}],"structuredContent":`...)
@@ -193,7 +194,7 @@ func (p *Proxy) callThrough(ctx context.Context, st *state, inv invocation) (jso
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 		if st = p.current(); st.search != nil {
 			if _, ok := st.catalog.Lookup(args.Name); !ok {
-				return textResult(true, unknownToolText(st.search.index, args.Name)), nil, nil
+				return textResult(true, unknownToolText(st.search.index, args.Name, st.visibility(requestClient(inv.req)))), nil, nil
 			}
 		}
 	}
@@ -207,8 +208,8 @@ const suggestions = 3
 
 // unknownToolText tells the model a name is unknown and which names come
 // closest to it.
-func unknownToolText(ix *discovery.Index, name string) string {
-	hits := ix.Search(discovery.Query{Text: name, Limit: suggestions})
+func unknownToolText(ix *discovery.Index, name string, visible func(string) bool) string {
+	hits := ix.Search(discovery.Query{Text: name, Limit: suggestions, Visible: visible})
 	msg := fmt.Sprintf("unknown tool %q: no server exports it.", name)
 	if len(hits) > 0 {
 		names := make([]string, len(hits))

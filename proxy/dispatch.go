@@ -11,12 +11,23 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
-// Handle is the dispatcher: one path per method, raw params in, raw JSON
-// out, whichever transport the request came on.
+// Handle serves a request, in a span of its own when tracing is on.
 func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	if p.opts.Tracer == nil {
+		return p.dispatch(ctx, req)
+	}
+	return p.traced(ctx, req)
+}
+
+// dispatch is the dispatcher: one path per method, raw params in, raw JSON
+// out, whichever transport the request came on.
+func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	if bad := invalidLogLevel(req); bad != nil {
+		return bad
+	}
 	switch req.Msg.Method {
 	case "tools/call":
-		return p.toolsCall(ctx, req)
+		return p.bridged(ctx, req, p.toolsCall)
 	case "tools/list":
 		return p.toolsList(ctx, req)
 	case "initialize":
@@ -31,16 +42,22 @@ func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 		return p.resourcesList(ctx, req, "resources")
 	case "resources/templates/list":
 		return p.resourcesList(ctx, req, "resourceTemplates")
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read":
+		return p.bridged(ctx, req, p.resourceRequest)
+	case "resources/subscribe", "resources/unsubscribe":
 		return p.resourceRequest(ctx, req)
 	case "prompts/list":
 		return p.resourcesList(ctx, req, "prompts")
 	case "prompts/get":
-		return p.promptsGet(ctx, req)
+		return p.bridged(ctx, req, p.promptsGet)
 	case "completion/complete":
 		return p.complete(ctx, req)
 	case "logging/setLevel":
 		return p.setLevel(req)
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		return p.taskRequest(ctx, req)
+	case "tasks/list":
+		return p.tasksList(ctx, req)
 	default:
 		return failure(jsonrpc.CodeMethodNotFound, "method not found: %s", req.Msg.Method)
 	}
@@ -61,7 +78,8 @@ func (p *Proxy) SessionClosed(s downstream.Session) {
 	p.clients.remove(s)
 	p.subs.drop(s.Key())
 	p.levels.drop(s.Key())
-	p.sessionEnded(sessionKey(s.Key()))
+	p.tasksEnded(s.Key())
+	p.sessionEnded(sessionLeaseKey(s))
 }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
@@ -160,9 +178,14 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if !downstream.Supported(version) || downstream.Modern(version) {
 		version = downstream.LatestSessionVersion
 	}
+	caps := p.capabilities()
+	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
+	if tasks := p.tasksCapability(); tasks != nil {
+		caps["tasks"] = tasks
+	}
 	body, _ := rawjson.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities":    p.capabilities(),
+		"capabilities":    caps,
 		"serverInfo":      p.serverInfo(),
 	})
 	return &jsonrpc.Message{Result: body}
@@ -194,7 +217,7 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	if req.Session != nil {
 		p.clients.first.sawList(req.Session.Key())
 	}
-	tools := p.current().listedTools()
+	tools := p.listed(p.current(), listTools, req.Client)
 	body := make([]byte, 0, len(tools)+16)
 	body = append(body, `{"tools":`...)
 	body = append(body, tools...)
@@ -203,11 +226,12 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 }
 
 // callParams are the members of tools/call params the dispatcher reads; the
-// arguments and _meta stay raw.
+// arguments, _meta and task stay raw.
 type callParams struct {
 	Name      string
 	Arguments json.RawMessage
 	Meta      map[string]json.RawMessage
+	Task      json.RawMessage // params.task: run as a task; nil when absent or null
 }
 
 // parseCallParams reads tools/call params in one scan of the raw bytes (the
@@ -228,6 +252,8 @@ func parseCallParams(raw json.RawMessage) (callParams, bool) {
 			p.Arguments = obj.Value()
 		case "_meta":
 			meta = obj.Value()
+		case "task":
+			p.Task = obj.Value()
 		}
 	}
 	if obj.Err() != nil {
@@ -236,6 +262,9 @@ func parseCallParams(raw json.RawMessage) (callParams, bool) {
 	var ok bool
 	if p.Name, ok = rawjson.String(name); !ok || p.Name == "" {
 		return p, false
+	}
+	if string(p.Task) == "null" {
+		p.Task = nil
 	}
 	if meta == nil || string(meta) == "null" {
 		return p, true
@@ -256,8 +285,8 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if _, ok := p.Catalog().Lookup(params.Name); !ok {
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 	}
-	inv := invocation{name: params.Name, args: params.Arguments, req: req}
-	inv.key, inv.anonymous = LeaseKey(req.Session, params.Meta)
+	inv := invocation{name: params.Name, args: params.Arguments, task: params.Task, req: req}
+	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
 		inv.progress = func(progress json.RawMessage) {
@@ -312,7 +341,8 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 			return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications must be an object: %v", err)
 		}
 	}
-	l := &listener{id: req.Msg.ID, filter: p.granted(params.Notifications), send: req.Send, end: make(chan struct{})}
+	filter := p.current().narrowListen(req.Client, p.granted(params.Notifications))
+	l := &listener{id: req.Msg.ID, client: req.Client, filter: filter, send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {

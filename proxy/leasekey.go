@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -16,18 +18,62 @@ const anonymousKey session.Key = "anonymous"
 
 func sessionKey(id string) session.Key { return session.Key("session:" + id) }
 
+// sessionLeaseKey is the lease key of a session's calls.
+func sessionLeaseKey(s downstream.Session) session.Key {
+	return withClient(s.Client(), sessionKey(s.Key()))
+}
+
 // LeaseKey says which downstream session a call belongs to, and so which
 // leased instances it may use: the stdio connection or the HTTP session;
 // for sessionless requests the string under LeaseMetaKey in the request's
 // _meta; otherwise one shared anonymous key. anonymous reports the last
-// case so the caller can warn once.
+// case so the caller can warn once. A session's key includes the client
+// that opened it; LeaseKeyOf also names the client of a sessionless
+// request.
 func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
+	client := ""
+	if s != nil {
+		client = s.Client()
+	}
+	return leaseKey(client, s, meta)
+}
+
+// LeaseKeyOf is the lease key of req: LeaseKey, within the authenticated
+// client's own keys, so that two clients never share a lease, not even
+// the anonymous one or one named by the same _meta string.
+func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
+	return leaseKey(req.Client, req.Session, meta)
+}
+
+func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {
 	if s != nil && s.Key() != "" {
-		return sessionKey(s.Key()), false
+		return withClient(client, sessionKey(s.Key())), false
 	}
 	var name string
 	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
-		return session.Key("meta:" + name), false
+		return withClient(client, session.Key("meta:"+name)), false
 	}
-	return anonymousKey, true
+	return withClient(client, anonymousKey), true
+}
+
+// withClient puts key in client's own space: `client:"NAME" KEY`. Without a
+// client (stdio, no http.auth) the key is left as it is.
+func withClient(client string, key session.Key) session.Key {
+	if client == "" {
+		return key
+	}
+	return session.Key("client:" + strconv.Quote(client) + " " + string(key))
+}
+
+// withoutClient strips the client part withClient added.
+func withoutClient(key string) string {
+	rest, ok := strings.CutPrefix(key, "client:")
+	if !ok {
+		return key
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return key
+	}
+	return strings.TrimPrefix(rest[len(quoted):], " ")
 }

@@ -18,6 +18,7 @@ type fakeSession string
 func (s fakeSession) Key() string                         { return string(s) }
 func (s fakeSession) Notify(*jsonrpc.Message) bool        { return true }
 func (s fakeSession) ClientCapabilities() json.RawMessage { return nil }
+func (s fakeSession) Client() string                      { return "" }
 func (s fakeSession) Request(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
 	return nil, downstream.ErrNoStream
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -155,6 +156,8 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 		p.logMessage(server, inst, n.Params)
 	case "notifications/resources/updated":
 		p.resourceUpdated(server, inst, n.Params)
+	case "notifications/tasks/status":
+		p.taskStatus(inst, n.Params)
 	default:
 		// Anything else that belongs to a request goes on its stream.
 		if req := p.inflight.only(inst); req != nil {
@@ -186,8 +189,10 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		return level >= min
 	}
 	if req := p.inflight.only(inst); req != nil {
-		if req.Session == nil {
-			if reqLevel, ok := logLevels[metaString(req.Msg.Params, "io.modelcontextprotocol/logLevel")]; ok && level >= reqLevel {
+		if req.Session == nil || downstream.Modern(req.Protocol) {
+			// 2026-07-28: the request's own level, and nothing without one
+			// (over stdio too, where such a request has the connection's session).
+			if reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]; ok && level >= reqLevel {
 				req.Send(msg)
 			}
 			return
@@ -210,7 +215,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		return
 	}
 	for _, s := range p.clients.all() {
-		if wants(s.Key()) {
+		if wants(s.Key()) && p.current().profileOf(s.Client()).server(server) {
 			s.Notify(msg)
 		}
 	}
@@ -236,7 +241,11 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 			}
 		}
 	} else {
-		targets = p.clients.all()
+		for _, s := range p.clients.all() {
+			if p.current().profileOf(s.Client()).server(server) {
+				targets = append(targets, s)
+			}
+		}
 	}
 	for _, s := range targets {
 		if p.subs.subscribed(s.Key(), server, head.URI) {
@@ -249,12 +258,31 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 // rootsChanged passes a session's notifications/roots/list_changed to the
 // instances it leases.
 func (p *Proxy) rootsChanged(s downstream.Session) {
-	key := sessionKey(s.Key())
+	key := sessionLeaseKey(s)
 	for _, rs := range p.current().servers {
 		if inst, ok := rs.pool.Leased(key); ok {
 			_ = inst.Notify(context.Background(), "notifications/roots/list_changed", nil)
 		}
 	}
+}
+
+// invalidLogLevel refuses a 2026-07-28 request whose _meta names a log level
+// that is not one; nil when there is none or it is valid.
+func invalidLogLevel(req *downstream.Request) *jsonrpc.Message {
+	if !downstream.Modern(req.Protocol) || !rawjson.Mentions(req.Msg.Params, downstream.MetaLogLevel) {
+		return nil
+	}
+	raw, ok := requestMeta(req.Msg.Params)[downstream.MetaLogLevel]
+	if !ok {
+		return nil
+	}
+	if level, isString := rawjson.String(raw); isString {
+		if _, known := logLevels[level]; known {
+			return nil
+		}
+	}
+	return failure(jsonrpc.CodeInvalidParams, "%s: _meta[%q] is %s, not a log level (debug, info, notice, warning, error, critical, alert, emergency)",
+		req.Msg.Method, downstream.MetaLogLevel, raw)
 }
 
 // metaString reads a string member of params._meta.
@@ -268,5 +296,5 @@ func metaString(params json.RawMessage, key string) string {
 
 // clientKeyOf turns a lease key back into a session key.
 func clientKeyOf(leaseKey string) (string, bool) {
-	return strings.CutPrefix(leaseKey, "session:")
+	return strings.CutPrefix(withoutClient(leaseKey), "session:")
 }

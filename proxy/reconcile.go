@@ -76,6 +76,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	defer p.reloadMu.Unlock()
 	defer p.MarkLoaded()
 	report := Report{Problems: append([]config.Problem(nil), loadProblems...)}
+	defer func(start time.Time) { p.observeReload(start, ws, report) }(time.Now())
 	if ws == nil {
 		report.Version = p.Version()
 		p.setProblems(report.Problems)
@@ -90,6 +91,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.admin = ws.Admin
 	settings.discovery = ws.Discovery
 	settings.pattern = ws.Naming.ValidPattern
+	settings.profiles = compileProfiles(ws.Profiles)
+	settings.required = requiredServers(ws)
 	if cap(settings.limits.global) != ws.Limits.MaxConcurrent {
 		// Calls in flight release the slots of the limiter they took them from.
 		settings.limits = newLimiter(ws.Limits.MaxConcurrent)
@@ -227,7 +230,12 @@ func sameRuntime(a, b *config.Server) bool {
 		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
 		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure &&
-		a.PingInterval == b.PingInterval
+		a.PingInterval == b.PingInterval && sameAuth(a.Auth, b.Auth)
+}
+
+// sameAuth reports whether two servers authorize themselves alike.
+func sameAuth(a, b config.ServerAuth) bool {
+	return a.Type == b.Type && a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes)
 }
 
 func contains(servers []*config.Server, id string) bool {
@@ -252,28 +260,30 @@ func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers ma
 	next.problems = old.problems
 	next.catalog = cat
 	next.servers = servers
-	next.search = newSearchView(settings.discovery, cat)
+	next.search = nextSearchView(settings.discovery, cat, old.search)
 	next.order = order
 	next.surface = buildSurface(order, servers, settings.pattern)
 	p.publish(next)
 	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
 	toolsChanged := !sameSurface(old.catalog, cat) || !sameListing(old.search, next.search)
-	if resChanged {
-		p.clients.changed("resources")
-	}
-	if promptsChanged {
-		p.clients.changed("prompts")
-	}
+	// Clients with a profile hear of the changes to their own view only,
+	// which a profile edit alone may cause (profiles.go).
+	p.announce(old, next, "resources", resChanged)
+	p.announce(old, next, "prompts", promptsChanged)
 	if !toolsChanged && !resChanged && !promptsChanged {
+		if profilesChanged(old.profiles, next.profiles) {
+			p.log.Info("profiles changed")
+			p.announce(old, next, "tools", false)
+		}
 		return false
 	}
 	v := p.version.Add(1)
 	if toolsChanged {
 		p.log.Info("catalog changed", "version", v, "tools", cat.Len())
-		p.clients.changed("tools")
 	} else {
 		p.log.Info("resources or prompts changed", "version", v)
 	}
+	p.announce(old, next, "tools", toolsChanged)
 	return true
 }
 
@@ -343,7 +353,10 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 			if e.Err != nil {
 				errText = upstream.Scrub(s, e.Err.Error())
 			}
-			p.log.Info("lease "+e.Kind, "server", e.Server, "session", string(e.Key), "pid", e.PID, "err", errText)
+			p.log.Info("lease "+e.Kind, "server", e.Server, "session", sessionDigest(e.Key), "pid", e.PID, "err", errText)
+			if p.opts.Observer != nil {
+				p.opts.Observer.InstanceEvent(e.Server, e.Kind)
+			}
 		},
 	}, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
 }
@@ -441,5 +454,13 @@ func (p *Proxy) setProblems(problems []config.Problem) {
 // Problems returns the problems found by the last reconcile.
 func (p *Proxy) Problems() []config.Problem {
 	st := p.current()
-	return append(append([]config.Problem(nil), st.problems...), st.surface.problems...)
+	return append(append(append([]config.Problem(nil), st.problems...), st.surface.problems...), p.authProblems()...)
+}
+
+// authProblems are the live problems of upstream authorization.
+func (p *Proxy) authProblems() []config.Problem {
+	if p.opts.AuthProblems == nil {
+		return nil
+	}
+	return p.opts.AuthProblems()
 }

@@ -21,10 +21,10 @@ const codeResourceNotFound = -32002
 // timeout (progress restarts it), progress on the caller's stream, and the
 // upstream's requests during it routed back to the caller. params go up
 // byte for byte; the result comes back byte for byte.
-func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) *jsonrpc.Message {
+func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) (resp *jsonrpc.Message) {
 	method := req.Msg.Method
 	meta := requestMeta(params)
-	key, _ := LeaseKey(req.Session, meta)
+	key, _ := LeaseKeyOf(req, meta)
 	var (
 		rs    *runningServer
 		grant *session.Grant
@@ -62,7 +62,12 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	}
 	done := p.inflight.add(grant.Instance, req)
 	defer done()
-	raw, err := grant.Instance.Do(cctx, up)
+	upCtx, span := p.upstreamSpan(cctx, method, "", rs, grant)
+	if span != nil {
+		up.Meta = span.Meta(nil) // the upstream's spans nest under this one
+		defer func() { span.EndMessage(resp) }()
+	}
+	raw, err := grant.Instance.Do(upCtx, up)
 	if err != nil {
 		var rpcErr *upstream.RPCError
 		switch {
@@ -195,14 +200,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	s := p.current().surface
-	list := s.resourcesJSON
-	if key == "resourceTemplates" {
-		list = s.templatesJSON
-	}
-	if key == "prompts" {
-		list = s.promptsJSON
-	}
+	list := p.listed(p.current(), key, req.Client)
 	body := make([]byte, 0, len(list)+len(key)+8)
 	body = append(body, `{"`...)
 	body = append(body, key...)
@@ -241,6 +239,9 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, and more than one server offers resources; call resources/list and resources/templates/list", params.URI),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
 	}
+	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
+		return refused
+	}
 	resp := p.forward(ctx, req, server, req.Msg.Params)
 	if resp != nil && resp.Error == nil && req.Session != nil {
 		switch req.Msg.Method {
@@ -273,6 +274,9 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 	out, err := renamed(req.Msg.Params, e.original)
 	if err != nil {
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
+	}
+	if refused := p.current().serverRefused(req, e.server, fmt.Sprintf("prompt %q", params.Name)); refused != nil {
+		return refused
 	}
 	return p.forward(ctx, req, e.server, out)
 }
@@ -307,6 +311,9 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
+		if refused := p.current().serverRefused(req, e.server, fmt.Sprintf("prompt %q", ref.Name)); refused != nil {
+			return refused
+		}
 		return p.forward(ctx, req, e.server, out)
 	case "ref/resource":
 		server, ok := s.templateOwner(ref.URI)
@@ -315,6 +322,9 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		}
 		if !ok {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
+		}
+		if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); refused != nil {
+			return refused
 		}
 		return p.forward(ctx, req, server, req.Msg.Params)
 	default:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -23,6 +24,21 @@ type Options struct {
 	// OnWorkspace, when set, is given every valid workspace a reconcile
 	// applies, so that the transports can follow its http settings.
 	OnWorkspace func(*config.Workspace)
+	// AuthProblems, when set, gives the problems of upstream
+	// authorization found while running (a refresh token the issuer
+	// refused); they show with the config's in Problems and mcp_status.
+	AuthProblems func() []config.Problem
+	// OfferLogin, when set, lets a client that declared URL-mode
+	// elicitation finish a server's login itself: a call that fails for
+	// want of one answers with the authorization URL (-32042).
+	OfferLogin LoginOffer
+	// Observer, when set, is told about calls, reloads and instance
+	// changes (metrics, the status page).
+	Observer Observer
+	// Tracer records a span per downstream request and per upstream call,
+	// and passes trace context on in _meta; nil (tracing off) costs one
+	// nil check per request.
+	Tracer *telemetry.Tracer
 }
 
 // Proxy is the aggregator's downstream MCP server: the Handler every
@@ -39,12 +55,15 @@ type Proxy struct {
 	inflight   inflight      // downstream requests running on each instance
 	subs       subscriptions // resource subscriptions per session
 	levels     levels        // log levels per session
+	tasks      taskTable     // the task ids clients see, mapped to the upstreams'
 	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
 	relists    relists       // per-server coalescing of upstream list_changed
 	retiring   sync.WaitGroup
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
-	loaded     chan struct{} // closed once the first config load is committed
+	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
+	bridge     bridge                // requests of 2026-07-28 clients held while their upstream awaits input
+	loaded     chan struct{}         // closed once the first config load is committed
 	loadedOnce sync.Once
 	closed     atomic.Bool
 	// life ends when a Close's drain time is up: retiring servers then stop
@@ -71,6 +90,9 @@ func New(opts Options) *Proxy {
 	p.state.Store(st)
 	p.clients.init()
 	p.relists.init()
+	if err := p.bridge.init(); err != nil {
+		p.log.Error("no requestState key: 2026-07-28 clients cannot answer an upstream's requests for input", "err", err)
+	}
 	return p
 }
 

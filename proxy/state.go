@@ -16,8 +16,10 @@ type state struct {
 	failed   map[string]string // servers in the config with no running instance: why
 	problems []config.Problem  // from the last reload
 	admin    config.Admin
-	pattern  string // naming.valid_pattern of the last good config
+	pattern  string   // naming.valid_pattern of the last good config
+	required []string // servers marked required in the last good config
 	limits   *limiter
+	profiles map[string]*profile // by client name; see profiles.go
 	// discovery is the config's discovery section; search is its view of
 	// catalog in search mode (nil in mode all), built by the same commit.
 	discovery config.Discovery

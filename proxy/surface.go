@@ -25,7 +25,11 @@ type Surface struct {
 	problems  []config.Problem
 
 	resourcesJSON, templatesJSON, promptsJSON json.RawMessage
-	caps                                      surfaceCaps
+	// items are the listed items of each list ("resources",
+	// "resourceTemplates", "prompts") with their server, for the lists of
+	// clients whose profile admits some servers only.
+	items map[string][]surfaceItem
+	caps  surfaceCaps
 }
 
 type templateEntry struct {
@@ -33,6 +37,11 @@ type templateEntry struct {
 	raw      string // uriTemplate as listed
 	template *uritemplate.Template
 	loose    *regexp.Regexp // every expression matches any text, "/" included
+}
+
+type surfaceItem struct {
+	server string
+	raw    json.RawMessage
 }
 
 type promptEntry struct {
@@ -48,7 +57,7 @@ type surfaceCaps struct {
 }
 
 func emptySurface() *Surface {
-	s := &Surface{resources: map[string]string{}, prompts: map[string]*promptEntry{}}
+	s := &Surface{resources: map[string]string{}, prompts: map[string]*promptEntry{}, items: map[string][]surfaceItem{}}
 	s.resourcesJSON, s.templatesJSON, s.promptsJSON = []byte("[]"), []byte("[]"), []byte("[]")
 	return s
 }
@@ -86,6 +95,7 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 			}
 			s.resources[r.URI] = id
 			appendItem(&res, r.Raw)
+			s.items[listResources] = append(s.items[listResources], surfaceItem{id, r.Raw})
 		}
 		for _, t := range rs.templates {
 			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, t.URITemplate); !ok {
@@ -104,6 +114,7 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 			}
 			s.templates = append(s.templates, templateEntry{server: id, raw: t.URITemplate, template: compiled, loose: looseTemplate(t.URITemplate)})
 			appendItem(&tpl, t.Raw)
+			s.items[listTemplates] = append(s.items[listTemplates], surfaceItem{id, t.Raw})
 		}
 		names := make([]string, len(rs.prompts))
 		raws := make(map[string]json.RawMessage, len(rs.prompts))
@@ -131,6 +142,7 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 			}
 			s.prompts[t.Exported] = &promptEntry{exported: t.Exported, original: t.Original, server: id}
 			appendItem(&prm, raw)
+			s.items[listPrompts] = append(s.items[listPrompts], surfaceItem{id, raw})
 		}
 	}
 	s.resourcesJSON, s.templatesJSON, s.promptsJSON = closeList(&res), closeList(&tpl), closeList(&prm)

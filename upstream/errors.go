@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 )
 
 // Transient reports whether a failure to start an upstream may go away if
@@ -20,7 +22,7 @@ func Transient(err error) bool {
 		return false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return false
-	case errors.As(err, &rpcErr), errors.As(err, &execErr):
+	case errors.As(err, &rpcErr), errors.As(err, &execErr), errors.Is(err, oauth.ErrLoginRequired):
 		return false
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return false

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -51,6 +52,11 @@ type Options struct {
 	// MaxMessage bounds one message from the upstream, in bytes (0:
 	// jsonrpc.DefaultMaxMessage). A response over it fails its call at once.
 	MaxMessage int
+	// Authorize gives the HTTP transport of a remote server that needs
+	// authorization (auth: {type: oauth}) its credentials: it wraps base,
+	// or fails saying what to do (log in). Without it such a server
+	// cannot start.
+	Authorize func(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error)
 	// Supervisor, when set, tracks every process of each stdio instance
 	// (cgroup, subreaper, tags) and keeps the reaper, so that nothing
 	// survives the instance, even if the aggregator is killed outright.
@@ -167,7 +173,7 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 
 func (i *Instance) connect(ctx context.Context, srv *config.Server, opts Options) error {
 	c, err := dialRemote(ctx, srv, i.log, remoteOptions{
-		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage,
+		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage, authorize: opts.Authorize,
 	})
 	if err != nil {
 		return err
@@ -189,6 +195,9 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	name, ver := opts.ClientName, opts.ClientVersion
 	if name == "" {
 		name = "mcp-aggregator"
+	}
+	if Modern(version) {
+		return i.discover(ctx, srv, version, name, ver)
 	}
 	params := map[string]any{
 		"protocolVersion": version,
@@ -235,6 +244,9 @@ type Call struct {
 	Arguments json.RawMessage // forwarded byte for byte; nil sends none
 	// Meta holds the caller's _meta keys other than progressToken.
 	Meta map[string]json.RawMessage
+	// Task, when set, is the caller's params.task (raw): the call asks the
+	// upstream to run as a task and answer with a CreateTaskResult.
+	Task json.RawMessage
 	// ProgressToken is the caller's token (raw JSON); with OnProgress set,
 	// upstream progress notifications for this call are handed to OnProgress
 	// with their progressToken replaced by this one. The upstream sees a
@@ -255,6 +267,7 @@ type callParams struct {
 	Name      string                     `json:"name"`
 	Arguments json.RawMessage            `json:"arguments,omitempty"`
 	Meta      map[string]json.RawMessage `json:"_meta,omitempty"`
+	Task      json.RawMessage            `json:"task,omitempty"`
 }
 
 // CallTool forwards a call and returns the upstream's result as raw JSON.
@@ -264,7 +277,7 @@ type callParams struct {
 // Options.MaxMessage fails the call at once (the error wraps
 // *jsonrpc.TooLongError).
 func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, error) {
-	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta})
+	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta, Task: call.Task})
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +303,10 @@ func encodeCallParams(p callParams) (json.RawMessage, error) {
 		}
 		b = append(b, `,"_meta":`...)
 		b = append(b, meta...)
+	}
+	if len(p.Task) > 0 {
+		b = append(b, `,"task":`...)
+		b = append(b, p.Task...)
 	}
 	return append(b, '}'), nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
@@ -22,6 +24,28 @@ func withProgressToken(params, token json.RawMessage) (json.RawMessage, bool) {
 		}
 		// No _meta yet, or one that is not an object: a new one.
 		return append(append([]byte(`{"progressToken":`), token...), '}')
+	})
+}
+
+// withMeta returns params with each of members set in _meta, every other
+// byte as it was, in the order of the members' names. It reports false
+// when params is not a JSON object.
+func withMeta(params json.RawMessage, members map[string]json.RawMessage) (json.RawMessage, bool) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	names := slices.Sorted(maps.Keys(members))
+	return setMember(params, "_meta", func(meta []byte) []byte {
+		out := meta
+		for _, name := range names {
+			var ok bool
+			if out, ok = setMember(out, name, func([]byte) []byte { return members[name] }); !ok {
+				// No _meta yet, or one that is not an object: a new one.
+				out, _ = rawjson.Marshal(members)
+				return out
+			}
+		}
+		return out
 	})
 }
 

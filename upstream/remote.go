@@ -46,6 +46,8 @@ type remoteConn struct {
 	onNotify  func(Notification)
 	onRequest requestHandler
 	protocol  atomic.Pointer[string]
+	// envelope is set for a sessionless (2026-07-28) upstream.
+	envelope  atomic.Pointer[envelope]
 	life      context.Context // ends when the connection does
 	end       context.CancelFunc
 	nextID    atomic.Int64
@@ -63,6 +65,7 @@ type remoteOptions struct {
 	onNotify   func(Notification)
 	onRequest  requestHandler
 	maxMessage int
+	authorize  func(*config.Server, http.RoundTripper) (http.RoundTripper, error)
 }
 
 // dialRemote connects to srv's URL; ctx (connect_timeout) bounds only the
@@ -80,7 +83,21 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// Enough idle connections that concurrent calls reuse them instead of
 	// opening (and leaving in TIME_WAIT) a connection per call; every body
 	// bounded to maxMessage per message, and every event stream tapped.
-	base := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
+	var base http.RoundTripper = &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
+	if srv.Auth.Type != "" {
+		// Under the size bound and the tap, so that a request the
+		// authorizer sends again (after a refresh on a 401) is bounded and
+		// tapped like any other.
+		if opts.authorize == nil {
+			end()
+			return nil, fmt.Errorf("auth: %s is set but this command does not authorize upstreams; run serve or tools", srv.Auth.Type)
+		}
+		var err error
+		if base, err = opts.authorize(srv, base); err != nil {
+			end()
+			return nil, err
+		}
+	}
 	c.client = &http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c}}
 	var err error
 	if srv.Transport == config.TransportSSE {
@@ -134,6 +151,14 @@ func (c *remoteConn) setProtocol(version string) {
 	if pv, ok := c.t.(transport.HTTPConnection); ok {
 		pv.SetProtocolVersion(version)
 	}
+}
+
+// speakModern makes every request from now on one of protocol version
+// (2026-07-28 or later): the envelope in its _meta, the standard headers
+// mirroring it, no session.
+func (c *remoteConn) speakModern(version string, env envelope) {
+	c.envelope.Store(&env)
+	c.setProtocol(version)
 }
 
 func (c *remoteConn) protocolVersion() string {
@@ -215,9 +240,18 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 	stop := context.AfterFunc(c.life, func() { cancel(ErrClosed) })
 	defer stop()
 	exchange, report := withSizeReport(exchange)
-	resp, err := c.t.SendRequest(exchange, transport.JSONRPCRequest{
-		JSONRPC: "2.0", ID: mcp.NewRequestId(id), Method: method, Params: params,
-	})
+	request := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(id), Method: method, Params: params}
+	if env := c.envelope.Load(); env != nil {
+		raw, err := rawParams(params)
+		if err == nil {
+			raw, err = env.wrap(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %s: %w", c.server, method, err)
+		}
+		request.Params, request.Header = raw, standardHeaders(c.protocolVersion(), method, raw)
+	}
+	resp, err := c.t.SendRequest(exchange, request)
 	if tooLong := report.tooLong(); tooLong != nil {
 		return nil, &oversizedResponse{server: c.server, TooLongError: tooLong}
 	}

@@ -38,6 +38,10 @@ type Request struct {
 	// elicitation/create, roots/list): see Instance.SetServerRequestHandler
 	// for how a request of the upstream is attributed.
 	OnServerRequest ServerRequestHandler
+	// Meta are members set in params._meta (the trace context of the
+	// aggregator's own span), spliced in as the progress token is; params
+	// that are not a JSON object go out without them.
+	Meta map[string]json.RawMessage
 }
 
 // ServerRequestHandler answers a request the upstream sent to the
@@ -174,11 +178,19 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 			}()
 		}
 	}
+	if len(r.Meta) > 0 {
+		if p, ok := withMeta(params, r.Meta); ok {
+			params = p
+		}
+	}
 	ctx, end := i.flights.begin(ctx, r.OnServerRequest)
 	defer end()
 	var p any // no params member at all rather than "params":null
 	if len(params) > 0 {
 		p = params
+	}
+	if Modern(i.protocol) && multiRound(r.Method) {
+		return i.rounds(ctx, r, params)
 	}
 	return i.conn.call(ctx, r.Method, p)
 }

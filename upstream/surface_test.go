@@ -59,7 +59,7 @@ func TestSurfaceStart(t *testing.T) {
 		assert.Equal(t, "p1", prompts[1].Name)
 		assert.Equal(t, `{"name":"p1","arguments":[{"name":"a","required":true}],"_meta":{"n":`+big+`1}}`, string(prompts[1].Raw))
 
-		assert.Len(t, inst.Tools(), 4)
+		assert.Len(t, inst.Tools(), 5) // ask, notify, wait, levels, meta
 	})
 
 	t.Run("listing again gives the same", func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestSurfaceStartSurvivesWhatIsNotEssential(t *testing.T) {
 		assert.Empty(t, inst.Resources())
 		assert.Empty(t, inst.ResourceTemplates())
 		assert.Empty(t, inst.Prompts())
-		assert.Len(t, inst.Tools(), 4)
+		assert.Len(t, inst.Tools(), 5) // ask, notify, wait, levels, meta
 		assert.Contains(t, rec.waitFor(t, "failed to list its resources;"), "resources/list fails on this server")
 		rec.waitFor(t, "failed to list its resource templates")
 		rec.waitFor(t, "failed to list its prompts")

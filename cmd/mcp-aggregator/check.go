@@ -33,6 +33,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		}
 		problems = append(problems, emptySources(ws)...)
 		problems = append(problems, missingCommands(ws, os.Getenv("PATH"))...)
+		problems = append(problems, missingLogins(ws)...)
 	}
 	errs, warns := printProblems(stdout, append(notes, problems...))
 	switch {

@@ -33,6 +33,10 @@ Usage:
                                                            (claude-code, claude-desktop, cursor, vscode, gemini, codex, inspector)
   mcp-aggregator import FILE...                            print a client's config (mcpServers JSON, VS Code,
                                                            TENEX, HoloDeck, chatagent) as mcp-aggregator YAML
+  mcp-aggregator login SERVER [--config FILE]... [--no-browser]
+                                                           log in to a server with auth: {type: oauth}; the
+                                                           tokens are kept in the user's config directory
+  mcp-aggregator logout SERVER [--config FILE]...          remove the stored tokens of SERVER
   mcp-aggregator version                                   print the version (also --version)
 
 Config files: the --config flags; else MCP_AGGREGATOR_CONFIG (files separated
@@ -70,6 +74,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return clientConfig(args, stdout, stderr)
 	case "import":
 		return importConfigs(args, stdout, stderr)
+	case "login":
+		return login(args, stdout, stderr)
+	case "logout":
+		return logout(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

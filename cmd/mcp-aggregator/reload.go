@@ -36,8 +36,9 @@ func watchConfig(ctx context.Context, src source, log *slog.Logger) <-chan struc
 }
 
 // watchAndReload reloads the config whenever changed fires or the process
-// receives SIGHUP, until ctx ends.
-func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed <-chan struct{}, log *slog.Logger) {
+// receives SIGHUP, until ctx ends. A changed stored login (logins) reloads
+// too: the servers that were waiting for it start.
+func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed, logins <-chan struct{}, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -52,6 +53,8 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed <-c
 				return
 			}
 			log.Info("config changed: reloading")
+		case <-logins:
+			log.Info("a stored OAuth login changed: reloading")
 		}
 		reload(ctx, p, src, log)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
+	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -23,12 +26,21 @@ import (
 // shutdownGrace bounds how long in-flight calls may run after a stop signal.
 const shutdownGrace = 10 * time.Second
 
+// recentReloads is how many reloads the status page lists.
+const recentReloads = 20
+
+// traceFlushGrace bounds the export of the spans still buffered at exit.
+const traceFlushGrace = 5 * time.Second
+
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c common
 	c.register(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
+	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
+	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
+	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
@@ -37,28 +49,75 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "serve: --cgroups %q: use auto or off\n", *cgroups)
 		return 2
 	}
+	if err := tlsFlags(*tlsCert, *tlsKey, *httpAddr); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
 	log, err := c.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
 	src := c.discover(log)
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		certs, err := newCertReloader(*tlsCert, *tlsKey, log)
+		if err != nil {
+			log.Error("cannot serve HTTPS", "err", err)
+			return 2
+		}
+		tlsConfig = certs.config()
+	}
+	recorder := ops.NewRecorder(recentReloads)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Off unless an OTLP endpoint is set. Flushed last, after the proxy's
+	// Close below, so that the spans of the last requests go out too.
+	tracer := telemetry.FromEnv(context.Background(), log, version)
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), traceFlushGrace)
+		defer cancel()
+		if err := tracer.Shutdown(fctx); err != nil {
+			log.Warn("not every span could be exported before exit", "err", err)
+		}
+	}()
+
 	supervisor := startSupervisor(log, *cgroups == "off")
 	defer supervisor.Close()  // after the proxy's Close below: every upstream is gone by then
 	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor},
+	var gwAuth *access        // likewise; nil on stdio
+	upAuth := newUpstreamAuth(ctx, &c, log)
+	var offerLogin proxy.LoginOffer
+	if *httpAddr == "" || loopbackBind(*httpAddr) {
+		// Only where the aggregator serves one person: the login's browser
+		// comes back to this machine's loopback, and every client shares
+		// the tokens it gets.
+		offerLogin = upAuth.offerLogin
+	}
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Observer: recorder, Tracer: tracer,
+		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize},
+		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
 		OnWorkspace: func(ws *config.Workspace) {
+			upAuth.onWorkspace(ctx, ws)
+			if gwAuth != nil {
+				gwAuth.apply(ws)
+			}
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
 				edge.SetMaxBodyBytes(ws.HTTP.MaxBodyBytes)
 			}
 		}})
 	if *httpAddr != "" {
-		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL})
+		// Authentication is in force before the first byte is served: the
+		// config is read once now for http.auth, before the listener opens.
+		gwAuth = newAccess(log, *httpAddr, *allowUnauth)
+		if err := gwAuth.start(src.loadLive()); err != nil {
+			log.Error("cannot serve", "err", err)
+			return 1
+		}
+		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig})
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -78,7 +137,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code := initialLoad(loadCtx, p, src, log)
 		loaded <- code
 		if code == 0 {
-			watchAndReload(loadCtx, p, src, changes, log)
+			watchAndReload(loadCtx, p, src, changes, upAuth.changed, log)
 		}
 	}()
 
@@ -98,7 +157,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(err, log)
 	}
-	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log}, *httpAddr, loaded, log)
+	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth,
+		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets})}, *httpAddr, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see upstream.Supervisor),
@@ -185,7 +245,11 @@ func serveHTTP(ctx context.Context, gw *gateway, addr string, loaded <-chan int,
 	errc := make(chan error, 1)
 	go func() { errc <- edge.Serve(ln, gw.handler()) }()
 	// Tests and scripts read this line to learn the port.
-	log.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp")
+	scheme := "http://"
+	if gw.tls {
+		scheme = "https://"
+	}
+	log.Info("listening", "url", scheme+ln.Addr().String()+"/mcp")
 
 	code := 0
 	select {

@@ -48,7 +48,8 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	ws, problems := src.load()
 	supervisor := startSupervisor(log, false)
 	defer supervisor.Close()
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor}})
+	upAuth := newUpstreamAuth(context.Background(), &c, log)
+	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize}})
 	report := p.Reconcile(context.Background(), ws, problems)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

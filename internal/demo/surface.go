@@ -38,6 +38,8 @@ import (
 //   - wait {ms}: answers after ms milliseconds; cancelled, it never answers.
 //   - levels: answers {"levels": [...]}, the level of every
 //     logging/setLevel so far, in order.
+//   - meta: answers {"meta": ...}, the request's params._meta as received
+//     (null when it had none): what the client's _meta became on the way.
 //
 // resources/read sends two progress notifications first when the request
 // has a progress token; resources/subscribe sends
@@ -241,7 +243,8 @@ const surfaceTools = `{"tools":[` +
 	`{"name":"ask","description":"Sends the client a request and returns its answer.","inputSchema":{"type":"object","properties":{"method":{"type":"string"},"params":{"type":"object"}}}},` +
 	`{"name":"notify","description":"Sends notifications.","inputSchema":{"type":"object","properties":{"notifications":{"type":"array"},"repeat":{"type":"integer"}}}},` +
 	`{"name":"wait","description":"Answers after ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer"}}}},` +
-	`{"name":"levels","description":"Lists the logging levels set.","inputSchema":{"type":"object"}}]}`
+	`{"name":"levels","description":"Lists the logging levels set.","inputSchema":{"type":"object"}},` +
+	`{"name":"meta","description":"Answers with the _meta of its request, as received.","inputSchema":{"type":"object"}}]}`
 
 // surfaceSampling is what ask sends when it is given no params.
 const surfaceSampling = `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}],"maxTokens":` + surfaceBig + `}`
@@ -259,6 +262,7 @@ func (s *surfaceServer) call(ctx context.Context, m message) error {
 			Repeat int `json:"repeat"`
 			MS     int `json:"ms"`
 		} `json:"arguments"`
+		Meta json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return s.conn.failCode(m.ID, codeInvalidParams, "invalid tools/call params: "+err.Error())
@@ -312,6 +316,12 @@ func (s *surfaceServer) call(ctx context.Context, m message) error {
 		levels := append([]string{}, s.levels...)
 		s.mu.Unlock()
 		return s.conn.respondValue(m.ID, structuredResult(map[string]any{"levels": levels}))
+	case "meta":
+		meta := p.Meta
+		if len(meta) == 0 {
+			meta = json.RawMessage(`null`)
+		}
+		return s.conn.respondValue(m.ID, structuredResult(map[string]any{"meta": meta}))
 	default:
 		return s.conn.failCode(m.ID, codeInvalidParams, "unknown tool: "+p.Name)
 	}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
+)
+
+// login runs the OAuth authorization code flow for one server of the config
+// and stores the tokens where a running aggregator picks them up.
+func login(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("login", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	noBrowser := fs.Bool("no-browser", false, "print the authorization URL only; do not open a browser")
+	timeout := fs.Duration("timeout", oauth.DefaultLoginTimeout, "how long to wait for the browser to come back")
+	id, ok, code := parseServerArg(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	srv, store, code := oauthServer("login", &c, id, stdout, stderr)
+	if srv == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	grant, err := oauth.Login(ctx, oauth.LoginOptions{
+		Server:  srv,
+		Timeout: *timeout,
+		Authorize: func(authURL string) {
+			fmt.Fprintf(stderr, "To log in to %s, open this URL in a browser:\n", id)
+			fmt.Fprintln(stdout, authURL)
+			if !*noBrowser {
+				openBrowser(authURL, stderr)
+			}
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "login:", err)
+		return 1
+	}
+	if err := store.Save(grant); err != nil {
+		fmt.Fprintln(stderr, "login:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "logged in to %s\n", id)
+	return 0
+}
+
+// logout removes the stored tokens of one server.
+func logout(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	id, ok, code := parseServerArg(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	srv, store, code := oauthServer("logout", &c, id, stdout, stderr)
+	if srv == nil {
+		return code
+	}
+	removed, err := store.Remove(srv.URL)
+	if err != nil {
+		fmt.Fprintln(stderr, "logout:", err)
+		return 1
+	}
+	if !removed {
+		fmt.Fprintf(stdout, "no stored login for %s\n", id)
+		return 0
+	}
+	fmt.Fprintf(stdout, "logged out of %s\n", id)
+	return 0
+}
+
+// parseServerArg parses a command's flags and its one SERVER argument,
+// which may come before or after the flags.
+func parseServerArg(fs *flag.FlagSet, args []string, stderr io.Writer) (id string, ok bool, code int) {
+	fs.SetOutput(stderr)
+	var rest []string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, rest = args[0], args[1:]
+	} else {
+		rest = args
+	}
+	if err := fs.Parse(rest); err != nil {
+		if err == flag.ErrHelp {
+			return "", false, 0
+		}
+		return "", false, 2
+	}
+	more := fs.Args()
+	if id == "" && len(more) > 0 {
+		id, more = more[0], more[1:]
+		if err := fs.Parse(more); err != nil {
+			return "", false, 2
+		}
+		more = fs.Args()
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), more[0])
+		return "", false, 2
+	}
+	if id == "" {
+		fmt.Fprintf(stderr, "%s: name the server, e.g. mcp-aggregator %s SERVER\n", fs.Name(), fs.Name())
+		return "", false, 2
+	}
+	return id, true, 0
+}
+
+// oauthServer loads the config and returns server id, which must use
+// auth: {type: oauth}, and the token store; nil and an exit code when it
+// cannot.
+func oauthServer(cmd string, c *common, id string, stdout, stderr io.Writer) (*config.Server, *oauth.Store, int) {
+	src := resolveConfig(c.configs, os.Getenv)
+	for _, n := range src.notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	ws, problems := src.load()
+	var srv *config.Server
+	var withOAuth []string
+	if ws != nil {
+		for _, s := range ws.Servers {
+			if s.ID == id {
+				srv = s
+			}
+			if s.Auth.Type == config.ServerAuthOAuth {
+				withOAuth = append(withOAuth, s.ID)
+			}
+		}
+	}
+	if srv == nil {
+		var own []config.Problem
+		for _, p := range problems {
+			if p.Server == id || p.Server == "" && p.Severity == config.SeverityError {
+				own = append(own, p)
+			}
+		}
+		if len(own) > 0 {
+			printProblems(stderr, own)
+			fmt.Fprintf(stderr, "%s: server %q cannot be used until the config problems above are fixed\n", cmd, id)
+			return nil, nil, 1
+		}
+		sort.Strings(withOAuth)
+		hint := "no server in the config has auth: {type: oauth}"
+		if len(withOAuth) > 0 {
+			hint = "servers with auth: {type: oauth}: " + strings.Join(withOAuth, ", ")
+		}
+		fmt.Fprintf(stderr, "%s: no server %q in the config (%s)\n", cmd, id, hint)
+		return nil, nil, 1
+	}
+	if srv.Auth.Type != config.ServerAuthOAuth {
+		fmt.Fprintf(stderr, "%s: server %q does not use OAuth; add auth: {type: oauth} to its config if it needs a login\n", cmd, id)
+		return nil, nil, 1
+	}
+	dir, err := oauth.DefaultDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, nil, 1
+	}
+	return srv, oauth.NewStore(dir), 0
+}
+
+// openBrowser opens url in the user's browser, without waiting for it; a
+// failure only means the user opens the printed URL by hand.
+func openBrowser(url string, stderr io.Writer) {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "could not open a browser (%v); open the URL above by hand\n", err)
+		return
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select { // a launcher that fails at once says so; one that lingers is left to run
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// selfSigned writes a self-signed certificate with serial and its key.
+func selfSigned(t *testing.T, certFile, keyFile string, serial int64) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+}
+
+func TestCertReloaderFollowsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	selfSigned(t, certFile, keyFile, 1)
+	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	clock := time.Now()
+	r.now = func() time.Time { return clock }
+	serial := func() int64 {
+		c, err := r.certificate(nil)
+		require.NoError(t, err)
+		return c.Leaf.SerialNumber.Int64()
+	}
+	assert.EqualValues(t, 1, serial())
+
+	selfSigned(t, certFile, keyFile, 2)
+	assert.EqualValues(t, 1, serial(), "within a second of the last check the files are not looked at")
+	clock = clock.Add(tlsCheckEvery)
+	assert.EqualValues(t, 2, serial())
+
+	// A broken cert keeps the last good one, and is retried once it changes.
+	require.NoError(t, os.WriteFile(certFile, []byte("not a certificate"), 0o600))
+	clock = clock.Add(tlsCheckEvery)
+	assert.EqualValues(t, 2, serial())
+	selfSigned(t, certFile, keyFile, 3)
+	clock = clock.Add(tlsCheckEvery)
+	assert.EqualValues(t, 3, serial())
+
+	// Files gone: the loaded certificate stays.
+	require.NoError(t, os.Remove(keyFile))
+	clock = clock.Add(tlsCheckEvery)
+	assert.EqualValues(t, 3, serial())
+}
+
+func TestCertReloaderBoundsTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	selfSigned(t, certFile, keyFile, 1)
+	huge := make([]byte, maxPEMBytes+1)
+	require.NoError(t, os.WriteFile(certFile, huge, 0o600))
+	_, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--tls-cert")
+	assert.Contains(t, err.Error(), "larger than")
+}
+
+func TestTLSFlags(t *testing.T) {
+	assert.NoError(t, tlsFlags("", "", ""))
+	assert.NoError(t, tlsFlags("c", "k", "127.0.0.1:8443"))
+	assert.ErrorContains(t, tlsFlags("c", "", "127.0.0.1:8443"), "go together")
+	assert.ErrorContains(t, tlsFlags("", "k", "127.0.0.1:8443"), "go together")
+	assert.ErrorContains(t, tlsFlags("c", "k", ""), "need --http")
+}

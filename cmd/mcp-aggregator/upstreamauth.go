@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
+)
+
+// Timing of the watch on stored logins: a login saves one file at once, so
+// a short debounce suffices; the poll backs up filesystems without events.
+const (
+	loginDebounce = 100 * time.Millisecond
+	loginPoll     = 2 * time.Second
+)
+
+// upstreamAuth is the OAuth side of a command that starts upstreams: the
+// keyring remote servers take their tokens from and, for serve, a watch on
+// the stored logins, started once the config has a server that uses OAuth.
+type upstreamAuth struct {
+	keyring *oauth.Keyring // nil: no user config directory to keep logins in
+	store   *oauth.Store
+	noDir   error
+	log     *slog.Logger
+	life    context.Context                  // logins offered to clients end with it
+	servers atomic.Pointer[[]*config.Server] // of the workspace in effect
+	watch   sync.Once
+	changed chan struct{} // a stored login changed (login, logout)
+	mu      sync.Mutex
+	offered map[string]*offeredLogin // logins under way for clients, by server id
+}
+
+// offeredLogin is a login a client was asked to finish in a browser.
+type offeredLogin struct {
+	id  string // the elicitation's id
+	url string
+}
+
+// newUpstreamAuth builds the keyring; every token it handles is added to
+// the secrets the log is scrubbed of.
+func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstreamAuth {
+	a := &upstreamAuth{log: log, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{}}
+	dir, err := oauth.DefaultDir()
+	if err != nil {
+		a.noDir = err
+		return a
+	}
+	a.store = oauth.NewStore(dir)
+	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: log, Secrets: c.secrets.Add})
+	return a
+}
+
+// authorize is upstream.Options.Authorize.
+func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
+	if a.keyring == nil {
+		return nil, fmt.Errorf("auth: %v", a.noDir)
+	}
+	return a.keyring.Transport(srv, base)
+}
+
+// problems is proxy.Options.AuthProblems.
+func (a *upstreamAuth) problems() []config.Problem {
+	servers := a.servers.Load()
+	if a.keyring == nil || servers == nil {
+		return nil
+	}
+	return a.keyring.Problems(*servers)
+}
+
+// onWorkspace follows the workspace in effect; with its first server that
+// uses OAuth, ctx permitting, it starts watching the stored logins.
+func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
+	servers := append([]*config.Server(nil), ws.Servers...)
+	a.servers.Store(&servers)
+	if a.keyring == nil || ctx == nil {
+		return
+	}
+	for _, s := range servers {
+		if s.Auth.Type == config.ServerAuthOAuth {
+			a.watch.Do(func() { a.watchLogins(ctx) })
+			return
+		}
+	}
+}
+
+// watchLogins signals changed whenever a stored login differs from what
+// the keyring holds; the keyring's own saves (refreshed tokens) do not.
+func (a *upstreamAuth) watchLogins(ctx context.Context) {
+	events, err := a.store.Watch(ctx, loginDebounce, loginPoll)
+	if err != nil {
+		a.log.Warn("cannot watch the stored OAuth logins; restart or send SIGHUP after a login", "err", err)
+		return
+	}
+	go func() {
+		for range events {
+			if a.keyring.Sync() {
+				select {
+				case a.changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+}
+
+// missingLogins warns about servers that use OAuth and have no usable
+// stored login: they will not start until someone logs in. A warning, not
+// an error: the config is right, and a login is a step of its own.
+func missingLogins(ws *config.Workspace) []config.Problem {
+	var out []config.Problem
+	var store *oauth.Store
+	for _, s := range ws.Servers {
+		if s.Auth.Type != config.ServerAuthOAuth {
+			continue
+		}
+		if store == nil {
+			dir, err := oauth.DefaultDir()
+			if err != nil {
+				return append(out, config.Problem{Severity: config.SeverityWarning, Field: "auth", Message: err.Error()})
+			}
+			store = oauth.NewStore(dir)
+		}
+		reason := ""
+		switch g, err := store.Load(s.URL); {
+		case errors.Is(err, oauth.ErrNoGrant):
+			reason = "not logged in"
+		case err != nil:
+			reason = err.Error()
+		case s.Auth.ClientID != "" && g.ClientID != s.Auth.ClientID:
+			reason = "the stored login was made with another client than auth.client_id"
+		}
+		if reason != "" {
+			out = append(out, config.Problem{Severity: config.SeverityWarning, File: s.File, Line: s.Line, Server: s.ID, Field: "auth",
+				Message: (&oauth.LoginRequiredError{Server: s.ID, Reason: reason}).Error() + "; the server will not start until then"})
+		}
+	}
+	return out
+}
+
+// offerWait bounds how long a client's call waits for the authorization URL
+// (discovery and registration come first).
+const offerWait = 30 * time.Second
+
+// offerLogin is proxy.Options.OfferLogin: it runs the login of server on
+// this machine, as `mcp-aggregator login` does, for a client that declared
+// URL-mode elicitation, and returns the URL for its user to open. A second
+// call while that login is under way gets the same URL. The login saves
+// the tokens it gets; the store's watch then brings the server back.
+func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, string, error) {
+	var srv *config.Server
+	if servers := a.servers.Load(); servers != nil {
+		for _, s := range *servers {
+			if s.ID == server && s.Auth.Type == config.ServerAuthOAuth {
+				srv = s
+			}
+		}
+	}
+	if srv == nil || a.keyring == nil {
+		return "", "", fmt.Errorf("server %q cannot be logged in to from here", server)
+	}
+	a.mu.Lock()
+	if o := a.offered[server]; o != nil {
+		a.mu.Unlock()
+		return o.url, o.id, nil
+	}
+	o := &offeredLogin{id: rand.Text()}
+	a.offered[server] = o
+	a.mu.Unlock()
+
+	type outcome struct {
+		url string
+		err error
+	}
+	first := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			a.mu.Lock()
+			delete(a.offered, server)
+			a.mu.Unlock()
+		}()
+		grant, err := oauth.Login(a.life, oauth.LoginOptions{Server: srv, Authorize: func(url string) {
+			a.mu.Lock()
+			o.url = url
+			a.mu.Unlock()
+			first <- outcome{url: url}
+		}})
+		if err == nil {
+			a.keyring.Learn(grant)
+			err = a.store.Save(grant)
+		}
+		if err != nil {
+			select {
+			case first <- outcome{err: err}:
+			default:
+				a.log.Warn("a login offered to a client did not complete", "server", server, "err", err)
+			}
+			return
+		}
+		a.log.Info("logged in through a client's browser", "server", server)
+	}()
+	wait := time.NewTimer(offerWait)
+	defer wait.Stop()
+	select {
+	case r := <-first:
+		return r.url, o.id, r.err
+	case <-wait.C:
+		return "", "", fmt.Errorf("no authorization URL within %s", offerWait)
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	}
+}

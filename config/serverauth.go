@@ -1,0 +1,109 @@
+package config
+
+import (
+	"net/http"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ServerAuth is a remote server's auth: how the aggregator authorizes itself
+// at that server. The zero value means no authorization beyond the
+// configured headers.
+type ServerAuth struct {
+	Type         ServerAuthType
+	ClientID     string   // pre-registered client; empty: dynamic client registration
+	ClientSecret string   // resolved (a secret value!); only with ClientID
+	Scopes       []string // empty: what the server's metadata asks for
+}
+
+// ServerAuthType names how a remote server is authorized.
+type ServerAuthType string
+
+// Server auth types.
+const (
+	// ServerAuthOAuth is OAuth 2.1 as the MCP authorization spec describes
+	// it: discovery, authorization code with PKCE, tokens stored by
+	// `mcp-aggregator login`.
+	ServerAuthOAuth ServerAuthType = "oauth"
+)
+
+// authKeys are the keys of a server's auth mapping.
+var authKeys = []string{"type", "client_id", "client_secret", "scopes"}
+
+// auth reads the server's auth mapping. Its checks against the transport
+// and headers wait for checkAuth, once the transport is settled.
+func (s *serverReader) auth() {
+	p, ok := s.f["auth"]
+	if !ok || isNull(deref(p.v)) {
+		return
+	}
+	if !s.mapping(p.v, "auth", "type: oauth, and optionally client_id, client_secret, scopes") {
+		return
+	}
+	f := s.fields(deref(p.v), "auth.", authKeys...)
+	a := ServerAuth{}
+	tp, ok := f["type"]
+	if !ok {
+		s.errorf(p.v.Line, "auth.type", "required; set type: oauth")
+		return
+	}
+	if t, ok := s.text(tp.v, "auth.type"); ok {
+		if t.s != string(ServerAuthOAuth) {
+			s.errorf(tp.v.Line, "auth.type", "%s is not supported; use oauth", t.quoted())
+			return
+		}
+		a.Type = ServerAuthOAuth
+	}
+	if c, ok := f["client_id"]; ok {
+		if t, ok := s.text(c.v, "auth.client_id"); ok {
+			a.ClientID = t.s
+		}
+	}
+	if c, ok := f["client_secret"]; ok {
+		v := deref(c.v)
+		switch {
+		case isNull(v):
+		case v.Kind == yaml.MappingNode:
+			a.ClientSecret, _ = s.envRef(v, "auth.client_secret")
+		default:
+			if t, ok := s.text(v, "auth.client_secret"); ok {
+				a.ClientSecret = t.s
+				if !t.fromEnv {
+					s.warnf(c.v.Line, "auth.client_secret", "a secret written in the config file; prefer client_secret: {env: VAR}")
+				}
+			}
+		}
+		if a.ClientSecret != "" && a.ClientID == "" && !s.problemsFor("auth.client_id") {
+			s.errorf(c.v.Line, "auth.client_secret", "needs auth.client_id (a secret belongs to a pre-registered client); add client_id or remove client_secret")
+		}
+	}
+	if sc, ok := f["scopes"]; ok {
+		for i, scope := range s.strings(sc.v, "auth.scopes") {
+			if scope == "" || strings.ContainsAny(scope, " \t\r\n\"\\") {
+				s.errorf(sc.v.Line, "auth.scopes", "item %d is not a scope token (no spaces, quotes or backslashes); write one scope per item", i)
+				continue
+			}
+			a.Scopes = append(a.Scopes, scope)
+		}
+	}
+	s.srv.Auth = a
+}
+
+// checkAuth rejects auth where it cannot work: on a stdio server, or beside
+// a configured Authorization header that it would override.
+func (s *serverReader) checkAuth() {
+	p, ok := s.f["auth"]
+	if !ok || s.srv.Auth.Type == "" {
+		return
+	}
+	if s.srv.Transport == TransportStdio {
+		s.errorf(p.k.Line, "auth", "applies to remote servers (url:) only; a stdio server gets its credentials through env; remove auth")
+		return
+	}
+	for name := range s.srv.Headers {
+		if http.CanonicalHeaderKey(name) == "Authorization" {
+			s.errorf(p.k.Line, "auth", "set together with headers.%s, which auth: oauth replaces with its own token; remove one of them", name)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package downstream
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// serveAuthenticated serves the transport behind a stand-in for the
+// gateway's authentication: the X-Client header names the client.
+func serveAuthenticated(t *testing.T, h *httpFake) *httpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	tr := NewHTTP(h, HTTPOptions{})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr.ServeHTTP(w, r.WithContext(WithClient(r.Context(), r.Header.Get("X-Client"))))
+	}))
+	s := &httpServer{tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
+		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1)}
+	go func() { s.served <- tr.Serve(ln, mux) }()
+	t.Cleanup(func() {
+		s.client.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, tr.Shutdown(ctx))
+		assert.NoError(t, s.serveResult(t))
+	})
+	return s
+}
+
+func TestHTTPSessionBelongsToItsClient(t *testing.T) {
+	h := newHTTPFake()
+	s := serveAuthenticated(t, h)
+	resp := s.post(t, initializeBody, map[string]string{"X-Client": "alice"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	id := resp.Header.Get(headerSessionID)
+	sess := <-h.opened
+	assert.Equal(t, "alice", sess.Client())
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		for _, client := range []string{"bob", ""} {
+			hdr := map[string]string{headerSessionID: id, "X-Client": client, "Accept": "text/event-stream"}
+			if method == http.MethodPost {
+				delete(hdr, "Accept")
+			}
+			requireRefused(t, s.request(t, method, list, hdr), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "another client")
+		}
+	}
+	resp = s.post(t, list, map[string]string{headerSessionID: id, "X-Client": "alice"})
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the session survived the attempts and serves its own client")
+	readMessage(t, resp)
+	assert.Equal(t, "alice", h.last().Client)
+	assert.Equal(t, []string{"initialize", "tools/list"}, h.seen(), "nothing of the other clients reached the handler")
+}
+
+func TestHTTPSessionlessRequestNamesItsClient(t *testing.T) {
+	h := newHTTPFake()
+	s := serveAuthenticated(t, h)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	resp := s.post(t, body, map[string]string{"X-Client": "carol", headerProtocol: "2026-07-28", headerMethod: "tools/list"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	assert.Equal(t, "carol", h.last().Client)
+	assert.Nil(t, h.last().Session)
+}

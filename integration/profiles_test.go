@@ -1,0 +1,264 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// profilesConfig has three clients with static tokens; ci-bot's profile
+// admits the demo server's tools that start with demo_e, plus extra
+// patterns.
+func profilesConfig(extra ...string) string {
+	patterns := append([]string{"'demo_e*'"}, extra...)
+	return fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+profiles:
+  ci-bot: { servers: [demo], tools: [%s] }
+servers:
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+  counter:
+    %s
+    transform: [{prefix: counter_}]
+`, strings.Join(patterns, ", "), demoServer("tools"), demoServer("counter"))
+}
+
+// clientTokens are the tokens of profilesConfig's clients.
+type clientTokens struct{ ci, laptop, tablet string }
+
+func startProfiles(t *testing.T, config string) (*aggregator, clientTokens, string) {
+	t.Helper()
+	tok := clientTokens{randomToken(t), randomToken(t), randomToken(t)}
+	path := writeConfig(t, config)
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path},
+		env: []string{"CI_BOT_TOKEN=" + tok.ci, "LAPTOP_TOKEN=" + tok.laptop, "TABLET_TOKEN=" + tok.tablet}})
+	a.waitLoaded()
+	return a, tok, path
+}
+
+// TestProfilesFilterToolsAndCalls: two clients with different profiles see
+// different tools; a call outside the profile is refused naming the tool;
+// mcp_status shows the profile's servers only.
+func TestProfilesFilterToolsAndCalls(t *testing.T) {
+	t.Parallel()
+	a, tok, _ := startProfiles(t, profilesConfig())
+	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)
+
+	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status", "demo_echo", "demo_env"}, toolNames(t, ci.listTools()),
+		"ci-bot sees its profile's tools and the aggregator's own")
+	all := toolNames(t, laptop.listTools())
+	assert.Contains(t, all, "demo_add", "a client without a profile sees everything")
+	assert.Contains(t, all, "counter_increment")
+
+	for _, tool := range []string{"demo_add", "counter_increment"} {
+		resp := ci.callTool(tool, map[string]any{"a": 1, "b": 2})
+		require.NotNil(t, resp.Error, "%s is outside ci-bot's profile", tool)
+		msg := errorMessage(t, resp.Error)
+		assert.Contains(t, msg, fmt.Sprintf("%q", tool), "the refusal names the tool")
+		assert.Contains(t, msg, `client "ci-bot"`)
+	}
+	assert.Equal(t, "hi", firstText(t, ci.callToolResult("demo_echo", map[string]any{"text": "hi"})))
+	assert.NotEmpty(t, laptop.callToolResult("counter_increment", map[string]any{}))
+
+	var status struct {
+		Servers []struct {
+			ID string `json:"id"`
+		} `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(firstText(t, ci.callToolResult("mcp_status", map[string]any{}))), &status))
+	require.Len(t, status.Servers, 1, "mcp_status shows ci-bot its profile's servers only")
+	assert.Equal(t, "demo", status.Servers[0].ID)
+}
+
+// errorMessage reads the message of a JSON-RPC error object.
+func errorMessage(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var e struct {
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
+	return e.Message
+}
+
+// TestProfilesReloadNotifiesTheirClient: a profile edit sends
+// tools/list_changed to the sessions of the client whose view changed, and
+// to no other.
+func TestProfilesReloadNotifiesTheirClient(t *testing.T) {
+	t.Parallel()
+	a, tok, path := startProfiles(t, profilesConfig())
+	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)
+	listen(t, a, ci)
+	listen(t, a, laptop)
+	assert.NotContains(t, toolNames(t, ci.listTools()), "demo_add")
+
+	r := &reloadRig{t: t, a: a, c: ci, path: path}
+	edited := profilesConfig("demo_add")
+	r.save(edited)
+	r.expectNotified(1)
+	assert.Contains(t, toolNames(t, ci.listTools()), "demo_add", "the edited profile is in force without a restart")
+
+	// Nothing more is on its way, to either client: an identical rewrite
+	// reloads, then a round trip on each session.
+	r.waitReload()
+	r.settle(edited)
+	laptop.listTools()
+	assert.Equal(t, 1, r.listChanged(), "one notification for one edit")
+	notes, _ := laptop.inbox.snapshot()
+	for _, n := range notes {
+		assert.NotEqual(t, "notifications/tools/list_changed", n.Method, "laptop's view did not change")
+	}
+}
+
+// modernCallAs calls a tool sessionlessly (protocol 2026-07-28) as the
+// client holding token, within the conversation lease, and returns the
+// result's structuredContent.value.
+func modernCallAs(t *testing.T, url, token, tool, lease string) int {
+	t.Helper()
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "profiles-test", "version": "1.0.0"},
+	}
+	if lease != "" {
+		meta["mcp-aggregator/lease"] = lease
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modernVersion)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	data := raw
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
+	}
+	var msg struct {
+		Result struct {
+			Structured struct {
+				Value int `json:"value"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	require.Empty(t, msg.Error, "%s", data)
+	return msg.Result.Structured.Value
+}
+
+// TestProfilesLeaseKeysPerClient: the lease key includes the client, so two
+// clients naming the same sessionless lease, or none, never share an
+// instance.
+func TestProfilesLeaseKeysPerClient(t *testing.T) {
+	t.Parallel()
+	a, tok, _ := startProfiles(t, profilesConfig())
+	assert.Equal(t, 1, modernCallAs(t, a.url, tok.laptop, "counter_increment", "conv-1"))
+	assert.Equal(t, 1, modernCallAs(t, a.url, tok.tablet, "counter_increment", "conv-1"), "the same lease name of another client is another lease")
+	assert.Equal(t, 2, modernCallAs(t, a.url, tok.laptop, "counter_increment", "conv-1"))
+	assert.Equal(t, 1, modernCallAs(t, a.url, tok.laptop, "counter_increment", ""))
+	assert.Equal(t, 1, modernCallAs(t, a.url, tok.tablet, "counter_increment", ""), "each client has its own anonymous lease")
+	assert.Equal(t, 2, modernCallAs(t, a.url, tok.tablet, "counter_increment", ""))
+	// Lease events name sessions by a digest: a key can hold an HTTP
+	// session id, which is that session's credential.
+	assert.NotContains(t, a.log.String(), "meta:conv-1", "lease keys stay out of the log")
+	assert.Len(t, regexp.MustCompile(`msg="lease leased" server=counter session=[0-9a-f]{12} `).FindAllString(a.log.String(), -1), 4, "one lease per client and lease name")
+}
+
+// TestProfilesSearch: in search mode, mcp_search_tools finds only what the
+// client's profile admits, and mcp_call_tool refuses the rest.
+func TestProfilesSearch(t *testing.T) {
+	t.Parallel()
+	a, tok, _ := startProfiles(t, strings.Replace(profilesConfig(), "version: 1\n", "version: 1\ndiscovery: {mode: search}\n", 1))
+	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)
+	found := func(c *client, query string) []string {
+		var res struct {
+			Structured struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			} `json:"structuredContent"`
+		}
+		require.NoError(t, json.Unmarshal(c.callToolResult("mcp_search_tools", map[string]any{"query": query, "limit": 50}), &res))
+		var names []string
+		for _, tl := range res.Structured.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	assert.Contains(t, found(laptop, "add two numbers"), "demo_add")
+	assert.NotContains(t, found(ci, "add two numbers"), "demo_add", "search sees only what the profile admits")
+	assert.Contains(t, found(ci, "echo"), "demo_echo")
+	for _, n := range found(ci, "counter increment add echo environment") {
+		assert.True(t, strings.HasPrefix(n, "demo_e"), "ci-bot found %s", n)
+	}
+	resp := ci.callTool("mcp_call_tool", map[string]any{"name": "demo_add", "arguments": map[string]any{"a": 1, "b": 2}})
+	require.NotNil(t, resp.Error, "mcp_call_tool refuses a tool outside the profile")
+	assert.Contains(t, errorMessage(t, resp.Error), `"demo_add"`)
+}
+
+// TestProfilesResourcesAndPrompts: a profile's servers limit the resources,
+// resource templates and prompts too, listed and used.
+func TestProfilesResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
+	config := profilesConfig() + fmt.Sprintf("  surface:\n    %s\n", demoServer("surface"))
+	a, tok, _ := startProfiles(t, config)
+	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)
+
+	list := func(c *client, method, member string) []map[string]any {
+		resp := c.mustRequest(method, map[string]any{})
+		require.Empty(t, resp.Error, "%s: %s", method, resp.Error)
+		var result map[string][]map[string]any
+		require.NoError(t, json.Unmarshal(resp.Result, &result))
+		return result[member]
+	}
+	resources := list(laptop, "resources/list", "resources")
+	prompts := list(laptop, "prompts/list", "prompts")
+	require.NotEmpty(t, resources, "the surface server lists resources")
+	require.NotEmpty(t, prompts, "the surface server lists prompts")
+	assert.NotEmpty(t, list(laptop, "resources/templates/list", "resourceTemplates"))
+
+	assert.Empty(t, list(ci, "resources/list", "resources"), "ci-bot's profile admits the demo server only")
+	assert.Empty(t, list(ci, "resources/templates/list", "resourceTemplates"))
+	assert.Empty(t, list(ci, "prompts/list", "prompts"))
+
+	uri, _ := resources[0]["uri"].(string)
+	resp := ci.mustRequest("resources/read", map[string]any{"uri": uri})
+	require.NotEmpty(t, resp.Error, "reading a resource of a server outside the profile is refused")
+	assert.Contains(t, errorMessage(t, resp.Error), "is not available to client \"ci-bot\"")
+	resp = laptop.mustRequest("resources/read", map[string]any{"uri": uri})
+	assert.Empty(t, resp.Error, "%s", resp.Error)
+
+	name, _ := prompts[0]["name"].(string)
+	resp = ci.mustRequest("prompts/get", map[string]any{"name": name})
+	require.NotEmpty(t, resp.Error, "getting a prompt of a server outside the profile is refused")
+	assert.Contains(t, errorMessage(t, resp.Error), fmt.Sprintf("prompt %q", name))
+}

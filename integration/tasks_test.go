@@ -1,0 +1,486 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tasksConfig fronts two task servers (node/taskserver.mjs), each shared by
+// every session. Both number their tasks from "task-1", so their ids collide.
+func tasksConfig(t *testing.T) string {
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json") // the SDK is installed
+	script := quoted(filepath.Join(nodeDir, "taskserver.mjs"))
+	return `version: 1
+servers:
+  alpha:
+    truely-stateless: true
+    command: node
+    args: [` + script + `]
+    transform: [{prefix: a_}]
+  beta:
+    truely-stateless: true
+    command: node
+    args: [` + script + `]
+    transform: [{prefix: b_}]
+`
+}
+
+// taskObject is a Task as a result or notification carries it.
+type taskObject struct {
+	TaskID        string   `json:"taskId"`
+	Status        string   `json:"status"`
+	StatusMessage string   `json:"statusMessage"`
+	TTL           *float64 `json:"ttl"`
+	PollInterval  float64  `json:"pollInterval"`
+	CreatedAt     string   `json:"createdAt"`
+}
+
+// startTask calls tool as a task and returns the task it created.
+func startTask(t *testing.T, c *client, tool string, args map[string]any) taskObject {
+	t.Helper()
+	resp := c.mustRequest("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 60000}})
+	require.Empty(t, string(resp.Error), "tools/call %s as a task", tool)
+	var created struct {
+		Task    *taskObject     `json:"task"`
+		Content json.RawMessage `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &created))
+	require.NotNil(t, created.Task, "a CreateTaskResult: %s", resp.Result)
+	assert.Nil(t, created.Content, "nothing is added to a CreateTaskResult: %s", resp.Result)
+	return *created.Task
+}
+
+// taskError is a JSON-RPC error of a tasks request.
+type taskError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func mustTaskError(t *testing.T, resp *response, what string) taskError {
+	t.Helper()
+	require.NotEmpty(t, string(resp.Error), "%s must fail; result %s", what, resp.Result)
+	var e taskError
+	require.NoError(t, json.Unmarshal(resp.Error, &e))
+	return e
+}
+
+// listTasks pages through tasks/list and returns every task's id, in order.
+func listTasks(t *testing.T, c *client) []string {
+	t.Helper()
+	var ids []string
+	params := map[string]any{}
+	for range 100 {
+		page := mustResult(t, c.mustRequest("tasks/list", params), "tasks/list")
+		for _, item := range page["tasks"].([]any) {
+			ids = append(ids, item.(map[string]any)["taskId"].(string))
+		}
+		next, _ := page["nextCursor"].(string)
+		if next == "" {
+			return ids
+		}
+		params = map[string]any{"cursor": next}
+	}
+	t.Fatal("tasks/list never ended: more than 100 pages")
+	return nil
+}
+
+// statusNotes returns the taskIds of the notifications/tasks/status c received.
+func statusNotes(t *testing.T, c *client) map[string][]taskObject {
+	t.Helper()
+	out := map[string][]taskObject{}
+	for _, n := range c.inboxNotes() {
+		if n.Method != "notifications/tasks/status" {
+			continue
+		}
+		var task taskObject
+		require.NoError(t, json.Unmarshal(n.Params, &task))
+		out[task.TaskID] = append(out[task.TaskID], task)
+	}
+	return out
+}
+
+// TestTasksRouted: two sessions and two upstreams whose task ids collide.
+// Each task gets an id of the aggregator's own; tasks/get, tasks/result and
+// tasks/cancel reach the upstream that runs the task; a session lists, hears
+// of and reaches only its own tasks, and another session's id is not found,
+// exactly as a forged one.
+func TestTasksRouted(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, tasksConfig(t))
+	a.waitLoaded()
+	alice, bob := a.newClient(), a.newClient()
+	for _, c := range []*client{alice, bob} {
+		init := c.initializeWith(map[string]any{})
+		var res struct {
+			Capabilities map[string]json.RawMessage `json:"capabilities"`
+		}
+		require.NoError(t, json.Unmarshal(init, &res))
+		assert.JSONEq(t, `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`, string(res.Capabilities["tasks"]),
+			"the upstreams' tasks capability is advertised")
+		listen(t, a, c)
+	}
+
+	// Per-tool task support passes through untouched.
+	for _, raw := range alice.listTools() {
+		var tool struct {
+			Name      string          `json:"name"`
+			Execution json.RawMessage `json:"execution"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &tool))
+		switch tool.Name {
+		case "a_countdown", "b_countdown":
+			assert.JSONEq(t, `{"taskSupport":"optional"}`, string(tool.Execution), tool.Name)
+		case "a_fails", "b_fails":
+			assert.JSONEq(t, `{"taskSupport":"required"}`, string(tool.Execution), tool.Name)
+		}
+	}
+
+	// Both upstreams call their first task task-1; the client sees two ids.
+	ta := startTask(t, alice, "a_countdown", map[string]any{"label": "alpha job", "steps": 3, "stepMs": 100})
+	tb := startTask(t, alice, "b_countdown", map[string]any{"label": "beta job", "steps": 3, "stepMs": 100})
+	assert.NotEqual(t, ta.TaskID, tb.TaskID)
+	for _, task := range []taskObject{ta, tb} {
+		assert.NotEqual(t, "task-1", task.TaskID, "the upstream's id is not the client's")
+		assert.Equal(t, "working", task.Status)
+		require.NotNil(t, task.TTL)
+		assert.Equal(t, float64(60000), *task.TTL, "the rest of the task as the upstream sent it")
+		assert.Equal(t, float64(100), task.PollInterval)
+	}
+
+	// tasks/result waits for each task and gets its own server's result.
+	for _, c := range []struct {
+		task  taskObject
+		label string
+	}{{ta, "alpha job"}, {tb, "beta job"}} {
+		res := alice.mustRequest("tasks/result", map[string]any{"taskId": c.task.TaskID})
+		require.Empty(t, string(res.Error), "tasks/result %s", c.label)
+		assert.Equal(t, c.label+" done after 3 steps", firstText(t, res.Result))
+		var meta struct {
+			Meta map[string]struct {
+				TaskID string `json:"taskId"`
+			} `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(res.Result, &meta))
+		assert.Equal(t, c.task.TaskID, meta.Meta["io.modelcontextprotocol/related-task"].TaskID, "the related task is the client's id")
+
+		got := mustResult(t, alice.mustRequest("tasks/get", map[string]any{"taskId": c.task.TaskID}), "tasks/get")
+		assert.Equal(t, c.task.TaskID, got["taskId"])
+		assert.Equal(t, "completed", got["status"])
+		assert.Equal(t, "step 3 of 3", got["statusMessage"])
+	}
+
+	// Status notifications reached alice, with her ids, and only her.
+	_, ok := alice.waitNotification(func(n notification) bool {
+		return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), tb.TaskID) && strings.Contains(string(n.Params), `"completed"`)
+	}, callTimeout)
+	require.True(t, ok, "alice hears that her beta task completed")
+	notes := statusNotes(t, alice)
+	assert.Subset(t, []string{ta.TaskID, tb.TaskID}, keys(notes), "every status notification names one of alice's tasks by its client id")
+	assert.NotEmpty(t, notes[ta.TaskID])
+	assert.Empty(t, statusNotes(t, bob), "bob hears nothing of alice's tasks")
+
+	// Bob cannot reach alice's tasks: not found, as a forged id is.
+	forged := "task-00112233445566778899aabbccddeeff"
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		theirs := mustTaskError(t, bob.mustRequest(method, map[string]any{"taskId": ta.TaskID}), method+" of alice's task")
+		none := mustTaskError(t, bob.mustRequest(method, map[string]any{"taskId": forged}), method+" of a forged id")
+		assert.Equal(t, -32602, theirs.Code, method)
+		assert.Equal(t, none.Code, theirs.Code, method)
+		assert.Equal(t, strings.ReplaceAll(none.Message, forged, "ID"), strings.ReplaceAll(theirs.Message, ta.TaskID, "ID"),
+			"%s: another session's task and no task look alike", method)
+		assert.Contains(t, theirs.Message, "not found")
+		// The upstream's own id is no way in either.
+		assert.Equal(t, -32602, mustTaskError(t, bob.mustRequest(method, map[string]any{"taskId": "task-1"}), method+" of an upstream id").Code)
+	}
+	assert.Empty(t, listTasks(t, bob), "bob lists none of alice's tasks")
+
+	// Bob's own task on alpha is alpha's task-3; he sees it, alice does not.
+	mine := startTask(t, bob, "a_countdown", map[string]any{"label": "bob's job", "steps": 100, "stepMs": 100})
+	assert.Equal(t, []string{mine.TaskID}, listTasks(t, bob))
+	assert.Equal(t, []string{ta.TaskID, tb.TaskID}, listTasks(t, alice))
+	assert.Equal(t, -32602, mustTaskError(t, alice.mustRequest("tasks/get", map[string]any{"taskId": mine.TaskID}), "alice gets bob's task").Code)
+
+	// tasks/cancel reaches the upstream: the task stops, cancelled.
+	cancelled := mustResult(t, bob.mustRequest("tasks/cancel", map[string]any{"taskId": mine.TaskID}), "tasks/cancel")
+	assert.Equal(t, mine.TaskID, cancelled["taskId"])
+	assert.Equal(t, "cancelled", cancelled["status"])
+	got := mustResult(t, bob.mustRequest("tasks/get", map[string]any{"taskId": mine.TaskID}), "tasks/get after cancel")
+	assert.Equal(t, "cancelled", got["status"])
+	again := mustTaskError(t, bob.mustRequest("tasks/cancel", map[string]any{"taskId": mine.TaskID}), "cancel a cancelled task")
+	assert.Equal(t, -32602, again.Code, "the upstream's refusal passes through: %s", again.Message)
+
+	// A task that fails: tasks/result is the tool's error result.
+	failing := startTask(t, alice, "b_fails", map[string]any{"message": "it went wrong"})
+	res := alice.mustRequest("tasks/result", map[string]any{"taskId": failing.TaskID})
+	require.Empty(t, string(res.Error))
+	assert.Contains(t, string(res.Result), `"isError":true`)
+	assert.Equal(t, "it went wrong", firstText(t, res.Result))
+	assert.Equal(t, "failed", mustResult(t, alice.mustRequest("tasks/get", map[string]any{"taskId": failing.TaskID}), "tasks/get failed")["status"])
+
+	// Requests that name no task are refused with what to send.
+	assert.Equal(t, -32602, mustTaskError(t, alice.mustRequest("tasks/get", map[string]any{}), "tasks/get without an id").Code)
+	assert.Equal(t, -32602, mustTaskError(t, alice.mustRequest("tasks/list", map[string]any{"cursor": "made-up"}), "a forged cursor").Code)
+
+	// A sessionless (2026-07-28) request has no session to own a task.
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	httpResp, err := modernPost(ctx, a.url, "tools/call", "a_countdown",
+		map[string]any{"name": "a_countdown", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
+	require.NoError(t, err)
+	defer httpResp.Body.Close()
+	raw, err := io.ReadAll(httpResp.Body)
+	require.NoError(t, err)
+	data := raw
+	if strings.HasPrefix(httpResp.Header.Get("Content-Type"), "text/event-stream") {
+		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
+	}
+	var sessionless struct {
+		Error *taskError `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(data, &sessionless), "%s", data)
+	require.NotNil(t, sessionless.Error, "%s", data)
+	assert.Equal(t, -32600, sessionless.Error.Code)
+	assert.Contains(t, sessionless.Error.Message, "initialize a session")
+}
+
+// TestTasksListPages: a session's tasks/list comes in pages, with an opaque
+// cursor, every task once and in the order they were created.
+func TestTasksListPages(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, tasksConfig(t))
+	a.waitLoaded()
+	c := a.newClient()
+	c.initializeWith(map[string]any{})
+	var want []string
+	for i := range 60 {
+		server := "a_countdown"
+		if i%2 == 1 {
+			server = "b_countdown"
+		}
+		want = append(want, startTask(t, c, server, map[string]any{"label": "quick", "steps": 0, "stepMs": 0}).TaskID)
+	}
+	first := mustResult(t, c.mustRequest("tasks/list", map[string]any{}), "first page")
+	assert.Len(t, first["tasks"], 50, "a page holds 50 tasks")
+	assert.NotEmpty(t, first["nextCursor"])
+	assert.Equal(t, want, listTasks(t, c))
+}
+
+// TestTasksElicitationDuringResult: server-everything's research task asks
+// for clarification while the client waits in tasks/result; the request
+// reaches the client naming the task by the client's id, and the answer
+// reaches the task.
+func TestTasksElicitationDuringResult(t *testing.T) {
+	t.Parallel()
+	entry := nodeEntry(t, everythingEntry)
+	eachTransport(t, func(t *testing.T, tr transport) {
+		a := serveConfig(t, tr, `version: 1
+servers:
+  every:
+    truely-stateless: true
+    command: node
+    args: [`+quoted(entry)+`, stdio]
+    transform: [{prefix: ev_}]
+    tools: {whitelist: [simulate-research-query]}
+`)
+		a.waitLoaded()
+		c := a.newClient()
+		asked := make(chan json.RawMessage, 4)
+		c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+			if method != "elicitation/create" {
+				return "", `{"code":-32601,"message":"not here: ` + method + `"}`
+			}
+			asked <- params
+			return `{"action":"accept","content":{"interpretation":"historical"}}`, ""
+		}
+		c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+		task := startTask(t, c, "ev_simulate-research-query", map[string]any{"topic": "tea", "ambiguous": true})
+
+		res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
+		require.Empty(t, string(res.Error), "tasks/result")
+		assert.Contains(t, firstText(t, res.Result), "Clarification**: historical", "the client's answer reached the task")
+		select {
+		case params := <-asked:
+			var p struct {
+				Meta map[string]struct {
+					TaskID string `json:"taskId"`
+				} `json:"_meta"`
+			}
+			require.NoError(t, json.Unmarshal(params, &p))
+			assert.Equal(t, task.TaskID, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the elicitation names the task by the client's id")
+		default:
+			t.Fatal("the client was never asked")
+		}
+		got := mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": task.TaskID}), "tasks/get")
+		assert.Equal(t, "completed", got["status"])
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestTasksResultTimeout: tasks/result is bounded by the tool's timeout and says
+// the task goes on; the task can still be polled and its result fetched.
+func TestTasksResultTimeout(t *testing.T) {
+	t.Parallel()
+	script := quoted(filepath.Join(nodeDir, "taskserver.mjs"))
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  alpha:
+    truely-stateless: true
+    command: node
+    args: [`+script+`]
+    transform: [{prefix: a_}]
+    tools:
+      config:
+        countdown: {timeout: 1s}
+`)
+	a.waitLoaded()
+	c := a.newClient()
+	c.initializeWith(map[string]any{})
+	task := startTask(t, c, "a_countdown", map[string]any{"label": "slow", "steps": 15, "stepMs": 200})
+	start := time.Now()
+	e := mustTaskError(t, c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID}), "tasks/result past the tool's timeout")
+	assert.Less(t, time.Since(start), 2500*time.Millisecond, "bounded by the tool's 1s timeout")
+	assert.Contains(t, e.Message, "the task goes on")
+	got := mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": task.TaskID}), "tasks/get")
+	assert.Equal(t, "working", got["status"], "the task was not cancelled with tasks/result")
+}
+
+// TestTasksLeased: on a leased server each session's tasks run on its own
+// instance, whose ids collide with the other's; a released lease takes its
+// tasks with it.
+func TestTasksLeased(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  alpha:
+    command: node
+    args: [`+quoted(filepath.Join(nodeDir, "taskserver.mjs"))+`]
+    transform: [{prefix: a_}]
+    lease: {prewarm: 0}
+`)
+	a.waitLoaded()
+	alice, bob := a.newClient(), a.newClient()
+	alice.initializeWith(map[string]any{})
+	bob.initializeWith(map[string]any{})
+	ta := startTask(t, alice, "a_countdown", map[string]any{"label": "alice's", "steps": 2, "stepMs": 50})
+	tb := startTask(t, bob, "a_countdown", map[string]any{"label": "bob's", "steps": 2, "stepMs": 50})
+	assert.NotEqual(t, ta.TaskID, tb.TaskID, "each instance's task-1 is a task of its own")
+	for _, c := range []struct {
+		c     *client
+		task  taskObject
+		label string
+	}{{alice, ta, "alice's"}, {bob, tb, "bob's"}} {
+		res := c.c.mustRequest("tasks/result", map[string]any{"taskId": c.task.TaskID})
+		require.Empty(t, string(res.Error))
+		assert.Equal(t, c.label+" done after 2 steps", firstText(t, res.Result), "routed to the session's own instance")
+		assert.Equal(t, []string{c.task.TaskID}, listTasks(t, c.c))
+	}
+
+	// The lease ends: the instance, and alice's task on it, are gone.
+	alice.callToolResult("mcp_release", map[string]any{"serverId": "alpha"})
+	lost := mustTaskError(t, alice.mustRequest("tasks/get", map[string]any{"taskId": ta.TaskID}), "a task of a released lease")
+	assert.Equal(t, -32602, lost.Code)
+	assert.Contains(t, lost.Message, "is lost")
+	assert.Empty(t, listTasks(t, alice), "a lost task is forgotten")
+	assert.Equal(t, "completed", mustResult(t, bob.mustRequest("tasks/get", map[string]any{"taskId": tb.TaskID}), "bob's task")["status"])
+}
+
+// TestTasksEndedSession: when a session ends, its tasks on a shared
+// instance, which no one can reach any more, are cancelled upstream.
+func TestTasksEndedSession(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, tasksConfig(t))
+	a.waitLoaded()
+	alice := a.newClient()
+	alice.initializeWith(map[string]any{})
+	task := startTask(t, alice, "a_countdown", map[string]any{"label": "forever", "steps": 1000, "stepMs": 100})
+	w := alice.wire.(*httpWire)
+	require.NoError(t, w.close())
+	w.mu.Lock()
+	w.session = "" // closed: nothing left for the test's cleanup to end
+	w.mu.Unlock()
+	line, ok := a.log.waitLine(func(line string) bool {
+		return strings.Contains(line, `msg="task of an ended session cancelled"`) && strings.Contains(line, task.TaskID)
+	}, callTimeout, a.exited)
+	require.True(t, ok, "the ended session's task was cancelled; stderr:\n%s", a.log)
+	assert.Contains(t, line, "err=<nil>", "the upstream accepted the cancellation")
+	assert.NotContains(t, line, "task-1 ", "the log names the task by the aggregator's id")
+}
+
+// TestTasksSDKClient: the TypeScript SDK 1.x client's experimental tasks
+// API runs a tool as a task through the aggregator (over HTTP, once the
+// servers are up, since initialize tells what is up then): it sees the
+// tasks capability and the tool's task support, follows the task to its
+// result by polling, and lists and gets it, all under the aggregator's id.
+func TestTasksSDKClient(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, tasksConfig(t))
+	a.waitLoaded()
+	marker := newMarker()
+	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "taskclient.mjs"), "--http", a.url)
+	cmd.Dir = t.TempDir()
+	cmd.Env = markerEnv(marker)
+	cmd.Stdin = strings.NewReader(`{"tool":"b_countdown","arguments":{"label":"sdk","steps":2,"stepMs":50}}`)
+	var stdout bytes.Buffer
+	stderr := newLogBuffer()
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	assertNoSurvivors(t, marker)
+	require.NoError(t, err, "taskclient failed; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr)
+
+	var out struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+		Messages     []struct {
+			Type   string          `json:"type"`
+			Task   *taskObject     `json:"task"`
+			Result json.RawMessage `json:"result"`
+			Error  string          `json:"error"`
+		} `json:"messages"`
+		Listed    []taskObject `json:"listed"`
+		Got       taskObject   `json:"got"`
+		FatalStep string       `json:"fatalStep"`
+		Fatal     string       `json:"fatal"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "taskclient output: %s", stdout.String())
+	require.Empty(t, out.Fatal)
+	require.Empty(t, out.FatalStep, "stderr:\n%s", stderr)
+	assert.Contains(t, out.Capabilities, "tasks")
+	require.NotEmpty(t, out.Messages)
+	first, last := out.Messages[0], out.Messages[len(out.Messages)-1]
+	require.Equal(t, "taskCreated", first.Type, "%+v", out.Messages)
+	id := first.Task.TaskID
+	assert.True(t, strings.HasPrefix(id, "task-") && id != "task-1", "the aggregator's id: %s", id)
+	require.Equal(t, "result", last.Type, "the stream ends with the task's result: %+v", out.Messages)
+	assert.Equal(t, "sdk done after 2 steps", firstText(t, last.Result))
+	for _, m := range out.Messages {
+		if m.Task != nil {
+			assert.Equal(t, id, m.Task.TaskID, "every status the client sees names its id")
+		}
+	}
+	require.Len(t, out.Listed, 1)
+	assert.Equal(t, id, out.Listed[0].TaskID)
+	assert.Equal(t, "completed", out.Listed[0].Status)
+	assert.Equal(t, id, out.Got.TaskID)
+	assert.Equal(t, "completed", out.Got.Status)
+}

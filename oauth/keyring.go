@@ -1,0 +1,404 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+)
+
+// refreshTimeout bounds one refresh. It runs on a context of its own, not
+// the caller's: a caller that gives up must not leave a rotated refresh
+// token half exchanged for the others waiting on it.
+const refreshTimeout = 30 * time.Second
+
+// KeyringOptions are a Keyring's dependencies.
+type KeyringOptions struct {
+	Store  *Store
+	Logger *slog.Logger
+	// HTTPClient sends token requests; nil: a client with a 30s timeout.
+	HTTPClient *http.Client
+	// Secrets, when set, is given every token the keyring loads or
+	// obtains, so that the logs can be scrubbed of them.
+	Secrets func(values ...string)
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Keyring holds the grants of the servers a running aggregator uses: one
+// credential per server URL, shared by every instance of that server, so
+// that one refresh serves them all (a rotated refresh token is good for one
+// use only).
+type Keyring struct {
+	opts  KeyringOptions
+	log   *slog.Logger
+	mu    sync.Mutex
+	creds map[string]*credential // by server URL
+}
+
+// NewKeyring returns a keyring over opts.Store.
+func NewKeyring(opts KeyringOptions) *Keyring {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: refreshTimeout}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
+}
+
+// credential is the grant for one server URL, as the keyring holds it.
+type credential struct {
+	k       *Keyring
+	url     string
+	mu      sync.Mutex
+	grant   *Grant // nil: no usable stored login
+	missing string // why grant is nil
+	refused string // non-empty: the issuer or the server refused the grant; log in again
+	flight  *flight
+	servers map[string]*config.Server // the servers using it, by id
+	renewed chan struct{}             // closed (and replaced) when the grant is replaced
+}
+
+// flight is a refresh under way; every caller that needs it waits for it.
+type flight struct {
+	done  chan struct{}
+	grant *Grant
+	err   error
+}
+
+// Transport returns the HTTP transport for srv: base with srv's access
+// token on every request to srv's origin, and nothing on requests to any
+// other. It fails with a *LoginRequiredError when no usable login is
+// stored for srv.
+func (k *Keyring) Transport(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
+	c := k.credential(srv)
+	if err := c.usable(srv); err != nil {
+		return nil, err
+	}
+	origin, err := originOf(srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &bearer{cred: c, server: srv, origin: origin, base: base}, nil
+}
+
+// credential returns the credential for srv's URL, loading it on first use.
+func (k *Keyring) credential(srv *config.Server) *credential {
+	k.mu.Lock()
+	c := k.creds[srv.URL]
+	if c == nil {
+		c = &credential{k: k, url: srv.URL, servers: map[string]*config.Server{}, renewed: make(chan struct{})}
+		k.creds[srv.URL] = c
+		c.load()
+	}
+	k.mu.Unlock()
+	c.mu.Lock()
+	c.servers[srv.ID] = srv
+	c.mu.Unlock()
+	return c
+}
+
+// load reads the stored grant; callers hold k.mu or own c alone.
+func (c *credential) load() {
+	g, err := c.k.opts.Store.Load(c.url)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setLoaded(g, err)
+}
+
+// setLoaded takes what the store holds; callers hold c.mu. It reports
+// whether the tokens changed.
+func (c *credential) setLoaded(g *Grant, err error) bool {
+	switch {
+	case errors.Is(err, ErrNoGrant):
+		changed := c.grant != nil
+		c.grant, c.missing, c.refused = nil, "not logged in", ""
+		return changed
+	case err != nil:
+		changed := c.grant != nil
+		c.grant, c.missing, c.refused = nil, err.Error(), ""
+		return changed
+	}
+	if g.sameTokens(c.grant) {
+		return false
+	}
+	if c.k.opts.Secrets != nil {
+		c.k.opts.Secrets(g.secrets()...)
+	}
+	c.grant, c.missing, c.refused = g, "", ""
+	close(c.renewed)
+	c.renewed = make(chan struct{})
+	return true
+}
+
+// waitRenewed waits until the stored grant is replaced (a new login), or
+// ctx ends.
+func (c *credential) waitRenewed(ctx context.Context) error {
+	c.mu.Lock()
+	renewed := c.renewed
+	c.mu.Unlock()
+	select {
+	case <-renewed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// usable says why srv cannot use the credential now, or nil.
+func (c *credential) usable(srv *config.Server) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.grant == nil:
+		return &LoginRequiredError{Server: srv.ID, Reason: c.missing}
+	case c.refused != "":
+		return &LoginRequiredError{Server: srv.ID, Reason: c.refused}
+	case srv.Auth.ClientID != "" && c.grant.ClientID != srv.Auth.ClientID:
+		return &LoginRequiredError{Server: srv.ID, Reason: "the stored login was made with another client than auth.client_id"}
+	}
+	return nil
+}
+
+// token returns an access token for srv that is not stale and not about to
+// expire, refreshing the grant if needed; one refresh at a time, shared by
+// every caller. stale is a token the server has just refused ("" if none).
+func (c *credential) token(ctx context.Context, srv *config.Server, stale string) (string, error) {
+	if err := c.usable(srv); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	g := c.grant
+	if g.AccessToken != "" && g.AccessToken != stale && !c.k.expiring(g) {
+		c.mu.Unlock()
+		return g.AccessToken, nil
+	}
+	f := c.flight
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		c.flight = f
+		go c.refresh(f, g, stale)
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	if f.err != nil {
+		if !errors.Is(f.err, ErrLoginRequired) {
+			return "", f.err
+		}
+		if err := c.usable(srv); err != nil {
+			return "", err // names this server
+		}
+		// A new login replaced the refused grant while the refresh ran.
+		c.mu.Lock()
+		g = c.grant
+		c.mu.Unlock()
+		if g.AccessToken == "" || g.AccessToken == stale || c.k.expiring(g) {
+			return "", &LoginRequiredError{Server: srv.ID, Reason: "the authorization server refused the stored refresh token"}
+		}
+		return g.AccessToken, nil
+	}
+	return f.grant.AccessToken, nil
+}
+
+// refresh runs one flight: it renews held (the grant the caller saw), or
+// takes a newer grant from the store if another process (a login, another
+// aggregator) saved one meanwhile, and saves what it gets.
+func (c *credential) refresh(f *flight, held *Grant, stale string) {
+	defer close(f.done)
+	defer func() {
+		c.mu.Lock()
+		c.flight = nil
+		c.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	if unlock, err := lockFile(ctx, c.k.opts.Store.lockPath(c.url)); err == nil {
+		defer unlock()
+	} else {
+		c.k.log.Warn("refreshing OAuth tokens without the store's lock", "servers", c.ids(), "err", err)
+	}
+	if g, ok := c.newerOnDisk(held, stale); ok {
+		f.grant = g
+		return
+	}
+	next, err := refresh(ctx, c.k.opts.HTTPClient, held, c.k.opts.Now())
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		// Another aggregator sharing the store may have rotated the refresh
+		// token first: its grant is as good as ours would have been.
+		if g, ok := c.newerOnDisk(held, stale); ok {
+			f.grant = g
+			return
+		}
+		c.refuse(held, refused.Error())
+		f.err = ErrLoginRequired
+		return
+	}
+	if err != nil {
+		f.err = err
+		return
+	}
+	if c.k.opts.Secrets != nil {
+		c.k.opts.Secrets(next.secrets()...)
+	}
+	c.mu.Lock()
+	current := c.grant == held // else a new login replaced it meanwhile: keep that one, here and on disk
+	if current {
+		c.grant = next
+	}
+	c.mu.Unlock()
+	if !current {
+		f.grant = next
+		return
+	}
+	if err := c.k.opts.Store.Save(next); err != nil {
+		// The new tokens work in this process; the next start needs a login
+		// if the rotated refresh token is lost.
+		c.k.log.Warn("could not save refreshed OAuth tokens", "servers", c.ids(), "err", err)
+	}
+	f.grant = next
+}
+
+// newerOnDisk returns the stored grant when it differs from held and has an
+// access token that is neither stale nor expiring.
+func (c *credential) newerOnDisk(held *Grant, stale string) (*Grant, bool) {
+	g, err := c.k.opts.Store.Load(c.url)
+	if err != nil || g.sameTokens(held) || g.AccessToken == "" || g.AccessToken == stale || c.k.expiring(g) {
+		return nil, false
+	}
+	c.mu.Lock()
+	c.setLoaded(g, nil)
+	c.mu.Unlock()
+	return g, true
+}
+
+// refuse marks the grant unusable until a new login, once, and logs it.
+func (c *credential) refuse(held *Grant, reason string) {
+	c.mu.Lock()
+	if c.grant != held || c.refused != "" {
+		c.mu.Unlock()
+		return
+	}
+	c.refused = reason
+	c.mu.Unlock()
+	for _, id := range c.ids() {
+		c.k.log.Error("server needs a new login", "server", id, "reason", reason, "fix", "run `mcp-aggregator login "+id+"`")
+	}
+}
+
+// rejected records that the server refused token even right after a
+// refresh: only a new login helps.
+func (c *credential) rejected(token string) {
+	c.mu.Lock()
+	held := c.grant
+	c.mu.Unlock()
+	if held != nil && held.AccessToken == token {
+		c.refuse(held, "the server refused a freshly refreshed access token")
+	}
+}
+
+func (c *credential) ids() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.servers))
+	for id := range c.servers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// expiring reports whether g's access token expires within a fifth of its
+// lifetime (at most a minute, at least a second): it is refreshed before a
+// request could fail with it.
+func (k *Keyring) expiring(g *Grant) bool {
+	if g.Expiry.IsZero() {
+		return false
+	}
+	margin := 30 * time.Second
+	if !g.Obtained.IsZero() && g.Expiry.After(g.Obtained) {
+		margin = min(max(g.Expiry.Sub(g.Obtained)/5, time.Second), time.Minute)
+	}
+	return !k.opts.Now().Add(margin).Before(g.Expiry)
+}
+
+// Sync re-reads the stored grant of every server the keyring knows and
+// reports whether any changed: a login or logout from the command line, or
+// a file put there by hand. Its own saves change nothing here.
+func (k *Keyring) Sync() bool {
+	k.mu.Lock()
+	creds := make([]*credential, 0, len(k.creds))
+	for _, c := range k.creds {
+		creds = append(creds, c)
+	}
+	k.mu.Unlock()
+	changed := false
+	for _, c := range creds {
+		g, err := k.opts.Store.Load(c.url)
+		c.mu.Lock()
+		if c.setLoaded(g, err) {
+			changed = true
+		}
+		c.mu.Unlock()
+	}
+	return changed
+}
+
+// Problems are the servers among servers whose grant was refused while
+// running: each an error naming the login command. A server that never had
+// a login fails to start instead, which is its own problem.
+func (k *Keyring) Problems(servers []*config.Server) []config.Problem {
+	var out []config.Problem
+	for _, s := range servers {
+		if s.Auth.Type != config.ServerAuthOAuth {
+			continue
+		}
+		k.mu.Lock()
+		c := k.creds[s.URL]
+		k.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		c.mu.Lock()
+		refused := c.refused
+		c.mu.Unlock()
+		if refused != "" {
+			out = append(out, config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID, Field: "auth",
+				Message: (&LoginRequiredError{Server: s.ID, Reason: refused}).Error()})
+		}
+	}
+	return out
+}
+
+// String keeps tokens out of any accidental %v of a keyring.
+func (k *Keyring) String() string { return fmt.Sprintf("oauth.Keyring(%s)", k.opts.Store.Dir()) }
+
+// Learn takes a grant this process obtained itself (a login offered to a
+// client): the servers of its URL use it at once, without waiting for the
+// store's watch.
+func (k *Keyring) Learn(g *Grant) {
+	k.mu.Lock()
+	c := k.creds[g.Server]
+	k.mu.Unlock()
+	if c == nil {
+		return // no server uses it yet; Transport loads it from the store
+	}
+	c.mu.Lock()
+	c.setLoaded(g, nil)
+	c.mu.Unlock()
+}

@@ -1,0 +1,151 @@
+package ops
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// Options are what the operations endpoints need besides the proxy.
+type Options struct {
+	Logger  *slog.Logger
+	Version string // the binary's, shown on the status page and in build_info
+	// Secrets are scrubbed from every text the status shows (health lines,
+	// problems); nil shows them as they are.
+	Secrets *redact.Set
+}
+
+// Ops serves the operations endpoints of one proxy.
+type Ops struct {
+	proxy    *proxy.Proxy
+	rec      *Recorder
+	opts     Options
+	started  time.Time
+	registry *prometheus.Registry
+	metrics  http.Handler
+}
+
+// scrapeTimeout bounds one /metrics answer; concurrent scrapes beyond
+// maxScrapes get 503 instead of piling up.
+const (
+	scrapeTimeout = 10 * time.Second
+	maxScrapes    = 4
+)
+
+// New returns the endpoints of p, whose Options.Observer is rec.
+func New(p *proxy.Proxy, rec *Recorder, opts Options) *Ops {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	o := &Ops{proxy: p, rec: rec, opts: opts, started: time.Now(), registry: prometheus.NewRegistry()}
+	o.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		rec.calls, rec.durations, rec.reloads, rec.restarts, rec.crashes,
+		&stateCollector{o: o},
+	)
+	o.metrics = promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{
+		ErrorLog:            errorLog{opts.Logger},
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: maxScrapes,
+		Timeout:             scrapeTimeout,
+	})
+	return o
+}
+
+// Registry is the private registry /metrics exposes.
+func (o *Ops) Registry() *prometheus.Registry { return o.registry }
+
+// Healthz answers 200 while the process serves.
+func (o *Ops) Healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		noStore(w.Header())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+}
+
+// readiness is the /readyz answer.
+type readiness struct {
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"notReady,omitempty"`
+}
+
+// Readyz answers 200 once the first load is done and every required
+// server is up, else 503 with what is not ready.
+func (o *Ops) Readyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		ready, notReady := o.proxy.Readiness()
+		code := http.StatusOK
+		if !ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, readiness{Ready: ready, NotReady: o.scrubAll(notReady)})
+	})
+}
+
+// Metrics answers in the Prometheus exposition formats.
+func (o *Ops) Metrics() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		// Before the gathering starts: collectors run concurrently.
+		o.rec.sync(o.proxy.Catalog(), o.proxy.Servers())
+		o.metrics.ServeHTTP(w, r)
+	})
+}
+
+// StatusJSON answers the status as JSON.
+func (o *Ops) StatusJSON() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		writeJSON(w, http.StatusOK, o.snapshot())
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, "cannot render the status: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	noStore(w.Header())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// allowRead lets GET and HEAD through and answers anything else with 405.
+func allowRead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "use GET", http.StatusMethodNotAllowed)
+	return false
+}
+
+func noStore(h http.Header) { h.Set("Cache-Control", "no-store") }
+
+// errorLog hands promhttp's errors to slog.
+type errorLog struct{ log *slog.Logger }
+
+func (l errorLog) Println(v ...any) { l.log.Warn("metrics: " + fmtArgs(v)) }

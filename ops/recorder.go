@@ -1,0 +1,240 @@
+package ops
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// Label values for calls that no catalog entry accounts for.
+const (
+	unknownServer = "_unknown" // the tool name is not in the catalog
+	unknownTool   = "_unknown"
+)
+
+// durationBuckets cover tool calls from a local lookup to a long job; a
+// tool's timeout defaults to a minute and may be longer.
+var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// Recorder is the proxy.Observer of the gateway: it counts calls, reloads
+// and restarts into its metrics and keeps the last reloads for the status
+// page.
+type Recorder struct {
+	calls     *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+	reloads   *prometheus.CounterVec
+	restarts  *prometheus.CounterVec
+	crashes   *prometheus.CounterVec
+
+	// series holds each catalog entry's pre-resolved metrics, keyed by the
+	// *proxy.Entry itself: a call finds its counters with one lock-free
+	// lookup. Entries the catalog no longer has are pruned at scrape time.
+	series sync.Map // *proxy.Entry -> *toolSeries
+	// mu serialises creating and pruning series, so a prune never deletes
+	// the label values of a series being created.
+	mu              sync.Mutex
+	durationServers map[string]bool // server labels of durations; under mu
+	perServer       map[string]bool // server labels of restarts and crashes set up by sync; under mu
+
+	recent reloadRing
+}
+
+// toolSeries are one catalog entry's metrics. Counters per outcome are
+// resolved on the outcome's first use, so tools that never fail export no
+// zero error series.
+type toolSeries struct {
+	server, tool string
+	outcomes     [5]atomic.Pointer[counter]
+	duration     prometheus.Observer
+}
+
+type counter struct{ prometheus.Counter }
+
+// NewRecorder returns a recorder keeping the last keep reloads (at least 1).
+func NewRecorder(keep int) *Recorder {
+	return &Recorder{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_aggregator_tool_calls_total",
+			Help: "tools/call requests finished, by server, exported tool name and outcome (ok, tool_error, error, timeout, cancelled). Names no server exports count under tool=\"_unknown\".",
+		}, []string{"server", "tool", "outcome"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_aggregator_tool_call_duration_seconds",
+			Help:    "Time from a tools/call's arrival at the aggregator to its result, by server.",
+			Buckets: durationBuckets,
+		}, []string{"server"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_aggregator_reloads_total",
+			Help: "Config loads applied, by outcome: ok, partial (some servers kept their last good state), rejected (a workspace-level error; nothing changed). The first load counts.",
+		}, []string{"outcome"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_aggregator_upstream_restarts_total",
+			Help: "Upstream instances started to replace one: a shared instance restarted after a crash, replaced over limits.max_rss, or a leased instance recycled (lease.max_calls, lease.max_age).",
+		}, []string{"server"}),
+		crashes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_aggregator_upstream_crashes_total",
+			Help: "Upstream instances lost unexpectedly (exited, closed the connection, or failed two pings in a row).",
+		}, []string{"server"}),
+		recent:          reloadRing{keep: max(keep, 1)},
+		durationServers: map[string]bool{},
+		perServer:       map[string]bool{},
+	}
+}
+
+var _ proxy.Observer = (*Recorder)(nil)
+
+// ToolCalled counts one call. On the common path it is two atomic loads,
+// one addition and one histogram observation.
+func (r *Recorder) ToolCalled(e *proxy.Entry, outcome proxy.CallOutcome, elapsed time.Duration) {
+	var s *toolSeries
+	if v, ok := r.series.Load(e); ok {
+		s = v.(*toolSeries)
+	} else {
+		s = r.newSeries(e)
+	}
+	c := s.outcomes[outcome].Load()
+	if c == nil {
+		c = r.resolve(s, outcome)
+	}
+	c.Inc()
+	s.duration.Observe(elapsed.Seconds())
+}
+
+// newSeries resolves the metrics of an entry seen for the first time (nil:
+// a name no server exports).
+func (r *Recorder) newSeries(e *proxy.Entry) *toolSeries {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.series.Load(e); ok {
+		return v.(*toolSeries)
+	}
+	s := &toolSeries{server: unknownServer, tool: unknownTool}
+	if e != nil {
+		s.server, s.tool = e.Server, e.Exported
+	}
+	s.duration = r.durations.WithLabelValues(s.server)
+	r.durationServers[s.server] = true
+	r.series.Store(e, s)
+	return s
+}
+
+func (r *Recorder) resolve(s *toolSeries, outcome proxy.CallOutcome) *counter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := s.outcomes[outcome].Load(); c != nil {
+		return c
+	}
+	c := &counter{r.calls.WithLabelValues(s.server, s.tool, outcome.String())}
+	s.outcomes[outcome].Store(c)
+	return c
+}
+
+// sync makes the per-server series follow the config before a scrape:
+// every configured server has its restart and crash counters, even at
+// zero, and the series of tools cat no longer exports and of servers gone
+// are dropped, which keeps the label sets bounded by the catalog and the
+// config however often they change.
+func (r *Recorder) sync(cat *proxy.Catalog, configured []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want := map[string]bool{}
+	for _, s := range configured {
+		want[s] = true
+		if !r.perServer[s] {
+			r.restarts.WithLabelValues(s)
+			r.crashes.WithLabelValues(s)
+			r.perServer[s] = true
+		}
+	}
+	for s := range r.perServer {
+		if !want[s] {
+			r.restarts.DeleteLabelValues(s)
+			r.crashes.DeleteLabelValues(s)
+			delete(r.perServer, s)
+		}
+	}
+	r.prune(cat)
+}
+
+// prune drops the series of tools cat no longer exports. Callers hold mu.
+func (r *Recorder) prune(cat *proxy.Catalog) {
+	servers := map[string]bool{unknownServer: true}
+	for _, e := range cat.Entries() {
+		servers[e.Server] = true
+	}
+	r.series.Range(func(k, v any) bool {
+		e, s := k.(*proxy.Entry), v.(*toolSeries)
+		if e == nil {
+			return true
+		}
+		if cur, ok := cat.Lookup(e.Exported); ok && cur == e {
+			return true
+		}
+		r.series.Delete(e)
+		if cur, ok := cat.Lookup(e.Exported); ok && cur.Server == e.Server {
+			// The same server still exports the name: a newer entry shares
+			// the label values, so they stay.
+			return true
+		}
+		r.calls.DeletePartialMatch(prometheus.Labels{"server": s.server, "tool": s.tool})
+		return true
+	})
+	// A server gone from the catalog takes its durations along.
+	for sv := range r.durationServers {
+		if !servers[sv] {
+			r.durations.DeleteLabelValues(sv)
+			delete(r.durationServers, sv)
+		}
+	}
+}
+
+// Reloaded counts a reload and keeps it for the status page.
+func (r *Recorder) Reloaded(rl proxy.Reload) {
+	r.reloads.WithLabelValues(rl.Outcome).Inc()
+	r.recent.add(rl)
+}
+
+// InstanceEvent counts restarts and crashes.
+func (r *Recorder) InstanceEvent(server, kind string) {
+	switch kind {
+	case "restarted", "replaced", "recycled":
+		r.restarts.WithLabelValues(server).Inc()
+	case "lost":
+		r.crashes.WithLabelValues(server).Inc()
+	}
+}
+
+// Reloads returns the kept reloads, newest first.
+func (r *Recorder) Reloads() []proxy.Reload { return r.recent.list() }
+
+// reloadRing keeps the last keep reloads.
+type reloadRing struct {
+	mu   sync.Mutex
+	keep int
+	ring []proxy.Reload
+	next int
+}
+
+func (g *reloadRing) add(rl proxy.Reload) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.ring) < g.keep {
+		g.ring = append(g.ring, rl)
+		return
+	}
+	g.ring[g.next] = rl
+	g.next = (g.next + 1) % g.keep
+}
+
+func (g *reloadRing) list() []proxy.Reload {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]proxy.Reload, 0, len(g.ring))
+	for i := len(g.ring) - 1; i >= 0; i-- {
+		out = append(out, g.ring[(g.next+i)%len(g.ring)])
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+func TestRecorderCountsPerEntryAndOutcome(t *testing.T) {
+	rec := NewRecorder(5)
+	a := &proxy.Entry{Server: "github", Exported: "gh_search", Original: "search"}
+	b := &proxy.Entry{Server: "github", Exported: "gh_issue", Original: "issue"}
+	for range 3 {
+		rec.ToolCalled(a, proxy.CallOK, 20*time.Millisecond)
+	}
+	rec.ToolCalled(a, proxy.CallTimeout, 2*time.Second)
+	rec.ToolCalled(b, proxy.CallToolError, time.Millisecond)
+	rec.ToolCalled(nil, proxy.CallError, time.Microsecond)
+
+	assert.Equal(t, 3.0, testutil.ToFloat64(rec.calls.WithLabelValues("github", "gh_search", "ok")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.calls.WithLabelValues("github", "gh_search", "timeout")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.calls.WithLabelValues("github", "gh_issue", "tool_error")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.calls.WithLabelValues(unknownServer, unknownTool, "error")))
+	// Outcomes that never happened export no series.
+	assert.Equal(t, 4, testutil.CollectAndCount(rec.calls))
+
+	assert.Equal(t, 2, testutil.CollectAndCount(rec.durations), "one histogram per server label")
+}
+
+func TestRecorderCallPathDoesNotAllocate(t *testing.T) {
+	rec := NewRecorder(5)
+	e := &proxy.Entry{Server: "s", Exported: "t"}
+	rec.ToolCalled(e, proxy.CallOK, time.Millisecond) // resolves the series
+	allocs := testing.AllocsPerRun(1000, func() { rec.ToolCalled(e, proxy.CallOK, time.Millisecond) })
+	assert.Zero(t, allocs)
+}
+
+func BenchmarkRecorderToolCalled(b *testing.B) {
+	rec := NewRecorder(5)
+	e := &proxy.Entry{Server: "s", Exported: "t"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec.ToolCalled(e, proxy.CallOK, time.Millisecond)
+		}
+	})
+}
+
+func TestRecorderPrunesToolsTheCatalogDropped(t *testing.T) {
+	r := newRig(t)
+	r.load(t, demoConfig(""))
+	cat := r.proxy.Catalog()
+	echo, ok := cat.Lookup("echo")
+	require.True(t, ok, "the demo tools server exports echo")
+	gone := &proxy.Entry{Server: "removed", Exported: "old_tool"}
+	r.rec.ToolCalled(echo, proxy.CallOK, time.Millisecond)
+	r.rec.ToolCalled(gone, proxy.CallOK, time.Millisecond)
+	r.rec.ToolCalled(nil, proxy.CallError, time.Millisecond)
+	require.Equal(t, 3, testutil.CollectAndCount(r.rec.calls))
+
+	r.rec.sync(cat, nil)
+	assert.Equal(t, 2, testutil.CollectAndCount(r.rec.calls), "the dropped tool's series is gone, the catalog's and _unknown stay")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.rec.calls.WithLabelValues("tools", "echo", "ok")))
+	assert.Equal(t, 2, testutil.CollectAndCount(r.rec.durations), "servers: tools and _unknown")
+}
+
+func TestRecorderRestartsAndReloads(t *testing.T) {
+	rec := NewRecorder(2)
+	for _, kind := range []string{"lost", "restarted", "leased", "recycled", "spawn-failed"} {
+		rec.InstanceEvent("a", kind)
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(rec.restarts.WithLabelValues("a")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.crashes.WithLabelValues("a")))
+
+	for i, outcome := range []string{proxy.ReloadOK, proxy.ReloadPartial, proxy.ReloadRejected} {
+		rec.Reloaded(proxy.Reload{Outcome: outcome, Version: uint64(i)})
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.reloads.WithLabelValues(proxy.ReloadRejected)))
+	kept := rec.Reloads()
+	require.Len(t, kept, 2, "the ring keeps the last two")
+	assert.Equal(t, []uint64{2, 1}, []uint64{kept[0].Version, kept[1].Version}, "newest first")
+}
+
+func TestReloadRingOrder(t *testing.T) {
+	g := reloadRing{keep: 3}
+	var got []string
+	for i := range 7 {
+		g.add(proxy.Reload{Version: uint64(i)})
+		got = got[:0]
+		for _, r := range g.list() {
+			got = append(got, string(rune('0'+r.Version)))
+		}
+		wantLen := min(i+1, 3)
+		require.Len(t, got, wantLen)
+		var want []string
+		for v := i; v > i-wantLen; v-- {
+			want = append(want, string(rune('0'+v)))
+		}
+		assert.Equal(t, strings.Join(want, ""), strings.Join(got, ""))
+	}
+}

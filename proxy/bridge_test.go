@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/requeststate"
+)
+
+func TestInputResponses(t *testing.T) {
+	got, bad := inputResponses(json.RawMessage(`{"name":"t","inputResponses":{"input-1":{"action":"accept","content":{"n":1}},"input\u002d2":{}}}`))
+	require.Empty(t, bad)
+	assert.Equal(t, map[string]json.RawMessage{"input-1": json.RawMessage(`{"action":"accept","content":{"n":1}}`), "input-2": json.RawMessage(`{}`)}, got)
+
+	got, bad = inputResponses(json.RawMessage(`{"name":"t"}`))
+	assert.Empty(t, bad)
+	assert.Nil(t, got)
+
+	_, bad = inputResponses(json.RawMessage(`{"inputResponses":{"input-1":"yes"}}`))
+	assert.Contains(t, bad, `inputResponses["input-1"] must be an object`)
+	_, bad = inputResponses(json.RawMessage(`{"inputResponses":[1]}`))
+	assert.Contains(t, bad, "must be an object keyed by the inputRequests")
+}
+
+func TestInputRequiredRendering(t *testing.T) {
+	body := inputRequired([]*inputAsk{
+		{key: "input-1", method: "elicitation/create", params: json.RawMessage(`{"message":"m","requestedSchema":{"type":"object","properties":{}}}`)},
+		{key: "input-2", method: "roots/list"},
+	}, "mcpagg1.x")
+	assert.JSONEq(t, `{"resultType":"input_required","inputRequests":{
+		"input-1":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}},
+		"input-2":{"method":"roots/list"}},"requestState":"mcpagg1.x"}`, string(body))
+}
+
+func TestBridgeBounds(t *testing.T) {
+	var b bridge
+	require.NoError(t, b.init())
+	held := func(caller string) *exchange {
+		return &exchange{id: requeststate.NewNonce(), caller: caller, cancel: func() {}}
+	}
+	var first *exchange
+	for i := 0; i < maxHeldPerCaller; i++ {
+		x := held("meta:a")
+		require.NoError(t, b.register(x))
+		if first == nil {
+			first = x
+		}
+	}
+	err := b.register(held("meta:a"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("already has %d requests awaiting its input", maxHeldPerCaller))
+	require.NoError(t, b.register(held("meta:b")), "another caller has its own bound")
+	b.remove(first)
+	require.NoError(t, b.register(held("meta:a")), "a removed exchange frees its place")
+	b.remove(first) // twice: no effect
+	assert.Equal(t, maxHeldPerCaller, b.perCaller["meta:a"])
+}
+
+// TestBridgeRoundsWithoutClient drives one exchange as a 2026-07-28 client
+// would, with the upstream played by the served function: two rounds, the
+// answers reaching it, then its result; a replayed state is refused.
+func TestBridgeRoundsWithoutClient(t *testing.T) {
+	p := &Proxy{}
+	require.NoError(t, p.bridge.init())
+	caps := json.RawMessage(`{"elicitation":{}}`)
+	request := func(params string) *downstream.Request {
+		return &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)},
+			Protocol: "2026-07-28", ClientCapabilities: caps, Send: func(*jsonrpc.Message) bool { return true }}
+	}
+	serve := func(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+		first, err := req.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"one"}`))
+		if err != nil {
+			return failure(codeInternal, "%v", err)
+		}
+		second, err := req.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"two"}`))
+		if err != nil {
+			return failure(codeInternal, "%v", err)
+		}
+		return &jsonrpc.Message{Result: json.RawMessage(fmt.Sprintf(`{"got":[%s,%s]}`, first.Result, second.Result))}
+	}
+	ctx := context.Background()
+	params := `{"name":"t","arguments":{}`
+	resp := p.bridged(ctx, request(params+`}`), serve)
+	state, key := roundOf(t, resp, "one")
+	resp = p.bridged(ctx, request(fmt.Sprintf(`%s,"requestState":%q,"inputResponses":{%q:{"n":1}}}`, params, state, key)), serve)
+	state2, key2 := roundOf(t, resp, "two")
+	resp = p.bridged(ctx, request(fmt.Sprintf(`%s,"requestState":%q,"inputResponses":{%q:{"n":2}}}`, params, state2, key2)), serve)
+	require.Nil(t, resp.Error)
+	assert.JSONEq(t, `{"got":[{"n":1},{"n":2}]}`, string(resp.Result))
+
+	resp = p.bridged(ctx, request(fmt.Sprintf(`%s,"requestState":%q,"inputResponses":{}}`, params, state2)), serve)
+	require.NotNil(t, resp.Error)
+	assert.Contains(t, resp.Error.Message, "requestState refused")
+	p.bridge.mu.Lock()
+	assert.Empty(t, p.bridge.held, "nothing is left held")
+	p.bridge.mu.Unlock()
+}
+
+// roundOf reads an input_required response with one request.
+func roundOf(t *testing.T, resp *jsonrpc.Message, message string) (state, key string) {
+	t.Helper()
+	require.NotNil(t, resp)
+	require.Nil(t, resp.Error, "%+v", resp.Error)
+	var r struct {
+		ResultType string `json:"resultType"`
+		Requests   map[string]struct {
+			Method string `json:"method"`
+			Params struct {
+				Message string `json:"message"`
+			} `json:"params"`
+		} `json:"inputRequests"`
+		State string `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &r))
+	require.Equal(t, "input_required", r.ResultType)
+	require.Len(t, r.Requests, 1)
+	for k, v := range r.Requests {
+		assert.Equal(t, message, v.Params.Message)
+		key = k
+	}
+	return r.State, key
+}
+
+// FuzzInputResponses: a client's inputResponses, whatever they are, never
+// panic the reader, and only objects are taken as answers.
+func FuzzInputResponses(f *testing.F) {
+	f.Add([]byte(`{"inputResponses":{"input-1":{"action":"accept"}}}`))
+	f.Add([]byte(`{"inputResponses":{"a":1}}`))
+	f.Add([]byte(`{"inputResponses":null,"requestState":"mcpagg1.x"}`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		got, bad := inputResponses(params)
+		if bad != "" {
+			return
+		}
+		for k, v := range got {
+			if len(v) == 0 || v[0] != '{' {
+				t.Fatalf("answer %q is not an object: %s", k, v)
+			}
+		}
+	})
+}
+
+// TestBridgeProgressAndCancel: progress of a held request reaches the client
+// request waiting at the time, under that request's token; when that request
+// is cancelled, the held run ends too.
+func TestBridgeProgressAndCancel(t *testing.T) {
+	p := &Proxy{}
+	require.NoError(t, p.bridge.init())
+	type sent struct {
+		to  string
+		msg *jsonrpc.Message
+	}
+	got := make(chan sent, 8)
+	request := func(name, params string) *downstream.Request {
+		return &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)},
+			Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(`{"elicitation":{}}`),
+			Send: func(m *jsonrpc.Message) bool { got <- sent{name, m}; return true }}
+	}
+	ended := make(chan struct{})
+	serve := func(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+		progress := func(n int) {
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(fmt.Sprintf(`{"progressToken":"first","progress":%d}`, n))})
+		}
+		progress(1)
+		if _, err := req.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"one"}`)); err != nil {
+			return failure(codeInternal, "%v", err)
+		}
+		progress(2)
+		<-ctx.Done()
+		close(ended)
+		return nil
+	}
+	resp := p.bridged(context.Background(), request("first", `{"name":"t","_meta":{"progressToken":"first"}}`), serve)
+	first := <-got
+	assert.Equal(t, "first", first.to)
+	assert.JSONEq(t, `{"progressToken":"first","progress":1}`, string(first.msg.Params))
+	state, key := roundOf(t, resp, "one")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	retried := make(chan *jsonrpc.Message, 1)
+	go func() {
+		retried <- p.bridged(ctx, request("retry", fmt.Sprintf(`{"name":"t","_meta":{"progressToken":7},"requestState":%q,"inputResponses":{%q:{}}}`, state, key)), serve)
+	}()
+	second := <-got
+	assert.Equal(t, "retry", second.to)
+	assert.JSONEq(t, `{"progressToken":7,"progress":2}`, string(second.msg.Params), "under the retry's own token")
+	cancel()
+	<-ended // the held run was cancelled with the request waiting on it
+	assert.Nil(t, <-retried, "no response is due to a cancelled request")
+}

@@ -1,0 +1,266 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// Observer is told what the proxy does, for metrics and the status page.
+// ToolCalled runs on the path of every tools/call, so it must neither block
+// nor do more than a few atomic operations; the others run rarely.
+type Observer interface {
+	// ToolCalled reports one finished tools/call: e is the catalog entry it
+	// ran as, nil when no server exports the name.
+	ToolCalled(e *Entry, outcome CallOutcome, elapsed time.Duration)
+	// Reloaded reports one finished Reconcile.
+	Reloaded(Reload)
+	// InstanceEvent reports a change to one of server's instances: the
+	// kinds of session.Event ("restarted", "lost", "replaced", ...).
+	InstanceEvent(server, kind string)
+}
+
+// CallOutcome is how a tools/call ended.
+type CallOutcome uint8
+
+// The outcomes of a tools/call, as the metrics label them.
+const (
+	CallOK        CallOutcome = iota // a result without isError
+	CallToolError                    // a result with isError: true
+	CallError                        // a JSON-RPC error, from the upstream or the aggregator
+	CallTimeout                      // no result within the tool's timeout
+	CallCancelled                    // the client went away or cancelled
+	callOutcomes
+)
+
+// CallOutcomes lists every outcome, in label order.
+func CallOutcomes() []CallOutcome {
+	out := make([]CallOutcome, 0, callOutcomes)
+	for o := CallOutcome(0); o < callOutcomes; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// String is the outcome's label value.
+func (o CallOutcome) String() string {
+	switch o {
+	case CallOK:
+		return "ok"
+	case CallToolError:
+		return "tool_error"
+	case CallError:
+		return "error"
+	case CallTimeout:
+		return "timeout"
+	case CallCancelled:
+		return "cancelled"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// callOutcome classifies what invoke returns. callCtx is the call's own
+// context, whose cause tells a timeout from other errors.
+func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) CallOutcome {
+	switch {
+	case err != nil:
+		return CallCancelled
+	case callCtx != nil && errors.Is(context.Cause(callCtx), ErrTimeout):
+		return CallTimeout
+	case rpcErr != nil:
+		return CallError
+	case isErrorResult(result):
+		return CallToolError
+	}
+	return CallOK
+}
+
+// isErrorResult reports whether a tools/call result, a JSON object, has
+// "isError": true among its own members (the last one, should the name
+// repeat, as encoding/json reads it). It runs on every call's result, so it
+// does not validate: it skips strings by searching for their closing quote
+// and nested values by counting brackets, which costs a large text item
+// little more than a memchr; the result was checked when its message was
+// read.
+func isErrorResult(obj []byte) bool {
+	depth, found := 0, false
+	for i := 0; i < len(obj); i++ {
+		switch obj[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(obj, i+1)
+			if end < 0 {
+				return false
+			}
+			if depth == 1 {
+				if next := skipSpace(obj, end+1); next < len(obj) && obj[next] == ':' {
+					if isErrorKey(obj[i : end+1]) {
+						v := obj[skipSpace(obj, next+1):]
+						found = len(v) >= 4 && string(v[:4]) == "true"
+					}
+					i = next
+					continue
+				}
+			}
+			i = end
+		}
+	}
+	return found
+}
+
+// stringEnd returns the index of the quote closing the string whose
+// content starts at from, or -1.
+func stringEnd(b []byte, from int) int {
+	for {
+		j := bytes.IndexByte(b[from:], '"')
+		if j < 0 {
+			return -1
+		}
+		k := from + j
+		backslashes := 0
+		for p := k - 1; p >= from && b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return k
+		}
+		from = k + 1
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// isErrorKey reports whether quoted, a JSON string with its quotes, is
+// "isError", escaped or not.
+func isErrorKey(quoted []byte) bool {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted) == `"isError"`
+	}
+	var name string
+	return json.Unmarshal(quoted, &name) == nil && name == "isError"
+}
+
+// observeCall reports one call to the observer, if there is one.
+func (p *Proxy) observeCall(e *Entry, start time.Time, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+	if p.opts.Observer == nil {
+		return
+	}
+	p.opts.Observer.ToolCalled(e, callOutcome(callCtx, result, rpcErr, err), time.Since(start))
+}
+
+// Reload outcomes.
+const (
+	ReloadOK       = "ok"       // every server of the config is running as configured
+	ReloadPartial  = "partial"  // some servers failed and kept their last good state
+	ReloadRejected = "rejected" // a workspace-level error: nothing changed
+)
+
+// Reload is one finished Reconcile, as the status page lists it.
+type Reload struct {
+	Time     time.Time     `json:"time"`
+	Duration time.Duration `json:"-"`
+	Outcome  string        `json:"outcome"`
+	Version  uint64        `json:"registryVersion"`
+	Changed  bool          `json:"changed"`
+	Failed   []string      `json:"failed,omitempty"`
+	// Errors are the reload's error problems, at most maxReloadErrors.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// maxReloadErrors bounds the problems one Reload keeps.
+const maxReloadErrors = 5
+
+func (p *Proxy) observeReload(start time.Time, ws *config.Workspace, report Report) {
+	if p.opts.Observer == nil {
+		return
+	}
+	r := Reload{Time: start, Duration: time.Since(start), Version: report.Version, Changed: report.Changed,
+		Failed: append([]string(nil), report.Failed...), Outcome: ReloadOK}
+	switch {
+	case ws == nil:
+		r.Outcome = ReloadRejected
+	case len(report.Failed) > 0:
+		r.Outcome = ReloadPartial
+	}
+	for _, pr := range report.Problems {
+		if pr.Severity == config.SeverityError && len(r.Errors) < maxReloadErrors {
+			r.Errors = append(r.Errors, pr.String())
+		}
+	}
+	p.opts.Observer.Reloaded(r)
+}
+
+// Sessions is the number of connected downstream sessions.
+func (p *Proxy) Sessions() int {
+	p.clients.mu.Lock()
+	defer p.clients.mu.Unlock()
+	return len(p.clients.sessions)
+}
+
+// Readiness reports whether the aggregator is ready for traffic: the first
+// config load is done and every server marked required is running, its
+// shared instance up. notReady says what is missing, one line each.
+func (p *Proxy) Readiness() (ready bool, notReady []string) {
+	select {
+	case <-p.loaded:
+	default:
+		return false, []string{"the first config load is still running"}
+	}
+	st := p.current()
+	for _, id := range st.required {
+		rs := st.servers[id]
+		if rs == nil {
+			why := st.failed[id]
+			if why == "" {
+				why = "not running"
+			}
+			notReady = append(notReady, fmt.Sprintf("required server %q: %s", id, why))
+			continue
+		}
+		if !rs.pool.Stateless() {
+			continue // instances start per session; the server itself is up
+		}
+		if stats := rs.pool.Stats(); stats.Down != "" {
+			notReady = append(notReady, fmt.Sprintf("required server %q is down (%s); restarting with backoff", id, stats.Down))
+		} else if !stats.SharedAlive {
+			notReady = append(notReady, fmt.Sprintf("required server %q is down; restarting", id))
+		}
+	}
+	return len(notReady) == 0, notReady
+}
+
+// requiredServers lists the ids of ws's servers marked required.
+func requiredServers(ws *config.Workspace) []string {
+	var ids []string
+	for _, s := range ws.Servers {
+		if s.Required {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+// Required lists the servers marked required in the last good config.
+func (p *Proxy) Required() []string {
+	return append([]string(nil), p.current().required...)
+}
+
+// Servers lists the servers of the last good config, in config order,
+// running or not.
+func (p *Proxy) Servers() []string {
+	return append([]string(nil), p.current().order...)
+}

@@ -1,0 +1,305 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+)
+
+// A profile narrows what one authenticated client sees and may call: the
+// tools, resources and prompts of some servers, the tools whose exported
+// names match some patterns. A client without a profile, and every stdio
+// client, sees everything. The aggregator's own tools (mcp_status,
+// mcp_release, the discovery pair) stay visible: they act on the client's
+// own session and show only what its profile allows.
+
+// profile is one config.Profile, ready to match.
+type profile struct {
+	servers map[string]bool // nil: every server
+	tools   []string        // exported-name patterns; nil: every tool
+}
+
+// compileProfiles turns the config's profiles into matchers.
+func compileProfiles(m map[string]config.Profile) map[string]*profile {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]*profile, len(m))
+	for client, cp := range m {
+		pr := &profile{tools: slices.Clone(cp.Tools)}
+		if len(cp.Servers) > 0 {
+			pr.servers = make(map[string]bool, len(cp.Servers))
+			for _, s := range cp.Servers {
+				pr.servers[s] = true
+			}
+		}
+		out[client] = pr
+	}
+	return out
+}
+
+// same reports whether two profiles admit the same things.
+func (pr *profile) same(o *profile) bool {
+	if pr == nil || o == nil {
+		return pr == o
+	}
+	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools)
+}
+
+// server reports whether the profile admits a server; a nil profile admits
+// every one.
+func (pr *profile) server(id string) bool {
+	return pr == nil || pr.servers == nil || pr.servers[id]
+}
+
+// tool reports whether the profile admits a catalog entry.
+func (pr *profile) tool(e *Entry) bool {
+	if pr == nil || e.Server == adminServer {
+		return true
+	}
+	if !pr.server(e.Server) {
+		return false
+	}
+	if pr.tools == nil {
+		return true
+	}
+	for _, p := range pr.tools {
+		if naming.Match(p, e.Exported) {
+			return true
+		}
+	}
+	return false
+}
+
+// profileOf is the profile of client under st; nil when it has none.
+func (st *state) profileOf(client string) *profile {
+	if client == "" {
+		return nil
+	}
+	return st.profiles[client]
+}
+
+// visibleTool reports whether client may see and call the tool exported as name.
+func (st *state) visibleTool(client, name string) bool {
+	pr := st.profileOf(client)
+	if pr == nil {
+		return true
+	}
+	e, ok := st.catalog.Lookup(name)
+	return ok && pr.tool(e)
+}
+
+// Lists a client is sent, by kind: the member name of the list result.
+const (
+	listTools     = "tools"
+	listResources = "resources"
+	listTemplates = "resourceTemplates"
+	listPrompts   = "prompts"
+)
+
+// view renders the list of kind as client sees it under st.
+func (st *state) view(kind, client string) json.RawMessage {
+	pr := st.profileOf(client)
+	switch kind {
+	case listTools:
+		if pr == nil {
+			return st.listedTools()
+		}
+		return st.filteredTools(pr)
+	case listResources, listTemplates, listPrompts:
+		full := map[string]json.RawMessage{listResources: st.surface.resourcesJSON, listTemplates: st.surface.templatesJSON, listPrompts: st.surface.promptsJSON}[kind]
+		if pr == nil || pr.servers == nil {
+			return full
+		}
+		var b bytes.Buffer
+		for _, it := range st.surface.items[kind] {
+			if pr.server(it.server) {
+				appendItem(&b, it.raw)
+			}
+		}
+		return closeList(&b)
+	}
+	return nil
+}
+
+// filteredTools is tools/list for a client with a profile: in search mode
+// what search mode lists (the aggregator's tools, discovery.always), else
+// the catalog, each time only what the profile admits.
+func (st *state) filteredTools(pr *profile) json.RawMessage {
+	var b bytes.Buffer
+	for _, e := range st.catalog.Entries() {
+		if st.search != nil && e.Server != adminServer && !alwaysListed(st.discovery.Always, e.Exported) {
+			continue
+		}
+		if pr.tool(e) {
+			appendItem(&b, e.Raw)
+		}
+	}
+	return closeList(&b)
+}
+
+// views caches the lists of clients with a profile for one state, so that
+// a tools/list is not a walk of the catalog.
+type views struct {
+	st *state
+	m  sync.Map // kind + "\x00" + client -> json.RawMessage
+}
+
+// listed is the list of kind req's client is sent under st.
+func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
+	if st.profileOf(client) == nil {
+		return st.view(kind, client) // the shared, pre-rendered list
+	}
+	v := p.views.Load()
+	if v == nil || v.st != st {
+		fresh := &views{st: st}
+		if p.views.CompareAndSwap(v, fresh) {
+			v = fresh
+		} else if v = p.views.Load(); v == nil || v.st != st {
+			return st.view(kind, client) // a newer state raced in: do not cache
+		}
+	}
+	key := kind + "\x00" + client
+	if raw, ok := v.m.Load(key); ok {
+		return raw.(json.RawMessage)
+	}
+	raw := st.view(kind, client)
+	v.m.Store(key, raw)
+	return raw
+}
+
+// announce tells the sessions and listen streams whose list of kind
+// changed between old and next. Without profiles that is everyone when
+// changed is set; with them, a client with a profile is told when its own
+// view changed, which a profile edit alone can do.
+func (p *Proxy) announce(old, next *state, kind string, changed bool) {
+	if len(old.profiles) == 0 && len(next.profiles) == 0 {
+		if changed {
+			p.clients.changed(kind)
+		}
+		return
+	}
+	kinds := []string{kind}
+	if kind == listResources {
+		kinds = append(kinds, listTemplates)
+	}
+	decided := map[string]bool{}
+	p.clients.changedFor(kind, func(client string) bool {
+		if d, ok := decided[client]; ok {
+			return d
+		}
+		d := changed
+		if old.profileOf(client) != nil || next.profileOf(client) != nil {
+			d = false
+			for _, k := range kinds {
+				if !bytes.Equal(old.view(k, client), next.view(k, client)) {
+					d = true
+				}
+			}
+		}
+		decided[client] = d
+		return d
+	})
+}
+
+// profilesChanged reports whether a reload changed any profile.
+func profilesChanged(a, b map[string]*profile) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for c, pa := range a {
+		if !pa.same(b[c]) {
+			return true
+		}
+	}
+	return false
+}
+
+// requestClient is the client a request comes from ("" for none).
+func requestClient(req *downstream.Request) string {
+	if req == nil {
+		return ""
+	}
+	return req.Client
+}
+
+// notInProfile is the error for a tool the client's profile leaves out.
+func notInProfile(client, name string) *jsonrpc.Error {
+	return errorObject(codeInvalidParams, "tool %q is not available to client %q: its profile (profiles.%s) leaves it out; call tools/list for the tools it may use", name, client, client)
+}
+
+// serverRefused answers a request for a resource or prompt of a server
+// the client's profile leaves out; nil when the profile admits it.
+func (st *state) serverRefused(req *downstream.Request, server, what string) *jsonrpc.Message {
+	client := requestClient(req)
+	if st.profileOf(client).server(server) {
+		return nil
+	}
+	return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeInvalidParams,
+		Message: fmt.Sprintf("%s is not available to client %q: its profile (profiles.%s) leaves out the server that offers it", what, client, client)}}
+}
+
+// visibility is the search filter of client: nil (everything) without a
+// profile.
+func (st *state) visibility(client string) func(name string) bool {
+	if st.profileOf(client) == nil {
+		return nil
+	}
+	return func(name string) bool { return st.visibleTool(client, name) }
+}
+
+// narrowStatus is what mcp_status shows a client with a profile: its
+// servers, and the problems of those servers only (the rest of the
+// config is none of its business).
+func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
+	pr := st.profileOf(client)
+	if pr == nil || pr.servers == nil {
+		return s
+	}
+	servers := s.Servers[:0:0]
+	for _, srv := range s.Servers {
+		if pr.server(srv.ID) {
+			servers = append(servers, srv)
+		}
+	}
+	s.Servers = servers
+	instances := s.Instances[:0:0]
+	for _, in := range s.Instances {
+		if pr.server(in.Server) {
+			instances = append(instances, in)
+		}
+	}
+	s.Instances = instances
+	s.Problems = []string{}
+	for _, prob := range p.Problems() {
+		if prob.Server != "" && pr.server(prob.Server) {
+			s.Problems = append(s.Problems, prob.String())
+		}
+	}
+	return s
+}
+
+// narrowListen drops from a listen filter the resource subscriptions of
+// servers the client's profile leaves out.
+func (st *state) narrowListen(client string, f listenFilter) listenFilter {
+	pr := st.profileOf(client)
+	if pr == nil || pr.servers == nil || len(f.ResourceSubscriptions) == 0 {
+		return f
+	}
+	var uris []string
+	for _, uri := range f.ResourceSubscriptions {
+		if server, ok := st.surface.resourceOwner(uri); ok && pr.server(server) {
+			uris = append(uris, uri)
+		}
+	}
+	f.ResourceSubscriptions = uris
+	return f
+}

@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+)
+
+func profiledEntry(server, exported string) *Entry {
+	return &Entry{Exported: exported, Server: server, Original: exported, Raw: json.RawMessage(`{"name":"` + exported + `"}`)}
+}
+
+// profileState is a state with a GitHub server, a filesystem server, the
+// admin tools and the given profiles.
+func profileState(profiles map[string]config.Profile, search bool) *state {
+	st := initialState()
+	st.catalog = catalogOf(
+		[]*Entry{profiledEntry("github", "github_issue"), profiledEntry("github", "github_pr")},
+		[]*Entry{profiledEntry("fs", "fs_read")},
+	).withAdmin(adminEntries(st.admin))
+	st.catalog.withOrder([]string{adminServer, "github", "fs"})
+	st.catalog.render()
+	if search {
+		st.discovery = config.Discovery{Mode: config.DiscoverySearch, Always: []string{"fs_*"}}
+		st.search = newSearchView(st.discovery, st.catalog)
+	}
+	st.profiles = compileProfiles(profiles)
+	return st
+}
+
+func names(t *testing.T, list json.RawMessage) []string {
+	t.Helper()
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	require.NoError(t, json.Unmarshal(list, &tools), "%s", list)
+	out := []string{}
+	for _, tl := range tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+func TestProfileViews(t *testing.T) {
+	profiles := map[string]config.Profile{
+		"ci-bot": {Servers: []string{"github"}, Tools: []string{"github_i*"}},
+		"reader": {Servers: []string{"fs", "github"}},
+		"picker": {Tools: []string{"*_read", "github_pr"}},
+	}
+	tests := []struct {
+		client string
+		search bool
+		want   []string
+	}{
+		{"", false, []string{"mcp_release", "mcp_status", "github_issue", "github_pr", "fs_read"}},
+		{"nobody-with-a-profile", false, []string{"mcp_release", "mcp_status", "github_issue", "github_pr", "fs_read"}},
+		{"ci-bot", false, []string{"mcp_release", "mcp_status", "github_issue"}},
+		{"reader", false, []string{"mcp_release", "mcp_status", "github_issue", "github_pr", "fs_read"}},
+		{"picker", false, []string{"mcp_release", "mcp_status", "github_pr", "fs_read"}},
+		{"ci-bot", true, []string{"mcp_release", "mcp_status"}},
+		{"picker", true, []string{"mcp_release", "mcp_status", "fs_read"}},
+	}
+	for _, tc := range tests {
+		st := profileState(profiles, tc.search)
+		got := names(t, st.view(listTools, tc.client))
+		assert.ElementsMatch(t, tc.want, got, "client %q (search %v)", tc.client, tc.search)
+		for _, n := range []string{"github_issue", "github_pr", "fs_read"} {
+			assert.Equal(t, tc.search || inList(got, n), tc.search || st.visibleTool(tc.client, n),
+				"client %q: tools/list and calls agree on %s", tc.client, n)
+		}
+	}
+}
+
+func inList(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestProfileViewCacheFollowsState(t *testing.T) {
+	p := &Proxy{}
+	a := profileState(map[string]config.Profile{"c": {Tools: []string{"fs_*"}}}, false)
+	b := profileState(map[string]config.Profile{"c": {Tools: []string{"github_*"}}}, false)
+	assert.Contains(t, names(t, p.listed(a, listTools, "c")), "fs_read")
+	assert.NotContains(t, names(t, p.listed(b, listTools, "c")), "fs_read", "a new state is not served from the old one's cache")
+	assert.Contains(t, names(t, p.listed(b, listTools, "c")), "github_pr")
+}
+
+func TestProfilesChanged(t *testing.T) {
+	base := map[string]config.Profile{"c": {Servers: []string{"a"}, Tools: []string{"x_*"}}}
+	assert.False(t, profilesChanged(compileProfiles(base), compileProfiles(map[string]config.Profile{"c": {Servers: []string{"a"}, Tools: []string{"x_*"}}})))
+	assert.True(t, profilesChanged(compileProfiles(base), compileProfiles(map[string]config.Profile{"c": {Servers: []string{"b"}, Tools: []string{"x_*"}}})))
+	assert.True(t, profilesChanged(compileProfiles(base), nil))
+	assert.True(t, profilesChanged(compileProfiles(base), compileProfiles(map[string]config.Profile{"d": base["c"]})))
+}
+
+// clientSession is a session of an authenticated client.
+type clientSession struct {
+	fakeSession
+	client string
+}
+
+func (s clientSession) Client() string { return s.client }
+
+func TestLeaseKeyPerClient(t *testing.T) {
+	meta := map[string]json.RawMessage{LeaseMetaKey: json.RawMessage(`"conv-1"`)}
+	keyOf := func(client string, s downstream.Session, meta map[string]json.RawMessage) session.Key {
+		k, _ := LeaseKeyOf(&downstream.Request{Client: client, Session: s}, meta)
+		return k
+	}
+	a, b := keyOf("a", nil, meta), keyOf("b", nil, meta)
+	assert.NotEqual(t, a, b, "two clients naming the same lease do not share it")
+	assert.NotEqual(t, keyOf("a", nil, nil), keyOf("b", nil, nil), "nor the anonymous lease")
+	assert.Equal(t, session.Key("meta:conv-1"), keyOf("", nil, meta), "without a client the key is as before")
+	assert.Equal(t, session.Key(`client:"a" meta:conv-1`), a)
+
+	s := clientSession{fakeSession: "sess-1", client: `we"ird client`}
+	k, _ := LeaseKey(s, nil)
+	assert.Equal(t, sessionLeaseKey(s), k, "a session's calls and its end use one key")
+	assert.Equal(t, k, keyOf(s.client, s, nil))
+	back, ok := clientKeyOf(string(k))
+	require.True(t, ok)
+	assert.Equal(t, "sess-1", back, "the session is found again from its lease key")
+}

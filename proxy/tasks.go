@@ -1,0 +1,461 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Tasks (protocol 2025-11-25, experimental) pass through: a task-augmented
+// tools/call goes to the tool's server like any call, and the task id in
+// its CreateTaskResult is replaced by one of the aggregator's own, recorded
+// with the session that made the call and the instance that runs the task.
+// tasks/get, tasks/result and tasks/cancel go to that instance under the
+// upstream's id; tasks/list shows a session its own tasks only; the
+// upstream's notifications/tasks/status reach the owner only. Everywhere
+// the client sees the aggregator's ids, and an id of another session is
+// not found, exactly as one that never was.
+
+// taskListConcurrency bounds the tasks/get requests one tasks/list page
+// sends at once.
+const taskListConcurrency = 8
+
+// taskCancelOnCloseTimeout bounds each tasks/cancel sent for the tasks of a
+// session that ended.
+const taskCancelOnCloseTimeout = 5 * time.Second
+
+// tasksCapability is the tasks capability the enabled servers offer
+// together, or nil: tasks/list and tasks/cancel where any declares them,
+// task-augmented tools/call where any declares it.
+func (p *Proxy) tasksCapability() map[string]any {
+	st := p.current()
+	var list, cancel, toolsCall bool
+	for _, id := range st.order {
+		rs := st.servers[id]
+		if rs == nil || !rs.caps.Tasks {
+			continue
+		}
+		tasks := rawjson.Member(rs.caps.Raw, "tasks")
+		list = list || present(rawjson.Member(tasks, "list"))
+		cancel = cancel || present(rawjson.Member(tasks, "cancel"))
+		toolsCall = toolsCall || present(rawjson.Member(rawjson.Member(rawjson.Member(tasks, "requests"), "tools"), "call"))
+	}
+	if !list && !cancel && !toolsCall {
+		return nil
+	}
+	caps := map[string]any{}
+	if list {
+		caps["list"] = map[string]any{}
+	}
+	if cancel {
+		caps["cancel"] = map[string]any{}
+	}
+	if toolsCall {
+		caps["requests"] = map[string]any{"tools": map[string]any{"call": map[string]any{}}}
+	}
+	return caps
+}
+
+// present reports whether a capability member declares something: there,
+// and neither null nor false.
+func present(v []byte) bool {
+	return v != nil && string(v) != "null" && string(v) != "false"
+}
+
+// beginTask reserves room for the task a task-augmented call may create.
+func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
+	if inv.req == nil || inv.req.Session == nil || !p.clients.alive(inv.req.Session) {
+		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
+	}
+	res, err := p.tasks.reserve(inv.req.Session.Key())
+	if err != nil {
+		return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
+	}
+	return res, nil
+}
+
+// taskCreated records the task of a CreateTaskResult and returns the result
+// with the aggregator's id in place of the upstream's. A result without a
+// task (the upstream ran the call at once) is not a task: ok is false.
+func (p *Proxy) taskCreated(res *reservation, server string, inst *upstream.Instance, lease session.Key, timeout time.Duration, raw json.RawMessage) (json.RawMessage, bool) {
+	upID, ok := stringAt(raw, createdTaskIDPath)
+	if !ok {
+		return raw, false
+	}
+	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
+	e, err := p.tasks.add(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
+		timeout: timeout, keep: keepFor(ttl, hasTTL)})
+	if err != nil {
+		p.log.Error("a task could not be recorded; its result goes to the client as the upstream sent it", "server", server, "err", err)
+		return raw, false
+	}
+	out, _ := mapStringAt(raw, createdTaskIDPath, setString(e.id))
+	out = p.relatedToClient(out, inst, e.owner)
+	p.tasks.touch(e, terminal(rawjson.Member(raw, "task")))
+	p.log.Debug("task created", "server", server, "task", e.id)
+	if p.clients.session(e.owner) == nil {
+		// The session ended while the call ran: its tasks went before this
+		// one was added. It goes the same way.
+		p.tasksEnded(e.owner)
+	}
+	return out, true
+}
+
+// taskTTL reads a Task's ttl, in milliseconds; ok is false when there is
+// none or it is null (unlimited).
+func taskTTL(task []byte) (time.Duration, bool) {
+	raw := rawjson.Member(task, "ttl")
+	if raw == nil {
+		return 0, false
+	}
+	ms, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || ms <= 0 || ms > float64(taskMaxKeep/time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// taskNotFound is the answer for an id that is not the session's task:
+// unknown, expired, or another session's, all alike.
+func taskNotFound(method, id string) *jsonrpc.Message {
+	return failure(jsonrpc.CodeInvalidParams, "%s: task %q not found: this session has no task with that id (it may have expired)", method, id)
+}
+
+// needSession answers a tasks request that came without a session.
+func needSession(method string) *jsonrpc.Message {
+	return failure(jsonrpc.CodeInvalidRequest, "%s needs a session: tasks (protocol 2025-11-25) belong to the session that created them", method)
+}
+
+// taskRequest serves tasks/get, tasks/result and tasks/cancel: the owner's
+// id is mapped to the upstream's, the request goes to the instance that
+// runs the task, and the answer comes back with the ids mapped back.
+func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	method := req.Msg.Method
+	if req.Session == nil {
+		return needSession(method)
+	}
+	id, ok := stringAt(req.Msg.Params, taskIDPath)
+	if !ok {
+		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
+	}
+	e, ok := p.tasks.lookup(req.Session.Key(), id)
+	if !ok {
+		return taskNotFound(method, id)
+	}
+	params, _ := mapStringAt(req.Msg.Params, taskIDPath, setString(e.upstreamID))
+	// A requestor's related-task _meta is to be ignored here; it is mapped
+	// all the same, so that no aggregator id reaches the upstream.
+	params = p.relatedToUpstream(params, req.Session.Key(), e.inst)
+	timeout := time.Duration(0)
+	if rs := p.current().servers[e.server]; rs != nil {
+		timeout = rs.cfg.RequestTimeout
+	}
+	if method == "tasks/result" {
+		// It waits for the task to end: the tool's own call timeout.
+		timeout = e.timeout
+	}
+	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, true)
+	switch {
+	case !respond:
+		return nil
+	case rpcErr != nil:
+		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
+			p.tasks.remove(e) // the upstream no longer has it
+		}
+		return &jsonrpc.Message{Error: rpcErr}
+	}
+	// A result means the task ended; so does a terminal status.
+	p.tasks.touch(e, method == "tasks/result" || terminal(raw))
+	if method != "tasks/result" {
+		raw, _ = mapStringAt(raw, taskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+	}
+	raw = p.relatedToClient(raw, e.inst, e.owner)
+	return p.result(req, raw)
+}
+
+// onTaskInstance sends a request about task e to the instance that runs
+// it, through the pool that owns that instance, bounded by timeout (which
+// progress pushes back). With relay, the upstream's notifications and
+// requests during it go to req's stream. respond is false when the client
+// went away and no answer is due. A task whose instance stopped or was
+// replaced is lost, and forgotten.
+func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *taskEntry, method string, params json.RawMessage,
+	timeout time.Duration, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
+	lost := func() (json.RawMessage, *jsonrpc.Error, bool) {
+		p.tasks.remove(e)
+		return nil, errorObject(jsonrpc.CodeInvalidParams, "%s: task %q is lost: the instance of server %q that ran it has stopped or was replaced (a restart, a reload, a release of the lease or its recycling), and its tasks with it",
+			method, e.id, e.server), true
+	}
+	rs := p.current().servers[e.server]
+	if rs == nil || instanceDone(e.inst) {
+		return lost()
+	}
+	if !rs.pool.Stateless() {
+		// Never lease a fresh instance just to learn the task is not there.
+		if inst, ok := rs.pool.Leased(e.lease); !ok || inst != e.inst {
+			return lost()
+		}
+	}
+	cctx, dl := newDeadline(ctx, timeout)
+	defer dl.stop()
+	grant, err := rs.pool.Acquire(cctx, e.lease)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, false
+		}
+		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, upstream.Scrub(rs.cfg, err.Error())), true
+	}
+	defer grant.Done()
+	if grant.Instance != e.inst {
+		return lost()
+	}
+	up := upstream.Request{Method: method, Params: params}
+	if relay {
+		up.OnServerRequest = p.taskServerRequests(req, e.inst)
+		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
+			up.ProgressToken = token
+			up.OnProgress = func(progress json.RawMessage) {
+				dl.reset()
+				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+			}
+		}
+		defer p.inflight.add(e.inst, req)()
+	}
+	raw, err = e.inst.Do(cctx, up)
+	if err == nil {
+		return raw, nil, true
+	}
+	var upErr *upstream.RPCError
+	switch {
+	case errors.As(err, &upErr):
+		return nil, &jsonrpc.Error{Code: upErr.Code, Message: upErr.Message, Data: upErr.Data}, true
+	case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
+		hint := "raise request_timeout if it needs longer"
+		if method == "tasks/result" {
+			hint = "the task goes on: poll tasks/get, call tasks/result again, or raise the tool's timeout (tools.config.<tool>.timeout or request_timeout)"
+		}
+		return nil, errorObject(codeInternal, "%s: server %q: no answer within %s (cancelled upstream); %s", method, e.server, timeout, hint), true
+	case ctx.Err() != nil:
+		return nil, nil, false
+	default:
+		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, upstream.Scrub(rs.cfg, err.Error())), true
+	}
+}
+
+// terminal reports whether a Task object is in a terminal status.
+func terminal(task []byte) bool {
+	status, _ := stringAt(task, []string{"status"})
+	switch status {
+	case "completed", "failed", "cancelled":
+		return true
+	}
+	return false
+}
+
+func instanceDone(inst *upstream.Instance) bool {
+	select {
+	case <-inst.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// tasksList serves tasks/list: the session's own tasks, oldest first, in
+// pages of taskListPage, each with its state as its instance tells it now
+// (tasks/get). A task its upstream no longer has is left out, and forgotten.
+func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	if req.Session == nil {
+		return needSession("tasks/list")
+	}
+	var after uint64
+	if c := cursorOf(req.Msg.Params); c != "" {
+		var ok bool
+		if after, ok = parseTaskCursor(c); !ok {
+			return failure(jsonrpc.CodeInvalidParams, "tasks/list: invalid cursor %q: pass a nextCursor of an earlier tasks/list, unchanged", c)
+		}
+	}
+	page, more := p.tasks.page(req.Session.Key(), after, taskListPage)
+	items := make([]json.RawMessage, len(page))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, taskListConcurrency)
+	for i, e := range page {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			items[i] = p.taskState(ctx, req, e)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	body := []byte(`{"tasks":[`)
+	n := 0
+	for _, item := range items {
+		if item == nil {
+			continue
+		}
+		if n > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, item...)
+		n++
+	}
+	body = append(body, ']')
+	if more {
+		body = append(body, `,"nextCursor":`...)
+		body = rawjson.AppendString(body, taskCursor(page[len(page)-1].seq))
+	}
+	body = append(body, '}')
+	return p.result(req, body)
+}
+
+// taskState asks e's instance for the task's state, for tasks/list; nil
+// when it cannot be had.
+func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskEntry) json.RawMessage {
+	var timeout time.Duration
+	if rs := p.current().servers[e.server]; rs != nil {
+		timeout = rs.cfg.RequestTimeout
+	}
+	params := rawjson.AppendString([]byte(`{"taskId":`), e.upstreamID)
+	params = append(params, '}')
+	raw, rpcErr, ok := p.onTaskInstance(ctx, req, e, "tasks/get", params, timeout, false)
+	switch {
+	case !ok:
+		return nil
+	case rpcErr != nil:
+		if rpcErr.Code == jsonrpc.CodeInvalidParams {
+			p.tasks.remove(e)
+			return nil
+		}
+		p.log.Warn("tasks/list leaves out a task whose server did not tell its state", "server", e.server, "task", e.id, "err", rpcErr.Message)
+		return nil
+	}
+	out, ok := mapStringAt(raw, taskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+	if !ok {
+		return nil // not a Task of this id: nothing to show
+	}
+	p.tasks.touch(e, terminal(raw))
+	return p.relatedToClient(out, e.inst, e.owner)
+}
+
+// taskStatus delivers an upstream's notifications/tasks/status to the
+// session that owns the task, with the aggregator's id; a task the
+// aggregator does not know of (not yet created, or forgotten) is told no one.
+func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
+	id, ok := stringAt(params, taskIDPath)
+	if !ok {
+		return
+	}
+	e, ok := p.tasks.byUpstream(inst, id)
+	if !ok {
+		return
+	}
+	s := p.clients.session(e.owner)
+	if s == nil {
+		return
+	}
+	out, _ := mapStringAt(params, taskIDPath, setString(e.id))
+	out = p.relatedToClient(out, inst, e.owner)
+	p.tasks.touch(e, terminal(params))
+	s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})
+}
+
+// relatedToClient maps the related-task _meta of a message from inst to
+// owner: the upstream's id becomes the aggregator's when it is one of
+// owner's tasks, and is left out of reach (unchanged) otherwise.
+func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner string) []byte {
+	out, _ := mapStringAt(msg, relatedTaskIDPath, func(old string) (string, bool) {
+		e, ok := p.tasks.byUpstream(inst, old)
+		if !ok || e.owner != owner {
+			return "", false
+		}
+		return e.id, true
+	})
+	return out
+}
+
+// relatedToUpstream maps the related-task _meta of a message from owner to
+// inst: the aggregator's id becomes the upstream's.
+func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Instance) []byte {
+	out, _ := mapStringAt(msg, relatedTaskIDPath, func(old string) (string, bool) {
+		e, ok := p.tasks.lookup(owner, old)
+		if !ok || e.inst != inst {
+			return "", false
+		}
+		return e.upstreamID, true
+	})
+	return out
+}
+
+// taskServerRequests answers the requests an upstream sends during a tasks
+// request (an elicitation while tasks/result waits), as serverRequests
+// does, with the task ids mapped both ways. A request that names a task of
+// another session is refused, never relayed.
+func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
+	base := p.serverRequests(req)
+	owner := req.Session.Key()
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		if up, ok := stringAt(params, relatedTaskIDPath); ok {
+			if e, known := p.tasks.byUpstream(inst, up); known && e.owner != owner {
+				return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
+			}
+			params = p.relatedToClient(params, inst, owner)
+		}
+		result, rpcErr := base(ctx, method, params)
+		if result != nil {
+			result = p.relatedToUpstream(result, owner, inst)
+		}
+		return result, rpcErr
+	}
+}
+
+// tasksEnded forgets the tasks of a session that ended. Nobody can ask for
+// them again, so those on shared instances, which outlive the session, are
+// cancelled there (best effort, off the caller's path); a leased instance
+// ends with its session and its tasks with it.
+func (p *Proxy) tasksEnded(owner string) {
+	gone := p.tasks.dropSession(owner)
+	var cancels []*taskEntry
+	st := p.current()
+	for _, e := range gone {
+		rs := st.servers[e.server]
+		if rs == nil || !rs.pool.Stateless() || instanceDone(e.inst) || p.tasks.hasEnded(e) {
+			continue
+		}
+		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) {
+			continue
+		}
+		cancels = append(cancels, e)
+	}
+	if len(cancels) == 0 {
+		return
+	}
+	go func() {
+		for _, e := range cancels {
+			ctx, cancel := context.WithTimeout(p.life, taskCancelOnCloseTimeout)
+			params := rawjson.AppendString([]byte(`{"taskId":`), e.upstreamID)
+			_, err := e.inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
+			cancel()
+			p.log.Debug("task of an ended session cancelled", "server", e.server, "task", e.id, "err", err)
+		}
+	}()
+}
+
+// session returns the registered session with key, or nil.
+func (c *clients) session(key string) downstream.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[key]
+}

@@ -1,0 +1,323 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Bounds of the task table. A task is kept for its ttl (as the upstream
+// granted it) after it was last heard of, plus taskGrace, and never longer
+// than taskMaxKeep, which also applies to a task without a ttl.
+const (
+	maxTasks           = 10000 // across all sessions
+	maxSessionTasks    = 1000  // per downstream session
+	taskGrace          = time.Minute
+	taskMaxKeep        = 24 * time.Hour
+	taskListPage       = 50 // tasks per tasks/list page
+	maxTaskCursor      = 64 // bytes of a tasks/list cursor
+	taskSweepEvery     = 10 * time.Second
+	taskIDRandomLength = 16 // bytes of randomness in an aggregator task id
+)
+
+// errTasksFull is why a task-augmented call is refused before it is sent.
+var errTasksFull = errors.New("task table full")
+
+// taskTable maps the task ids the aggregator gives its clients to the
+// upstream tasks behind them: which instance of which server runs each, and
+// which downstream session may see it. Two upstreams may use the same task
+// id; the aggregator's ids are random and never repeat, and say nothing
+// about the upstream or its id. The zero value is ready to use.
+type taskTable struct {
+	mu        sync.Mutex
+	byID      map[string]*taskEntry
+	byUp      map[upstreamTask]*taskEntry
+	bySession map[string]int // tasks and reservations per owner
+	pending   int            // reservations not yet added or released
+	seq       uint64
+	nextSweep time.Time
+	now       func() time.Time // time.Now unless a test sets it
+}
+
+// upstreamTask names a task as its upstream knows it.
+type upstreamTask struct {
+	inst *upstream.Instance
+	id   string
+}
+
+// taskEntry is one mapped task. Its fields other than expires never change.
+type taskEntry struct {
+	id         string // the aggregator's id, as clients see it
+	upstreamID string
+	owner      string // downstream session key
+	server     string
+	inst       *upstream.Instance
+	lease      session.Key
+	// timeout bounds a tasks/result that waits for the task: the tool's
+	// call timeout.
+	timeout time.Duration
+	seq     uint64 // creation order, for tasks/list pages
+	keep    time.Duration
+	expires time.Time // guarded by the table's mu
+	ended   bool      // last heard of in a terminal status; guarded by the table's mu
+}
+
+func (t *taskTable) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+func (t *taskTable) init() {
+	if t.byID == nil {
+		t.byID = map[string]*taskEntry{}
+		t.byUp = map[upstreamTask]*taskEntry{}
+		t.bySession = map[string]int{}
+	}
+}
+
+// keepFor is how long a task is kept after it was last heard of, given the
+// ttl its upstream reported (ok false: none, or null for unlimited).
+func keepFor(ttl time.Duration, ok bool) time.Duration {
+	if !ok || ttl <= 0 || ttl > taskMaxKeep-taskGrace {
+		return taskMaxKeep
+	}
+	return ttl + taskGrace
+}
+
+// reservation is room held for one task of owner.
+type reservation struct {
+	owner string
+	ended bool // added or released; guarded by the table's mu
+}
+
+// reserve holds room for one task of owner before its call is sent, so that
+// an upstream never creates a task the table then has no room for. The
+// reservation ends with add or with release.
+func (t *taskTable) reserve(owner string) (*reservation, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.init()
+	t.sweepLocked(false)
+	if t.bySession[owner] >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks {
+		t.sweepLocked(true)
+	}
+	switch {
+	case t.bySession[owner] >= maxSessionTasks:
+		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, maxSessionTasks)
+	case len(t.byID)+t.pending >= maxTasks:
+		return nil, fmt.Errorf("%w: the aggregator holds %d tasks, its limit; wait until some expire (their ttl)", errTasksFull, maxTasks)
+	}
+	t.pending++
+	t.bySession[owner]++
+	return &reservation{owner: owner}, nil
+}
+
+// release gives back a reservation that was not added; after add it does
+// nothing.
+func (t *taskTable) release(r *reservation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.ended {
+		return
+	}
+	r.ended = true
+	t.pending--
+	t.decLocked(r.owner)
+}
+
+func (t *taskTable) decLocked(owner string) {
+	if t.bySession[owner]--; t.bySession[owner] <= 0 {
+		delete(t.bySession, owner)
+	}
+}
+
+// add records e, owned by r's owner, in place of the reservation r. An
+// upstream id its instance used before now names the new task.
+func (t *taskTable) add(r *reservation, e *taskEntry) (*taskEntry, error) {
+	id, err := newTaskID()
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.ended {
+		return nil, errors.New("task reservation already ended")
+	}
+	t.init()
+	for t.byID[id] != nil { // 128 random bits: never, but never is cheap to check
+		if id, err = newTaskID(); err != nil {
+			return nil, err
+		}
+	}
+	t.seq++
+	e.id, e.seq, e.owner = id, t.seq, r.owner
+	e.expires = t.clock().Add(e.keep)
+	if old := t.byUp[upstreamTask{e.inst, e.upstreamID}]; old != nil {
+		t.removeLocked(old)
+	}
+	// The reservation becomes the entry: the owner's count stays.
+	r.ended = true
+	t.pending--
+	t.byID[id] = e
+	t.byUp[upstreamTask{e.inst, e.upstreamID}] = e
+	return e, nil
+}
+
+// lookup finds owner's task id. Another session's task, an expired one and
+// one that never was are alike: not found.
+func (t *taskTable) lookup(owner, id string) (*taskEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byID[id]
+	if e == nil || e.owner != owner {
+		return nil, false
+	}
+	if !t.clock().Before(e.expires) {
+		t.removeLocked(e)
+		return nil, false
+	}
+	return e, true
+}
+
+// byUpstream finds the entry for a task an instance named.
+func (t *taskTable) byUpstream(inst *upstream.Instance, id string) (*taskEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byUp[upstreamTask{inst, id}]
+	if e == nil || !t.clock().Before(e.expires) {
+		return nil, false
+	}
+	return e, true
+}
+
+// touch says the task was just heard of, ended (in a terminal status) or
+// not: it is kept for keep from now.
+func (t *taskTable) touch(e *taskEntry, ended bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[e.id] == e {
+		e.expires = t.clock().Add(e.keep)
+		e.ended = e.ended || ended
+	}
+}
+
+// hasEnded reports whether e was last heard of in a terminal status.
+func (t *taskTable) hasEnded(e *taskEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.ended
+}
+
+// remove forgets a task.
+func (t *taskTable) remove(e *taskEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[e.id] == e {
+		t.removeLocked(e)
+	}
+}
+
+func (t *taskTable) removeLocked(e *taskEntry) {
+	delete(t.byID, e.id)
+	if t.byUp[upstreamTask{e.inst, e.upstreamID}] == e {
+		delete(t.byUp, upstreamTask{e.inst, e.upstreamID})
+	}
+	t.decLocked(e.owner)
+}
+
+// dropSession forgets every task of owner and returns them.
+func (t *taskTable) dropSession(owner string) []*taskEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*taskEntry
+	for _, e := range t.byID {
+		if e.owner == owner {
+			out = append(out, e)
+		}
+	}
+	for _, e := range out {
+		t.removeLocked(e)
+	}
+	return out
+}
+
+// page returns up to n of owner's live tasks created after the one with
+// sequence number after, oldest first, and whether more follow.
+func (t *taskTable) page(owner string, after uint64, n int) ([]*taskEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock()
+	var mine []*taskEntry
+	for _, e := range t.byID {
+		if e.owner == owner && e.seq > after && now.Before(e.expires) {
+			mine = append(mine, e)
+		}
+	}
+	sort.Slice(mine, func(i, j int) bool { return mine[i].seq < mine[j].seq })
+	if len(mine) > n {
+		return mine[:n], true
+	}
+	return mine, false
+}
+
+// sweepLocked forgets expired tasks, at most every taskSweepEvery unless
+// forced.
+func (t *taskTable) sweepLocked(force bool) {
+	now := t.clock()
+	if !force && now.Before(t.nextSweep) {
+		return
+	}
+	t.nextSweep = now.Add(taskSweepEvery)
+	for _, e := range t.byID {
+		if !now.Before(e.expires) {
+			t.removeLocked(e)
+		}
+	}
+}
+
+// len is how many tasks the table holds.
+func (t *taskTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+// newTaskID is an aggregator task id: random, so that it tells nothing
+// about the upstream, its id or other sessions' tasks, and cannot be guessed.
+func newTaskID() (string, error) {
+	var b [taskIDRandomLength]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("task id: %w", err)
+	}
+	return "task-" + hex.EncodeToString(b[:]), nil
+}
+
+// taskCursor renders the position after a tasks/list page. Clients treat
+// it as opaque; it is the sequence number of the page's last task.
+func taskCursor(seq uint64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("tasks:" + strconv.FormatUint(seq, 10)))
+}
+
+// parseTaskCursor reads a cursor taskCursor made.
+func parseTaskCursor(c string) (uint64, bool) {
+	if len(c) > maxTaskCursor {
+		return 0, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(raw) < len("tasks:")+1 || string(raw[:len("tasks:")]) != "tasks:" {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(string(raw[len("tasks:"):]), 10, 64)
+	return seq, err == nil
+}

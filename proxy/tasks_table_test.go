@@ -1,0 +1,263 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// fakeClock is a table's time, moved by the test.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestTable() (*taskTable, *fakeClock) {
+	c := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &taskTable{now: c.now}, c
+}
+
+func addTask(t *testing.T, tt *taskTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *taskEntry {
+	t.Helper()
+	r, err := tt.reserve(owner)
+	require.NoError(t, err)
+	e, err := tt.add(r, &taskEntry{upstreamID: upID, server: "s", inst: inst, keep: keep})
+	require.NoError(t, err)
+	tt.release(r) // after add: nothing to give back
+	return e
+}
+
+func TestTaskTableSameUpstreamIDsGetDistinctIDs(t *testing.T) {
+	tt, _ := newTestTable()
+	a, b := &upstream.Instance{}, &upstream.Instance{}
+	ea := addTask(t, tt, "alice", a, "task-1", time.Minute)
+	eb := addTask(t, tt, "alice", b, "task-1", time.Minute)
+	assert.NotEqual(t, ea.id, eb.id, "two instances' task-1 are two tasks")
+	assert.NotContains(t, ea.id, "task-1", "the id says nothing of the upstream's")
+	assert.True(t, strings.HasPrefix(ea.id, "task-") && len(ea.id) == len("task-")+2*taskIDRandomLength, ea.id)
+
+	got, ok := tt.byUpstream(a, "task-1")
+	require.True(t, ok)
+	assert.Same(t, ea, got)
+	got, ok = tt.byUpstream(b, "task-1")
+	require.True(t, ok)
+	assert.Same(t, eb, got)
+}
+
+func TestTaskTableOwnership(t *testing.T) {
+	tt, _ := newTestTable()
+	inst := &upstream.Instance{}
+	e := addTask(t, tt, "alice", inst, "u1", time.Minute)
+	got, ok := tt.lookup("alice", e.id)
+	require.True(t, ok)
+	assert.Same(t, e, got)
+	_, ok = tt.lookup("bob", e.id)
+	assert.False(t, ok, "another session's id is not found")
+	_, ok = tt.lookup("alice", "task-00000000000000000000000000000000")
+	assert.False(t, ok)
+
+	page, more := tt.page("bob", 0, 10)
+	assert.Empty(t, page, "bob sees none of alice's tasks")
+	assert.False(t, more)
+
+	gone := tt.dropSession("alice")
+	require.Len(t, gone, 1)
+	_, ok = tt.lookup("alice", e.id)
+	assert.False(t, ok, "a session's tasks end with it")
+	assert.Zero(t, tt.len())
+	assert.Empty(t, tt.bySession, "no count is left behind")
+}
+
+func TestTaskTableExpiry(t *testing.T) {
+	tt, clock := newTestTable()
+	inst := &upstream.Instance{}
+	e := addTask(t, tt, "alice", inst, "u1", keepFor(30*time.Second, true))
+	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
+	_, ok := tt.lookup("alice", e.id)
+	require.True(t, ok, "kept for its ttl and the grace")
+
+	tt.touch(e, false) // heard of again: kept from now
+	assert.False(t, tt.hasEnded(e))
+	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
+	_, ok = tt.lookup("alice", e.id)
+	require.True(t, ok)
+
+	tt.touch(e, true)
+	tt.touch(e, false) // once ended, ended
+	assert.True(t, tt.hasEnded(e))
+	clock.t = clock.t.Add(30*time.Second + taskGrace)
+	_, ok = tt.byUpstream(inst, "u1")
+	assert.False(t, ok, "expired")
+	_, ok = tt.lookup("alice", e.id)
+	assert.False(t, ok, "expired")
+	assert.Zero(t, tt.len())
+}
+
+func TestTaskTableKeep(t *testing.T) {
+	assert.Equal(t, taskMaxKeep, keepFor(0, false), "no ttl: the longest")
+	assert.Equal(t, taskMaxKeep, keepFor(48*time.Hour, true), "capped")
+	assert.Equal(t, 2*time.Second+taskGrace, keepFor(2*time.Second, true))
+
+	d, ok := taskTTL([]byte(`{"ttl":60000}`))
+	assert.True(t, ok)
+	assert.Equal(t, time.Minute, d)
+	_, ok = taskTTL([]byte(`{"ttl":null}`))
+	assert.False(t, ok, "null is unlimited")
+	_, ok = taskTTL([]byte(`{"ttl":-5}`))
+	assert.False(t, ok)
+	_, ok = taskTTL([]byte(`{}`))
+	assert.False(t, ok)
+}
+
+func TestTaskTableBounds(t *testing.T) {
+	tt, clock := newTestTable()
+	inst := &upstream.Instance{}
+	for i := range maxSessionTasks {
+		addTask(t, tt, "alice", inst, "u"+itoa(i), time.Minute)
+	}
+	_, err := tt.reserve("alice")
+	require.ErrorIs(t, err, errTasksFull)
+	assert.Contains(t, err.Error(), "this session holds 1000 tasks")
+
+	// Another session still has room; a reservation released gives it back.
+	r, err := tt.reserve("bob")
+	require.NoError(t, err)
+	tt.release(r)
+	tt.release(r) // twice is once
+	assert.Equal(t, 0, tt.bySession["bob"])
+	assert.Zero(t, tt.pending)
+
+	// Once they expire, alice has room again.
+	clock.t = clock.t.Add(2 * time.Minute)
+	r, err = tt.reserve("alice")
+	require.NoError(t, err)
+	tt.release(r)
+	assert.Zero(t, tt.len(), "the full table was swept")
+
+	// The aggregator-wide cap counts reservations too.
+	tt2, _ := newTestTable()
+	for i := range maxTasks {
+		_, err := tt2.reserve("s" + itoa(i%(maxTasks/maxSessionTasks+1)))
+		require.NoError(t, err)
+	}
+	_, err = tt2.reserve("another")
+	require.ErrorIs(t, err, errTasksFull)
+	assert.Contains(t, err.Error(), "the aggregator holds 10000 tasks")
+}
+
+func TestTaskTableReusedUpstreamID(t *testing.T) {
+	tt, _ := newTestTable()
+	inst := &upstream.Instance{}
+	old := addTask(t, tt, "alice", inst, "u1", time.Minute)
+	fresh := addTask(t, tt, "bob", inst, "u1", time.Minute)
+	_, ok := tt.lookup("alice", old.id)
+	assert.False(t, ok, "an upstream id used again names the new task only")
+	got, ok := tt.byUpstream(inst, "u1")
+	require.True(t, ok)
+	assert.Same(t, fresh, got)
+	assert.Equal(t, 0, tt.bySession["alice"])
+}
+
+func TestTaskTablePages(t *testing.T) {
+	tt, _ := newTestTable()
+	inst := &upstream.Instance{}
+	var mine []string
+	for i := range 7 {
+		e := addTask(t, tt, "alice", inst, "a"+itoa(i), time.Minute)
+		mine = append(mine, e.id)
+		addTask(t, tt, "bob", inst, "b"+itoa(i), time.Minute)
+	}
+	var seen []string
+	var after uint64
+	for {
+		page, more := tt.page("alice", after, 3)
+		for _, e := range page {
+			seen = append(seen, e.id)
+		}
+		if !more {
+			break
+		}
+		c := taskCursor(page[len(page)-1].seq)
+		var ok bool
+		after, ok = parseTaskCursor(c)
+		require.True(t, ok)
+	}
+	assert.Equal(t, mine, seen, "every task of alice's, once, in creation order")
+
+	for _, bad := range []string{"x", "dGFza3M6", "dGFza3M6LTE", strings.Repeat("A", 100), taskCursor(5) + "!"} {
+		_, ok := parseTaskCursor(bad)
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestMapStringAt(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want string
+		path           []string
+		ok             bool
+	}{
+		{"task", `{"taskId":"up-1","status":"working"}`, `{"taskId":"NEW","status":"working"}`, taskIDPath, true},
+		{"spacing kept", "{ \"status\" : \"working\" ,\n \"taskId\" : \"up-1\" }", "{ \"status\" : \"working\" ,\n \"taskId\" : \"NEW\" }", taskIDPath, true},
+		{"created", `{"task":{"taskId":"up-1","ttl":null},"_meta":{}}`, `{"task":{"taskId":"NEW","ttl":null},"_meta":{}}`, createdTaskIDPath, true},
+		{"related", `{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}`,
+			`{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/related-task":{"taskId":"NEW"}}}`, relatedTaskIDPath, true},
+		{"repeated names all mapped", `{"taskId":"a","taskId":"b"}`, `{"taskId":"NEW","taskId":"NEW"}`, taskIDPath, true},
+		{"escaped name", `{"task\u0049d":"up-1"}`, `{"task\u0049d":"NEW"}`, taskIDPath, true},
+		{"not a string", `{"taskId":7}`, `{"taskId":7}`, taskIDPath, false},
+		{"absent", `{"status":"working"}`, `{"status":"working"}`, taskIDPath, false},
+		{"not an object", `["taskId"]`, `["taskId"]`, taskIDPath, false},
+		{"invalid", `{"taskId":"up-1"`, `{"taskId":"up-1"`, taskIDPath, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := mapStringAt([]byte(c.in), c.path, setString("NEW"))
+			assert.Equal(t, c.ok, ok)
+			assert.Equal(t, c.want, string(got))
+		})
+	}
+	id, ok := stringAt([]byte(`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"r"}}}`), relatedTaskIDPath)
+	assert.True(t, ok)
+	assert.Equal(t, "r", id)
+	// A new id with characters JSON escapes stays valid JSON.
+	got, ok := mapStringAt([]byte(`{"taskId":"x"}`), taskIDPath, setString("a\"b\\c\n"))
+	require.True(t, ok)
+	assert.True(t, json.Valid(got), "%s", got)
+}
+
+// FuzzMapTaskID: whatever an upstream sends, mapping its task id yields
+// valid JSON when it was valid, with the new id where the old one was, and
+// never touches input it declines.
+func FuzzMapTaskID(f *testing.F) {
+	f.Add([]byte(`{"taskId":"786512e2","status":"working","ttl":60000}`))
+	f.Add([]byte(`{"task":{"taskId":"t","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"}}}`))
+	f.Add([]byte(`{"taskId":"\u0074","taskId":1}`))
+	f.Add([]byte(`{"_meta":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, path := range [][]string{taskIDPath, createdTaskIDPath, relatedTaskIDPath} {
+			_, had := stringAt(data, path)
+			out, ok := mapStringAt(data, path, setString("task-new"))
+			if !ok {
+				if string(out) != string(data) {
+					t.Fatalf("declined input changed: %q -> %q", data, out)
+				}
+				if had {
+					t.Fatalf("%q has an id at %v, but it was not mapped", data, path)
+				}
+				continue
+			}
+			if !json.Valid(out) {
+				t.Fatalf("mapped %q into invalid JSON %q", data, out)
+			}
+			// The id a client reads (the last of repeated names) is the new one.
+			if id, found := stringAt(out, path); had && (!found || id != "task-new") {
+				t.Fatalf("mapped %q to %q, whose id reads %q", data, out, id)
+			}
+		}
+	})
+}
