@@ -20,6 +20,9 @@ type (
 		Tokens map[string]string
 		// OAuth makes the gateway an OAuth 2.1 resource server; nil when not set.
 		OAuth *OAuth
+		// Operators are the clients (names as in Tokens, or OAuth clients)
+		// that may use the operator endpoints, such as POST /drain.
+		Operators []string
 	}
 
 	// OAuth is http.auth.oauth: JWT access tokens issued by one authorization server.
@@ -84,7 +87,7 @@ func member(n *yaml.Node, key string) *yaml.Node {
 
 // readAuth reads http.auth. Token values never appear in a problem.
 func readAuth(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) *Auth {
-	const want = "tokens: {CLIENT: {env: VAR}}, oauth: {issuer, audience, required_scopes}"
+	const want = "tokens: {CLIENT: {env: VAR}}, oauth: {issuer, audience, required_scopes}, operators: [CLIENT]"
 	if !r.mapping(n, "http.auth", want) {
 		return nil
 	}
@@ -93,13 +96,16 @@ func readAuth(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) *A
 		r.errorf(n.Line, "http.auth", "is empty; set tokens (static bearer tokens per client) or oauth (JWT access tokens), or remove http.auth")
 		return a
 	}
-	f := r.fields(n, "http.auth.", "tokens", "oauth")
+	f := r.fields(n, "http.auth.", "tokens", "oauth", "operators")
 	before := len(r.problems)
 	if p, ok := f["tokens"]; ok {
 		a.Tokens = readTokens(r, lookupEnv, p.v)
 	}
 	if p, ok := f["oauth"]; ok {
 		a.OAuth = readOAuth(r, p.v)
+	}
+	if p, ok := f["operators"]; ok {
+		a.Operators = readOperators(r, p.v, a)
 	}
 	if !a.Enabled() && !HasErrors(r.problems[before:]) {
 		// An empty tokens mapping must not pass for authentication.
@@ -191,6 +197,29 @@ func tokenValue(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node, 
 		r.warnf(v.Line, field, "the token is written in the config file; keep it in the environment and write {env: VAR} instead")
 	}
 	return x.value, true
+}
+
+// readOperators reads http.auth.operators: names of clients that a token
+// or OAuth authenticates. A name no static token has, while OAuth is not
+// set, could never match and is an error.
+func readOperators(r *reader, n *yaml.Node, a *Auth) []string {
+	items, _ := r.list(n, "http.auth.operators")
+	var out []string
+	for i, t := range items {
+		field := fmt.Sprintf("http.auth.operators[%d]", i)
+		_, isToken := a.Tokens[t.s]
+		switch {
+		case !clientNamePattern.MatchString(t.s) && a.OAuth == nil:
+			r.errorf(deref(n).Line, field, "%q is not a client name; use 1 to 64 letters, digits, '.', '_', '@' or '-', as in http.auth.tokens", safeName(t.s))
+		case strings.TrimSpace(t.s) == "" || len(t.s) > 256:
+			r.errorf(deref(n).Line, field, "is not a client name; write the name a token or an OAuth access token authenticates")
+		case !isToken && a.OAuth == nil:
+			r.errorf(deref(n).Line, field, "%q is no client of http.auth.tokens, so it could never drain this gateway; add its token there or fix the name", t.s)
+		case !slices.Contains(out, t.s):
+			out = append(out, t.s)
+		}
+	}
+	return out
 }
 
 // readOAuth reads http.auth.oauth.

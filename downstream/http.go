@@ -123,6 +123,9 @@ type HTTP struct {
 	ending   sync.WaitGroup // ended sessions whose SessionClosed has not returned
 
 	workers workers // run Handler calls
+
+	draining atomic.Bool  // Drain was called: no new sessions (http_drain.go)
+	inflight atomic.Int64 // requests being served (InFlight)
 }
 
 // Reasons a request's context ends, told apart by context.Cause.

@@ -42,6 +42,16 @@ func (t *HTTP) postModern(p *post) {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
 	}
+	if e := checkLeaseHeader(p.r, msg.Params); e != nil {
+		t.refuse(p.w, p.r, e.withID(msg.ID))
+		return
+	}
+	if t.Draining() && !namesLease(msg.Params) {
+		// Stateless here: another replica serves it as well. A request
+		// naming a lease is served, as the lease may live here.
+		t.refuseDraining(p, "requests without a lease")
+		return
+	}
 	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params)}, nil, nil)
 }
 

@@ -119,6 +119,10 @@ func (t *HTTP) postSession(p *post) {
 // for the Handler from the start (Request.Session); it is registered, and
 // its id becomes valid, only when the Handler answers with a result.
 func (t *HTTP) initialize(p *post) {
+	if t.Draining() {
+		t.refuseDraining(p, "new sessions")
+		return
+	}
 	if id := p.r.Header.Get(headerSessionID); id != "" {
 		e := sessionGone()
 		if t.lookup(id) != nil {
@@ -167,6 +171,10 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	base := t.ctx
 	if s != nil {
 		base = s.ctx
+	}
+	if req.Msg.Method != "subscriptions/listen" { // a listener waits; it is not work in flight
+		t.inflight.Add(1)
+		defer t.inflight.Add(-1)
 	}
 	ctx, cancel := context.WithCancelCause(p.r.Context())
 	defer cancel(errResponseEnded)

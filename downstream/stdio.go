@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,8 +269,10 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			}
 			caps := req.ClientCapabilities
 			s.caps.Store(&caps)
-			s.ob.push(resp.Encode(), true)
+			// Open before the answer goes out: a client may send its next
+			// request the moment it reads it.
 			s.openOnce.Do(func() { s.h.SessionOpened(s) })
+			s.ob.push(resp.Encode(), true)
 			return
 		}
 		s.ob.push(resp.Encode(), true)
@@ -441,6 +444,12 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 			default:
 			}
 			<-o.wake
+			// Let the goroutines that are ready to run go first: with
+			// many requests in flight, those just woken by their answers
+			// push them now, and they go out in this write rather than
+			// one write(2), and one wake-up of the client, each. With
+			// nothing else ready, this returns at once.
+			runtime.Gosched()
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,8 @@ type authServer struct {
 	// which the metadata then says it sends: the issuer itself, or another
 	// to play a mix-up attack.
 	iss string
+	// failRevoke makes the revocation endpoint answer 503.
+	failRevoke atomic.Bool
 }
 
 // startAuthServer starts the provider; with sendIss, its authorization
@@ -122,6 +125,14 @@ func (as *authServer) recordResource(next http.Handler) http.Handler {
 		case "/oauth/token":
 			if err := r.ParseForm(); err == nil {
 				as.store.note(r.PostForm.Get("grant_type"), r.PostForm.Get("resource"), "")
+			}
+		case "/revoke":
+			if err := r.ParseForm(); err == nil {
+				as.store.note("revoke", r.PostForm.Get("token_type_hint"), "")
+			}
+			if as.failRevoke.Load() {
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
 			}
 		case "/authorize/callback":
 			if as.iss != "" {
@@ -257,6 +268,13 @@ func (s *opStore) approve(id, subject string) bool {
 	}
 	r.subject, r.done, r.authTime = subject, true, time.Now()
 	return true
+}
+
+// hasRefresh reports whether token is a refresh token the provider takes.
+func (s *opStore) hasRefresh(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refresh[token] != nil
 }
 
 // revokeRefreshTokens forgets every refresh token, as an administrator
@@ -396,8 +414,22 @@ func (s *opStore) GetClientByClientID(_ context.Context, id string) (op.Client, 
 	return nil, errors.New("no such client")
 }
 
-func (s *opStore) AuthorizeClientIDSecret(context.Context, string, string) error {
-	return errors.New("only public clients are registered here")
+// addConfidentialClient registers a client with a secret, as an
+// administrator would before anyone logs in: its redirect URI is a
+// loopback one, on any port (RFC 8252 §7.3).
+func (s *opStore) addConfidentialClient(id, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[id] = &opClient{id: id, secret: secret, redirects: []string{"http://127.0.0.1/callback"}, issuer: s.issuer}
+}
+
+func (s *opStore) AuthorizeClientIDSecret(_ context.Context, id, secret string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.clients[id]; c != nil && c.secret != "" && c.secret == secret {
+		return nil
+	}
+	return errors.New("no client with that id and secret")
 }
 
 func (s *opStore) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
@@ -439,17 +471,23 @@ func (k opPublicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
 func (k opPublicKey) Use() string                        { return "sig" }
 func (k opPublicKey) Key() any                           { return &k.key.PublicKey }
 
-// opClient is a dynamically registered public client.
+// opClient is a dynamically registered public client, or a pre-registered
+// confidential one (with a secret, sent with HTTP Basic).
 type opClient struct {
-	id, issuer string
-	redirects  []string
+	id, issuer, secret string
+	redirects          []string
 }
 
 func (c *opClient) GetID() string                       { return c.id }
 func (c *opClient) RedirectURIs() []string              { return c.redirects }
 func (c *opClient) PostLogoutRedirectURIs() []string    { return nil }
 func (c *opClient) ApplicationType() op.ApplicationType { return op.ApplicationTypeNative }
-func (c *opClient) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodNone }
+func (c *opClient) AuthMethod() oidc.AuthMethod {
+	if c.secret != "" {
+		return oidc.AuthMethodBasic
+	}
+	return oidc.AuthMethodNone
+}
 func (c *opClient) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }
@@ -516,6 +554,8 @@ func (r *opRefresh) SetCurrentScopes(scopes []string) { r.scopes = scopes }
 type securedUpstream struct {
 	url      string // its MCP endpoint
 	mu       sync.Mutex
+	as       *authServer // whose tokens it takes, and names in its metadata
+	verifier *op.AccessTokenVerifier
 	seen     []string        // every Authorization header value, in order
 	rejected map[string]bool // access tokens it refuses although they are valid
 }
@@ -523,6 +563,7 @@ type securedUpstream struct {
 func startSecuredUpstream(t *testing.T, as *authServer) *securedUpstream {
 	t.Helper()
 	u := &securedUpstream{rejected: map[string]bool{}}
+	u.moveTo(as)
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -534,10 +575,10 @@ func startSecuredUpstream(t *testing.T, as *authServer) *securedUpstream {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Extra.TokenInfo.UserID}}}, nil, nil
 		})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
-	verifier := op.NewAccessTokenVerifier(as.issuer, rp.NewRemoteKeySet(http.DefaultClient, as.issuer+"/keys"))
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		u.mu.Lock()
 		refused := u.rejected[token]
+		verifier := u.verifier
 		u.mu.Unlock()
 		if refused {
 			return nil, auth.ErrInvalidToken
@@ -556,10 +597,24 @@ func startSecuredUpstream(t *testing.T, as *authServer) *securedUpstream {
 		u.mu.Unlock()
 		protected.ServeHTTP(w, r)
 	}))
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: u.url, AuthorizationServers: []string{as.issuer}, ScopesSupported: []string{"openid", "mcp"},
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		issuer := u.as.issuer
+		u.mu.Unlock()
+		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: u.url, AuthorizationServers: []string{issuer}, ScopesSupported: []string{"openid", "mcp"},
+		}).ServeHTTP(w, r)
 	}))
 	return u
+}
+
+// moveTo makes as the server's authorization server: its metadata names
+// as, and it takes as's tokens only.
+func (u *securedUpstream) moveTo(as *authServer) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.as = as
+	u.verifier = op.NewAccessTokenVerifier(as.issuer, rp.NewRemoteKeySet(http.DefaultClient, as.issuer+"/keys"))
 }
 
 // lastToken is the last bearer token the server was sent.
@@ -583,6 +638,13 @@ func (u *securedUpstream) headers() map[string]bool {
 		out[h] = true
 	}
 	return out
+}
+
+// sent is how many requests the server has had.
+func (u *securedUpstream) sent() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.seen)
 }
 
 // reject makes the server refuse token from now on.
@@ -787,6 +849,7 @@ servers:
 	require.Empty(t, init.Error)
 	e.wire.negotiated(protocolVersion)
 	require.NoError(t, e.notify("notifications/initialized", nil))
+	listen(t, a, e) // the stream notifications/elicitation/complete comes on
 	offer := e.callTool("sec_whoami", map[string]any{})
 	require.NotEmpty(t, offer.Error, "a call that needs a login fails: %s", offer.Result)
 	var rpcErr struct {
@@ -811,9 +874,22 @@ servers:
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The client is told the elicitation is complete (2025-11-25), and
+	// retries by itself.
+	complete, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/elicitation/complete" }, startTimeout)
+	require.True(t, ok, "no notifications/elicitation/complete after the login; stderr:\n%s", a.log)
+	assert.JSONEq(t, fmt.Sprintf(`{"elicitationId":%q}`, el.ElicitationID), string(complete.Params))
 	_, ok = a.log.waitLine(func(line string) bool { return strings.Contains(line, "logged in through a client's browser") }, startTimeout, a.exited)
 	require.True(t, ok, "the offered login did not complete:\n%s", a.log)
 	assert.Equal(t, oauthSubject, firstText(t, e.callToolResult("sec_whoami", map[string]any{})))
+	notes, _ := e.inbox.snapshot()
+	completions := 0
+	for _, n := range notes {
+		if n.Method == "notifications/elicitation/complete" {
+			completions++
+		}
+	}
+	assert.Equal(t, 1, completions, "one completion, although the client was offered the login twice")
 	assert.Empty(t, statusProblems(t, e), "the login clears the problem")
 
 	data, err := os.ReadFile(files[0])
@@ -871,4 +947,225 @@ func TestOAuthLoginRejectsAnotherIssuer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, files, "no token is stored")
 	assert.Empty(t, as.store.notesOf("authorization_code"), "the code is never exchanged")
+}
+
+// storedGrant is what a token file holds, as far as the tests look.
+type storedGrant struct {
+	Issuer       string `json:"issuer"`
+	ClientID     string `json:"client_id"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// readGrants reads the token files under home.
+func readGrants(t *testing.T, home string) map[string]storedGrant {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, ".config", "mcp-aggregator", "oauth-*.json"))
+	require.NoError(t, err)
+	out := map[string]storedGrant{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var g storedGrant
+		require.NoError(t, json.Unmarshal(data, &g), "%s", f)
+		out[f] = g
+	}
+	return out
+}
+
+// onlyGrant is the one token file under home.
+func onlyGrant(t *testing.T, home string) storedGrant {
+	t.Helper()
+	grants := readGrants(t, home)
+	require.Len(t, grants, 1, "one token file")
+	for _, g := range grants {
+		return g
+	}
+	return storedGrant{}
+}
+
+// refreshAt uses a refresh token at the provider's token endpoint, as a
+// client would, and returns the HTTP status and the OAuth error code.
+func refreshAt(t *testing.T, as *authServer, clientID, refreshToken string) (int, string) {
+	t.Helper()
+	resp, err := http.PostForm(as.issuer+"/oauth/token", url.Values{
+		"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {clientID},
+	})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Error string `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+	return resp.StatusCode, body.Error
+}
+
+// runCommand runs the binary with env and returns its combined output and
+// exit code.
+func runCommand(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = markerEnv(newMarker(), env...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return out.String(), exitErr.ExitCode()
+	}
+	require.NoError(t, err, "%v: %s", args, out.String())
+	return out.String(), 0
+}
+
+// TestOAuthLogoutRevokes: logout revokes the refresh token, then the
+// access token, at the provider (RFC 7009), so that the refresh token no
+// longer works there; a revocation that fails still removes the local
+// copy and says so, without the token.
+func TestOAuthLogoutRevokes(t *testing.T) {
+	t.Parallel()
+	as := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, as)
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
+	cfg := writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", up.url))
+
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	g := onlyGrant(t, home)
+	require.NotEmpty(t, g.RefreshToken)
+	require.True(t, as.store.hasRefresh(g.RefreshToken), "the provider takes the refresh token before the logout")
+
+	cmd := exec.Command(binary, "logout", "secured", "--config", cfg)
+	cmd.Env = markerEnv(newMarker(), env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), "logout: %s%s", out.String(), errOut.String())
+	assert.Equal(t, "logged out of secured\n", out.String())
+	assert.Empty(t, errOut.String())
+	assert.Empty(t, readGrants(t, home), "the token file is gone")
+	assert.Equal(t, []string{"refresh_token ", "access_token "}, as.store.notesOf("revoke"), "the refresh token is revoked first, then the access token")
+	status, oauthErr := refreshAt(t, as, g.ClientID, g.RefreshToken)
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, "invalid_grant", oauthErr, "the refresh token no longer works after logout")
+
+	// The provider cannot revoke: the local copy goes all the same.
+	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	g = onlyGrant(t, home)
+	as.failRevoke.Store(true)
+	text, code := runCommand(t, env, "logout", "secured", "--config", cfg)
+	assert.Equal(t, 0, code, "%s", text)
+	assert.Contains(t, text, "logout: could not revoke the tokens at the authorization server "+as.issuer+" (revoking the refresh token: the revocation endpoint answered HTTP 503)")
+	assert.Contains(t, text, "logged out of secured\n")
+	assert.NotContains(t, text, g.RefreshToken)
+	assert.NotContains(t, text, g.AccessToken)
+	assert.Empty(t, readGrants(t, home), "the token file is gone although the revocation failed")
+	assert.True(t, as.store.hasRefresh(g.RefreshToken), "the provider kept it, as it said")
+
+	text, code = runCommand(t, env, "logout", "secured", "--config", cfg)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "no stored login for secured\n", text)
+}
+
+// TestOAuthServerMovesIssuer: tokens are kept per server URL and issuer. A
+// server whose metadata names another authorization server than the one
+// its stored login came from is sent none of the old tokens and needs a
+// login; that login, with the new issuer, leaves the old one's file alone.
+func TestOAuthServerMovesIssuer(t *testing.T) {
+	t.Parallel()
+	first := startAuthServer(t, true, "")
+	second := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, first)
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
+	cfg := writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", up.url))
+
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	before := readGrants(t, home)
+	require.Len(t, before, 1)
+	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
+	require.Equal(t, 0, code, "%s", text)
+	assert.Contains(t, text, `"name": "whoami"`)
+
+	up.moveTo(second)
+	mark := up.sent()
+	text, code = runCommand(t, env, "tools", "--config", cfg)
+	assert.Equal(t, 1, code, "%s", text)
+	assert.Contains(t, text, "not logged in with its authorization server "+second.issuer+" (the stored login is for "+first.issuer+"); run `mcp-aggregator login secured`")
+	up.mu.Lock()
+	for _, h := range up.seen[mark:] {
+		assert.Empty(t, h, "the first issuer's token was sent to the server that left it")
+	}
+	up.mu.Unlock()
+
+	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login with the new issuer; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.NotEmpty(t, second.store.notesOf("authorization_code"), "the login went to the new issuer")
+	after := readGrants(t, home)
+	require.Len(t, after, 2, "one file per issuer")
+	for f, g := range before {
+		assert.Equal(t, g, after[f], "the first issuer's login is left alone")
+	}
+	text, code = runCommand(t, env, "tools", "--json", "--config", cfg)
+	require.Equal(t, 0, code, "%s", text)
+	assert.Contains(t, text, `"name": "whoami"`)
+
+	text, code = runCommand(t, env, "logout", "secured", "--config", cfg)
+	assert.Equal(t, 0, code, "%s", text)
+	assert.Empty(t, readGrants(t, home), "logout removes the logins of every issuer")
+	assert.Len(t, first.store.notesOf("revoke"), 2, "each issuer revokes its own")
+	assert.Len(t, second.store.notesOf("revoke"), 2)
+}
+
+// TestOAuthPreregisteredClient: with auth.client_id and auth.client_secret,
+// no client is registered; the login, the refresh and the revocation all
+// authenticate as that client, and its secret shows in no output.
+func TestOAuthPreregisteredClient(t *testing.T) {
+	t.Parallel()
+	const clientID, secret = "aggregator-preregistered", "pre-registered-secret-value-42"
+	as := startAuthServer(t, true, "")
+	as.store.addConfidentialClient(clientID, secret)
+	up := startSecuredUpstream(t, as)
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home, "SECURED_CLIENT_SECRET=" + secret}
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    url: %s
+    auth:
+      type: oauth
+      client_id: %s
+      client_secret: {env: SECURED_CLIENT_SECRET}
+`, up.url, clientID))
+
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Empty(t, as.store.notesOf("register"), "a pre-registered client registers nothing")
+	authURL := strings.SplitN(stdout, "\n", 2)[0]
+	u, err := url.Parse(authURL)
+	require.NoError(t, err)
+	assert.Equal(t, clientID, u.Query().Get("client_id"))
+	g := onlyGrant(t, home)
+	assert.Equal(t, clientID, g.ClientID)
+
+	// The server stops taking the access token: the refresh authenticates
+	// with the secret, and the call goes through.
+	up.reject(g.AccessToken)
+	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
+	require.Equal(t, 0, code, "%s", text)
+	assert.Contains(t, text, `"name": "whoami"`)
+	assert.Len(t, as.store.notesOf("refresh_token"), 1, "one refresh, accepted with the client's secret")
+	assert.NotEqual(t, g.AccessToken, up.lastToken())
+
+	rotated := onlyGrant(t, home)
+	require.True(t, as.store.hasRefresh(rotated.RefreshToken))
+	text, code = runCommand(t, env, "logout", "secured", "--config", cfg)
+	assert.Equal(t, 0, code, "%s", text)
+	assert.Equal(t, "logged out of secured\n", text, "the revocation, authenticated as the client, went through")
+	assert.False(t, as.store.hasRefresh(rotated.RefreshToken), "the rotated refresh token is revoked")
+	assert.Empty(t, readGrants(t, home))
+	for _, out := range []string{stdout, stderr, text} {
+		assert.NotContains(t, out, secret)
+	}
 }

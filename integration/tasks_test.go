@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -483,4 +488,283 @@ func TestTasksSDKClient(t *testing.T) {
 	assert.Equal(t, "completed", out.Listed[0].Status)
 	assert.Equal(t, id, out.Got.TaskID)
 	assert.Equal(t, "completed", out.Got.Status)
+}
+
+// taskServerHTTP runs node/taskserver.mjs as a streamable HTTP server on a
+// free loopback port and returns its URL.
+func taskServerHTTP(t *testing.T) string {
+	t.Helper()
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	log := newLogBuffer()
+	cmd := exec.Command("node", filepath.Join(nodeDir, "taskserver.mjs"), "--http")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprintf("listening on 127.0.0.1:%d", port)) }, startTimeout, exited)
+	require.True(t, ok, "taskserver --http never said it listens on %d:\n%s", port, log)
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// taskUpstream is one way to run node/taskserver.mjs behind the aggregator,
+// as server alpha with the prefix a_.
+type taskUpstream struct {
+	name   string
+	config func(t *testing.T) string
+}
+
+func taskUpstreams() []taskUpstream {
+	stdio := func(shared bool) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+			return fmt.Sprintf(`version: 1
+servers:
+  alpha:
+    truely-stateless: %t
+    command: node
+    args: [%s]
+    transform: [{prefix: a_}]
+`, shared, quoted(filepath.Join(nodeDir, "taskserver.mjs")))
+		}
+	}
+	remote := func(shared bool) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			return fmt.Sprintf(`version: 1
+servers:
+  alpha:
+    transport: streamable_http
+    url: %s
+    truely-stateless: %t
+    transform: [{prefix: a_}]
+`, quoted(taskServerHTTP(t)), shared)
+		}
+	}
+	return []taskUpstream{
+		{"stdio-shared", stdio(true)},
+		{"stdio-leased", stdio(false)},
+		{"http-shared", remote(true)},
+		{"http-leased", remote(false)},
+	}
+}
+
+// notesText renders notifications for a failure message.
+func notesText(notes []notification) string {
+	var b strings.Builder
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\n  %s %s", n.Method, n.Params)
+	}
+	return b.String()
+}
+
+// aggProgressToken is the progress token the aggregator gives an upstream
+// in place of the client's.
+var aggProgressToken = regexp.MustCompile(`"progressToken":"agg-[0-9]+"`)
+
+// TestTasksProgressAfterResult: the progress token of a task-augmented call
+// stays valid for the task's lifetime. The upstream reports progress and log
+// messages about its task after the CreateTaskResult, with no request in
+// flight; they reach the session that owns the task, and only it, byte for
+// byte as the upstream sent them but for the progress token (the client's)
+// and the task id in the related-task _meta (the client's). Progress
+// without _meta gains none, from an HTTP upstream too.
+func TestTasksProgressAfterResult(t *testing.T) {
+	t.Parallel()
+	for _, up := range taskUpstreams() {
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			a := serveConfig(t, httpTransport, up.config(t))
+			a.waitLoaded()
+			owner, other := a.newClient(), a.newClient()
+			for _, c := range []*client{owner, other} {
+				c.initializeWith(map[string]any{})
+				listen(t, a, c)
+			}
+			const steps = 4
+			resp := owner.mustRequest("tools/call", map[string]any{
+				"name":      "a_reporter",
+				"arguments": map[string]any{"label": "rep", "steps": steps, "stepMs": 50},
+				"task":      map[string]any{"ttl": 60000},
+				"_meta":     map[string]any{"progressToken": "p-7"},
+			})
+			require.Empty(t, string(resp.Error), "tools/call a_reporter as a task")
+			var created struct {
+				Task taskObject `json:"task"`
+			}
+			require.NoError(t, json.Unmarshal(resp.Result, &created))
+			id := created.Task.TaskID
+			require.True(t, strings.HasPrefix(id, "task-") && id != "task-1", "the aggregator's id: %s", id)
+
+			// Everything arrives with no request of the client in flight.
+			isProgress := func(n notification) bool {
+				return n.Method == "notifications/progress" && strings.Contains(string(n.Params), `"progressToken":"p-7"`)
+			}
+			isReport := func(n notification) bool {
+				return n.Method == "notifications/message" && strings.Contains(string(n.Params), `"logger":"reporter"`)
+			}
+			_, ok := owner.waitNotification(func(n notification) bool {
+				return isProgress(n) && strings.Contains(string(n.Params), fmt.Sprintf(`"progress":%d,`, steps))
+			}, callTimeout)
+			require.True(t, ok, "the last progress reached the owner after the CreateTaskResult; got %s", notesText(owner.inboxNotes()))
+			_, ok = owner.waitNotification(func(n notification) bool {
+				return isReport(n) && strings.Contains(string(n.Params), fmt.Sprintf("step %d of", steps))
+			}, callTimeout)
+			require.True(t, ok, "the last log message reached the owner; got %s", notesText(owner.inboxNotes()))
+
+			res := owner.mustRequest("tasks/result", map[string]any{"taskId": id})
+			require.Empty(t, string(res.Error), "tasks/result")
+			var result struct {
+				Structured struct {
+					Sent []json.RawMessage `json:"sent"`
+				} `json:"structuredContent"`
+			}
+			require.NoError(t, json.Unmarshal(res.Result, &result))
+			require.Len(t, result.Structured.Sent, 2*steps, "what the upstream sent: %s", res.Result)
+
+			// The upstream's own bytes, with the mapped token and id.
+			var wantProgress, wantReports []string
+			for _, raw := range result.Structured.Sent {
+				want := strings.ReplaceAll(string(raw), `"taskId":"task-1"`, `"taskId":"`+id+`"`)
+				if aggProgressToken.MatchString(want) {
+					wantProgress = append(wantProgress, aggProgressToken.ReplaceAllString(want, `"progressToken":"p-7"`))
+				} else {
+					wantReports = append(wantReports, want)
+				}
+			}
+			var gotProgress, gotReports []string
+			for _, n := range owner.inboxNotes() {
+				switch {
+				case isProgress(n):
+					gotProgress = append(gotProgress, string(n.Params))
+				case isReport(n):
+					gotReports = append(gotReports, string(n.Params))
+				}
+			}
+			assert.Equal(t, wantProgress, gotProgress, "progress passes byte for byte but for the token and task id")
+			assert.Equal(t, wantReports, gotReports, "log messages pass byte for byte but for the task id")
+			for i := range min(len(wantProgress), len(gotProgress)) {
+				assert.JSONEq(t, wantProgress[i], gotProgress[i])
+			}
+			for _, p := range gotProgress {
+				if !strings.Contains(p, "related-task") {
+					assert.NotContains(t, p, `"_meta"`, "progress without _meta gains none")
+				}
+			}
+			for _, n := range other.inboxNotes() {
+				assert.False(t, isReport(n) || n.Method == "notifications/progress", "another session hears nothing of the task: %s %s", n.Method, n.Params)
+			}
+		})
+	}
+}
+
+// TestTasksStatusBeforeResult: an upstream that announces its task
+// (notifications/tasks/status) before it answers the call with the
+// CreateTaskResult: the status reaches the owner under the client's id.
+func TestTasksStatusBeforeResult(t *testing.T) {
+	t.Parallel()
+	for _, up := range taskUpstreams() {
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			a := serveConfig(t, httpTransport, up.config(t))
+			a.waitLoaded()
+			owner, other := a.newClient(), a.newClient()
+			for _, c := range []*client{owner, other} {
+				c.initializeWith(map[string]any{})
+				listen(t, a, c)
+			}
+			resp := owner.mustRequest("tools/call", map[string]any{
+				"name": "a_eager", "arguments": map[string]any{"label": "eager", "stepMs": 200}, "task": map[string]any{"ttl": 60000},
+			})
+			require.Empty(t, string(resp.Error))
+			var created struct {
+				Task json.RawMessage `json:"task"`
+			}
+			require.NoError(t, json.Unmarshal(resp.Result, &created))
+			var task taskObject
+			require.NoError(t, json.Unmarshal(created.Task, &task))
+			require.Equal(t, "accepted", task.StatusMessage)
+			n, ok := owner.waitNotification(func(n notification) bool {
+				return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), `"accepted"`)
+			}, callTimeout)
+			require.True(t, ok, "the status sent before the CreateTaskResult reached the owner; got %s", notesText(owner.inboxNotes()))
+			assert.JSONEq(t, string(created.Task), string(n.Params), "the same Task, under the client's id")
+
+			res := owner.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
+			require.Empty(t, string(res.Error))
+			assert.Equal(t, "eager done", firstText(t, res.Result))
+			for _, n := range other.inboxNotes() {
+				assert.NotEqual(t, "notifications/tasks/status", n.Method, "another session hears nothing: %s", n.Params)
+			}
+		})
+	}
+}
+
+// TestTasksRelatedRequest: after the CreateTaskResult, with no request of
+// the client in flight, the upstream asks the client (elicitation/create)
+// naming its task in _meta; the request reaches the task's owner under the
+// client's id, on a leased and on a shared instance alike, and the
+// client's answer, which names the task by the client's id, reaches the
+// upstream under the upstream's.
+func TestTasksRelatedRequest(t *testing.T) {
+	t.Parallel()
+	for _, up := range taskUpstreams() {
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			a := serveConfig(t, stdioTransport, up.config(t))
+			a.waitLoaded()
+			c := a.newClient()
+			asked := make(chan json.RawMessage, 4)
+			c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+				if method != "elicitation/create" {
+					return "", `{"code":-32601,"message":"not here: ` + method + `"}`
+				}
+				asked <- params
+				var p struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				}
+				_ = json.Unmarshal(params, &p)
+				related := p.Meta["io.modelcontextprotocol/related-task"]
+				return `{"action":"accept","content":{"keep":true},"_meta":{"io.modelcontextprotocol/related-task":` + string(related) + `}}`, ""
+			}
+			c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+			task := startTask(t, c, "a_reporter", map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true})
+
+			var params json.RawMessage
+			select {
+			case params = <-asked:
+			case <-time.After(callTimeout):
+				t.Fatal("the client was never asked")
+			}
+			var p struct {
+				Meta map[string]struct {
+					TaskID string `json:"taskId"`
+				} `json:"_meta"`
+			}
+			require.NoError(t, json.Unmarshal(params, &p))
+			assert.Equal(t, task.TaskID, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the request names the task by the client's id")
+
+			res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
+			require.Empty(t, string(res.Error))
+			var result struct {
+				Structured struct {
+					Answer struct {
+						Action        string `json:"action"`
+						RelatedTaskID string `json:"relatedTaskId"`
+					} `json:"answer"`
+				} `json:"structuredContent"`
+			}
+			require.NoError(t, json.Unmarshal(res.Result, &result))
+			assert.Equal(t, "accept", result.Structured.Answer.Action, "the client's answer reached the upstream")
+			assert.Equal(t, "task-1", result.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+		})
+	}
 }

@@ -27,6 +27,13 @@ type KeyringOptions struct {
 	// Secrets, when set, is given every token the keyring loads or
 	// obtains, so that the logs can be scrubbed of them.
 	Secrets func(values ...string)
+	// Retire, when set, is given the tokens a refresh replaced and the time
+	// after which they are of no use to anyone (their expiry): they need
+	// not be scrubbed from the logs after that.
+	Retire func(after time.Time, values ...string)
+	// Discover finds the authorization server a server uses now (tests);
+	// nil: DiscoverIssuer.
+	Discover func(ctx context.Context, client *http.Client, srv *config.Server) (string, error)
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 }
@@ -50,6 +57,9 @@ func NewKeyring(opts KeyringOptions) *Keyring {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Discover == nil {
+		opts.Discover = DiscoverIssuer
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -57,11 +67,17 @@ func NewKeyring(opts KeyringOptions) *Keyring {
 	return &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
 }
 
-// credential is the grant for one server URL, as the keyring holds it.
+// credential is the grant for one server URL, as the keyring holds it: the
+// one stored for the authorization server the server names now.
 type credential struct {
 	k       *Keyring
 	url     string
+	once    sync.Once    // the first load
+	probe   *http.Client // reaches the server, to learn its issuer
 	mu      sync.Mutex
+	issuer  string // the server's authorization server, when resolved
+	known   bool   // issuer was found (a discovery, or a login)
+	broken  error  // non-nil: the issuer could not be found; try again later
 	grant   *Grant // nil: no usable stored login
 	missing string // why grant is nil
 	refused string // non-empty: the issuer or the server refused the grant; log in again
@@ -82,7 +98,7 @@ type flight struct {
 // other. It fails with a *LoginRequiredError when no usable login is
 // stored for srv.
 func (k *Keyring) Transport(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
-	c := k.credential(srv)
+	c := k.credential(srv, base)
 	if err := c.usable(srv); err != nil {
 		return nil, err
 	}
@@ -94,27 +110,95 @@ func (k *Keyring) Transport(srv *config.Server, base http.RoundTripper) (http.Ro
 }
 
 // credential returns the credential for srv's URL, loading it on first use.
-func (k *Keyring) credential(srv *config.Server) *credential {
+func (k *Keyring) credential(srv *config.Server, base http.RoundTripper) *credential {
 	k.mu.Lock()
 	c := k.creds[srv.URL]
 	if c == nil {
-		c = &credential{k: k, url: srv.URL, servers: map[string]*config.Server{}, renewed: make(chan struct{})}
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		c = &credential{k: k, url: srv.URL, servers: map[string]*config.Server{}, renewed: make(chan struct{}),
+			probe: &http.Client{Transport: base, Timeout: discoveryTimeout}}
 		k.creds[srv.URL] = c
-		c.load()
 	}
 	k.mu.Unlock()
 	c.mu.Lock()
 	c.servers[srv.ID] = srv
 	c.mu.Unlock()
+	c.once.Do(func() { c.load() })
+	c.mu.Lock()
+	retry := c.broken != nil
+	c.mu.Unlock()
+	if retry { // the server could not be asked for its issuer: ask again
+		c.load()
+	}
 	return c
 }
 
-// load reads the stored grant; callers hold k.mu or own c alone.
-func (c *credential) load() {
-	g, err := c.k.opts.Store.Load(c.url)
+// load reads the stored grant for the server's issuer and reports whether
+// the tokens changed. The issuer is looked up (a request to the server)
+// only when some grant is stored and none is in use: a server whose
+// authorization server moved gets no token of the old one, and a login
+// with the new one is found.
+func (c *credential) load() bool {
+	grants, err := c.k.opts.Store.LoadAll(c.url)
+	if err == nil && len(grants) == 0 {
+		err = ErrNoGrant
+	}
+	if err != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.broken = nil
+		return c.setLoaded(nil, err)
+	}
+	c.mu.Lock()
+	resolve := !c.known || c.grant == nil || c.refused != ""
+	c.mu.Unlock()
+	if resolve {
+		srv := c.anyServer()
+		issuer, derr := c.k.opts.Discover(context.Background(), c.probe, srv)
+		c.mu.Lock()
+		if derr != nil {
+			c.broken = fmt.Errorf("cannot learn which authorization server it uses: %w", derr)
+			changed := c.grant != nil
+			c.grant, c.missing, c.refused = nil, "", ""
+			c.mu.Unlock()
+			return changed
+		}
+		c.issuer, c.known, c.broken = issuer, true, nil
+		c.mu.Unlock()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setLoaded(g, err)
+	g, err := c.k.opts.Store.Load(c.url, c.issuer)
+	if errors.Is(err, ErrNoGrant) {
+		other := grants[0].Issuer
+		err = fmt.Errorf("not logged in with its authorization server %s (the stored login is for %s)", orNone(c.issuer), orNone(other))
+	}
+	return c.setLoaded(g, err)
+}
+
+// anyServer is one of the servers using the credential.
+func (c *credential) anyServer() *config.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out *config.Server
+	for _, s := range c.servers {
+		if out == nil || s.ID < out.ID {
+			out = s
+		}
+	}
+	if out == nil {
+		out = &config.Server{URL: c.url}
+	}
+	return out
+}
+
+func orNone(issuer string) string {
+	if issuer == "" {
+		return "(none named)"
+	}
+	return issuer
 }
 
 // setLoaded takes what the store holds; callers hold c.mu. It reports
@@ -136,6 +220,7 @@ func (c *credential) setLoaded(g *Grant, err error) bool {
 	if c.k.opts.Secrets != nil {
 		c.k.opts.Secrets(g.secrets()...)
 	}
+	c.k.retire(c.grant, g)
 	c.grant, c.missing, c.refused = g, "", ""
 	close(c.renewed)
 	c.renewed = make(chan struct{})
@@ -161,6 +246,8 @@ func (c *credential) usable(srv *config.Server) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.broken != nil:
+		return fmt.Errorf("server %q: %w", srv.ID, c.broken)
 	case c.grant == nil:
 		return &LoginRequiredError{Server: srv.ID, Reason: c.missing}
 	case c.refused != "":
@@ -256,6 +343,7 @@ func (c *credential) refresh(f *flight, held *Grant, stale string) {
 	if c.k.opts.Secrets != nil {
 		c.k.opts.Secrets(next.secrets()...)
 	}
+	c.k.retire(held, next)
 	c.mu.Lock()
 	current := c.grant == held // else a new login replaced it meanwhile: keep that one, here and on disk
 	if current {
@@ -277,7 +365,7 @@ func (c *credential) refresh(f *flight, held *Grant, stale string) {
 // newerOnDisk returns the stored grant when it differs from held and has an
 // access token that is neither stale nor expiring.
 func (c *credential) newerOnDisk(held *Grant, stale string) (*Grant, bool) {
-	g, err := c.k.opts.Store.Load(c.url)
+	g, err := c.k.opts.Store.Load(c.url, held.Issuer)
 	if err != nil || g.sameTokens(held) || g.AccessToken == "" || g.AccessToken == stale || c.k.expiring(g) {
 		return nil, false
 	}
@@ -299,6 +387,9 @@ func (c *credential) refuse(held *Grant, reason string) {
 	for _, id := range c.ids() {
 		c.k.log.Error("server needs a new login", "server", id, "reason", reason, "fix", "run `mcp-aggregator login "+id+"`")
 	}
+	// The server may have moved to another authorization server, with
+	// which a login is already stored.
+	go c.load()
 }
 
 // rejected records that the server refused token even right after a
@@ -349,12 +440,9 @@ func (k *Keyring) Sync() bool {
 	k.mu.Unlock()
 	changed := false
 	for _, c := range creds {
-		g, err := k.opts.Store.Load(c.url)
-		c.mu.Lock()
-		if c.setLoaded(g, err) {
+		if c.load() {
 			changed = true
 		}
-		c.mu.Unlock()
 	}
 	return changed
 }
@@ -399,6 +487,37 @@ func (k *Keyring) Learn(g *Grant) {
 		return // no server uses it yet; Transport loads it from the store
 	}
 	c.mu.Lock()
+	// The login has just asked the server for its issuer.
+	c.issuer, c.known, c.broken = g.Issuer, true, nil
 	c.setLoaded(g, nil)
 	c.mu.Unlock()
 }
+
+// retire hands the tokens of old that next does not hold to
+// KeyringOptions.Retire: the access token is of no use past its expiry, a
+// rotated refresh token was spent by the refresh (an hour's grace covers
+// an issuer that takes it back a while).
+func (k *Keyring) retire(old, next *Grant) {
+	if k.opts.Retire == nil || old == nil {
+		return
+	}
+	now := k.opts.Now()
+	if old.AccessToken != "" && old.AccessToken != next.AccessToken && old.AccessToken != next.RefreshToken {
+		until := old.Expiry
+		if until.IsZero() || until.Before(now) {
+			until = now
+		}
+		// A margin for clocks that disagree with the issuer's.
+		k.opts.Retire(until.Add(retireMargin), old.AccessToken)
+	}
+	if old.RefreshToken != "" && old.RefreshToken != next.RefreshToken && old.RefreshToken != next.AccessToken {
+		k.opts.Retire(now.Add(spentRefreshGrace), old.RefreshToken)
+	}
+}
+
+// Tokens a refresh replaced stay scrubbed from the logs this long after
+// they stop working.
+const (
+	retireMargin      = 5 * time.Minute
+	spentRefreshGrace = time.Hour
+)

@@ -26,11 +26,22 @@ type keyringRig struct {
 	srv   *config.Server
 	now   time.Time
 	mu    sync.Mutex
+	// issuer is what the server names as its authorization server.
+	issuer    string
+	discovers int
+}
+
+// discover is KeyringOptions.Discover: the server names r.issuer.
+func (r *keyringRig) discover(context.Context, *http.Client, *config.Server) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.discovers++
+	return r.issuer, nil
 }
 
 func newKeyringRig(t *testing.T, expired bool) *keyringRig {
 	te, ts := newTokenEndpoint(t, "refresh-1")
-	r := &keyringRig{store: NewStore(t.TempDir()), te: te, now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	r := &keyringRig{store: NewStore(t.TempDir()), te: te, now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), issuer: testIssuer}
 	r.srv = &config.Server{ID: "linear", URL: "https://mcp.example/mcp", Auth: config.ServerAuth{Type: config.ServerAuthOAuth}}
 	g := testGrant(r.srv.URL)
 	g.TokenURL = ts.URL
@@ -39,7 +50,7 @@ func newKeyringRig(t *testing.T, expired bool) *keyringRig {
 		g.Expiry = r.now.Add(-time.Minute)
 	}
 	require.NoError(t, r.store.Save(g))
-	r.k = NewKeyring(KeyringOptions{Store: r.store, HTTPClient: ts.Client(), Now: func() time.Time {
+	r.k = NewKeyring(KeyringOptions{Store: r.store, HTTPClient: ts.Client(), Discover: r.discover, Now: func() time.Time {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.now
@@ -74,7 +85,7 @@ func TestKeyringRefreshesOnceForManyCallers(t *testing.T) {
 		assert.Equal(t, "access-x", tok)
 	}
 	assert.Equal(t, 1, r.te.refreshes(), "one refresh serves every caller")
-	stored, err := r.store.Load(r.srv.URL)
+	stored, err := r.store.Load(r.srv.URL, testIssuer)
 	require.NoError(t, err)
 	assert.Equal(t, "refresh-x", stored.RefreshToken, "the rotated refresh token is saved")
 	assert.False(t, r.k.Sync(), "the keyring's own save is not a change")
@@ -290,7 +301,7 @@ func TestBearerHoldsTheListenStreamUntilANewLogin(t *testing.T) {
 
 func TestKeyringsSharingAStoreRefreshOnce(t *testing.T) {
 	r := newKeyringRig(t, true)
-	other := NewKeyring(KeyringOptions{Store: r.store, HTTPClient: r.k.opts.HTTPClient, Now: r.k.opts.Now})
+	other := NewKeyring(KeyringOptions{Store: r.store, HTTPClient: r.k.opts.HTTPClient, Discover: r.discover, Now: r.k.opts.Now})
 	r.te.hold = make(chan struct{})
 	got := make(chan string, 2)
 	for _, k := range []*Keyring{r.k, other} {
@@ -311,4 +322,69 @@ func TestKeyringsSharingAStoreRefreshOnce(t *testing.T) {
 	assert.Equal(t, "access-x", <-got)
 	assert.Equal(t, "access-x", <-got)
 	assert.Equal(t, 1, r.te.refreshes(), "the second takes the first one's grant from the store")
+}
+
+// A server whose authorization server moved gets none of the old issuer's
+// tokens; a login with the new one is taken up, and the old grant stays
+// stored under its own issuer.
+func TestKeyringFollowsTheServersIssuer(t *testing.T) {
+	r := newKeyringRig(t, false)
+	r.mu.Lock()
+	r.issuer = "https://new-issuer.example"
+	r.mu.Unlock()
+	_, err := r.k.Transport(r.srv, http.DefaultTransport)
+	require.ErrorIs(t, err, ErrLoginRequired, "the old issuer's grant is not used")
+	assert.Contains(t, err.Error(), "not logged in with its authorization server https://new-issuer.example (the stored login is for https://issuer.example)")
+
+	moved := testGrant(r.srv.URL)
+	moved.Issuer, moved.AccessToken, moved.Expiry = "https://new-issuer.example/", "access-moved", r.now.Add(time.Hour)
+	require.NoError(t, r.store.Save(moved))
+	assert.True(t, r.k.Sync())
+	tok, err := r.token(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, "access-moved", tok)
+	old, err := r.store.Load(r.srv.URL, testIssuer)
+	require.NoError(t, err)
+	assert.Equal(t, "access-1", old.AccessToken, "the old issuer's grant is left alone")
+	r.mu.Lock()
+	discovers := r.discovers
+	r.mu.Unlock()
+	assert.False(t, r.k.Sync(), "nothing changed")
+	r.mu.Lock()
+	assert.Equal(t, discovers, r.discovers, "a server with a usable grant is not asked again")
+	r.mu.Unlock()
+}
+
+// The tokens a refresh replaces are handed to Retire, with the time after
+// which they are of no use; the live ones never are.
+func TestKeyringRetiresReplacedTokens(t *testing.T) {
+	r := newKeyringRig(t, true)
+	type retired struct {
+		after  time.Time
+		values []string
+	}
+	var mu sync.Mutex
+	var got []retired
+	var live []string
+	r.k.opts.Secrets = func(values ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		live = append(live, values...)
+	}
+	r.k.opts.Retire = func(after time.Time, values ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, retired{after, values})
+	}
+	tok, err := r.token(t, "")
+	require.NoError(t, err)
+	require.Equal(t, "access-x", tok)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []retired{
+		{r.now.Add(retireMargin), []string{"access-1"}}, // expired already: now, plus the margin
+		{r.now.Add(spentRefreshGrace), []string{"refresh-1"}},
+	}, got)
+	assert.Contains(t, live, "access-x")
+	assert.Contains(t, live, "refresh-x")
 }

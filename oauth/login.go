@@ -201,14 +201,58 @@ func grantOf(ctx context.Context, client *http.Client, srv *config.Server, chall
 	default:
 		g.AuthStyle = AuthBasic
 	}
-	g.Issuer = issuerOf(ctx, client, srv.URL, challenge)
+	g.Issuer, g.RevocationURL = issuerOf(ctx, client, srv.URL, challenge)
 	return g
 }
 
-// issuerOf finds the issuer of srv's authorization server as the flow did:
-// protected resource metadata (advertised, then at the endpoint's path,
-// then at the root), then that server's metadata. "" when it cannot tell.
-func issuerOf(ctx context.Context, client *http.Client, serverURL string, challenge *http.Response) string {
+// discoveryTimeout bounds finding which authorization server a server
+// uses now.
+const discoveryTimeout = 15 * time.Second
+
+// DiscoverIssuer finds the authorization server srv uses now, as a login
+// would (an unauthorized request, then its protected resource metadata):
+// grants of any other issuer are not for it. "" when the server names
+// none; an error when it cannot be reached.
+func DiscoverIssuer(ctx context.Context, client *http.Client, srv *config.Server) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	_, challenge, err := probe(ctx, client, srv)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range metadataCandidates(srv.URL, challenge) {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], client)
+		if err == nil && prm != nil && len(prm.AuthorizationServers) > 0 {
+			return prm.AuthorizationServers[0], nil
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("server %q: no protected resource metadata within %s", srv.ID, discoveryTimeout)
+		}
+	}
+	return "", nil
+}
+
+// issuerOf finds the issuer of srv's authorization server as the flow did,
+// and its revocation endpoint: protected resource metadata (advertised,
+// then at the endpoint's path, then at the root), then that server's
+// metadata. "" when it cannot tell.
+func issuerOf(ctx context.Context, client *http.Client, serverURL string, challenge *http.Response) (issuer, revocation string) {
+	for _, c := range metadataCandidates(serverURL, challenge) {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], client)
+		if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
+			continue
+		}
+		if asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client); err == nil && asm != nil {
+			return asm.Issuer, asm.RevocationEndpoint
+		}
+		return prm.AuthorizationServers[0], ""
+	}
+	return "", ""
+}
+
+// metadataCandidates are the URLs protected resource metadata may be at,
+// in the order to try them, each with the resource it must name.
+func metadataCandidates(serverURL string, challenge *http.Response) [][2]string {
 	var candidates [][2]string // metadata URL, resource it is for
 	if cs, err := oauthex.ParseWWWAuthenticate(challenge.Header.Values("WWW-Authenticate")); err == nil {
 		for _, c := range cs {
@@ -226,15 +270,5 @@ func issuerOf(ctx context.Context, client *http.Client, serverURL string, challe
 		rootMeta.Path = "/.well-known/oauth-protected-resource"
 		candidates = append(candidates, [2]string{at.String(), serverURL}, [2]string{rootMeta.String(), root.String()})
 	}
-	for _, c := range candidates {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], client)
-		if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
-			continue
-		}
-		if asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client); err == nil && asm != nil {
-			return asm.Issuer
-		}
-		return prm.AuthorizationServers[0]
-	}
-	return ""
+	return candidates
 }

@@ -53,13 +53,7 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 	if g.Resource != "" {
 		form.Set("resource", g.Resource)
 	}
-	basic := g.ClientSecret != "" && g.AuthStyle != AuthPost
-	if !basic {
-		form.Set("client_id", g.ClientID)
-		if g.ClientSecret != "" {
-			form.Set("client_secret", g.ClientSecret)
-		}
-	}
+	basic := clientAuth(form, g)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, fmt.Errorf("refresh: token endpoint: %w", err)

@@ -26,6 +26,8 @@ var (
 		"1 when /readyz answers 200: the first load is done and every required server is up.", nil, nil)
 	registryDesc = prometheus.NewDesc("mcp_aggregator_registry_version",
 		"Commits that changed the exported catalog since the start.", nil, nil)
+	drainingDesc = prometheus.NewDesc("mcp_aggregator_draining",
+		"1 once the replica drains (SIGTERM or POST /drain): it refuses new sessions and exits when its sessions end or the grace is over.", nil, nil)
 	buildDesc = prometheus.NewDesc("mcp_aggregator_build_info",
 		"Always 1; the version label is the binary's.", []string{"version"}, nil)
 )
@@ -39,7 +41,7 @@ var instanceStates = []string{"shared", "leased", "spare", "draining"}
 type stateCollector struct{ o *Ops }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sessionsDesc, instancesDesc, leasesDesc, upDesc, toolsDesc, rssDesc, readyDesc, registryDesc, buildDesc} {
+	for _, d := range []*prometheus.Desc{sessionsDesc, instancesDesc, leasesDesc, upDesc, toolsDesc, rssDesc, readyDesc, drainingDesc, registryDesc, buildDesc} {
 		ch <- d
 	}
 }
@@ -47,10 +49,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	o := c.o
 	st := o.proxy.Status("")
-	ready, _ := o.proxy.Readiness()
+	ready, _ := o.readiness()
 
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(o.proxy.Sessions()))
 	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, boolValue(ready))
+	ch <- prometheus.MustNewConstMetric(drainingDesc, prometheus.GaugeValue, boolValue(o.draining()))
 	ch <- prometheus.MustNewConstMetric(registryDesc, prometheus.GaugeValue, float64(st.Version))
 	ch <- prometheus.MustNewConstMetric(buildDesc, prometheus.GaugeValue, 1, o.opts.Version)
 

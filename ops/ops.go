@@ -21,6 +21,9 @@ type Options struct {
 	// Secrets are scrubbed from every text the status shows (health lines,
 	// problems); nil shows them as they are.
 	Secrets *redact.Set
+	// Draining reports whether the replica drains (no new sessions); nil
+	// never does. While it does, /readyz fails and says so.
+	Draining func() bool
 }
 
 // Ops serves the operations endpoints of one proxy.
@@ -79,24 +82,45 @@ func (o *Ops) Healthz() http.Handler {
 // readiness is the /readyz answer.
 type readiness struct {
 	Ready    bool     `json:"ready"`
+	Draining bool     `json:"draining,omitempty"`
 	NotReady []string `json:"notReady,omitempty"`
 }
 
+// notReadyDraining is the /readyz line of a draining replica.
+const notReadyDraining = "draining: this replica takes no new sessions; it serves its open ones until they end or the drain grace is over, then exits"
+
 // Readyz answers 200 once the first load is done and every required
-// server is up, else 503 with what is not ready.
+// server is up, else 503 with what is not ready. While the replica drains
+// and is otherwise ready, ?draining=404 makes the answer 404 instead: the
+// status with which HAProxy's `http-check disable-on-404` stops sending
+// new sessions to a server while its sticky ones still reach it.
 func (o *Ops) Readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowRead(w, r) {
 			return
 		}
-		ready, notReady := o.proxy.Readiness()
+		ready, notReady := o.readiness()
 		code := http.StatusOK
 		if !ready {
 			code = http.StatusServiceUnavailable
+			if len(notReady) == 1 && notReady[0] == notReadyDraining && r.URL.Query().Get("draining") == "404" {
+				code = http.StatusNotFound
+			}
 		}
-		writeJSON(w, code, readiness{Ready: ready, NotReady: o.scrubAll(notReady)})
+		writeJSON(w, code, readiness{Ready: ready, Draining: o.draining(), NotReady: o.scrubAll(notReady)})
 	})
 }
+
+// readiness is the proxy's, and not ready while draining.
+func (o *Ops) readiness() (bool, []string) {
+	ready, notReady := o.proxy.Readiness()
+	if o.draining() {
+		return false, append([]string{notReadyDraining}, notReady...)
+	}
+	return ready, notReady
+}
+
+func (o *Ops) draining() bool { return o.opts.Draining != nil && o.opts.Draining() }
 
 // Metrics answers in the Prometheus exposition formats.
 func (o *Ops) Metrics() http.Handler {

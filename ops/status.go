@@ -10,17 +10,19 @@ import (
 // Snapshot is what /status.json answers and /status shows: the whole
 // gateway at one moment, free of secrets.
 type Snapshot struct {
-	Generated       time.Time `json:"generatedAt"`
-	Version         string    `json:"version"` // of the binary
-	Started         time.Time `json:"startedAt"`
-	Uptime          string    `json:"uptime"`
-	Ready           bool      `json:"ready"`
-	NotReady        []string  `json:"notReady"`
-	RegistryVersion uint64    `json:"registryVersion"`
-	Sessions        int       `json:"sessions"`
-	Supervision     string    `json:"supervision,omitempty"`
-	Tools           int       `json:"tools"` // exported, admin tools included
-	Servers         []Server  `json:"servers"`
+	Generated time.Time `json:"generatedAt"`
+	Version   string    `json:"version"` // of the binary
+	Started   time.Time `json:"startedAt"`
+	Uptime    string    `json:"uptime"`
+	Ready     bool      `json:"ready"`
+	NotReady  []string  `json:"notReady"`
+	// Draining is set once the replica drains: it refuses new sessions.
+	Draining        bool     `json:"draining"`
+	RegistryVersion uint64   `json:"registryVersion"`
+	Sessions        int      `json:"sessions"`
+	Supervision     string   `json:"supervision,omitempty"`
+	Tools           int      `json:"tools"` // exported, admin tools included
+	Servers         []Server `json:"servers"`
 	// Instances are every upstream instance; leased ones name their
 	// session by a digest.
 	Instances []proxy.InstanceStatus `json:"instances"`
@@ -53,8 +55,8 @@ type Reload struct {
 func (o *Ops) snapshot() Snapshot {
 	now := time.Now()
 	st := o.proxy.Status("")
-	ready, notReady := o.proxy.Readiness()
-	s := Snapshot{Generated: now.UTC(), Version: o.opts.Version, Started: o.started.UTC(),
+	ready, notReady := o.readiness()
+	s := Snapshot{Draining: o.draining(), Generated: now.UTC(), Version: o.opts.Version, Started: o.started.UTC(),
 		Uptime: now.Sub(o.started).Round(time.Second).String(), Ready: ready, NotReady: o.scrubAll(notReady),
 		RegistryVersion: st.Version, Sessions: o.proxy.Sessions(), Supervision: st.Supervision,
 		Tools: o.proxy.Catalog().Len(), Servers: make([]Server, 0, len(st.Servers)), Instances: st.Instances,

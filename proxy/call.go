@@ -111,15 +111,19 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	defer release()
 
 	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}
-	var task *reservation
+	var (
+		task *reservation
+		tp   *taskProgress
+	)
 	if len(inv.task) > 0 {
 		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
 		defer p.tasks.release(task)
+		defer p.tasks.expect(grant.Instance)()
 	}
 	if inv.req != nil {
-		call.OnServerRequest = p.serverRequests(inv.req)
+		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
 		p.bindSession(rs, grant, inv.req.Session)
 		defer p.inflight.add(grant.Instance, inv.req)()
 	}
@@ -127,7 +131,12 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		call.ProgressToken = inv.token
 		call.OnProgress = func(params json.RawMessage) {
 			deadline.reset() // progress proves the call is alive
-			inv.progress(params)
+			inv.progress(p.relatedOut(params, grant.Instance, inv.session()))
+		}
+		if task != nil {
+			// A task's progress token outlives the call.
+			tp = p.newTaskProgress(grant.Instance, call.OnProgress)
+			call.OnProgress, call.KeepProgress = tp.onProgress, tp.keep
 		}
 	}
 	upCtx, span := p.upstreamSpan(callCtx, "tools/call", entry.Original, rs, grant)
@@ -157,7 +166,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		}
 	}
 	if task != nil {
-		if created, ok := p.taskCreated(task, entry.Server, grant.Instance, inv.key, timeout, raw); ok {
+		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, timeout, raw); ok {
 			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}

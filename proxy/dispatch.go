@@ -25,6 +25,7 @@ func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.
 	if bad := invalidLogLevel(req); bad != nil {
 		return bad
 	}
+	ctx = p.withCallerLogLevel(ctx, req)
 	switch req.Msg.Method {
 	case "tools/call":
 		return p.bridged(ctx, req, p.toolsCall)

@@ -11,7 +11,7 @@ import (
 
 // LeaseMetaKey is the _meta key a sessionless (protocol 2026-07-28) client
 // sets on tools/call to name the conversation its leases belong to.
-const LeaseMetaKey = "mcp-aggregator/lease"
+const LeaseMetaKey = downstream.MetaLease
 
 // anonymousKey is shared by sessionless requests that name no lease.
 const anonymousKey session.Key = "anonymous"

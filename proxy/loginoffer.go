@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -14,8 +15,68 @@ import (
 
 // LoginOffer starts the login of a server that needs one, or finds the one
 // already under way, for a person to finish in a browser: it returns the
-// authorization URL and an id for the elicitation.
-type LoginOffer func(ctx context.Context, server string) (url, elicitationID string, err error)
+// authorization URL, an id for the elicitation, and what tells when the
+// login ends (nil: nothing will).
+type LoginOffer func(ctx context.Context, server string) (url, elicitationID string, done *LoginDone, err error)
+
+// LoginDone is the end of an offered login: every client that was offered
+// it is sent notifications/elicitation/complete when it succeeds, once, so
+// that it can retry the call by itself.
+type LoginDone struct {
+	done      chan struct{}
+	once      sync.Once
+	mu        sync.Mutex
+	ok        bool
+	followers map[string]bool // session keys already waiting
+}
+
+// NewLoginDone returns the end of a login under way.
+func NewLoginDone() *LoginDone {
+	return &LoginDone{done: make(chan struct{}), followers: map[string]bool{}}
+}
+
+// Finish ends the login: ok when it stored a grant. Calls after the first
+// change nothing.
+func (d *LoginDone) Finish(ok bool) {
+	d.once.Do(func() {
+		d.mu.Lock()
+		d.ok = ok
+		d.mu.Unlock()
+		close(d.done)
+	})
+}
+
+// follow reports whether the session with key is new to the login.
+func (d *LoginDone) follow(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.followers[key] {
+		return false
+	}
+	d.followers[key] = true
+	return true
+}
+
+// notifyWhenDone sends sess notifications/elicitation/complete for id once
+// the login succeeds; a login that fails, or ends after the session, sends
+// nothing. It waits no longer than the login, which has a time limit.
+func notifyWhenDone(sess downstream.Session, done *LoginDone, id string) {
+	if sess == nil || done == nil || !done.follow(sess.Key()) {
+		return
+	}
+	go func() {
+		<-done.done
+		done.mu.Lock()
+		ok := done.ok
+		done.mu.Unlock()
+		if !ok {
+			return
+		}
+		if msg, err := jsonrpc.Notification("notifications/elicitation/complete", map[string]string{"elicitationId": id}); err == nil {
+			sess.Notify(msg)
+		}
+	}()
+}
 
 // codeURLElicitationRequired is MCP's URLElicitationRequiredError
 // (2025-11-25): the request can be retried once the user has finished the
@@ -29,10 +90,13 @@ func (p *Proxy) loginOffer(ctx context.Context, req *downstream.Request, server 
 	if p.opts.OfferLogin == nil || !errors.Is(err, oauth.ErrLoginRequired) || !declaresURLElicitation(capabilitiesOf(req)) {
 		return nil
 	}
-	url, id, offerErr := p.opts.OfferLogin(ctx, server)
+	url, id, done, offerErr := p.opts.OfferLogin(ctx, server)
 	if offerErr != nil {
 		p.log.Warn("could not offer the client a login", "server", server, "err", offerErr)
 		return nil
+	}
+	if req != nil {
+		notifyWhenDone(req.Session, done, id)
 	}
 	message := fmt.Sprintf("MCP server %q needs you to log in. Open the link, approve the access, then try again.", server)
 	data, _ := rawjson.Marshal(map[string]any{"elicitations": []any{map[string]string{

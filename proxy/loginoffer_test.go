@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 )
 
@@ -31,9 +33,9 @@ func TestDeclaresURLElicitation(t *testing.T) {
 
 func TestLoginOffer(t *testing.T) {
 	offered := 0
-	p := New(Options{OfferLogin: func(_ context.Context, server string) (string, string, error) {
+	p := New(Options{OfferLogin: func(_ context.Context, server string) (string, string, *LoginDone, error) {
 		offered++
-		return "https://auth.example/authorize?state=s&x=<y>", "el-1", nil
+		return "https://auth.example/authorize?state=s&x=<y>", "el-1", nil, nil
 	}})
 	needsLogin := fmt.Errorf("server %q: %w", "linear", &oauth.LoginRequiredError{Server: "linear", Reason: "not logged in"})
 	urlClient := &downstream.Request{ClientCapabilities: json.RawMessage(`{"elicitation":{"url":{}}}`)}
@@ -50,6 +52,55 @@ func TestLoginOffer(t *testing.T) {
 	assert.JSONEq(t, `{"elicitations":[{"mode":"url","elicitationId":"el-1","url":"https://auth.example/authorize?state=s&x=<y>",
 		"message":"MCP server \"linear\" needs you to log in. Open the link, approve the access, then try again."}]}`, string(e.Data))
 
-	failing := New(Options{OfferLogin: func(context.Context, string) (string, string, error) { return "", "", errors.New("no network") }})
+	failing := New(Options{OfferLogin: func(context.Context, string) (string, string, *LoginDone, error) {
+		return "", "", nil, errors.New("no network")
+	}})
 	assert.Nil(t, failing.loginOffer(context.Background(), urlClient, "linear", needsLogin), "an offer that cannot be made leaves the plain error")
+}
+
+// notifySession records what it is sent.
+type notifySession struct {
+	fakeSession
+	sent chan *jsonrpc.Message
+}
+
+func (s notifySession) Notify(m *jsonrpc.Message) bool { s.sent <- m; return true }
+
+// Every session offered a login is told, once, when it succeeds; none is
+// told of a login that failed.
+func TestLoginOfferCompletes(t *testing.T) {
+	done := NewLoginDone()
+	p := New(Options{OfferLogin: func(context.Context, string) (string, string, *LoginDone, error) {
+		return "https://auth.example/authorize", "el-7", done, nil
+	}})
+	needsLogin := &oauth.LoginRequiredError{Server: "linear", Reason: "not logged in"}
+	caps := json.RawMessage(`{"elicitation":{"url":{}}}`)
+	a := notifySession{fakeSession: "a", sent: make(chan *jsonrpc.Message, 4)}
+	b := notifySession{fakeSession: "b", sent: make(chan *jsonrpc.Message, 4)}
+	for _, s := range []notifySession{a, a, b} { // a asks twice
+		require.NotNil(t, p.loginOffer(context.Background(), &downstream.Request{ClientCapabilities: caps, Session: s}, "linear", needsLogin))
+	}
+	assert.Empty(t, a.sent, "nothing before the login ends")
+	done.Finish(true)
+	done.Finish(false) // the first end counts
+	for _, s := range []notifySession{a, b} {
+		select {
+		case m := <-s.sent:
+			assert.Equal(t, "notifications/elicitation/complete", m.Method)
+			assert.JSONEq(t, `{"elicitationId":"el-7"}`, string(m.Params))
+			assert.Nil(t, m.ID)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("session %s was not told the login completed", s.Key())
+		}
+	}
+	assert.Never(t, func() bool { return len(a.sent) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "a session is told once")
+
+	failed := NewLoginDone()
+	q := New(Options{OfferLogin: func(context.Context, string) (string, string, *LoginDone, error) {
+		return "https://auth.example/authorize", "el-8", failed, nil
+	}})
+	c := notifySession{fakeSession: "c", sent: make(chan *jsonrpc.Message, 1)}
+	require.NotNil(t, q.loginOffer(context.Background(), &downstream.Request{ClientCapabilities: caps, Session: c}, "linear", needsLogin))
+	failed.Finish(false)
+	assert.Never(t, func() bool { return len(c.sent) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "a failed login completes nothing")
 }

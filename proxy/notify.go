@@ -161,7 +161,7 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 	default:
 		// Anything else that belongs to a request goes on its stream.
 		if req := p.inflight.only(inst); req != nil {
-			req.Send(&jsonrpc.Message{Method: n.Method, Params: n.Params})
+			req.Send(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, req.Session)})
 		}
 	}
 }
@@ -180,6 +180,11 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		// Say which server spoke; the upstream's own logger name is kept.
 		params = withMember(params, "logger", mustJSON(server))
 	}
+	// A message about a task is its owner's alone, under the owner's id.
+	owner, related := p.relatedSession(params, inst)
+	if related {
+		params = p.relatedOut(params, inst, owner)
+	}
 	msg := &jsonrpc.Message{Method: "notifications/message", Params: params}
 	wants := func(session string) bool {
 		min, set := p.levels.get(session)
@@ -188,7 +193,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		}
 		return level >= min
 	}
-	if req := p.inflight.only(inst); req != nil {
+	if req := p.inflight.only(inst); req != nil && (!related || sameSession(req.Session, owner)) {
 		if req.Session == nil || downstream.Modern(req.Protocol) {
 			// 2026-07-28: the request's own level, and nothing without one
 			// (over stdio too, where such a request has the connection's session).
@@ -200,6 +205,17 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		if wants(req.Session.Key()) {
 			req.Send(msg)
 		}
+		return
+	}
+	if related {
+		if owner != nil && wants(owner.Key()) {
+			owner.Notify(msg)
+		}
+		return
+	}
+	if upstream.Modern(inst.Protocol()) {
+		// A 2026-07-28 upstream logs for one request only; with none, or
+		// several, running, whose it is is unknown: it goes to no one else.
 		return
 	}
 	rs := p.current().servers[server]

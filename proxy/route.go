@@ -52,12 +52,12 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	defer grant.Done()
 	p.bindSession(rs, grant, req.Session)
 
-	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.serverRequests(req)}
+	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session)}
 	if token, ok := meta["progressToken"]; ok {
 		up.ProgressToken = token
 		up.OnProgress = func(progress json.RawMessage) {
 			dl.reset()
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, grant.Instance, req.Session)})
 		}
 	}
 	done := p.inflight.add(grant.Instance, req)
@@ -113,7 +113,7 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, s downstrea
 		inst := grant.Instance
 		go func() { <-inst.Done(); p.bound.Delete(inst) }()
 	}
-	grant.Instance.SetServerRequestHandler(p.sessionRequests(s))
+	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))
 	if declares(s.ClientCapabilities(), "roots") {
 		inst := grant.Instance
 		go func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -86,21 +87,42 @@ func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
 // taskCreated records the task of a CreateTaskResult and returns the result
 // with the aggregator's id in place of the upstream's. A result without a
 // task (the upstream ran the call at once) is not a task: ok is false.
-func (p *Proxy) taskCreated(res *reservation, server string, inst *upstream.Instance, lease session.Key, timeout time.Duration, raw json.RawMessage) (json.RawMessage, bool) {
+//
+// Status notifications of the task that came before the result are
+// delivered to the owner now, in order; the progress token of the call
+// (tp, nil when it had none) stays valid until the task ends.
+func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, inst *upstream.Instance, lease session.Key, timeout time.Duration, raw json.RawMessage) (json.RawMessage, bool) {
 	upID, ok := stringAt(raw, createdTaskIDPath)
 	if !ok {
+		tp.drop()
 		return raw, false
 	}
 	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
-	e, err := p.tasks.add(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
-		timeout: timeout, keep: keepFor(ttl, hasTTL)})
+	s := p.clients.session(res.owner)
+	e, err := p.tasks.addHeld(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
+		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, params []byte) {
+		// Under the table's lock: map with e alone, and only queue.
+		out, _ := mapStringAt(params, taskIDPath, setString(e.id))
+		out, _ = mapStringAt(out, relatedTaskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+		e.ended = e.ended || terminal(params)
+		if s != nil {
+			s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})
+		}
+	})
 	if err != nil {
+		tp.drop()
 		p.log.Error("a task could not be recorded; its result goes to the client as the upstream sent it", "server", server, "err", err)
 		return raw, false
 	}
 	out, _ := mapStringAt(raw, createdTaskIDPath, setString(e.id))
 	out = p.relatedToClient(out, inst, e.owner)
 	p.tasks.touch(e, terminal(rawjson.Member(raw, "task")))
+	tp.attach(e)
+	if rs := p.current().servers[server]; rs != nil && rs.pool.Stateless() {
+		// A shared instance's requests outside any call reach the session
+		// whose task they name.
+		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
+	}
 	p.log.Debug("task created", "server", server, "task", e.id)
 	if p.clients.session(e.owner) == nil {
 		// The session ended while the call ran: its tasks went before this
@@ -225,7 +247,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 			up.ProgressToken = token
 			up.OnProgress = func(progress json.RawMessage) {
 				dl.reset()
-				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, e.inst, req.Session)})
 			}
 		}
 		defer p.inflight.add(e.inst, req)()
@@ -353,13 +375,19 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskE
 // taskStatus delivers an upstream's notifications/tasks/status to the
 // session that owns the task, with the aggregator's id; a task the
 // aggregator does not know of (not yet created, or forgotten) is told no one.
+//
+// A status that overtakes its task's CreateTaskResult (an upstream may
+// announce the task before it answers the call) is held while a
+// task-augmented call runs on the instance, and delivered once the result
+// made the mapping (see taskCreated); bounded by maxHeldStatus per
+// instance and by the life of those calls.
 func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	id, ok := stringAt(params, taskIDPath)
 	if !ok {
 		return
 	}
-	e, ok := p.tasks.byUpstream(inst, id)
-	if !ok {
+	e, _ := p.tasks.statusFor(inst, id, params)
+	if e == nil {
 		return
 	}
 	s := p.clients.session(e.owner)
@@ -404,9 +432,23 @@ func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Insta
 // does, with the task ids mapped both ways. A request that names a task of
 // another session is refused, never relayed.
 func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
-	base := p.serverRequests(req)
-	owner := req.Session.Key()
+	return p.relatedTasks(p.serverRequests(req), inst, req.Session)
+}
+
+// relatedTasks wraps base, which answers inst's requests on behalf of
+// session s (nil: sessionless, which owns no tasks), so that a request
+// naming one of s's tasks in its related-task _meta reaches the client
+// under the client's id, and the answer goes back under the upstream's; a
+// request naming a task of another session is refused, never relayed.
+func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.Instance, s downstream.Session) upstream.ServerRequestHandler {
+	if s == nil {
+		return base
+	}
+	owner := s.Key()
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		if !rawjson.Mentions(params, relatedTaskKey) {
+			return base(ctx, method, params)
+		}
 		if up, ok := stringAt(params, relatedTaskIDPath); ok {
 			if e, known := p.tasks.byUpstream(inst, up); known && e.owner != owner {
 				return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
@@ -414,10 +456,143 @@ func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Insta
 			params = p.relatedToClient(params, inst, owner)
 		}
 		result, rpcErr := base(ctx, method, params)
-		if result != nil {
+		if result != nil && rawjson.Mentions(result, relatedTaskKey) {
 			result = p.relatedToUpstream(result, owner, inst)
 		}
 		return result, rpcErr
+	}
+}
+
+// taskOwnerRequests answers a shared instance's requests that no call in
+// flight claims: one that names a task of a session in its related-task
+// _meta goes to that session, as its leased instance's would; any other
+// cannot be attributed.
+func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerRequestHandler {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		s, ok := p.relatedSession(params, inst)
+		if !ok || s == nil {
+			return nil, jsonrpc.Errorf(upstream.CodeUnattributed,
+				"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight claims it, and it names no live task in _meta[%q]); it was not relayed",
+				inst.Server(), method, relatedTaskKey)
+		}
+		return p.relatedTasks(p.sessionRequests(s), inst, s)(ctx, method, params)
+	}
+}
+
+// relatedOut maps the related-task _meta of a notification from inst on
+// its way to session s (nil: none, and nothing is mapped); a message that
+// names no task is returned as it is, at the cost of one scan.
+func (p *Proxy) relatedOut(msg json.RawMessage, inst *upstream.Instance, s downstream.Session) json.RawMessage {
+	if s == nil || !rawjson.Mentions(msg, relatedTaskKey) {
+		return msg
+	}
+	return p.relatedToClient(msg, inst, s.Key())
+}
+
+// relatedSession is the session that owns the task a message from inst
+// names in its related-task _meta, when the aggregator knows that task;
+// such a message is for that session alone.
+func (p *Proxy) relatedSession(msg json.RawMessage, inst *upstream.Instance) (downstream.Session, bool) {
+	if !rawjson.Mentions(msg, relatedTaskKey) {
+		return nil, false
+	}
+	up, ok := stringAt(msg, relatedTaskIDPath)
+	if !ok {
+		return nil, false
+	}
+	e, ok := p.tasks.byUpstream(inst, up)
+	if !ok {
+		return nil, false
+	}
+	return p.clients.session(e.owner), true
+}
+
+// session is the downstream session of the call, or nil.
+func (inv invocation) session() downstream.Session {
+	if inv.req == nil {
+		return nil
+	}
+	return inv.req.Session
+}
+
+// sameSession reports whether a and b are the same live session.
+func sameSession(a, b downstream.Session) bool {
+	return a != nil && b != nil && a.Key() == b.Key()
+}
+
+// taskProgress carries the progress of a task-augmented tools/call: to the
+// call's own stream while it runs, then, once the call answered with a
+// CreateTaskResult, to the session that owns the task, until the task
+// ends (its token stays valid that long) or is forgotten. A nil
+// *taskProgress does nothing.
+type taskProgress struct {
+	p       *Proxy
+	inst    *upstream.Instance
+	relay   func(params json.RawMessage) // to the call's stream
+	entry   atomic.Pointer[taskEntry]
+	mu      sync.Mutex
+	release func() // the token registration, until attached or dropped
+}
+
+func (p *Proxy) newTaskProgress(inst *upstream.Instance, relay func(json.RawMessage)) *taskProgress {
+	return &taskProgress{p: p, inst: inst, relay: relay}
+}
+
+// onProgress is the call's upstream.Call.OnProgress.
+func (tp *taskProgress) onProgress(params json.RawMessage) {
+	e := tp.entry.Load()
+	if e == nil {
+		tp.relay(params)
+		return
+	}
+	if !tp.p.tasks.listening(e) {
+		return
+	}
+	if s := tp.p.clients.session(e.owner); s != nil {
+		s.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: tp.p.relatedOut(params, tp.inst, s)})
+	}
+}
+
+// keep is the call's upstream.Call.KeepProgress: a CreateTaskResult keeps
+// the token registered.
+func (tp *taskProgress) keep(result json.RawMessage, release func()) bool {
+	if _, ok := stringAt(result, createdTaskIDPath); !ok {
+		return false
+	}
+	tp.mu.Lock()
+	tp.release = release
+	tp.mu.Unlock()
+	return true
+}
+
+// attach hands the kept registration to e, from now on the progress's
+// destination.
+func (tp *taskProgress) attach(e *taskEntry) {
+	if tp == nil {
+		return
+	}
+	tp.mu.Lock()
+	release := tp.release
+	tp.release = nil
+	tp.mu.Unlock()
+	if release == nil {
+		return
+	}
+	tp.entry.Store(e)
+	tp.p.tasks.keepProgress(e, release)
+}
+
+// drop ends a kept registration that no task took.
+func (tp *taskProgress) drop() {
+	if tp == nil {
+		return
+	}
+	tp.mu.Lock()
+	release := tp.release
+	tp.release = nil
+	tp.mu.Unlock()
+	if release != nil {
+		release()
 	}
 }
 

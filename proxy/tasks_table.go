@@ -27,6 +27,9 @@ const (
 	maxTaskCursor      = 64 // bytes of a tasks/list cursor
 	taskSweepEvery     = 10 * time.Second
 	taskIDRandomLength = 16 // bytes of randomness in an aggregator task id
+	// maxHeldStatus bounds the status notifications held per instance for
+	// tasks whose CreateTaskResult has not arrived yet.
+	maxHeldStatus = 64
 )
 
 // errTasksFull is why a task-augmented call is refused before it is sent.
@@ -46,6 +49,19 @@ type taskTable struct {
 	seq       uint64
 	nextSweep time.Time
 	now       func() time.Time // time.Now unless a test sets it
+	// expecting counts the task-augmented calls in flight per instance;
+	// while there are any, a status notification for a task the table does
+	// not know yet is held (up to maxHeldStatus) until its
+	// CreateTaskResult, and dropped when the last of those calls ends.
+	expecting map[*upstream.Instance]int
+	held      map[*upstream.Instance][]heldStatus
+}
+
+// heldStatus is a notifications/tasks/status that came before its task's
+// CreateTaskResult.
+type heldStatus struct {
+	upstreamID string
+	params     []byte
 }
 
 // upstreamTask names a task as its upstream knows it.
@@ -69,6 +85,10 @@ type taskEntry struct {
 	keep    time.Duration
 	expires time.Time // guarded by the table's mu
 	ended   bool      // last heard of in a terminal status; guarded by the table's mu
+	// progressDone ends the registration of the progress token of the call
+	// that created the task, which stays valid until the task ends; nil
+	// when there is none or it ended. Guarded by the table's mu.
+	progressDone func()
 }
 
 func (t *taskTable) clock() time.Time {
@@ -145,6 +165,14 @@ func (t *taskTable) decLocked(owner string) {
 // add records e, owned by r's owner, in place of the reservation r. An
 // upstream id its instance used before now names the new task.
 func (t *taskTable) add(r *reservation, e *taskEntry) (*taskEntry, error) {
+	return t.addHeld(r, e, nil)
+}
+
+// addHeld is add, and hands deliver, in the order they came, the status
+// notifications held for the new task, before any later one can be found
+// (deliver runs under the table's lock: it must only queue, and must not
+// call the table).
+func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEntry, params []byte)) (*taskEntry, error) {
 	id, err := newTaskID()
 	if err != nil {
 		return nil, err
@@ -171,6 +199,18 @@ func (t *taskTable) add(r *reservation, e *taskEntry) (*taskEntry, error) {
 	t.pending--
 	t.byID[id] = e
 	t.byUp[upstreamTask{e.inst, e.upstreamID}] = e
+	if list := t.held[e.inst]; len(list) > 0 {
+		kept := list[:0]
+		for _, h := range list {
+			if h.upstreamID != e.upstreamID {
+				kept = append(kept, h)
+			} else if deliver != nil {
+				deliver(e, h.params)
+			}
+		}
+		clear(list[len(kept):])
+		t.held[e.inst] = kept
+	}
 	return e, nil
 }
 
@@ -209,7 +249,83 @@ func (t *taskTable) touch(e *taskEntry, ended bool) {
 	if t.byID[e.id] == e {
 		e.expires = t.clock().Add(e.keep)
 		e.ended = e.ended || ended
+		if e.ended {
+			e.endProgressLocked()
+		}
 	}
+}
+
+// endProgressLocked ends the task's progress token registration, if any.
+func (e *taskEntry) endProgressLocked() {
+	if e.progressDone != nil {
+		e.progressDone()
+		e.progressDone = nil
+	}
+}
+
+// keepProgress hands e the end of its creating call's progress token
+// registration, which it ends when the task ends or is forgotten; at once
+// when that has already happened. It reports whether e still listens.
+func (t *taskTable) keepProgress(e *taskEntry, done func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[e.id] != e || e.ended || !t.clock().Before(e.expires) {
+		done()
+		return false
+	}
+	e.progressDone = done
+	return true
+}
+
+// listening reports whether progress of e's creating call is still due to
+// its owner: the task is known, alive and not ended.
+func (t *taskTable) listening(e *taskEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[e.id] != e || e.ended {
+		return false
+	}
+	if !t.clock().Before(e.expires) {
+		t.removeLocked(e)
+		return false
+	}
+	return true
+}
+
+// expect says a task-augmented call runs on inst until done is called:
+// status notifications for tasks not yet known are held meanwhile.
+func (t *taskTable) expect(inst *upstream.Instance) (done func()) {
+	t.mu.Lock()
+	if t.expecting == nil {
+		t.expecting = map[*upstream.Instance]int{}
+		t.held = map[*upstream.Instance][]heldStatus{}
+	}
+	t.expecting[inst]++
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.expecting[inst]--; t.expecting[inst] <= 0 {
+			delete(t.expecting, inst)
+			delete(t.held, inst)
+		}
+	}
+}
+
+// statusFor finds the entry a status notification of inst names; when
+// there is none yet and a task-augmented call runs on inst, the
+// notification is held (held true) for the CreateTaskResult to come.
+func (t *taskTable) statusFor(inst *upstream.Instance, id string, params []byte) (e *taskEntry, held bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.byUp[upstreamTask{inst, id}]; e != nil && t.clock().Before(e.expires) {
+		return e, false
+	}
+	if t.expecting[inst] == 0 || len(t.held[inst]) >= maxHeldStatus {
+		return nil, false
+	}
+	t.held[inst] = append(t.held[inst], heldStatus{upstreamID: id, params: append([]byte(nil), params...)})
+	return nil, true
 }
 
 // hasEnded reports whether e was last heard of in a terminal status.
@@ -229,6 +345,7 @@ func (t *taskTable) remove(e *taskEntry) {
 }
 
 func (t *taskTable) removeLocked(e *taskEntry) {
+	e.endProgressLocked()
 	delete(t.byID, e.id)
 	if t.byUp[upstreamTask{e.inst, e.upstreamID}] == e {
 		delete(t.byUp, upstreamTask{e.inst, e.upstreamID})

@@ -261,3 +261,82 @@ func FuzzMapTaskID(f *testing.F) {
 		}
 	})
 }
+
+// TestTaskTableProgressEndsWithTask: the progress registration a task took
+// over from its call ends when the task ends, when it is forgotten, and at
+// once when it was handed over too late.
+func TestTaskTableProgressEndsWithTask(t *testing.T) {
+	tt, clock := newTestTable()
+	inst := &upstream.Instance{}
+	ended := 0
+	done := func() { ended++ }
+
+	e := addTask(t, tt, "alice", inst, "u1", time.Minute)
+	require.True(t, tt.keepProgress(e, done))
+	assert.True(t, tt.listening(e))
+	tt.touch(e, false)
+	assert.Zero(t, ended, "a working task keeps its token")
+	tt.touch(e, true)
+	assert.Equal(t, 1, ended, "a terminal status ends the registration")
+	assert.False(t, tt.listening(e))
+	tt.remove(e)
+	assert.Equal(t, 1, ended, "ended once")
+
+	e = addTask(t, tt, "alice", inst, "u2", time.Minute)
+	require.True(t, tt.keepProgress(e, done))
+	tt.dropSession("alice")
+	assert.Equal(t, 2, ended, "a forgotten task ends the registration")
+	assert.False(t, tt.keepProgress(e, done), "handed over after it was forgotten")
+	assert.Equal(t, 3, ended, "and ended at once")
+
+	e = addTask(t, tt, "bob", inst, "u3", time.Minute)
+	require.True(t, tt.keepProgress(e, done))
+	clock.t = clock.t.Add(2 * time.Minute)
+	assert.False(t, tt.listening(e), "an expired task listens no more")
+	assert.Equal(t, 4, ended, "and its registration ended")
+}
+
+// TestTaskTableHeldStatus: a status notification for a task not yet known
+// is held while a task-augmented call runs on its instance, handed over in
+// order when the task is added, and dropped when the calls end; at most
+// maxHeldStatus are held per instance.
+func TestTaskTableHeldStatus(t *testing.T) {
+	tt, _ := newTestTable()
+	inst, other := &upstream.Instance{}, &upstream.Instance{}
+
+	_, held := tt.statusFor(inst, "u1", []byte(`{"taskId":"u1"}`))
+	assert.False(t, held, "no task-augmented call runs: nothing is held")
+
+	done := tt.expect(inst)
+	for _, status := range []string{"working", "input_required"} {
+		_, held = tt.statusFor(inst, "u1", []byte(`{"taskId":"u1","status":"`+status+`"}`))
+		assert.True(t, held)
+	}
+	_, held = tt.statusFor(inst, "u9", []byte(`{"taskId":"u9"}`))
+	assert.True(t, held, "another task of the same instance")
+	_, held = tt.statusFor(other, "u1", []byte(`{"taskId":"u1"}`))
+	assert.False(t, held, "another instance has no call running")
+
+	r, err := tt.reserve("alice")
+	require.NoError(t, err)
+	var got []string
+	e, err := tt.addHeld(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute}, func(e *taskEntry, params []byte) {
+		got = append(got, e.upstreamID+" "+string(params))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{`u1 {"taskId":"u1","status":"working"}`, `u1 {"taskId":"u1","status":"input_required"}`}, got, "in the order they came")
+	found, held := tt.statusFor(inst, "u1", []byte(`{}`))
+	assert.Same(t, e, found, "once added, the task's statuses go through")
+	assert.False(t, held)
+
+	done()
+	assert.Empty(t, tt.held, "the last call's end drops what is still held")
+	assert.Empty(t, tt.expecting)
+
+	done = tt.expect(inst)
+	defer done()
+	for i := range maxHeldStatus + 5 {
+		_, held = tt.statusFor(inst, "u5", []byte(`{}`))
+		assert.Equal(t, i < maxHeldStatus, held, "bounded at %d", maxHeldStatus)
+	}
+}

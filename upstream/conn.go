@@ -38,6 +38,8 @@ type RPCError = jsonrpc.Error
 type Notification struct {
 	Method string
 	Params json.RawMessage
+	// flight is the Do on whose response stream it came (HTTP), or 0.
+	flight uint64
 }
 
 // oversizedResponse fails a call whose response was over the size limit.

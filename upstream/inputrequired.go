@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -209,4 +210,26 @@ func retryParams(params, responses json.RawMessage, state *string) (json.RawMess
 		}
 	}
 	return out, nil
+}
+
+// unattributed is the error an upstream gets for a request of its own that
+// no in-flight request claims. Over stdio, and on the GET stream of HTTP, a
+// request of the upstream does not say which request of the aggregator it
+// belongs to: with several in flight on a shared instance, answering it for
+// any one of them could hand one client's answer to another's call, so none
+// does, and the upstream's call fails instead of a wrong one.
+func (i *Instance) unattributed(method string) *jsonrpc.Error {
+	i.flights.mu.Lock()
+	n := len(i.flights.byID)
+	i.flights.mu.Unlock()
+	if n < 2 {
+		return jsonrpc.Errorf(CodeUnattributed,
+			"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight claims it); it was not relayed",
+			i.server, method)
+	}
+	return jsonrpc.Errorf(CodeUnattributed,
+		"server %q: %s cannot be attributed to one downstream session of the aggregator: %d requests that could be asking are in flight on this instance "+
+			"and the request does not say which it belongs to; it was not relayed. To ask clients in the middle of concurrent calls, give each client its own "+
+			"instance (truely-stateless: false, the default) or serve the upstream over streamable HTTP",
+		i.server, method, n)
 }

@@ -84,6 +84,9 @@ type Instance struct {
 	progMu    sync.Mutex
 	progress  map[string]func(json.RawMessage)
 	flights   flights
+	// listens counts the subscriptions/listen streams a sessionless
+	// upstream acknowledged (modern.go).
+	listens atomic.Int32
 }
 
 // listKinds are the kinds of list an upstream may announce changes of.
@@ -146,6 +149,7 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 		_ = inst.Close()
 		return nil, err
 	}
+	inst.follow()
 	return inst, nil
 }
 
@@ -258,6 +262,9 @@ type Call struct {
 	// message of the instance waits while it runs, so a caller that cannot
 	// deliver at once queues (or drops) the notification.
 	OnProgress func(params json.RawMessage)
+	// KeepProgress keeps the call's progress token registered past its
+	// result (a CreateTaskResult), as Request.KeepProgress does.
+	KeepProgress func(result json.RawMessage, release func()) bool
 	// OnServerRequest answers the upstream's requests that belong to this
 	// call, as Request.OnServerRequest does.
 	OnServerRequest ServerRequestHandler
@@ -282,7 +289,7 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 		return nil, err
 	}
 	return i.Do(ctx, Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
-		OnServerRequest: call.OnServerRequest})
+		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest})
 }
 
 // encodeCallParams writes tools/call params around the already-encoded
@@ -351,6 +358,12 @@ func (i *Instance) notified(n Notification) {
 		}
 	case "notifications/cancelled":
 		i.withdrawn(n.Params)
+	case "notifications/subscriptions/acknowledged":
+		i.listenAcknowledged()
+	case "notifications/message":
+		if !i.requestLog(n) && i.onNotification != nil {
+			i.onNotification(i, n)
+		}
 	default:
 		if i.onNotification != nil {
 			i.onNotification(i, n)

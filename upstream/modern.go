@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -98,11 +101,18 @@ func standardHeaders(version, method string, params json.RawMessage) http.Header
 // discover is the sessionless generation's start: server/discover, whose
 // result names the versions the upstream speaks and its capabilities.
 func (i *Instance) discover(ctx context.Context, srv *config.Server, version, name, ver string) error {
-	rc, ok := i.conn.(*remoteConn)
-	if !ok || srv.Transport != config.TransportHTTP {
-		return fmt.Errorf("server %q: protocol %s is supported for streamable_http upstreams only; set protocol: %s (or auto)", i.server, version, DefaultProtocol)
+	env := newEnvelope(version, name, ver)
+	switch c := i.conn.(type) {
+	case *remoteConn:
+		if srv.Transport != config.TransportHTTP {
+			return fmt.Errorf("server %q: protocol %s is not spoken over the legacy SSE transport; set transport: streamable_http, or protocol: %s (or auto)", i.server, version, DefaultProtocol)
+		}
+		c.speakModern(version, env)
+	case *stdioConn:
+		i.conn = &modernStdio{stdioConn: c, env: env}
+	default:
+		return fmt.Errorf("server %q: protocol %s is supported over stdio and streamable_http only; set protocol: %s (or auto)", i.server, version, DefaultProtocol)
 	}
-	rc.speakModern(version, newEnvelope(version, name, ver))
 	raw, err := i.conn.call(ctx, "server/discover", nil)
 	if err != nil {
 		return fmt.Errorf("server %q: server/discover: %w; if the server does not speak protocol %s, set protocol: %s", i.server, i.explain(ctx, err), version, DefaultProtocol)
@@ -120,4 +130,155 @@ func (i *Instance) discover(ctx context.Context, srv *config.Server, version, na
 	i.protocol = version
 	i.caps = parseCapabilities(res.Capabilities)
 	return nil
+}
+
+// Per-request log level. A sessionless upstream logs for a request only
+// when its _meta names a level (io.modelcontextprotocol/logLevel); the
+// aggregator sends the caller's: a 2026-07-28 client's own, an older
+// client's session level. The proxy puts it in the request's context.
+
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+type logLevelKey struct{}
+
+// WithLogLevel returns ctx carrying the log level (debug ... emergency) the
+// caller of the requests made with it wants log messages at; a sessionless
+// upstream is asked for those. An empty level asks for none.
+func WithLogLevel(ctx context.Context, level string) context.Context {
+	return context.WithValue(ctx, logLevelKey{}, level)
+}
+
+// logLevelOf is the level WithLogLevel set, or "".
+func logLevelOf(ctx context.Context) string {
+	level, _ := ctx.Value(logLevelKey{}).(string)
+	return level
+}
+
+// modernParams sets, for a sessionless upstream, the per-request members of
+// _meta that depend on the caller (its log level); params stay as they are
+// for older upstreams or when there is nothing to set.
+func (i *Instance) modernParams(ctx context.Context, params json.RawMessage) json.RawMessage {
+	if !Modern(i.protocol) {
+		return params
+	}
+	level := logLevelOf(ctx)
+	if level == "" {
+		return params
+	}
+	raw, _ := rawjson.Marshal(level)
+	if out, ok := withMeta(params, map[string]json.RawMessage{metaLogLevel: raw}); ok {
+		return out
+	}
+	return params
+}
+
+// List changes. A sessionless upstream sends notifications outside any
+// request only on a subscriptions/listen stream, which the instance keeps
+// open for the lists the upstream says change (listChanged), as long as the
+// connection lives: when the stream ends (the upstream closed it gracefully
+// or it broke), it is opened again after a pause, and since changes may
+// have gone unseen in between, the lists are read again once the new stream
+// is acknowledged.
+
+// Pauses between subscriptions/listen attempts.
+const (
+	listenPauseMin = 500 * time.Millisecond
+	listenPauseMax = 30 * time.Second
+	// listenHealthy is how long a stream must have lasted for the pause
+	// to start over from listenPauseMin.
+	listenHealthy = time.Minute
+)
+
+// listenFilter is what the instance subscribes to, from its capabilities;
+// nil when nothing.
+func (i *Instance) listenFilter() json.RawMessage {
+	var kinds []string
+	if i.caps.ToolsListChanged {
+		kinds = append(kinds, `"toolsListChanged":true`)
+	}
+	if i.caps.PromptsListChanged {
+		kinds = append(kinds, `"promptsListChanged":true`)
+	}
+	if i.caps.ResourcesListChanged {
+		kinds = append(kinds, `"resourcesListChanged":true`)
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	return json.RawMessage(`{"notifications":{` + strings.Join(kinds, ",") + `}}`)
+}
+
+// follow keeps a subscriptions/listen stream open to a sessionless
+// upstream while the connection lives.
+func (i *Instance) follow() {
+	params := i.listenFilter()
+	if params == nil || !Modern(i.protocol) {
+		return
+	}
+	go func() {
+		pause := listenPauseMin
+		for {
+			start := time.Now()
+			_, err := i.conn.call(context.Background(), "subscriptions/listen", params)
+			select {
+			case <-i.conn.done():
+				return
+			default:
+			}
+			if time.Since(start) >= listenHealthy {
+				pause = listenPauseMin
+			}
+			var rpcErr *RPCError
+			if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
+				i.log.Warn("the upstream announces list changes but has no subscriptions/listen; its lists are read at start and on reload only",
+					"server", i.server, "err", err)
+				return
+			}
+			if err != nil {
+				i.log.Warn("the upstream's subscriptions/listen stream failed; list changes are not seen until it is open again",
+					"server", i.server, "retry_in", pause, "err", err)
+			} else {
+				i.log.Debug("the upstream ended its subscriptions/listen stream; opening it again", "server", i.server)
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-i.conn.done():
+				t.Stop()
+				return
+			}
+			pause = min(pause*2, listenPauseMax)
+		}
+	}()
+}
+
+// listenAcknowledged handles notifications/subscriptions/acknowledged: a
+// stream opened again may have missed changes, so the lists it follows are
+// read again.
+func (i *Instance) listenAcknowledged() {
+	if i.listens.Add(1) == 1 {
+		return // the first stream: the lists were read at start
+	}
+	for _, c := range i.listChanged {
+		c.trigger()
+	}
+}
+
+// modernStdio speaks protocol 2026-07-28 over a stdio connection: every
+// request carries the envelope in its _meta (there is no initialize to say
+// it once), everything else is the stdio connection's.
+type modernStdio struct {
+	*stdioConn
+	env envelope
+}
+
+func (c *modernStdio) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := rawParams(params)
+	if err == nil {
+		raw, err = c.env.wrap(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %s: %w", c.server, method, err)
+	}
+	return c.stdioConn.call(ctx, method, raw)
 }

@@ -116,7 +116,7 @@ func (e *eventTap) end(blank bool) {
 			}
 		}
 		if m.IsNotification() {
-			e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params})
+			e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(e.ctx)})
 		} else {
 			e.sink.streamRequested(e.ctx, m)
 		}

@@ -33,6 +33,14 @@ type Request struct {
 	// message of the instance waits while it runs, so a caller that cannot
 	// deliver at once queues (or drops) the notification.
 	OnProgress func(params json.RawMessage)
+	// KeepProgress, with OnProgress and ProgressToken set, is called with
+	// a successful result before Do returns. When it returns true, the
+	// request's progress token stays registered past the response (the
+	// token of a task-augmented request is valid for the task's lifetime):
+	// OnProgress goes on receiving the token's notifications until the
+	// caller calls release, which it must do once they are of no more use.
+	// release may be called more than once, and after the instance ended.
+	KeepProgress func(result json.RawMessage, release func()) bool
 	// OnServerRequest answers the requests the upstream sends while this
 	// request is in flight and that belong to it (sampling/createMessage,
 	// elicitation/create, roots/list): see Instance.SetServerRequestHandler
@@ -59,6 +67,7 @@ const CodeUnattributed = jsonrpc.CodeInternalError
 type flight struct {
 	ctx     context.Context
 	handler ServerRequestHandler
+	logs    LogSink // from ctx (WithLogSink), or nil
 }
 
 // flights are the in-flight Requests of an instance that have an
@@ -93,14 +102,15 @@ func flightOf(ctx context.Context) uint64 {
 func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (context.Context, func()) {
 	id := f.next.Add(1)
 	ctx = context.WithValue(ctx, flightKey{}, id)
-	if handler == nil {
+	logs := logSinkOf(ctx)
+	if handler == nil && logs == nil {
 		return ctx, func() {}
 	}
 	f.mu.Lock()
 	if f.byID == nil {
 		f.byID = map[uint64]*flight{}
 	}
-	f.byID[id] = &flight{ctx: ctx, handler: handler}
+	f.byID[id] = &flight{ctx: ctx, handler: handler, logs: logs}
 	f.mu.Unlock()
 	return ctx, func() {
 		f.mu.Lock()
@@ -160,6 +170,7 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		return nil, errors.New("upstream: a request needs a method")
 	}
 	params := r.Params
+	var release func() // ends the progress registration; nil: none
 	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
 		// Each request gets a token unique on this instance, so progress
 		// from a shared upstream can never reach another session's request.
@@ -171,10 +182,15 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 			i.progMu.Lock()
 			i.progress[token] = func(params json.RawMessage) { onProgress(retoken(params, downstream)) }
 			i.progMu.Unlock()
-			defer func() {
+			release = func() {
 				i.progMu.Lock()
 				delete(i.progress, token)
 				i.progMu.Unlock()
+			}
+			defer func() {
+				if release != nil {
+					release()
+				}
 			}()
 		}
 	}
@@ -183,16 +199,26 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 			params = p
 		}
 	}
+	params = i.modernParams(ctx, params)
 	ctx, end := i.flights.begin(ctx, r.OnServerRequest)
 	defer end()
 	var p any // no params member at all rather than "params":null
 	if len(params) > 0 {
 		p = params
 	}
+	var (
+		raw json.RawMessage
+		err error
+	)
 	if Modern(i.protocol) && multiRound(r.Method) {
-		return i.rounds(ctx, r, params)
+		raw, err = i.rounds(ctx, r, params)
+	} else {
+		raw, err = i.conn.call(ctx, r.Method, p)
 	}
-	return i.conn.call(ctx, r.Method, p)
+	if err == nil && release != nil && r.KeepProgress != nil && r.KeepProgress(raw, release) {
+		release = nil // the caller's now
+	}
+	return raw, err
 }
 
 // Notify sends the upstream a notification, its params byte for byte (nil
@@ -220,9 +246,7 @@ func (i *Instance) Notify(ctx context.Context, method string, params json.RawMes
 func (i *Instance) serverRequest(ctx context.Context, req *jsonrpc.Message, flight uint64) *jsonrpc.Message {
 	handler, flightCtx := i.flights.attribute(flight)
 	if handler == nil {
-		return jsonrpc.Failure(req.ID, jsonrpc.Errorf(CodeUnattributed,
-			"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight, or several, claims it); it was not relayed",
-			i.server, req.Method))
+		return jsonrpc.Failure(req.ID, i.unattributed(req.Method))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

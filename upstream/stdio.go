@@ -28,7 +28,9 @@ import (
 //   - Writes take the one write slot (a channel, so a waiting writer gives
 //     up when its ctx ends) and are bounded by the writer's ctx: its
 //     deadline is the pipe's write deadline and its cancellation cuts the
-//     write short. No mutex is held across a write.
+//     write short. What the pipe takes at once is written first without
+//     waiting (a non-blocking write(2), which cannot block); only the rest
+//     waits, under that deadline. No mutex is held across a write.
 //   - A write cut short after part of a message went out has broken the
 //     framing: the connection fails (every pending call at once) and the
 //     process is stopped.
@@ -42,6 +44,7 @@ type stdioConn struct {
 	// that it is pollable and takes write deadlines.
 	stdin     *os.File
 	writeSlot chan struct{} // one slot: whoever holds it writes
+	quick     *quickWriter  // used by the holder of writeSlot only
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
@@ -110,7 +113,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	}
 	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
-		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1),
+		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), quick: newQuickWriter(stdin),
 		pending: map[string]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
@@ -232,6 +235,21 @@ func (c *stdioConn) take(key string) chan reply {
 	return ch
 }
 
+// takeID is take for a response's raw id. The ids sent are integers, and
+// an integer's key is its own text: looked up as such, it costs no string.
+func (c *stdioConn) takeID(id json.RawMessage) chan reply {
+	if len(id) == 0 || id[0] == '"' {
+		return c.take(jsonrpc.IDKey(id))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.pending[string(id)]
+	if ok {
+		delete(c.pending, string(id))
+	}
+	return ch
+}
+
 func (c *stdioConn) dispatch(line []byte) {
 	// The reader reuses line for the next one; Decode copies what it keeps.
 	msg, err := jsonrpc.Decode(line)
@@ -248,7 +266,7 @@ func (c *stdioConn) dispatch(line []byte) {
 	case msg.IsRequest():
 		c.admit(msg)
 	default:
-		ch := c.take(jsonrpc.IDKey(msg.ID))
+		ch := c.takeID(msg.ID)
 		if ch == nil {
 			c.log.Warn("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
 			return
@@ -328,10 +346,17 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	// The write ends at ctx's deadline; if ctx is cancelled earlier, a
-	// deadline in the past ends it then. The next writer sets its own
-	// deadline, so the cancellation must have finished before the slot is
-	// given up.
+	// Most messages fit in the pipe at once: then they go out without
+	// waiting, so there is nothing for a deadline or a cancellation to end
+	// and neither is armed (one write(2), no timer, no context callback).
+	n := c.quick.write(line)
+	if n == len(line) {
+		return nil
+	}
+	// The rest waits for room, ending at ctx's deadline; if ctx is
+	// cancelled earlier, a deadline in the past ends it then. Every waiting
+	// write sets its own deadline, so the cancellation must have finished
+	// before the slot is given up.
 	deadline, _ := ctx.Deadline()
 	_ = c.stdin.SetWriteDeadline(deadline)
 	fired := make(chan struct{})
@@ -339,7 +364,8 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 		_ = c.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(fired)
 	})
-	n, err := c.stdin.Write(line)
+	m, err := c.stdin.Write(line[n:])
+	n += m
 	if !stop() {
 		<-fired
 	}
@@ -371,9 +397,18 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 
 func (c *stdioConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	req, err := jsonrpc.Request(jsonrpc.IntID(id), method, params)
-	if err != nil {
-		return nil, err
+	var line []byte
+	switch p := params.(type) {
+	case nil:
+		line = jsonrpc.AppendRequestLine(nil, id, method, nil)
+	case json.RawMessage: // what Do forwards
+		line = jsonrpc.AppendRequestLine(nil, id, method, p)
+	default:
+		req, err := jsonrpc.Request(jsonrpc.IntID(id), method, params)
+		if err != nil {
+			return nil, err
+		}
+		line = jsonrpc.AppendLine(nil, req)
 	}
 	key := strconv.FormatInt(id, 10)
 	ch := make(chan reply, 1)
@@ -385,7 +420,7 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 	}
 	c.pending[key] = ch
 	c.mu.Unlock()
-	if err := c.write(ctx, jsonrpc.AppendLine(nil, req)); err != nil {
+	if err := c.write(ctx, line); err != nil {
 		c.take(key)
 		return nil, err
 	}

@@ -10,7 +10,10 @@ type Usage struct {
 // process that descends from it. It reads /proc, so it is zero outside
 // Linux, and for remote instances, which have no process of ours.
 func (i *Instance) Usage() Usage {
-	if c, ok := i.conn.(*stdioConn); ok {
+	switch c := i.conn.(type) {
+	case *stdioConn:
+		return c.proc.usage()
+	case *modernStdio:
 		return c.proc.usage()
 	}
 	return Usage{}

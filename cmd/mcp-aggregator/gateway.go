@@ -19,12 +19,17 @@ type gateway struct {
 	ops   *ops.Ops // probes, metrics and the status page
 	tls   bool     // served over HTTPS
 	auth  *access  // http.auth (gateway_auth.go); nil: nothing to check
+	drain *drainer // SIGTERM and POST /drain (drain.go)
 }
 
 // handler routes every path the gateway serves.
 func (g *gateway) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", g.protect(g.edge))
+	if g.drain != nil {
+		// Operators only: see drainer.endpoint.
+		mux.Handle("/drain", g.drain.endpoint(g.auth))
+	}
 	// How an OAuth client learns where to get a token: open by nature.
 	mux.Handle(auth.WellKnownPath, g.auth.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.auth.metadata())

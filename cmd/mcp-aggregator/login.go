@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -59,7 +61,9 @@ func login(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// logout removes the stored tokens of one server.
+// logout revokes the stored tokens of one server at their issuer (RFC
+// 7009), where it offers that, and removes them: the local copy goes even
+// when the revocation fails, which is said on stderr.
 func logout(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
 	var c common
@@ -72,17 +76,40 @@ func logout(args []string, stdout, stderr io.Writer) int {
 	if srv == nil {
 		return code
 	}
-	removed, err := store.Remove(srv.URL)
+	grants, err := store.LoadAll(srv.URL)
+	if err != nil {
+		fmt.Fprintf(stderr, "logout: %v; the files are removed without revoking their tokens\n", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	client := &http.Client{Timeout: oauth.RevokeTimeout}
+	for _, g := range grants {
+		switch err := oauth.Revoke(ctx, client, g); {
+		case errors.Is(err, oauth.ErrNoRevocation):
+			fmt.Fprintf(stderr, "logout: %s cannot revoke tokens; they stay valid there until they expire\n", issuerName(g))
+		case err != nil:
+			fmt.Fprintf(stderr, "logout: could not revoke the tokens at %s (%v); they may stay valid there until they expire or you revoke the access there\n", issuerName(g), err)
+		}
+	}
+	removed, err := store.RemoveAll(srv.URL)
 	if err != nil {
 		fmt.Fprintln(stderr, "logout:", err)
 		return 1
 	}
-	if !removed {
+	if removed == 0 {
 		fmt.Fprintf(stdout, "no stored login for %s\n", id)
 		return 0
 	}
 	fmt.Fprintf(stdout, "logged out of %s\n", id)
 	return 0
+}
+
+// issuerName names a grant's issuer in a message.
+func issuerName(g *oauth.Grant) string {
+	if g.Issuer == "" {
+		return "the authorization server"
+	}
+	return "the authorization server " + g.Issuer
 }
 
 // parseServerArg parses a command's flags and its one SERVER argument,

@@ -41,12 +41,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
+	drainGrace := fs.Duration("drain-grace", shutdownGrace, "with --http: after SIGTERM or POST /drain, serve open sessions this long at most while refusing new ones, then exit")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
 	if *cgroups != "auto" && *cgroups != "off" {
 		fmt.Fprintf(stderr, "serve: --cgroups %q: use auto or off\n", *cgroups)
+		return 2
+	}
+	if *drainGrace <= 0 {
+		fmt.Fprintf(stderr, "serve: --drain-grace %s: use a positive duration such as 30s\n", *drainGrace)
 		return 2
 	}
 	if err := tlsFlags(*tlsCert, *tlsKey, *httpAddr); err != nil {
@@ -88,6 +93,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer supervisor.Close()  // after the proxy's Close below: every upstream is gone by then
 	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
 	var gwAuth *access        // likewise; nil on stdio
+	var drain *drainer        // likewise; nil on stdio
 	upAuth := newUpstreamAuth(ctx, &c, log)
 	var offerLogin proxy.LoginOffer
 	if *httpAddr == "" || loopbackBind(*httpAddr) {
@@ -104,6 +110,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if gwAuth != nil {
 				gwAuth.apply(ws)
 			}
+			if drain != nil {
+				drain.setOperators(ws.HTTP.Auth.Operators)
+			}
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
 				edge.SetMaxBodyBytes(ws.HTTP.MaxBodyBytes)
@@ -118,6 +127,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig})
+		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -157,8 +167,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(err, log)
 	}
-	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth,
-		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets})}, *httpAddr, loaded, log)
+	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth, drain: drain,
+		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets, Draining: drain.draining})}, *httpAddr, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see upstream.Supervisor),
@@ -252,20 +262,35 @@ func serveHTTP(ctx context.Context, gw *gateway, addr string, loaded <-chan int,
 	log.Info("listening", "url", scheme+ln.Addr().String()+"/mcp")
 
 	code := 0
+	signalled := false
 	select {
 	case code = <-loaded:
 		if code == 0 {
 			select {
 			case <-ctx.Done():
+				signalled = true
+			case <-gw.drain.requested:
 			case err := <-errc:
 				log.Error("http server failed", "err", err)
 				code = 1
 			}
 		}
 	case <-ctx.Done():
+		signalled = true
+	case <-gw.drain.requested:
 	case err := <-errc:
 		log.Error("http server failed", "err", err)
 		code = 1
+	}
+	if code == 0 {
+		// A stop signal or POST /drain: out of the balancer's rotation
+		// first, then stop once the open sessions are done.
+		why := "POST /drain"
+		if signalled {
+			why = "stop signal"
+		}
+		gw.drain.begin(why)
+		gw.drain.wait(signalled)
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
 
 // Timing of the watch on stored logins: a login saves one file at once, so
@@ -40,8 +40,9 @@ type upstreamAuth struct {
 
 // offeredLogin is a login a client was asked to finish in a browser.
 type offeredLogin struct {
-	id  string // the elicitation's id
-	url string
+	id   string // the elicitation's id
+	url  string
+	done *proxy.LoginDone // tells the clients it was offered to when it ends
 }
 
 // newUpstreamAuth builds the keyring; every token it handles is added to
@@ -54,7 +55,7 @@ func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstrea
 		return a
 	}
 	a.store = oauth.NewStore(dir)
-	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: log, Secrets: c.secrets.Add})
+	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: log, Secrets: c.secrets.Add, Retire: c.secrets.Retire})
 	return a
 }
 
@@ -128,13 +129,15 @@ func missingLogins(ws *config.Workspace) []config.Problem {
 			}
 			store = oauth.NewStore(dir)
 		}
+		// Which of the stored logins (one per issuer) is the server's is
+		// known once it is asked; here, without a request, any will do.
 		reason := ""
-		switch g, err := store.Load(s.URL); {
-		case errors.Is(err, oauth.ErrNoGrant):
-			reason = "not logged in"
+		switch grants, err := store.LoadAll(s.URL); {
 		case err != nil:
 			reason = err.Error()
-		case s.Auth.ClientID != "" && g.ClientID != s.Auth.ClientID:
+		case len(grants) == 0:
+			reason = "not logged in"
+		case s.Auth.ClientID != "" && grants[0].ClientID != s.Auth.ClientID:
 			reason = "the stored login was made with another client than auth.client_id"
 		}
 		if reason != "" {
@@ -153,8 +156,9 @@ const offerWait = 30 * time.Second
 // this machine, as `mcp-aggregator login` does, for a client that declared
 // URL-mode elicitation, and returns the URL for its user to open. A second
 // call while that login is under way gets the same URL. The login saves
-// the tokens it gets; the store's watch then brings the server back.
-func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, string, error) {
+// the tokens it gets; the store's watch then brings the server back, and
+// the clients offered it are sent notifications/elicitation/complete.
+func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, string, *proxy.LoginDone, error) {
 	var srv *config.Server
 	if servers := a.servers.Load(); servers != nil {
 		for _, s := range *servers {
@@ -164,14 +168,20 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 		}
 	}
 	if srv == nil || a.keyring == nil {
-		return "", "", fmt.Errorf("server %q cannot be logged in to from here", server)
+		return "", "", nil, fmt.Errorf("server %q cannot be logged in to from here", server)
 	}
 	a.mu.Lock()
-	if o := a.offered[server]; o != nil {
+	if o := a.offered[server]; o != nil && o.url != "" {
 		a.mu.Unlock()
-		return o.url, o.id, nil
+		return o.url, o.id, o.done, nil
 	}
-	o := &offeredLogin{id: rand.Text()}
+	if o := a.offered[server]; o != nil {
+		// Discovery and registration are under way: this call gets the
+		// offer once it is known.
+		a.mu.Unlock()
+		return "", "", nil, fmt.Errorf("the login of server %q is being prepared; try again in a moment", server)
+	}
+	o := &offeredLogin{id: rand.Text(), done: proxy.NewLoginDone()}
 	a.offered[server] = o
 	a.mu.Unlock()
 
@@ -181,10 +191,12 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 	}
 	first := make(chan outcome, 1)
 	go func() {
+		ok := false
 		defer func() {
 			a.mu.Lock()
 			delete(a.offered, server)
 			a.mu.Unlock()
+			o.done.Finish(ok)
 		}()
 		grant, err := oauth.Login(a.life, oauth.LoginOptions{Server: srv, Authorize: func(url string) {
 			a.mu.Lock()
@@ -204,16 +216,20 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 			}
 			return
 		}
+		ok = true
 		a.log.Info("logged in through a client's browser", "server", server)
 	}()
 	wait := time.NewTimer(offerWait)
 	defer wait.Stop()
 	select {
 	case r := <-first:
-		return r.url, o.id, r.err
+		if r.err != nil {
+			return "", "", nil, r.err
+		}
+		return r.url, o.id, o.done, nil
 	case <-wait.C:
-		return "", "", fmt.Errorf("no authorization URL within %s", offerWait)
+		return "", "", nil, fmt.Errorf("no authorization URL within %s", offerWait)
 	case <-ctx.Done():
-		return "", "", ctx.Err()
+		return "", "", nil, ctx.Err()
 	}
 }

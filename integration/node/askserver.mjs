@@ -22,6 +22,11 @@
 //   list_roots {}             roots/list; the root URIs joined with ","
 // Prompt "greeting" {}        elicitation/create for {name}; one user message "Greet <name>"
 // Resource "ask://whoami"     elicitation/create for {name}; text "you are <name>"
+//   progress_ask {}           progress "before" (1/3), elicitation/create for {name},
+//                             progress "after" (2/3); "hello <name>"
+//   ask_then_wait {}          elicitation/create for {name}, progress "waiting" (1/3),
+//                             then waits until the call is withdrawn
+//                             ("askserver: cancelled ask_then_wait") or 60s pass
 //
 // When the client withdraws a tool call, "askserver: cancelled <tool>" goes to stderr;
 // when elicit_name's elicitation fails, "askserver: elicit_name got no answer: <error>".
@@ -113,6 +118,33 @@ server.registerPrompt("greeting", { description: "Greets whoever answers." }, as
 server.registerResource("whoami", "ask://whoami", { mimeType: "text/plain" }, async (uri) => {
   const name = await askName("Resource: who are you?");
   return { contents: [{ uri: uri.href, mimeType: "text/plain", text: `you are ${name}` }] };
+});
+
+// progress sends a progress notification for the call, when it has a token.
+async function progress(extra, n, message) {
+  const token = extra?._meta?.progressToken;
+  if (token === undefined) return;
+  await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: n, total: 3, message } });
+}
+
+server.registerTool("progress_ask", { description: "Progress around one elicitation." }, async (extra) => {
+  await progress(extra, 1, "before");
+  const name = await askName("Progress: your name?");
+  await progress(extra, 2, "after");
+  return text(`hello ${name}`, { name });
+});
+
+server.registerTool("ask_then_wait", { description: "Waits after one elicitation." }, async (extra) => {
+  const name = await askName("Wait: your name?");
+  await progress(extra, 1, "waiting");
+  const signal = extra.signal;
+  const cancelled = await new Promise((resolve) => {
+    if (signal.aborted) return resolve(true);
+    const timer = setTimeout(() => resolve(false), 60_000);
+    signal.addEventListener("abort", () => { clearTimeout(timer); resolve(true); }, { once: true });
+  });
+  if (cancelled) process.stderr.write("askserver: cancelled ask_then_wait\n");
+  return text(cancelled ? "cancelled" : `waited for ${name}`, { name });
 });
 
 await server.connect(new StdioServerTransport());

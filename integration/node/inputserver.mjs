@@ -14,6 +14,7 @@
 //
 // Usage: node inputserver.mjs   (listens on 127.0.0.1, a free port; prints
 //        "inputserver: listening http://127.0.0.1:<port>/mcp" on stdout)
+//        node inputserver.mjs --stdio   (serves one connection on stdin/stdout)
 //
 // Tools (one text item each):
 //   confirm_name {}          elicitation (name) -> "hello <name>"
@@ -22,6 +23,15 @@
 //                            the name carried in requestState -> "<name>: <model text>"
 //   list_roots {}            roots/list -> the root URIs joined with ","
 // Prompt "greeting" {}       elicitation (name) -> one user message "Greet <name>"
+//   progress_input {}        progress "before" (1/3), then elicitation (name); on the
+//                            retry progress "after" (2/3), then "hello <name>"
+//   wait_after_input {}      elicitation (name); on the retry progress "waiting", then
+//                            waits until the request is cancelled (stderr:
+//                            "inputserver: cancelled wait_after_input") or 60s pass
+//   log_levels {}            logs "d" at debug, "i" at info, "w" at warning (the SDK
+//                            sends those at or above the request's _meta log level)
+//   add_tool {}              registers tool "extra_tool" from now on and publishes
+//                            notifications/tools/list_changed on subscriptions/listen
 
 import http from "node:http";
 import { McpServer, createMcpHandler, inputRequired, acceptedContent, inputResponse } from "@modelcontextprotocol/server";
@@ -39,7 +49,7 @@ function sampled(responses, key) {
 }
 
 function build() {
-  const server = new McpServer({ name: "inputserver", version: "1.0.0" }, { inputRequired: { legacyShim: false } });
+  const server = new McpServer({ name: "inputserver", version: "1.0.0" }, { capabilities: { logging: {} }, inputRequired: { legacyShim: false } });
 
   server.registerTool("confirm_name", { description: "Asks for a name.", inputSchema: z.object({}) }, async (_args, ctx) => {
     const got = acceptedContent(ctx.mcpReq.inputResponses, "name");
@@ -95,40 +105,104 @@ function build() {
     return { messages: [{ role: "user", content: { type: "text", text: `Greet ${got.name}` } }] };
   });
 
+  server.registerTool("progress_input", { description: "Progress around one input round.", inputSchema: z.object({}) }, async (_args, ctx) => {
+    const got = acceptedContent(ctx.mcpReq.inputResponses, "name");
+    if (got === undefined) {
+      await progress(ctx, 1, "before");
+      return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: "Progress: your name?", requestedSchema: nameSchema }) } });
+    }
+    await progress(ctx, 2, "after");
+    return text(`hello ${got.name}`);
+  });
+
+  server.registerTool("wait_after_input", { description: "Waits after one input round.", inputSchema: z.object({}) }, async (_args, ctx) => {
+    const got = acceptedContent(ctx.mcpReq.inputResponses, "name");
+    if (got === undefined) {
+      return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: "Wait: your name?", requestedSchema: nameSchema }) } });
+    }
+    await progress(ctx, 1, "waiting");
+    const signal = ctx.mcpReq.signal;
+    const cancelled = await new Promise((resolve) => {
+      if (signal.aborted) return resolve(true);
+      const timer = setTimeout(() => resolve(false), 60_000);
+      signal.addEventListener("abort", () => { clearTimeout(timer); resolve(true); }, { once: true });
+    });
+    if (cancelled) process.stderr.write("inputserver: cancelled wait_after_input\n");
+    return text(cancelled ? "cancelled" : `waited for ${got.name}`);
+  });
+
+  server.registerTool("log_levels", { description: "Logs at three levels.", inputSchema: z.object({}) }, async (_args, ctx) => {
+    await ctx.mcpReq.log("debug", "d", "levels");
+    await ctx.mcpReq.log("info", "i", "levels");
+    await ctx.mcpReq.log("warning", "w", "levels");
+    return text("logged");
+  });
+
+  server.registerTool("add_tool", { description: "Adds extra_tool.", inputSchema: z.object({}) }, async () => {
+    extraTool = true;
+    handler?.notify.toolsChanged(); // over HTTP: to every subscriptions/listen stream
+    return text("added");
+  });
+
+  if (extraTool) {
+    server.registerTool("extra_tool", { description: "Added at runtime.", inputSchema: z.object({}) }, async () => text("extra"));
+  }
+
   return server;
 }
 
-const handler = createMcpHandler(() => build(), { legacy: "reject", onerror: (e) => process.stderr.write(`inputserver: ${e?.message ?? e}\n`) });
+// extraTool: add_tool was called; every server built from then on has extra_tool.
+let extraTool = false;
 
-// node:http in front of the web-standard handler.
-const httpServer = http.createServer(async (req, res) => {
-  try {
-    const chunks = [];
-    for await (const c of req) chunks.push(c);
-    const body = Buffer.concat(chunks);
-    const abort = new AbortController();
-    res.on("close", () => abort.abort());
-    const request = new Request(`http://${req.headers.host}${req.url}`, {
-      method: req.method,
-      headers: Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]])),
-      body: ["GET", "HEAD"].includes(req.method) ? undefined : body,
-      signal: abort.signal,
-    });
-    const response = await handler.fetch(request);
-    res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-    if (response.body) {
-      for await (const chunk of response.body) res.write(chunk);
+// progress sends a progress notification on the request's stream, when it has a token.
+async function progress(ctx, n, message) {
+  const token = ctx.mcpReq._meta?.progressToken;
+  if (token === undefined) return;
+  await ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: n, total: 3, message } });
+}
+
+const onerror = (e) => process.stderr.write(`inputserver: ${e?.message ?? e}\n`);
+
+// handler serves HTTP; over stdio (--stdio) there is none.
+let handler;
+
+if (process.argv.includes("--stdio")) {
+  // One connection on stdin/stdout, 2026-07-28 only as well.
+  const { serveStdio } = await import("@modelcontextprotocol/server/stdio");
+  serveStdio(() => build(), { legacy: "reject", onerror });
+} else {
+  handler = createMcpHandler(() => build(), { legacy: "reject", onerror });
+
+  // node:http in front of the web-standard handler.
+  const httpServer = http.createServer(async (req, res) => {
+    try {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = Buffer.concat(chunks);
+      const abort = new AbortController();
+      res.on("close", () => abort.abort());
+      const request = new Request(`http://${req.headers.host}${req.url}`, {
+        method: req.method,
+        headers: Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]])),
+        body: ["GET", "HEAD"].includes(req.method) ? undefined : body,
+        signal: abort.signal,
+      });
+      const response = await handler.fetch(request);
+      res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
+      if (response.body) {
+        for await (const chunk of response.body) res.write(chunk);
+      }
+      res.end();
+    } catch (err) {
+      process.stderr.write(`inputserver: ${err?.stack ?? err}\n`);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
     }
-    res.end();
-  } catch (err) {
-    process.stderr.write(`inputserver: ${err?.stack ?? err}\n`);
-    if (!res.headersSent) res.writeHead(500);
-    res.end();
-  }
-});
+  });
 
-httpServer.listen(0, "127.0.0.1", () => {
-  process.stdout.write(`inputserver: listening http://127.0.0.1:${httpServer.address().port}/mcp\n`);
-});
-process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();
+  httpServer.listen(0, "127.0.0.1", () => {
+    process.stdout.write(`inputserver: listening http://127.0.0.1:${httpServer.address().port}/mcp\n`);
+  });
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}

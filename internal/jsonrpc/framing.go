@@ -3,9 +3,14 @@ package jsonrpc
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // DefaultMaxMessage bounds one newline-framed message unless a reader is
@@ -158,5 +163,26 @@ func idAfter(b, prefix []byte) []byte {
 	return nil
 }
 
-// AppendLine appends m's encoding and a newline to b.
-func AppendLine(b []byte, m *Message) []byte { return append(m.Append(b), '\n') }
+// AppendRequestLine appends a request with an integer id and raw params
+// (nil: none), and a newline, to b: what AppendLine makes of the same
+// request, without building a Message or an id for it first.
+func AppendRequestLine(b []byte, id int64, method string, params json.RawMessage) []byte {
+	b = slices.Grow(b, 64+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = rawjson.AppendString(b, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, "}\n"...)
+}
+
+// AppendLine appends m's encoding and a newline to b. It grows b at most
+// once: appending member by member to a short b would reallocate it several
+// times per message.
+func AppendLine(b []byte, m *Message) []byte {
+	b = slices.Grow(b, m.encodedSizeHint()+1)
+	return append(m.Append(b), '\n')
+}

@@ -258,7 +258,17 @@ func (m *Message) Append(b []byte) []byte {
 
 // Encode returns the encoding of m.
 func (m *Message) Encode() []byte {
-	return m.Append(make([]byte, 0, 48+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)))
+	return m.Append(make([]byte, 0, m.encodedSizeHint()))
+}
+
+// encodedSizeHint is about the length of m's encoding: exact for raw
+// members, with room for the framing and an error object's usual size.
+func (m *Message) encodedSizeHint() int {
+	n := 48 + len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result)
+	if m.Error != nil {
+		n += 48 + len(m.Error.Message) + len(m.Error.Data)
+	}
+	return n
 }
 
 // Append appends the encoding of e to b.

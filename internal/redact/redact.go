@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Placeholder replaces a secret.
@@ -17,23 +18,29 @@ const Placeholder = "<redacted>"
 // package still scrubs them from the lines about the server that holds them.
 const MinLen = 8
 
-// Set is a growing set of secret values, safe for concurrent use. Values are never
-// removed: a process started with an old value may still print it.
+// Set is a set of secret values, safe for concurrent use. A value stays until it
+// is retired and its time has passed (a replaced token that no longer works): a
+// process started with an old value may still print it, which does no harm once
+// the value opens nothing.
 type Set struct {
 	mu       sync.Mutex
 	values   map[string]struct{}
+	retired  map[string]time.Time             // values to drop once the time has passed
+	now      func() time.Time                 // the clock (tests); nil: time.Now
 	replacer atomic.Pointer[strings.Replacer] // nil while the set is empty
 }
 
-// Add adds values, ignoring those shorter than MinLen.
+// Add adds values, ignoring those shorter than MinLen. A retired value added
+// again is live again: it stays.
 func (s *Set) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	added := false
+	changed := false
 	for _, v := range values {
 		if len(v) < MinLen {
 			continue
 		}
+		delete(s.retired, v)
 		if _, ok := s.values[v]; ok {
 			continue
 		}
@@ -41,9 +48,69 @@ func (s *Set) Add(values ...string) {
 			s.values = map[string]struct{}{}
 		}
 		s.values[v] = struct{}{}
-		added = true
+		changed = true
 	}
-	if !added {
+	if s.prune() || changed {
+		s.rebuild()
+	}
+}
+
+// Retire lets values leave the set once after has passed, the time from which
+// they work nowhere (an access token's expiry, a spent refresh token's grace). A
+// value that is added again before then stays. The set is pruned on every Add and
+// Retire, so that one that only ever replaces its tokens does not grow.
+func (s *Set) Retire(after time.Time, values ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range values {
+		if _, ok := s.values[v]; !ok {
+			continue
+		}
+		if s.retired == nil {
+			s.retired = map[string]time.Time{}
+		}
+		if t, ok := s.retired[v]; !ok || after.After(t) {
+			s.retired[v] = after
+		}
+	}
+	if s.prune() {
+		s.rebuild()
+	}
+}
+
+// Len is how many values the set holds.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values)
+}
+
+// prune drops the retired values whose time has passed and reports whether any
+// was; callers hold s.mu.
+func (s *Set) prune() bool {
+	if len(s.retired) == 0 {
+		return false
+	}
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	t := now()
+	pruned := false
+	for v, after := range s.retired {
+		if t.After(after) {
+			delete(s.retired, v)
+			delete(s.values, v)
+			pruned = true
+		}
+	}
+	return pruned
+}
+
+// rebuild makes the replacer of the values; callers hold s.mu.
+func (s *Set) rebuild() {
+	if len(s.values) == 0 {
+		s.replacer.Store(nil)
 		return
 	}
 	all := make([]string, 0, len(s.values))

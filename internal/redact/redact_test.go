@@ -3,10 +3,12 @@ package redact
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -47,4 +49,33 @@ func TestSetConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, "<redacted> <redacted>", s.String("aaaaaaaaaa bbbbbbbbbb"))
+}
+
+// A refreshed token's predecessors leave the set once their time has passed,
+// so that a process that refreshes for months does not grow the set; a value
+// whose time has not passed, or that was added again, stays scrubbed.
+func TestSetRetireBoundsTheSet(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := Set{now: func() time.Time { return now }}
+	s.Add("config-secret-value")
+	live := "token-live-0000"
+	s.Add(live)
+	for i := 1; i <= 1000; i++ {
+		next := fmt.Sprintf("token-live-%04d", i)
+		s.Add(next)
+		s.Retire(now.Add(time.Minute), live) // good for another minute
+		assert.Equal(t, "<redacted>", s.String(live), "a replaced token is scrubbed while it still works")
+		live = next
+		now = now.Add(10 * time.Second)
+	}
+	assert.LessOrEqual(t, s.Len(), 1+1+7, "the config secret, the live token and those of the last minute: %d", s.Len())
+	assert.Equal(t, "<redacted> <redacted>", s.String("config-secret-value "+live), "live values are never dropped")
+	assert.Equal(t, "token-live-0001", s.String("token-live-0001"), "a long-dead token is no longer scrubbed")
+
+	s.Retire(now.Add(-time.Second), live)
+	s.Add(live) // still in use after all
+	s.Add("another-value-x")
+	assert.Equal(t, "<redacted>", s.String(live), "a value added again is live again")
+	s.Retire(now, "never-added-value")
+	assert.Equal(t, "never-added-value", s.String("never-added-value"), "retiring adds nothing")
 }

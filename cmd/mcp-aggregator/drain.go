@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+)
+
+// drainPoll is how often a draining replica looks whether its sessions
+// and calls are done.
+const drainPoll = 50 * time.Millisecond
+
+// drainer takes a replica out of a load balancer's rotation without
+// failing what runs on it. Once asked (SIGTERM, SIGINT or POST /drain),
+// the transport refuses new sessions with 503 and Retry-After and /readyz
+// fails, while open sessions keep being served, since their leases live
+// here; the replica stops when no session is open and no call is in
+// flight, or when the grace is over, whichever comes first. A second
+// signal stops it at once.
+type drainer struct {
+	edge  *downstream.HTTP
+	grace time.Duration
+	log   *slog.Logger
+
+	once      sync.Once
+	requested chan struct{} // closed when draining begins
+	operators atomic.Pointer[[]string]
+}
+
+func newDrainer(edge *downstream.HTTP, grace time.Duration, log *slog.Logger) *drainer {
+	return &drainer{edge: edge, grace: grace, log: log, requested: make(chan struct{})}
+}
+
+// begin starts draining; later calls do nothing.
+func (d *drainer) begin(why string) {
+	d.once.Do(func() {
+		d.edge.Drain()
+		d.log.Info("draining", "why", why, "grace", d.grace.String(),
+			"sessions", d.edge.Sessions(), "inFlight", d.edge.InFlight())
+		close(d.requested)
+	})
+}
+
+// draining reports whether begin was called.
+func (d *drainer) draining() bool { return d.edge.Draining() }
+
+// setOperators follows http.auth.operators.
+func (d *drainer) setOperators(names []string) {
+	list := slices.Clone(names)
+	d.operators.Store(&list)
+}
+
+// wait returns once the drain is done: no session open and nothing in
+// flight, the grace over, or a second stop signal (the first, when a
+// signal began the drain; otherwise the second after POST /drain, as an
+// orchestrator signals after its pre-stop hook drained).
+func (d *drainer) wait(bySignal bool) {
+	signals := 0
+	if bySignal {
+		signals = 1
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	deadline := time.NewTimer(d.grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+	for {
+		if d.edge.Sessions() == 0 && d.edge.InFlight() == 0 {
+			d.log.Info("drained: no session open, no call in flight")
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			d.log.Warn("the drain grace is over; ending what still runs",
+				"sessions", d.edge.Sessions(), "inFlight", d.edge.InFlight(), "fix", "raise --drain-grace if calls need longer")
+			return
+		case s := <-again:
+			if signals++; signals < 2 {
+				continue
+			}
+			d.log.Warn("a second stop signal: stopping without waiting for the drain", "signal", s.String())
+			return
+		}
+	}
+}
+
+// endpoint serves POST /drain. An operator is a client named in
+// http.auth.operators; without http.auth, a request from loopback that
+// no proxy forwarded (no Forwarded or X-Forwarded-For header), since a
+// load balancer on the same host would otherwise let anyone drain.
+func (d *drainer) endpoint(a *access) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "use POST to drain this replica", http.StatusMethodNotAllowed)
+			return
+		}
+		if msg, ok := d.operator(a, r); !ok {
+			d.log.Info("refused POST /drain", "remote", r.RemoteAddr, "reason", msg)
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		d.begin("POST /drain from " + r.RemoteAddr)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(struct {
+			Draining bool   `json:"draining"`
+			Grace    string `json:"grace"`
+			Sessions int    `json:"sessions"`
+			InFlight int    `json:"inFlight"`
+		}{true, d.grace.String(), d.edge.Sessions(), d.edge.InFlight()})
+	})
+	return a.protect(inner)
+}
+
+// operator says whether r comes from an operator, and if not, why.
+func (d *drainer) operator(a *access, r *http.Request) (string, bool) {
+	if a != nil && a.guard.Load() != nil {
+		client := downstream.ClientOf(r.Context()) // protect authenticated it
+		ops := d.operators.Load()
+		if ops != nil && slices.Contains(*ops, client) {
+			return "", true
+		}
+		return "client " + client + " is not an operator: list it in http.auth.operators to let it drain this replica", false
+	}
+	if r.Header.Get("Forwarded") != "" || r.Header.Get("X-Forwarded-For") != "" {
+		return "without http.auth, POST /drain is served only to a local caller, not through a proxy: send it to the replica's own address, or set http.auth with operators", false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return "without http.auth, POST /drain is served only from loopback: run it on the replica's host, or set http.auth with operators", false
+	}
+	return "", true
+}

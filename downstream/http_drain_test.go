@@ -1,0 +1,130 @@
+package downstream
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// leaseCall is a sessionless tools/call naming lease in _meta ("" names none).
+func leaseCall(lease string) string {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	if lease != "" {
+		meta += `,"` + MetaLease + `":"` + lease + `"`
+	}
+	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + meta + `},"name":"echo","arguments":{}}}`
+}
+
+func TestHTTPLeaseHeaderMatchesMeta(t *testing.T) {
+	s := serveHTTP(t, newHTTPFake(), HTTPOptions{})
+	for _, tc := range []struct {
+		name   string
+		lease  string // in _meta
+		header *string
+		ok     bool
+	}{
+		{"no header", "conv-1", nil, true},
+		{"same", "conv-1", ptr("conv-1"), true},
+		{"base64", "conv é", ptr("=?base64?" + base64.StdEncoding.EncodeToString([]byte("conv é")) + "?="), true},
+		{"different", "conv-1", ptr("conv-2"), false},
+		{"header without meta", "", ptr("conv-1"), false},
+		{"empty header, meta set", "conv-1", ptr(""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := modernHeaders("tools/call", "echo")
+			if tc.header != nil {
+				h[HeaderLease] = *tc.header
+			}
+			resp := s.postRaw(t, leaseCall(tc.lease), h, tc.header != nil && *tc.header == "")
+			if tc.ok {
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				assert.Nil(t, readMessage(t, resp).Error)
+				return
+			}
+			msg := requireRefused(t, resp, http.StatusBadRequest, codeHeaderMismatch, "Mcp-Lease header does not match")
+			if tc.header != nil && *tc.header != "" {
+				assert.NotContains(t, msg.Error.Message, *tc.header, "a lease key is not echoed")
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// postRaw posts body with hdr, keeping a header whose value is empty when
+// keepEmpty (request drops those).
+func (s *httpServer) postRaw(t *testing.T, body string, hdr map[string]string, keepEmpty bool) *http.Response {
+	t.Helper()
+	if !keepEmpty {
+		return s.post(t, body, hdr)
+	}
+	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	resp, err := s.client.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+func TestHTTPDrainRefusesNewState(t *testing.T) {
+	release := make(chan struct{})
+	h := newHTTPFake()
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		switch {
+		case req.Msg.Method == "initialize":
+			return &jsonrpc.Message{Result: []byte(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}`)}
+		case req.Msg.Method == "tools/call" && req.Session != nil:
+			<-release // a call in flight across the drain
+		}
+		res, _ := jsonrpc.Result(nil, map[string]string{"method": req.Msg.Method})
+		return res
+	}
+	s := serveHTTP(t, h, HTTPOptions{})
+	id := s.initialize(t)
+	assert.Equal(t, 0, s.tr.InFlight())
+
+	// A call in flight when the drain begins.
+	done := make(chan *http.Response, 1)
+	go func() {
+		done <- s.sessionPost(t, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	}()
+	eventually(t, func() bool { return s.tr.InFlight() == 1 }, "the call is in flight")
+
+	assert.False(t, s.tr.Draining())
+	s.tr.Drain()
+	s.tr.Drain() // twice is once
+	assert.True(t, s.tr.Draining())
+
+	resp := s.post(t, initializeBody, nil)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Empty(t, resp.Header.Get(headerSessionID))
+	requireRefused(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "draining")
+
+	requireRefused(t, s.post(t, leaseCall(""), modernHeaders("tools/call", "echo")),
+		http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "no requests without a lease")
+	leased := s.post(t, leaseCall("conv-1"), modernHeaders("tools/call", "echo"))
+	require.Equal(t, http.StatusOK, leased.StatusCode, "a lease may live here: served")
+	assert.Nil(t, readMessage(t, leased).Error)
+
+	// The open session goes on: its call finishes, and it may call again.
+	close(release)
+	r := <-done
+	require.Equal(t, http.StatusOK, r.StatusCode)
+	assert.Nil(t, readMessage(t, r).Error)
+	again := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	require.Equal(t, http.StatusOK, again.StatusCode)
+	readMessage(t, again)
+	eventually(t, func() bool { return s.tr.InFlight() == 0 }, "nothing in flight")
+	assert.Equal(t, 1, s.tr.Sessions())
+}
