@@ -247,7 +247,7 @@ func (ix *Index) invert(origin []int, vocabs [][]string) {
 // read indexes the tools numbered in which into ix.docs. Their terms carry
 // the term numbers of the vocabulary it returns.
 func (ix *Index) read(tools []Tool, which []int) []string {
-	r := &docReader{ids: map[string]int32{}, byTerm: map[string]int32{}, stems: stemmer{}}
+	r := &docReader{byTerm: map[string]int32{}, stems: stemmer{}}
 	for _, i := range which {
 		t := tools[i]
 		d := &ix.docs[i]
@@ -290,7 +290,7 @@ type docTerm struct {
 // docReader is one worker of Build: it receives the words of each field of
 // the doc at hand and counts them into the doc's terms.
 type docReader struct {
-	ids    map[string]int32 // word -> term number, -1 for words not indexed
+	ids    wordTable        // word -> term number, -1 for words not indexed
 	byTerm map[string]int32 // term -> term number
 	terms  []string         // term number -> term
 	seen   []int32          // term number -> the last doc that had it
@@ -322,13 +322,15 @@ func (r *docReader) add(f field, raw []byte) {
 // word counts one word of the field at hand. The one map access per word of
 // the catalog, the bulk of the work, finds its term.
 func (r *docReader) word(w []byte) {
-	id, ok := r.ids[string(w)]
+	h := hashWord(w)
+	slot, ok := r.ids.find(w, h)
+	id := slot.id
 	if !ok {
 		id = -1
 		if term := r.stems.term(w); term != "" {
 			id = r.number(term)
 		}
-		r.ids[string(w)] = id
+		r.ids.put(slot, w, h, id)
 	}
 	if id < 0 {
 		return
