@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -149,6 +150,14 @@ func (g *Guard) Authenticate(r *http.Request) (string, *Failure) {
 		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
 	}
 	client, err := g.oauth.verify(r.Context(), token)
+	if err == nil && g.static.has(client) {
+		// The name of a static token's client: taking it would act as that
+		// client (its profile, sessions, leases, operator rights).
+		g.log.Warn("refused an access token that names a client of http.auth.tokens", "client", client, "remote", r.RemoteAddr,
+			"fix", "give the static token's client another name, or stop the issuer from issuing tokens with that client_id, azp or sub")
+		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token",
+			fmt.Sprintf("the token names client %q, which authenticates with a static token here", client))
+	}
 	if err == nil {
 		return client, nil
 	}

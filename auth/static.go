@@ -42,4 +42,10 @@ func (s *staticTokens) lookup(token string) (string, bool) {
 	return s.clients[found], true
 }
 
+// has reports whether client is the name of a static token's client.
+func (s *staticTokens) has(client string) bool {
+	i := sort.SearchStrings(s.clients, client)
+	return i < len(s.clients) && s.clients[i] == client
+}
+
 func (s *staticTokens) len() int { return len(s.clients) }

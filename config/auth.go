@@ -144,6 +144,9 @@ func readTokens(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) 
 		case strings.ContainsAny(token, " \t\r\n"):
 			r.errorf(p.v.Line, field, "the token contains white space, which a bearer token cannot carry; generate one with: openssl rand -hex 32")
 			continue
+		case !token68(token):
+			r.errorf(p.v.Line, field, "the token has characters a bearer token cannot carry (RFC 6750 allows letters, digits, '-', '.', '_', '~', '+', '/' and '=' at the end), so no client could send it; generate one with: openssl rand -hex 32")
+			continue
 		case len(token) < minTokenLength:
 			r.warnf(p.v.Line, field, "the token is shorter than %d characters and easy to guess; use a long random value, e.g. the output of: openssl rand -hex 32", minTokenLength)
 		}
@@ -155,6 +158,23 @@ func readTokens(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) 
 		out[p.key] = token
 	}
 	return out
+}
+
+// token68 reports whether s has the syntax of a bearer token (RFC 6750
+// §2.1, RFC 7235 token68): the gateway refuses any other as malformed.
+func token68(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenValue resolves one token: {env: VAR}, or a string (with ${VAR}

@@ -38,7 +38,7 @@ profiles:
 }
 
 func TestAuthProblems(t *testing.T) {
-	env := map[string]string{"EMPTY": "", "SHORT": "abc", "GOOD": "0123456789abcdef0123", "SPACED": "a b c d e f g h i j k l"}
+	env := map[string]string{"EMPTY": "", "SHORT": "abc", "GOOD": "0123456789abcdef0123", "SPACED": "a b c d e f g h i j k l", "PUNCT": "p@ss!word#0123456789"}
 	tests := []struct {
 		name, yaml string
 		field      string
@@ -49,6 +49,7 @@ func TestAuthProblems(t *testing.T) {
 		{"unset variable", "http: {auth: {tokens: {bot: {env: NOPE}}}}", "http.auth.tokens.bot", SeverityError, "NOPE is not set"},
 		{"short token", "http: {auth: {tokens: {bot: {env: SHORT}}}}", "http.auth.tokens.bot", SeverityWarning, "easy to guess"},
 		{"white space", "http: {auth: {tokens: {bot: {env: SPACED}}}}", "http.auth.tokens.bot", SeverityError, "white space"},
+		{"token a client cannot send", "http: {auth: {tokens: {bot: {env: PUNCT}}}}", "http.auth.tokens.bot", SeverityError, "cannot carry"},
 		{"literal token", "http: {auth: {tokens: {bot: literal-token-0123456789}}}", "http.auth.tokens.bot", SeverityWarning, "written in the config file"},
 		{"bad client name", "http: {auth: {tokens: {'a b': {env: GOOD}}}}", "http.auth.tokens.a b", SeverityError, "not a client name"},
 		{"same token twice", "http: {auth: {tokens: {a: {env: GOOD}, b: {env: GOOD}}}}", "http.auth.tokens.b", SeverityError, "same token as client \"a\""},

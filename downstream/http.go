@@ -60,6 +60,12 @@ type HTTPOptions struct {
 	// TLS, when set, makes Serve speak HTTPS with it (serve --tls-cert);
 	// the handshake is bounded like the headers' arrival.
 	TLS *tls.Config
+	// SessionIDPrefix starts every session id this transport issues
+	// (serve --session-id-prefix), so that a load balancer that cannot
+	// learn from responses can still tell which replica holds a session.
+	// It is a label, not a secret: the random part follows it. Check it
+	// with ValidSessionIDPrefix.
+	SessionIDPrefix string
 }
 
 // withDefaults returns o with every unset field at its default.

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -19,6 +20,12 @@ const HeaderLease = "Mcp-Lease"
 // MetaLease is the _meta key a sessionless client sets to name the
 // conversation its leases belong to.
 const MetaLease = "mcp-aggregator/lease"
+
+// sessionIDPrefix is what SessionIDPrefix may be: visible, header-safe and short.
+var sessionIDPrefix = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
+
+// ValidSessionIDPrefix reports whether p may start session ids ("" may).
+func ValidSessionIDPrefix(p string) bool { return p == "" || sessionIDPrefix.MatchString(p) }
 
 // drainRetryAfter is the Retry-After of a request refused while draining:
 // by then the balancer has moved new work to another replica.

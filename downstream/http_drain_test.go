@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -127,4 +128,49 @@ func TestHTTPDrainRefusesNewState(t *testing.T) {
 	readMessage(t, again)
 	eventually(t, func() bool { return s.tr.InFlight() == 0 }, "nothing in flight")
 	assert.Equal(t, 1, s.tr.Sessions())
+}
+
+func TestHTTPSessionIDPrefix(t *testing.T) {
+	for _, p := range []string{"", "r1-", "eu.west_2"} {
+		assert.True(t, ValidSessionIDPrefix(p), p)
+	}
+	for _, p := range []string{"r 1", "r1\n", strings.Repeat("x", 33), "é"} {
+		assert.False(t, ValidSessionIDPrefix(p), p)
+	}
+	s := serveHTTP(t, newHTTPFake(), HTTPOptions{SessionIDPrefix: "r1-"})
+	id := s.initialize(t)
+	require.Regexp(t, `^r1-[0-9a-f]{32}$`, id, "the label, then 128 random bits")
+	assert.Equal(t, 1, s.tr.Sessions())
+	resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	requireRefused(t, s.sessionPost(t, "r1-"+strings.Repeat("0", 32), `{"jsonrpc":"2.0","id":3,"method":"ping"}`),
+		http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
+}
+
+// FuzzLeaseHeader: whatever the body and the header, reading the lease
+// never panics, and a request passes only when the header, decoded, is
+// exactly the _meta key.
+func FuzzLeaseHeader(f *testing.F) {
+	f.Add([]byte(`{"_meta":{"mcp-aggregator/lease":"conv-1"}}`), "conv-1")
+	f.Add([]byte(`{"_meta":{"mcp-aggregator/lease":"conv é"}}`), "=?base64?Y29udiDDqQ==?=")
+	f.Add([]byte(`{"_meta":{"mcp-aggregator/lease":5}}`), "5")
+	f.Add([]byte(`{"_meta":[]}`), "")
+	f.Add([]byte(`[1,2]`), "x")
+	f.Fuzz(func(t *testing.T, params []byte, header string) {
+		r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		require.NoError(t, err)
+		_ = namesLease(params)
+		assert.Nil(t, checkLeaseHeader(r, params), "no header: nothing to check")
+		r.Header[HeaderLease] = []string{header}
+		e := checkLeaseHeader(r, params)
+		key, _ := stringMember(members(members(params)["_meta"]), MetaLease)
+		if e == nil {
+			decoded, ok := mcp.DecodeHeaderValue(header)
+			assert.True(t, ok && decoded == key, "header %q passed against key %q", header, key)
+		} else {
+			assert.Equal(t, `the Mcp-Lease header does not match params._meta["mcp-aggregator/lease"]: send the same lease key in both, or leave the header out`,
+				e.err.Message, "neither value is echoed")
+		}
+	})
 }

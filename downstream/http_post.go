@@ -125,7 +125,7 @@ func (t *HTTP) initialize(p *post) {
 	}
 	if id := p.r.Header.Get(headerSessionID); id != "" {
 		e := sessionGone()
-		if t.lookup(id) != nil {
+		if s := t.lookup(id); s != nil && s.checkClient(p.r) == nil { // another client's looks unknown
 			e = refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 				"this session is already initialized: send initialize without Mcp-Session-Id to start another")
 		}

@@ -50,7 +50,7 @@ func (t *HTTP) newSession() *httpSession {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	return &httpSession{
-		id: hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel,
+		id: t.opts.SessionIDPrefix + hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel,
 		lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc), asks: newOutgoing(),
 	}
 }
@@ -88,7 +88,7 @@ func (s *httpSession) answer(msg *jsonrpc.Message) bool {
 
 // logID is as much of the id as logs show: enough to tell sessions apart,
 // too little to use one.
-func (s *httpSession) logID() string { return s.id[:8] }
+func (s *httpSession) logID() string { return s.id[len(s.id)-32:][:8] } // of the random part, after any prefix
 
 // sessionGone is the answer to an id that names no open session.
 func sessionGone() *httpError {

@@ -70,6 +70,9 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	writeErr := make(chan error, 1)
+	// More than one request in flight: responses are likely to be
+	// completing together, worth one write.
+	s.ob.gather = func() bool { return len(s.slots) > 1 }
 	go func() { writeErr <- s.ob.drain(out, s.written) }()
 	// SessionOpened follows a successful initialize (a sessionless client
 	// never sends one, and hears of changes through subscriptions/listen);
@@ -367,6 +370,9 @@ type lineQueue struct {
 	closed  bool
 	wake    chan struct{}
 	flushed chan struct{} // signalled each time the queue is found empty
+	// gather, if set, says whether the writer, woken, should first let the
+	// goroutines that are ready to run go (see drain); set before drain.
+	gather func() bool
 }
 
 type queuedLine struct {
@@ -444,12 +450,15 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 			default:
 			}
 			<-o.wake
-			// Let the goroutines that are ready to run go first: with
-			// many requests in flight, those just woken by their answers
-			// push them now, and they go out in this write rather than
-			// one write(2), and one wake-up of the client, each. With
-			// nothing else ready, this returns at once.
-			runtime.Gosched()
+			if o.gather != nil && o.gather() {
+				// Let the goroutines that are ready to run go first:
+				// with many requests in flight, those just woken by
+				// their answers push them now, and they go out in this
+				// write rather than one write(2), and one wake-up of
+				// the client, each. With nothing else ready, this
+				// returns at once.
+				runtime.Gosched()
+			}
 		}
 	}
 }

@@ -249,6 +249,9 @@ func connectOldClient(t *testing.T, url string) *oldClient {
 			c.record(fmt.Sprint("log:", req.Params.Data))
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.record("tools-changed") },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			c.record("updated:" + req.Params.URI)
+		},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -259,8 +262,9 @@ func connectOldClient(t *testing.T, url string) *oldClient {
 	return c
 }
 
-// modernUpstream puts node/inputserver.mjs behind an HTTP aggregator.
-func modernUpstream(t *testing.T) (*aggregator, *logBuffer) {
+// modernUpstream puts node/inputserver.mjs behind an HTTP aggregator, with
+// extra lines in its server entry.
+func modernUpstream(t *testing.T, extra ...string) (*aggregator, *logBuffer) {
 	t.Helper()
 	url, serverLog := startInputServer(t)
 	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
@@ -268,7 +272,7 @@ servers:
   modern:
     url: %s
     protocol: "2026-07-28"
-`, url))
+%s`, url, strings.Join(extra, "")))
 	a.waitLoaded()
 	return a, serverLog
 }
@@ -382,6 +386,14 @@ func TestBridgeModernUpstreamListChanged(t *testing.T) {
 	res, err = c.session.CallTool(ctx, &mcp.CallToolParams{Name: "extra_tool", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.Equal(t, "extra", toolText(t, res))
+
+	// resources/subscribe, which that generation does not have, becomes a
+	// URI on the aggregator's subscriptions/listen stream.
+	require.NoError(t, c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: "input://note"}), "aggregator log:\n%s", a.log)
+	res, err = c.session.CallTool(ctx, &mcp.CallToolParams{Name: "touch_note", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "touched", toolText(t, res))
+	c.waitFor(t, "resources/updated", func(e string) bool { return e == "updated:input://note" })
 }
 
 // TestBridgeSharedStdioAttribution: one shared stdio instance, two calls of
@@ -477,4 +489,22 @@ servers:
 	result, ok := resp["result"].(map[string]any)
 	require.True(t, ok, "%v", resp)
 	assert.Equal(t, "hello Grace", result["content"].([]any)[0].(map[string]any)["text"])
+}
+
+// TestBridgeModernUpstreamConcurrentLogs: log messages of two requests running
+// at once on one shared instance of a 2026-07-28 HTTP upstream each reach
+// the request they came with (they come on its response stream), and only it.
+func TestBridgeModernUpstreamConcurrentLogs(t *testing.T) {
+	t.Parallel()
+	a, _ := modernUpstream(t, "    truely-stateless: true\n")
+	tags := []string{"alpha", "beta", "gamma"}
+	exchanges := make([]*modernExchange, len(tags))
+	for i, tag := range tags {
+		exchanges[i] = modernOpen(t, a.url, "tools/call", "log_tagged", map[string]any{"name": "log_tagged", "arguments": map[string]any{"tag": tag}}, nil, "", "info", "logs-"+tag)
+	}
+	for i, tag := range tags {
+		notes, resp := exchanges[i].until()
+		require.NotNil(t, resp["result"], "%v", resp)
+		assert.Equal(t, []string{tag + "-1", tag + "-2"}, logsOf(notes), "request %q", tag)
+	}
 }

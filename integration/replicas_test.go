@@ -220,18 +220,27 @@ func mcpPost(ctx context.Context, url string, header map[string]string, msg any,
 
 // rsession is one session-based client going through the balancer.
 type rsession struct {
-	url string
-	id  string
-	seq atomic.Int64
+	url   string
+	token string // bearer token; "" sends none
+	id    string
+	seq   atomic.Int64
 }
 
 func (s *rsession) header() map[string]string {
-	return map[string]string{"Mcp-Session-Id": s.id, "MCP-Protocol-Version": "2025-11-25"}
+	h := map[string]string{"MCP-Protocol-Version": "2025-11-25"}
+	if s.id != "" {
+		h["Mcp-Session-Id"] = s.id
+	}
+	if s.token != "" {
+		h["Authorization"] = "Bearer " + s.token
+	}
+	return h
 }
 
 // open initializes a new session.
 func (s *rsession) open(ctx context.Context) error {
-	r, err := mcpPost(ctx, s.url, nil, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+	s.id = ""
+	r, err := mcpPost(ctx, s.url, s.header(), map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize",
 		"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "replicas-test", "version": "1"}}}, nil)
 	if err != nil {
@@ -281,13 +290,36 @@ func (s *rsession) call(ctx context.Context, tool string, args map[string]any, o
 // close ends the session with DELETE.
 func (s *rsession) close() {
 	req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
-	req.Header.Set("Mcp-Session-Id", s.id)
+	for k, v := range s.header() {
+		req.Header.Set(k, v)
+	}
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
 }
 
 var errGone = errors.New("404: the session is unknown here")
+
+// slowCall starts d_slow on s and returns once it runs upstream (its first
+// progress notification); its outcome arrives on the channel.
+func slowCall(ctx context.Context, t *testing.T, s *rsession, seconds int) <-chan error {
+	t.Helper()
+	running, done := make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	go func() {
+		_, err := s.call(ctx, "d_slow", map[string]any{"seconds": seconds, "steps": 2 * seconds},
+			func([]byte) { once.Do(func() { close(running) }) })
+		done <- err
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the slow call ended before it reported progress: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the slow call never reported progress")
+	}
+	return done
+}
 
 // holder says which replica holds a session, asking each directly.
 func holder(t *testing.T, replicas []*aggregator, id string) int {
@@ -458,27 +490,15 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, mine, "no new session reached the restarted replica")
-	inFlight := make(chan struct{}, len(mine))
-	slowErrs := make([]error, len(mine))
+	slow := make([]<-chan error, len(mine))
 	for i, s := range mine {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var once sync.Once
-			_, slowErrs[i] = s.call(ctx, "d_slow", map[string]any{"seconds": 2, "steps": 4},
-				func([]byte) { once.Do(func() { inFlight <- struct{}{} }) })
-		}()
-	}
-	for range mine {
-		select {
-		case <-inFlight: // a progress notification: the call runs upstream
-		case <-ctx.Done():
-			t.Fatal("the slow calls never reported progress")
-		}
+		slow[i] = slowCall(ctx, t, s, 4)
 	}
 	require.NoError(t, replicas[0].cmd.Process.Signal(syscall.SIGTERM))
 	_, ok := replicas[0].log.waitLine(func(l string) bool { return strings.Contains(l, "msg=draining") }, startTimeout, replicas[0].exited)
 	require.True(t, ok, "the replica did not log that it drains:\n%s", replicas[0].log)
+	var pid int
+	require.NoError(t, counterRun(ctx, mine[0], 0, 2, &pid), "an open session keeps calling while its replica drains")
 
 	ready := getJSON(t, "http://"+addrs[0]+"/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, ready.status)
@@ -497,24 +517,16 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		assert.Equal(t, 1, holder(t, replicas, s.id), "a new session went to the draining replica")
 		s.close()
 	}
-	wg.Wait()
-	for i, err := range slowErrs {
-		assert.NoError(t, err, "slow call %d on the draining replica", i)
+	for i, done := range slow {
+		assert.NoError(t, <-done, "slow call %d on the draining replica", i)
 	}
-	var pid int
-	require.NoError(t, counterRun(ctx, mine[0], 0, 2, &pid), "an open session keeps calling while its replica drains")
 
-	// Once its sessions end, the drained replica exits, with status 0.
+	// Its calls done, the drained replica exits by itself, with status 0.
+	waitExit(t, replicas[0])
+	assert.True(t, replicas[0].log.containsLine("drained: no call in flight"), "%s", replicas[0].log)
 	for _, s := range fresh {
 		s.close()
 	}
-	select {
-	case <-replicas[0].exited:
-	case <-time.After(stopTimeout):
-		t.Fatalf("the drained replica did not exit once its sessions ended:\n%s", replicas[0].log)
-	}
-	assert.NoError(t, replicas[0].waitErr, "the drained replica's exit")
-	assert.True(t, replicas[0].log.containsLine("drained: no session open"), "%s", replicas[0].log)
 }
 
 // uniq counts the distinct values of list.
@@ -630,15 +642,12 @@ func TestDrainEndpointNeedsAnOperator(t *testing.T) {
 	ready := getJSON(t, strings.TrimSuffix(a.url, "/mcp")+"/readyz")
 	require.Equal(t, http.StatusOK, ready.status, "%v", ready.body)
 
-	// An open session keeps the drained replica up until it ends.
+	// A call in flight keeps the drained replica up until it ends.
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	initialize := map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize",
-		"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
-			"clientInfo": map[string]any{"name": "drain-test", "version": "1"}}}
-	open, err := mcpPost(ctx, a.url, bearer(botToken), initialize, nil)
-	require.NoError(t, err)
-	require.NotEmpty(t, open.session)
+	bot := &rsession{url: a.url, token: botToken}
+	require.NoError(t, bot.open(ctx))
+	slow := slowCall(ctx, t, bot, 3)
 
 	code, body = drainPost(t, a, http.MethodPost, bearer(opsToken))
 	require.Equal(t, http.StatusAccepted, code, body)
@@ -650,25 +659,23 @@ func TestDrainEndpointNeedsAnOperator(t *testing.T) {
 	ready = getJSON(t, strings.TrimSuffix(a.url, "/mcp")+"/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, ready.status)
 	assert.Equal(t, true, ready.body["draining"])
-	r, err := mcpPost(ctx, a.url, bearer(botToken), initialize, nil)
+	r, err := mcpPost(ctx, a.url, bearer(botToken), map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+		"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "drain-test", "version": "1"}}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 	assert.Equal(t, "1", r.header.Get("Retry-After"))
 	assert.Contains(t, string(r.body), "draining")
+	assert.Empty(t, r.session)
 
-	req, err := http.NewRequest(http.MethodDelete, a.url, nil)
-	require.NoError(t, err)
-	req.Header.Set("Mcp-Session-Id", open.session)
-	req.Header.Set("Authorization", "Bearer "+botToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
+	assert.NoError(t, <-slow, "the call in flight finishes")
 	waitExit(t, a)
 }
 
 // TestDrainWithoutAuthOnlyFromLoopback: without http.auth, POST /drain is
 // an operator's only when it comes straight from loopback, not through a
-// proxy; an open session keeps the drained replica up until it ends.
+// proxy; the open session keeps calling while its call runs, and the
+// replica exits once nothing is in flight.
 func TestDrainWithoutAuthOnlyFromLoopback(t *testing.T) {
 	t.Parallel()
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, replicaConfig())}})
@@ -679,6 +686,7 @@ func TestDrainWithoutAuthOnlyFromLoopback(t *testing.T) {
 	require.NoError(t, s.open(ctx))
 	var pid int
 	require.NoError(t, counterRun(ctx, s, 0, 1, &pid))
+	slow := slowCall(ctx, t, s, 3)
 
 	code, body := drainPost(t, a, http.MethodPost, map[string]string{"X-Forwarded-For": "203.0.113.9"})
 	assert.Equal(t, http.StatusForbidden, code)
@@ -688,12 +696,7 @@ func TestDrainWithoutAuthOnlyFromLoopback(t *testing.T) {
 
 	// The session's lease lives here: it keeps working while draining.
 	require.NoError(t, counterRun(ctx, s, 1, 2, &pid))
-	select {
-	case <-a.exited:
-		t.Fatal("the replica exited while a session was open")
-	default:
-	}
-	s.close()
+	assert.NoError(t, <-slow, "the call in flight finishes")
 	waitExit(t, a)
-	assert.True(t, a.log.containsLine("drained: no session open"), "%s", a.log)
+	assert.True(t, a.log.containsLine("drained: no call in flight"), "%s", a.log)
 }

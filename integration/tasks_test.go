@@ -576,93 +576,102 @@ var aggProgressToken = regexp.MustCompile(`"progressToken":"agg-[0-9]+"`)
 // flight; they reach the session that owns the task, and only it, byte for
 // byte as the upstream sent them but for the progress token (the client's)
 // and the task id in the related-task _meta (the client's). Progress
-// without _meta gains none, from an HTTP upstream too.
+// without _meta gains none, from an HTTP upstream too. With no pause
+// before the first step, what names the task races its CreateTaskResult
+// (over HTTP it comes on another stream) and is held until the id is
+// mapped.
 func TestTasksProgressAfterResult(t *testing.T) {
 	t.Parallel()
 	for _, up := range taskUpstreams() {
-		t.Run(up.name, func(t *testing.T) {
-			t.Parallel()
-			a := serveConfig(t, httpTransport, up.config(t))
-			a.waitLoaded()
-			owner, other := a.newClient(), a.newClient()
-			for _, c := range []*client{owner, other} {
-				c.initializeWith(map[string]any{})
-				listen(t, a, c)
-			}
-			const steps = 4
-			resp := owner.mustRequest("tools/call", map[string]any{
-				"name":      "a_reporter",
-				"arguments": map[string]any{"label": "rep", "steps": steps, "stepMs": 50},
-				"task":      map[string]any{"ttl": 60000},
-				"_meta":     map[string]any{"progressToken": "p-7"},
+		for _, stepMs := range []int{50, 0} {
+			t.Run(fmt.Sprintf("%s/step-%dms", up.name, stepMs), func(t *testing.T) {
+				t.Parallel()
+				testTaskProgressAfterResult(t, up, stepMs)
 			})
-			require.Empty(t, string(resp.Error), "tools/call a_reporter as a task")
-			var created struct {
-				Task taskObject `json:"task"`
-			}
-			require.NoError(t, json.Unmarshal(resp.Result, &created))
-			id := created.Task.TaskID
-			require.True(t, strings.HasPrefix(id, "task-") && id != "task-1", "the aggregator's id: %s", id)
+		}
+	}
+}
 
-			// Everything arrives with no request of the client in flight.
-			isProgress := func(n notification) bool {
-				return n.Method == "notifications/progress" && strings.Contains(string(n.Params), `"progressToken":"p-7"`)
-			}
-			isReport := func(n notification) bool {
-				return n.Method == "notifications/message" && strings.Contains(string(n.Params), `"logger":"reporter"`)
-			}
-			_, ok := owner.waitNotification(func(n notification) bool {
-				return isProgress(n) && strings.Contains(string(n.Params), fmt.Sprintf(`"progress":%d,`, steps))
-			}, callTimeout)
-			require.True(t, ok, "the last progress reached the owner after the CreateTaskResult; got %s", notesText(owner.inboxNotes()))
-			_, ok = owner.waitNotification(func(n notification) bool {
-				return isReport(n) && strings.Contains(string(n.Params), fmt.Sprintf("step %d of", steps))
-			}, callTimeout)
-			require.True(t, ok, "the last log message reached the owner; got %s", notesText(owner.inboxNotes()))
+func testTaskProgressAfterResult(t *testing.T, up taskUpstream, stepMs int) {
+	a := serveConfig(t, httpTransport, up.config(t))
+	a.waitLoaded()
+	owner, other := a.newClient(), a.newClient()
+	for _, c := range []*client{owner, other} {
+		c.initializeWith(map[string]any{})
+		listen(t, a, c)
+	}
+	const steps = 4
+	resp := owner.mustRequest("tools/call", map[string]any{
+		"name":      "a_reporter",
+		"arguments": map[string]any{"label": "rep", "steps": steps, "stepMs": stepMs},
+		"task":      map[string]any{"ttl": 60000},
+		"_meta":     map[string]any{"progressToken": "p-7"},
+	})
+	require.Empty(t, string(resp.Error), "tools/call a_reporter as a task")
+	var created struct {
+		Task taskObject `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &created))
+	id := created.Task.TaskID
+	require.True(t, strings.HasPrefix(id, "task-") && id != "task-1", "the aggregator's id: %s", id)
 
-			res := owner.mustRequest("tasks/result", map[string]any{"taskId": id})
-			require.Empty(t, string(res.Error), "tasks/result")
-			var result struct {
-				Structured struct {
-					Sent []json.RawMessage `json:"sent"`
-				} `json:"structuredContent"`
-			}
-			require.NoError(t, json.Unmarshal(res.Result, &result))
-			require.Len(t, result.Structured.Sent, 2*steps, "what the upstream sent: %s", res.Result)
+	// Everything arrives with no request of the client in flight.
+	isProgress := func(n notification) bool {
+		return n.Method == "notifications/progress" && strings.Contains(string(n.Params), `"progressToken":"p-7"`)
+	}
+	isReport := func(n notification) bool {
+		return n.Method == "notifications/message" && strings.Contains(string(n.Params), `"logger":"reporter"`)
+	}
+	_, ok := owner.waitNotification(func(n notification) bool {
+		return isProgress(n) && strings.Contains(string(n.Params), fmt.Sprintf(`"progress":%d,`, steps))
+	}, callTimeout)
+	require.True(t, ok, "the last progress reached the owner after the CreateTaskResult; got %s", notesText(owner.inboxNotes()))
+	_, ok = owner.waitNotification(func(n notification) bool {
+		return isReport(n) && strings.Contains(string(n.Params), fmt.Sprintf("step %d of", steps))
+	}, callTimeout)
+	require.True(t, ok, "the last log message reached the owner; got %s", notesText(owner.inboxNotes()))
 
-			// The upstream's own bytes, with the mapped token and id.
-			var wantProgress, wantReports []string
-			for _, raw := range result.Structured.Sent {
-				want := strings.ReplaceAll(string(raw), `"taskId":"task-1"`, `"taskId":"`+id+`"`)
-				if aggProgressToken.MatchString(want) {
-					wantProgress = append(wantProgress, aggProgressToken.ReplaceAllString(want, `"progressToken":"p-7"`))
-				} else {
-					wantReports = append(wantReports, want)
-				}
-			}
-			var gotProgress, gotReports []string
-			for _, n := range owner.inboxNotes() {
-				switch {
-				case isProgress(n):
-					gotProgress = append(gotProgress, string(n.Params))
-				case isReport(n):
-					gotReports = append(gotReports, string(n.Params))
-				}
-			}
-			assert.Equal(t, wantProgress, gotProgress, "progress passes byte for byte but for the token and task id")
-			assert.Equal(t, wantReports, gotReports, "log messages pass byte for byte but for the task id")
-			for i := range min(len(wantProgress), len(gotProgress)) {
-				assert.JSONEq(t, wantProgress[i], gotProgress[i])
-			}
-			for _, p := range gotProgress {
-				if !strings.Contains(p, "related-task") {
-					assert.NotContains(t, p, `"_meta"`, "progress without _meta gains none")
-				}
-			}
-			for _, n := range other.inboxNotes() {
-				assert.False(t, isReport(n) || n.Method == "notifications/progress", "another session hears nothing of the task: %s %s", n.Method, n.Params)
-			}
-		})
+	res := owner.mustRequest("tasks/result", map[string]any{"taskId": id})
+	require.Empty(t, string(res.Error), "tasks/result")
+	var result struct {
+		Structured struct {
+			Sent []json.RawMessage `json:"sent"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(res.Result, &result))
+	require.Len(t, result.Structured.Sent, 2*steps, "what the upstream sent: %s", res.Result)
+
+	// The upstream's own bytes, with the mapped token and id.
+	var wantProgress, wantReports []string
+	for _, raw := range result.Structured.Sent {
+		want := strings.ReplaceAll(string(raw), `"taskId":"task-1"`, `"taskId":"`+id+`"`)
+		if aggProgressToken.MatchString(want) {
+			wantProgress = append(wantProgress, aggProgressToken.ReplaceAllString(want, `"progressToken":"p-7"`))
+		} else {
+			wantReports = append(wantReports, want)
+		}
+	}
+	var gotProgress, gotReports []string
+	for _, n := range owner.inboxNotes() {
+		switch {
+		case isProgress(n):
+			gotProgress = append(gotProgress, string(n.Params))
+		case isReport(n):
+			gotReports = append(gotReports, string(n.Params))
+		}
+	}
+	assert.Equal(t, wantProgress, gotProgress, "progress passes byte for byte but for the token and task id")
+	assert.Equal(t, wantReports, gotReports, "log messages pass byte for byte but for the task id")
+	for i := range min(len(wantProgress), len(gotProgress)) {
+		assert.JSONEq(t, wantProgress[i], gotProgress[i])
+	}
+	for _, p := range gotProgress {
+		if !strings.Contains(p, "related-task") {
+			assert.NotContains(t, p, `"_meta"`, "progress without _meta gains none")
+		}
+	}
+	for _, n := range other.inboxNotes() {
+		assert.False(t, isReport(n) || n.Method == "notifications/progress", "another session hears nothing of the task: %s %s", n.Method, n.Params)
 	}
 }
 

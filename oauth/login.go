@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -90,6 +91,11 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 			if err != nil {
 				return nil, fmt.Errorf("the authorization endpoint is not a URL: %w", err)
 			}
+			if err := webURL(u); err != nil {
+				// It is opened in a browser or handed to a client to open:
+				// another scheme could launch a local program.
+				return nil, fmt.Errorf("the authorization server's authorization_endpoint %w; only https (or http on loopback) is opened", err)
+			}
 			cb.expect(u.Query().Get("state"))
 			if opts.Authorize != nil {
 				opts.Authorize(args.URL)
@@ -143,6 +149,23 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 		return nil, fmt.Errorf("server %q: login failed: the authorization server issued no access token", srv.ID)
 	}
 	return grantOf(ctx, client, srv, challenge, authURL, oauthCfg, token), nil
+}
+
+// webURL accepts an https URL, or an http one to a loopback host.
+func webURL(u *url.URL) error {
+	scheme := strings.ToLower(u.Scheme)
+	host := u.Hostname()
+	loopback := strings.EqualFold(host, "localhost")
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		loopback = true
+	}
+	switch {
+	case u.Host == "":
+		return errors.New("has no host")
+	case scheme == "https", scheme == "http" && loopback:
+		return nil
+	}
+	return fmt.Errorf("uses the scheme %q", safeCode(u.Scheme))
 }
 
 // probe sends the request an unauthorized client would (an initialize) and

@@ -64,7 +64,7 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 		// RFC 6749 §2.3.1: both are form-encoded before Basic encoding.
 		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
 	}
-	resp, err := client.Do(req)
+	resp, err := noRedirects(client).Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -99,6 +99,15 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 	return &next, nil
 }
 
+// noRedirects is client answering a redirect with the redirect itself: a
+// request whose body holds a token or the client's secret is never sent on
+// (a 307 or 308 would repeat the body) to wherever the endpoint points.
+func noRedirects(client *http.Client) *http.Client {
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
 // parseTokenResponse reads a token endpoint's answer: the tokens, a refusal
 // (*refusedError for the errors that mean the grant is gone), or another
 // failure. Nothing of the body reaches an error text but the error code,
@@ -107,6 +116,9 @@ func parseTokenResponse(status int, contentType string, body []byte) (*tokenResp
 	var tr tokenResponse
 	mediaType, _, _ := mime.ParseMediaType(contentType)
 	jsonErr := json.Unmarshal(body, &tr)
+	if status >= 300 && status < 400 {
+		return nil, fmt.Errorf("refresh: the token endpoint answered HTTP %d, a redirect, which a request carrying a refresh token does not follow; log in again so that the endpoint of the authorization server's metadata is stored", status)
+	}
 	if status >= 400 || tr.Error != "" {
 		code := safeCode(tr.Error)
 		switch {

@@ -70,7 +70,7 @@ func revokeOne(ctx context.Context, client *http.Client, endpoint string, g *Gra
 	if basic {
 		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
 	}
-	resp, err := client.Do(req)
+	resp, err := noRedirects(client).Do(req)
 	if err != nil {
 		return plainErr(err)
 	}

@@ -94,7 +94,14 @@ const notReadyDraining = "draining: this replica takes no new sessions; it serve
 // and is otherwise ready, ?draining=404 makes the answer 404 instead: the
 // status with which HAProxy's `http-check disable-on-404` stops sending
 // new sessions to a server while its sticky ones still reach it.
-func (o *Ops) Readyz() http.Handler {
+func (o *Ops) Readyz() http.Handler { return o.readyz(true) }
+
+// ReadyzBrief is Readyz without the reasons: the status and the ready
+// flag, for callers that have not authenticated, to whom the servers and
+// their errors are none of their business.
+func (o *Ops) ReadyzBrief() http.Handler { return o.readyz(false) }
+
+func (o *Ops) readyz(reasons bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowRead(w, r) {
 			return
@@ -106,6 +113,9 @@ func (o *Ops) Readyz() http.Handler {
 			if len(notReady) == 1 && notReady[0] == notReadyDraining && r.URL.Query().Get("draining") == "404" {
 				code = http.StatusNotFound
 			}
+		}
+		if !reasons {
+			notReady = nil
 		}
 		writeJSON(w, code, readiness{Ready: ready, Draining: o.draining(), NotReady: o.scrubAll(notReady)})
 	})

@@ -144,6 +144,8 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 	held := *req
 	held.Ask = x.ask
 	held.Send = x.send
+	// The run's log messages go to the client request waiting at the time.
+	runCtx = p.requestLogs(runCtx, &held)
 	x.attach(req) // before the run starts: its first progress finds req
 	go func() {
 		resp := serve(runCtx, &held)

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -11,7 +13,8 @@ import (
 // names a log level in its _meta. The aggregator names the caller's: a
 // client of that generation's own (none when it named none), an older
 // client's session level (logging/setLevel, or the default). Log messages
-// the upstream sends while the request runs go to that request (notify.go).
+// an upstream sends on the response stream of a request go to the client
+// request it serves (requestLogs); others are attributed in notify.go.
 
 // levelNames are the log levels by rank (logLevels reversed).
 var levelNames = func() []string {
@@ -22,14 +25,25 @@ var levelNames = func() []string {
 	return out
 }()
 
+// requestLogs makes the log messages of the upstream requests made with the
+// returned context go to req.
+func (p *Proxy) requestLogs(ctx context.Context, req *downstream.Request) context.Context {
+	return upstream.WithLogSink(ctx, func(inst *upstream.Instance, params json.RawMessage) {
+		level, msg := logNotification(inst.Server(), params)
+		p.logToRequest(req, level, msg)
+	})
+}
+
 // withCallerLogLevel returns ctx carrying the log level the caller of req
-// wants, for the upstream requests made to serve it.
+// wants, for the upstream requests made to serve it, whose log messages go
+// to req.
 func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request) context.Context {
 	switch req.Msg.Method {
 	case "tools/call", "prompts/get", "resources/read", "completion/complete", "tasks/result":
 	default:
 		return ctx // served here, or not long enough to log for
 	}
+	ctx = p.requestLogs(ctx, req)
 	if req.Session == nil || downstream.Modern(req.Protocol) {
 		level := metaString(req.Msg.Params, downstream.MetaLogLevel)
 		if level == "" {
@@ -42,4 +56,42 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 		rank = defaultLogLevel
 	}
 	return upstream.WithLogLevel(ctx, levelNames[rank])
+}
+
+// logNotification is an upstream's log message as the aggregator relays it
+// to a request, and its level's rank.
+func logNotification(server string, params json.RawMessage) (int, *jsonrpc.Message) {
+	var head struct {
+		Level  string          `json:"level"`
+		Logger json.RawMessage `json:"logger"`
+	}
+	_ = json.Unmarshal(params, &head)
+	level, ok := logLevels[head.Level]
+	if !ok {
+		level = logLevels["info"]
+	}
+	if len(head.Logger) == 0 {
+		// Say which server spoke; the upstream's own logger name is kept.
+		params = withMember(params, "logger", mustJSON(server))
+	}
+	return level, &jsonrpc.Message{Method: "notifications/message", Params: params}
+}
+
+// logToRequest sends a log message that belongs to req on its stream, when
+// its caller wants that level: a 2026-07-28 request's own level (none
+// without one), an older client's session level.
+func (p *Proxy) logToRequest(req *downstream.Request, level int, msg *jsonrpc.Message) {
+	if req.Session == nil || downstream.Modern(req.Protocol) {
+		if reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]; ok && level >= reqLevel {
+			req.Send(msg)
+		}
+		return
+	}
+	min, set := p.levels.get(req.Session.Key())
+	if !set {
+		min = defaultLogLevel
+	}
+	if level >= min {
+		req.Send(msg)
+	}
 }

@@ -160,8 +160,15 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 		p.taskStatus(inst, n.Params)
 	default:
 		// Anything else that belongs to a request goes on its stream.
-		if req := p.inflight.only(inst); req != nil {
+		// One about a task is its owner's alone, under the owner's id.
+		owner, related, held := p.relatedNote(inst, n.Method, n.Params)
+		switch req := p.inflight.only(inst); {
+		case held:
+			// delivered with its task's CreateTaskResult
+		case req != nil && (!related || sameSession(req.Session, owner)):
 			req.Send(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, req.Session)})
+		case related && owner != nil:
+			owner.Notify(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, owner)})
 		}
 	}
 }
@@ -181,7 +188,10 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		params = withMember(params, "logger", mustJSON(server))
 	}
 	// A message about a task is its owner's alone, under the owner's id.
-	owner, related := p.relatedSession(params, inst)
+	owner, related, held := p.relatedNote(inst, "notifications/message", params)
+	if held {
+		return // delivered with its task's CreateTaskResult
+	}
 	if related {
 		params = p.relatedOut(params, inst, owner)
 	}

@@ -87,6 +87,11 @@ func (st *state) profileOf(client string) *profile {
 	return st.profiles[client]
 }
 
+// Restricted reports whether a profile narrows what client may see: such a
+// client is refused the views of the whole gateway (the status page,
+// /status.json, /metrics), which would show it every server.
+func (p *Proxy) Restricted(client string) bool { return p.current().profileOf(client) != nil }
+
 // visibleTool reports whether client may see and call the tool exported as name.
 func (st *state) visibleTool(client, name string) bool {
 	pr := st.profileOf(client)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -24,7 +23,9 @@ import (
 // upstream's id; tasks/list shows a session its own tasks only; the
 // upstream's notifications/tasks/status reach the owner only. Everywhere
 // the client sees the aggregator's ids, and an id of another session is
-// not found, exactly as one that never was.
+// not found, exactly as one that never was. The call's progress token
+// outlives the call, as long as the task; what the upstream says about a
+// task (related-task _meta) goes to the task's owner, mapped both ways.
 
 // taskListConcurrency bounds the tasks/get requests one tasks/list page
 // sends at once.
@@ -100,14 +101,8 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
 	s := p.clients.session(res.owner)
 	e, err := p.tasks.addHeld(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
-		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, params []byte) {
-		// Under the table's lock: map with e alone, and only queue.
-		out, _ := mapStringAt(params, taskIDPath, setString(e.id))
-		out, _ = mapStringAt(out, relatedTaskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
-		e.ended = e.ended || terminal(params)
-		if s != nil {
-			s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})
-		}
+		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, method string, params []byte) {
+		p.heldNoteOut(s, e, method, params)
 	})
 	if err != nil {
 		tp.drop()
@@ -386,7 +381,7 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	if !ok {
 		return
 	}
-	e, _ := p.tasks.statusFor(inst, id, params)
+	e, _ := p.tasks.noteFor(inst, id, "notifications/tasks/status", params)
 	if e == nil {
 		return
 	}
@@ -450,7 +445,10 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 			return base(ctx, method, params)
 		}
 		if up, ok := stringAt(params, relatedTaskIDPath); ok {
-			if e, known := p.tasks.byUpstream(inst, up); known && e.owner != owner {
+			// Over HTTP the request may overtake the CreateTaskResult of the
+			// task it names: wait for it (bounded), so as to map the id.
+			e, known := p.awaitTask(ctx, inst, up)
+			if known && e.owner != owner {
 				return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
 			}
 			params = p.relatedToClient(params, inst, owner)
@@ -469,8 +467,13 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 // cannot be attributed.
 func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerRequestHandler {
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-		s, ok := p.relatedSession(params, inst)
-		if !ok || s == nil {
+		var s downstream.Session
+		if up, ok := stringAt(params, relatedTaskIDPath); ok {
+			if e, known := p.awaitTask(ctx, inst, up); known {
+				s = p.clients.session(e.owner)
+			}
+		}
+		if s == nil {
 			return nil, jsonrpc.Errorf(upstream.CodeUnattributed,
 				"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight claims it, and it names no live task in _meta[%q]); it was not relayed",
 				inst.Server(), method, relatedTaskKey)
@@ -489,22 +492,77 @@ func (p *Proxy) relatedOut(msg json.RawMessage, inst *upstream.Instance, s downs
 	return p.relatedToClient(msg, inst, s.Key())
 }
 
-// relatedSession is the session that owns the task a message from inst
-// names in its related-task _meta, when the aggregator knows that task;
-// such a message is for that session alone.
-func (p *Proxy) relatedSession(msg json.RawMessage, inst *upstream.Instance) (downstream.Session, bool) {
-	if !rawjson.Mentions(msg, relatedTaskKey) {
-		return nil, false
+// awaitTask finds inst's task id, waiting at most taskMappingWait for the
+// CreateTaskResult of a task-augmented call running on inst.
+func (p *Proxy) awaitTask(ctx context.Context, inst *upstream.Instance, id string) (*taskEntry, bool) {
+	if e, ok := p.tasks.byUpstream(inst, id); ok {
+		return e, true
 	}
-	up, ok := stringAt(msg, relatedTaskIDPath)
+	ctx, cancel := context.WithTimeout(ctx, taskMappingWait)
+	defer cancel()
+	return p.tasks.await(ctx, inst, id)
+}
+
+// relatedNote tells where a notification (method, params) of inst that
+// names a task in its related-task _meta goes: to the session that owns
+// the task (s, which is nil when it ended), when the aggregator knows the
+// task (related true); nowhere yet when the task's CreateTaskResult is
+// still to come (held true: it was kept, to be delivered with it). A
+// notification that names no task, or one unknown, is neither.
+func (p *Proxy) relatedNote(inst *upstream.Instance, method string, params json.RawMessage) (s downstream.Session, related, held bool) {
+	if !rawjson.Mentions(params, relatedTaskKey) {
+		return nil, false, false
+	}
+	up, ok := stringAt(params, relatedTaskIDPath)
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
-	e, ok := p.tasks.byUpstream(inst, up)
+	e, held := p.tasks.noteFor(inst, up, method, params)
+	if held {
+		return nil, true, true
+	}
+	if e == nil {
+		return nil, false, false
+	}
+	return p.clients.session(e.owner), true, false
+}
+
+// heldNoteOut delivers a notification held for task e to its owner s (nil:
+// none), mapped. It runs under the task table's lock: it only queues.
+func (p *Proxy) heldNoteOut(s downstream.Session, e *taskEntry, method string, params []byte) {
+	out := params
+	if method == "notifications/tasks/status" {
+		out, _ = mapStringAt(out, taskIDPath, setString(e.id))
+		e.ended = e.ended || terminal(params)
+	}
+	out, _ = mapStringAt(out, relatedTaskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+	if s == nil {
+		return
+	}
+	if method == "notifications/message" && !p.wantsLog(s.Key(), params) {
+		return
+	}
+	s.Notify(&jsonrpc.Message{Method: method, Params: out})
+}
+
+// wantsLog reports whether a session's log level lets a log message with
+// params through.
+func (p *Proxy) wantsLog(session string, params []byte) bool {
+	level, ok := logLevels[logLevelOf(params)]
 	if !ok {
-		return nil, false
+		level = logLevels["info"]
 	}
-	return p.clients.session(e.owner), true
+	min, set := p.levels.get(session)
+	if !set {
+		min = defaultLogLevel
+	}
+	return level >= min
+}
+
+// logLevelOf is the level member of a log message's params.
+func logLevelOf(params []byte) string {
+	level, _ := stringAt(params, []string{"level"})
+	return level
 }
 
 // session is the downstream session of the call, or nil.
@@ -523,16 +581,24 @@ func sameSession(a, b downstream.Session) bool {
 // taskProgress carries the progress of a task-augmented tools/call: to the
 // call's own stream while it runs, then, once the call answered with a
 // CreateTaskResult, to the session that owns the task, until the task
-// ends (its token stays valid that long) or is forgotten. A nil
+// ends (its token stays valid that long) or is forgotten. Progress that
+// names the task (related-task _meta) before its CreateTaskResult was
+// read is held, at most maxEarlyProgress, and delivered with it. A nil
 // *taskProgress does nothing.
 type taskProgress struct {
-	p       *Proxy
-	inst    *upstream.Instance
-	relay   func(params json.RawMessage) // to the call's stream
-	entry   atomic.Pointer[taskEntry]
-	mu      sync.Mutex
-	release func() // the token registration, until attached or dropped
+	p     *Proxy
+	inst  *upstream.Instance
+	relay func(params json.RawMessage) // to the call's stream
+	mu    sync.Mutex
+	entry *taskEntry // the task, once created
+	// release ends the token's registration, from the CreateTaskResult
+	// until attach or drop.
+	release func()
+	early   []json.RawMessage
 }
+
+// maxEarlyProgress bounds the progress held for a task not yet mapped.
+const maxEarlyProgress = 16
 
 func (p *Proxy) newTaskProgress(inst *upstream.Instance, relay func(json.RawMessage)) *taskProgress {
 	return &taskProgress{p: p, inst: inst, relay: relay}
@@ -540,11 +606,38 @@ func (p *Proxy) newTaskProgress(inst *upstream.Instance, relay func(json.RawMess
 
 // onProgress is the call's upstream.Call.OnProgress.
 func (tp *taskProgress) onProgress(params json.RawMessage) {
-	e := tp.entry.Load()
+	tp.mu.Lock()
+	e := tp.entry
 	if e == nil {
+		if tp.namesUnknownTask(params) && len(tp.early) < maxEarlyProgress {
+			tp.early = append(tp.early, append(json.RawMessage(nil), params...))
+			tp.mu.Unlock()
+			return
+		}
+		tp.mu.Unlock()
 		tp.relay(params)
 		return
 	}
+	tp.mu.Unlock()
+	tp.toOwner(e, params)
+}
+
+// namesUnknownTask reports whether params name, in related-task _meta, a
+// task of the instance that is not mapped yet.
+func (tp *taskProgress) namesUnknownTask(params json.RawMessage) bool {
+	if !rawjson.Mentions(params, relatedTaskKey) {
+		return false
+	}
+	up, ok := stringAt(params, relatedTaskIDPath)
+	if !ok {
+		return false
+	}
+	_, known := tp.p.tasks.byUpstream(tp.inst, up)
+	return !known
+}
+
+// toOwner delivers progress of task e to the session that owns it.
+func (tp *taskProgress) toOwner(e *taskEntry, params json.RawMessage) {
 	if !tp.p.tasks.listening(e) {
 		return
 	}
@@ -565,8 +658,8 @@ func (tp *taskProgress) keep(result json.RawMessage, release func()) bool {
 	return true
 }
 
-// attach hands the kept registration to e, from now on the progress's
-// destination.
+// attach makes task e the progress's destination: what was held goes to
+// its owner first, and the kept registration is e's to end.
 func (tp *taskProgress) attach(e *taskEntry) {
 	if tp == nil {
 		return
@@ -574,25 +667,35 @@ func (tp *taskProgress) attach(e *taskEntry) {
 	tp.mu.Lock()
 	release := tp.release
 	tp.release = nil
-	tp.mu.Unlock()
 	if release == nil {
+		tp.mu.Unlock()
+		tp.drop()
 		return
 	}
-	tp.entry.Store(e)
+	for _, params := range tp.early {
+		tp.toOwner(e, params)
+	}
+	tp.early = nil
+	tp.entry = e
+	tp.mu.Unlock()
 	tp.p.tasks.keepProgress(e, release)
 }
 
-// drop ends a kept registration that no task took.
+// drop ends a kept registration that no task took; what was held goes to
+// the call's stream, as the call's own progress.
 func (tp *taskProgress) drop() {
 	if tp == nil {
 		return
 	}
 	tp.mu.Lock()
-	release := tp.release
-	tp.release = nil
+	release, early := tp.release, tp.early
+	tp.release, tp.early = nil, nil
 	tp.mu.Unlock()
 	if release != nil {
 		release()
+	}
+	for _, params := range early {
+		tp.relay(params)
 	}
 }
 

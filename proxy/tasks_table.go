@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -27,9 +28,12 @@ const (
 	maxTaskCursor      = 64 // bytes of a tasks/list cursor
 	taskSweepEvery     = 10 * time.Second
 	taskIDRandomLength = 16 // bytes of randomness in an aggregator task id
-	// maxHeldStatus bounds the status notifications held per instance for
-	// tasks whose CreateTaskResult has not arrived yet.
+	// maxHeldStatus bounds the notifications held per instance for tasks
+	// whose CreateTaskResult has not arrived yet.
 	maxHeldStatus = 64
+	// taskMappingWait bounds how long an upstream's request that names a
+	// task not known yet waits for the CreateTaskResult that maps it.
+	taskMappingWait = 10 * time.Second
 )
 
 // errTasksFull is why a task-augmented call is refused before it is sent.
@@ -50,17 +54,22 @@ type taskTable struct {
 	nextSweep time.Time
 	now       func() time.Time // time.Now unless a test sets it
 	// expecting counts the task-augmented calls in flight per instance;
-	// while there are any, a status notification for a task the table does
-	// not know yet is held (up to maxHeldStatus) until its
-	// CreateTaskResult, and dropped when the last of those calls ends.
+	// while there are any, a notification about a task the table does not
+	// know yet is held (up to maxHeldStatus) until its CreateTaskResult,
+	// and dropped when the last of those calls ends.
 	expecting map[*upstream.Instance]int
-	held      map[*upstream.Instance][]heldStatus
+	held      map[*upstream.Instance][]heldNote
+	// changed is closed, and replaced, when a task is added or a
+	// task-augmented call ends: what waits for a mapping looks again.
+	changed chan struct{}
 }
 
-// heldStatus is a notifications/tasks/status that came before its task's
-// CreateTaskResult.
-type heldStatus struct {
+// heldNote is a notification about a task that came before the task's
+// CreateTaskResult (over HTTP, on another stream than the result, or from
+// an upstream that announces a task before answering).
+type heldNote struct {
 	upstreamID string
+	method     string
 	params     []byte
 }
 
@@ -172,7 +181,7 @@ func (t *taskTable) add(r *reservation, e *taskEntry) (*taskEntry, error) {
 // notifications held for the new task, before any later one can be found
 // (deliver runs under the table's lock: it must only queue, and must not
 // call the table).
-func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEntry, params []byte)) (*taskEntry, error) {
+func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEntry, method string, params []byte)) (*taskEntry, error) {
 	id, err := newTaskID()
 	if err != nil {
 		return nil, err
@@ -205,12 +214,13 @@ func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEn
 			if h.upstreamID != e.upstreamID {
 				kept = append(kept, h)
 			} else if deliver != nil {
-				deliver(e, h.params)
+				deliver(e, h.method, h.params)
 			}
 		}
 		clear(list[len(kept):])
 		t.held[e.inst] = kept
 	}
+	t.changedLocked()
 	return e, nil
 }
 
@@ -298,7 +308,7 @@ func (t *taskTable) expect(inst *upstream.Instance) (done func()) {
 	t.mu.Lock()
 	if t.expecting == nil {
 		t.expecting = map[*upstream.Instance]int{}
-		t.held = map[*upstream.Instance][]heldStatus{}
+		t.held = map[*upstream.Instance][]heldNote{}
 	}
 	t.expecting[inst]++
 	t.mu.Unlock()
@@ -309,13 +319,49 @@ func (t *taskTable) expect(inst *upstream.Instance) (done func()) {
 			delete(t.expecting, inst)
 			delete(t.held, inst)
 		}
+		t.changedLocked()
 	}
 }
 
-// statusFor finds the entry a status notification of inst names; when
-// there is none yet and a task-augmented call runs on inst, the
+// changedLocked wakes what waits for a mapping.
+func (t *taskTable) changedLocked() {
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+}
+
+// await finds inst's task id, waiting for its CreateTaskResult while a
+// task-augmented call runs on inst, until ctx ends; false when the task is
+// not known and no such call runs.
+func (t *taskTable) await(ctx context.Context, inst *upstream.Instance, id string) (*taskEntry, bool) {
+	for {
+		t.mu.Lock()
+		if e := t.byUp[upstreamTask{inst, id}]; e != nil && t.clock().Before(e.expires) {
+			t.mu.Unlock()
+			return e, true
+		}
+		if t.expecting[inst] == 0 {
+			t.mu.Unlock()
+			return nil, false
+		}
+		if t.changed == nil {
+			t.changed = make(chan struct{})
+		}
+		changed := t.changed
+		t.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// noteFor finds the entry a notification of inst names (method, params);
+// when there is none yet and a task-augmented call runs on inst, the
 // notification is held (held true) for the CreateTaskResult to come.
-func (t *taskTable) statusFor(inst *upstream.Instance, id string, params []byte) (e *taskEntry, held bool) {
+func (t *taskTable) noteFor(inst *upstream.Instance, id, method string, params []byte) (e *taskEntry, held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := t.byUp[upstreamTask{inst, id}]; e != nil && t.clock().Before(e.expires) {
@@ -324,7 +370,7 @@ func (t *taskTable) statusFor(inst *upstream.Instance, id string, params []byte)
 	if t.expecting[inst] == 0 || len(t.held[inst]) >= maxHeldStatus {
 		return nil, false
 	}
-	t.held[inst] = append(t.held[inst], heldStatus{upstreamID: id, params: append([]byte(nil), params...)})
+	t.held[inst] = append(t.held[inst], heldNote{upstreamID: id, method: method, params: append([]byte(nil), params...)})
 	return nil, true
 }
 

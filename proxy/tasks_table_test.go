@@ -304,28 +304,28 @@ func TestTaskTableHeldStatus(t *testing.T) {
 	tt, _ := newTestTable()
 	inst, other := &upstream.Instance{}, &upstream.Instance{}
 
-	_, held := tt.statusFor(inst, "u1", []byte(`{"taskId":"u1"}`))
+	_, held := tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
 	assert.False(t, held, "no task-augmented call runs: nothing is held")
 
 	done := tt.expect(inst)
 	for _, status := range []string{"working", "input_required"} {
-		_, held = tt.statusFor(inst, "u1", []byte(`{"taskId":"u1","status":"`+status+`"}`))
+		_, held = tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1","status":"`+status+`"}`))
 		assert.True(t, held)
 	}
-	_, held = tt.statusFor(inst, "u9", []byte(`{"taskId":"u9"}`))
+	_, held = tt.noteFor(inst, "u9", "notifications/message", []byte(`{"taskId":"u9"}`))
 	assert.True(t, held, "another task of the same instance")
-	_, held = tt.statusFor(other, "u1", []byte(`{"taskId":"u1"}`))
+	_, held = tt.noteFor(other, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
 	assert.False(t, held, "another instance has no call running")
 
 	r, err := tt.reserve("alice")
 	require.NoError(t, err)
 	var got []string
-	e, err := tt.addHeld(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute}, func(e *taskEntry, params []byte) {
-		got = append(got, e.upstreamID+" "+string(params))
+	e, err := tt.addHeld(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute}, func(e *taskEntry, method string, params []byte) {
+		got = append(got, e.upstreamID+" "+method+" "+string(params))
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{`u1 {"taskId":"u1","status":"working"}`, `u1 {"taskId":"u1","status":"input_required"}`}, got, "in the order they came")
-	found, held := tt.statusFor(inst, "u1", []byte(`{}`))
+	assert.Equal(t, []string{`u1 notifications/tasks/status {"taskId":"u1","status":"working"}`, `u1 notifications/tasks/status {"taskId":"u1","status":"input_required"}`}, got, "in the order they came")
+	found, held := tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{}`))
 	assert.Same(t, e, found, "once added, the task's statuses go through")
 	assert.False(t, held)
 
@@ -336,7 +336,7 @@ func TestTaskTableHeldStatus(t *testing.T) {
 	done = tt.expect(inst)
 	defer done()
 	for i := range maxHeldStatus + 5 {
-		_, held = tt.statusFor(inst, "u5", []byte(`{}`))
+		_, held = tt.noteFor(inst, "u5", "notifications/tasks/status", []byte(`{}`))
 		assert.Equal(t, i < maxHeldStatus, held, "bounded at %d", maxHeldStatus)
 	}
 }

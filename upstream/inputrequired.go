@@ -220,7 +220,7 @@ func retryParams(params, responses json.RawMessage, state *string) (json.RawMess
 // does, and the upstream's call fails instead of a wrong one.
 func (i *Instance) unattributed(method string) *jsonrpc.Error {
 	i.flights.mu.Lock()
-	n := len(i.flights.byID)
+	_, n := i.flights.askers()
 	i.flights.mu.Unlock()
 	if n < 2 {
 		return jsonrpc.Errorf(CodeUnattributed,

@@ -84,9 +84,9 @@ type Instance struct {
 	progMu    sync.Mutex
 	progress  map[string]func(json.RawMessage)
 	flights   flights
-	// listens counts the subscriptions/listen streams a sessionless
-	// upstream acknowledged (modern.go).
-	listens atomic.Int32
+	// listen is a sessionless upstream's subscriptions/listen stream
+	// (modern.go).
+	listen listenState
 }
 
 // listKinds are the kinds of list an upstream may announce changes of.
@@ -333,6 +333,8 @@ func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
 // non-blocking callback, list changes are coalesced onto a goroutine, and
 // OnNotification must not block either.
 func (i *Instance) notified(n Notification) {
+	flight := n.flight
+	n.flight = 0 // the instance's own: not handed on
 	switch n.Method {
 	case "notifications/progress":
 		var head struct {
@@ -359,9 +361,9 @@ func (i *Instance) notified(n Notification) {
 	case "notifications/cancelled":
 		i.withdrawn(n.Params)
 	case "notifications/subscriptions/acknowledged":
-		i.listenAcknowledged()
+		i.listenAcknowledged(n.Params)
 	case "notifications/message":
-		if !i.requestLog(n) && i.onNotification != nil {
+		if !i.requestLog(flight, n.Params) && i.onNotification != nil {
 			i.onNotification(i, n)
 		}
 	default:

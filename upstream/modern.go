@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -172,26 +174,65 @@ func (i *Instance) modernParams(ctx context.Context, params json.RawMessage) jso
 	return params
 }
 
-// List changes. A sessionless upstream sends notifications outside any
-// request only on a subscriptions/listen stream, which the instance keeps
-// open for the lists the upstream says change (listChanged), as long as the
-// connection lives: when the stream ends (the upstream closed it gracefully
-// or it broke), it is opened again after a pause, and since changes may
-// have gone unseen in between, the lists are read again once the new stream
-// is acknowledged.
+// List changes and resource subscriptions. A sessionless upstream sends
+// notifications outside any request only on a subscriptions/listen stream,
+// whose filter names what it is for: the lists the upstream says change
+// (listChanged), and the resources subscribed to (resources/subscribe,
+// which that generation does not have, becomes a URI in the filter). The
+// instance keeps one stream open as long as the connection lives. When the
+// filter changes, the stream is replaced at once; when it ends (the
+// upstream closed it, or it broke), it is opened again after a pause, and
+// since changes may have gone unseen in between, the lists are read again
+// once the new stream is acknowledged.
 
-// Pauses between subscriptions/listen attempts.
+// Pauses between subscriptions/listen attempts, and bounds.
 const (
 	listenPauseMin = 500 * time.Millisecond
 	listenPauseMax = 30 * time.Second
 	// listenHealthy is how long a stream must have lasted for the pause
 	// to start over from listenPauseMin.
 	listenHealthy = time.Minute
+	// maxResourceSubscriptions bounds the URIs one instance subscribes to.
+	maxResourceSubscriptions = 1024
 )
 
-// listenFilter is what the instance subscribes to, from its capabilities;
+// listenState is an instance's subscriptions/listen stream.
+type listenState struct {
+	mu          sync.Mutex
+	uris        map[string]bool // subscribed resources
+	restart     chan struct{}   // the filter changed; buffered 1
+	acked       chan struct{}   // closed and replaced at each acknowledgement
+	sent        map[string]bool // the resources the stream being opened asks for
+	ackedURIs   map[string]bool // the resources the last acknowledgement agreed to
+	ackedSent   map[string]bool // the resources its stream asked for
+	reread      bool            // the next acknowledgement follows a stream that ended: read the lists
+	unsupported error           // set when the upstream has no subscriptions/listen
+}
+
+// init makes the channels; called with mu held.
+func (l *listenState) init() {
+	if l.restart == nil {
+		l.restart = make(chan struct{}, 1)
+		l.acked = make(chan struct{})
+	}
+}
+
+func (l *listenState) restartCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	return l.restart
+}
+
+// listenFilter is the stream's params for what the instance follows now;
 // nil when nothing.
 func (i *Instance) listenFilter() json.RawMessage {
+	params, _ := i.listenParams()
+	return params
+}
+
+// listenParams is listenFilter, and the resources it names.
+func (i *Instance) listenParams() (json.RawMessage, map[string]bool) {
 	var kinds []string
 	if i.caps.ToolsListChanged {
 		kinds = append(kinds, `"toolsListChanged":true`)
@@ -202,65 +243,209 @@ func (i *Instance) listenFilter() json.RawMessage {
 	if i.caps.ResourcesListChanged {
 		kinds = append(kinds, `"resourcesListChanged":true`)
 	}
-	if len(kinds) == 0 {
-		return nil
+	i.listen.mu.Lock()
+	sent := maps.Clone(i.listen.uris)
+	i.listen.mu.Unlock()
+	if len(sent) > 0 {
+		list, _ := rawjson.Marshal(slices.Sorted(maps.Keys(sent)))
+		kinds = append(kinds, `"resourceSubscriptions":`+string(list))
 	}
-	return json.RawMessage(`{"notifications":{` + strings.Join(kinds, ",") + `}}`)
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	return json.RawMessage(`{"notifications":{` + strings.Join(kinds, ",") + `}}`), sent
 }
 
 // follow keeps a subscriptions/listen stream open to a sessionless
 // upstream while the connection lives.
 func (i *Instance) follow() {
-	params := i.listenFilter()
-	if params == nil || !Modern(i.protocol) {
+	if !Modern(i.protocol) {
 		return
 	}
-	go func() {
-		pause := listenPauseMin
-		for {
-			start := time.Now()
-			_, err := i.conn.call(context.Background(), "subscriptions/listen", params)
-			select {
-			case <-i.conn.done():
-				return
-			default:
-			}
-			if time.Since(start) >= listenHealthy {
-				pause = listenPauseMin
-			}
-			var rpcErr *RPCError
-			if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
-				i.log.Warn("the upstream announces list changes but has no subscriptions/listen; its lists are read at start and on reload only",
-					"server", i.server, "err", err)
-				return
-			}
-			if err != nil {
-				i.log.Warn("the upstream's subscriptions/listen stream failed; list changes are not seen until it is open again",
-					"server", i.server, "retry_in", pause, "err", err)
-			} else {
-				i.log.Debug("the upstream ended its subscriptions/listen stream; opening it again", "server", i.server)
-			}
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-i.conn.done():
-				t.Stop()
-				return
-			}
-			pause = min(pause*2, listenPauseMax)
-		}
-	}()
+	go i.listenLoop()
 }
 
-// listenAcknowledged handles notifications/subscriptions/acknowledged: a
-// stream opened again may have missed changes, so the lists it follows are
-// read again.
-func (i *Instance) listenAcknowledged() {
-	if i.listens.Add(1) == 1 {
-		return // the first stream: the lists were read at start
+func (i *Instance) listenLoop() {
+	pause := listenPauseMin
+	restart := i.listen.restartCh()
+	for {
+		params, sent := i.listenParams()
+		i.listen.mu.Lock()
+		i.listen.sent = sent
+		i.listen.mu.Unlock()
+		if params == nil {
+			select {
+			case <-restart: // something to follow now
+				continue
+			case <-i.conn.done():
+				return
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		replaced := make(chan bool, 1)
+		go func() {
+			select {
+			case <-restart:
+				replaced <- true
+				cancel()
+			case <-ctx.Done():
+				replaced <- false
+			}
+		}()
+		start := time.Now()
+		_, err := i.conn.call(ctx, "subscriptions/listen", params)
+		cancel()
+		if <-replaced {
+			continue // the filter changed: the new stream at once
+		}
+		select {
+		case <-i.conn.done():
+			return
+		default:
+		}
+		if time.Since(start) >= listenHealthy {
+			pause = listenPauseMin
+		}
+		var rpcErr *RPCError
+		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
+			i.log.Warn("the upstream announces list changes or resource subscriptions but has no subscriptions/listen; its lists are read at start and on reload only",
+				"server", i.server, "err", err)
+			i.listen.mu.Lock()
+			i.listen.unsupported = fmt.Errorf("server %q has no subscriptions/listen: %w", i.server, err)
+			i.listen.init()
+			close(i.listen.acked) // wakes the subscribers waiting, to fail
+			i.listen.acked = make(chan struct{})
+			i.listen.mu.Unlock()
+			return
+		}
+		if err != nil {
+			i.log.Warn("the upstream's subscriptions/listen stream failed; list changes are not seen until it is open again",
+				"server", i.server, "retry_in", pause, "err", err)
+		} else {
+			i.log.Debug("the upstream ended its subscriptions/listen stream; opening it again", "server", i.server)
+		}
+		i.listen.mu.Lock()
+		i.listen.reread = true
+		i.listen.mu.Unlock()
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-restart:
+			t.Stop()
+		case <-i.conn.done():
+			t.Stop()
+			return
+		}
+		pause = min(pause*2, listenPauseMax)
+	}
+}
+
+// listenAcknowledged handles notifications/subscriptions/acknowledged: it
+// records what the upstream agreed to, wakes the subscriptions waiting for
+// it, and, after a stream that ended, reads the lists again.
+func (i *Instance) listenAcknowledged(params json.RawMessage) {
+	var ack struct {
+		Notifications struct {
+			Resources []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(params, &ack)
+	i.listen.mu.Lock()
+	i.listen.init()
+	i.listen.ackedSent = i.listen.sent
+	i.listen.ackedURIs = make(map[string]bool, len(ack.Notifications.Resources))
+	for _, uri := range ack.Notifications.Resources {
+		i.listen.ackedURIs[uri] = true
+	}
+	close(i.listen.acked)
+	i.listen.acked = make(chan struct{})
+	reread := i.listen.reread
+	i.listen.reread = false
+	i.listen.mu.Unlock()
+	if !reread {
+		return
 	}
 	for _, c := range i.listChanged {
 		c.trigger()
+	}
+}
+
+// subscription serves resources/subscribe and resources/unsubscribe for a
+// sessionless upstream: the URI joins or leaves the stream's filter, and a
+// subscription is answered once the upstream acknowledged a stream with it.
+func (i *Instance) subscription(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+		return nil, &RPCError{Code: jsonrpc.CodeInvalidParams, Message: method + " needs params.uri"}
+	}
+	if !i.caps.ResourcesSubscribe {
+		return nil, &RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server %q does not offer resource subscriptions", i.server)}
+	}
+	l := &i.listen
+	l.mu.Lock()
+	l.init()
+	if l.unsupported != nil {
+		err := l.unsupported
+		l.mu.Unlock()
+		return nil, err
+	}
+	subscribe := method == "resources/subscribe"
+	if subscribe == l.uris[p.URI] {
+		l.mu.Unlock()
+		return json.RawMessage(`{}`), nil // nothing changes
+	}
+	if subscribe {
+		if len(l.uris) >= maxResourceSubscriptions {
+			l.mu.Unlock()
+			return nil, &RPCError{Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("server %q: already %d resources subscribed to through this instance; unsubscribe from some first", i.server, maxResourceSubscriptions)}
+		}
+		if l.uris == nil {
+			l.uris = map[string]bool{}
+		}
+		l.uris[p.URI] = true
+	} else {
+		delete(l.uris, p.URI)
+	}
+	select {
+	case l.restart <- struct{}{}:
+	default:
+	}
+	acked := l.acked
+	l.mu.Unlock()
+	if !subscribe {
+		return json.RawMessage(`{}`), nil
+	}
+	for {
+		select {
+		case <-acked:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		l.mu.Lock()
+		switch {
+		case l.unsupported != nil:
+			err := l.unsupported
+			delete(l.uris, p.URI)
+			l.mu.Unlock()
+			return nil, err
+		case l.ackedURIs[p.URI]:
+			l.mu.Unlock()
+			return json.RawMessage(`{}`), nil
+		case !l.uris[p.URI]:
+			l.mu.Unlock() // unsubscribed meanwhile
+			return json.RawMessage(`{}`), nil
+		case l.ackedSent[p.URI]:
+			// Asked for and left out: the upstream does not agree.
+			delete(l.uris, p.URI)
+			l.mu.Unlock()
+			return nil, &RPCError{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("server %q did not agree to send updates of resource %q (its subscriptions/listen acknowledgement left it out)", i.server, p.URI)}
+		}
+		acked = l.acked // the acknowledgement of an earlier filter: the next one
+		l.mu.Unlock()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,7 @@ func (s *listenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch msg.Method {
 	case "server/discover":
-		answer(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"listen","version":"1"}}`)
+		answer(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}},"serverInfo":{"name":"listen","version":"1"}}`)
 	case "tools/list":
 		answer(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
 	case "tools/call":
@@ -83,11 +84,15 @@ func (s *listenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for {
 			select {
 			case what := <-ctl:
-				if what == "close" {
+				switch {
+				case what == "close":
 					event(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","_meta":%s}}`, msg.ID, meta))
 					return
+				case strings.HasPrefix(what, "update "):
+					event(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":` + meta + `,"uri":"` + strings.TrimPrefix(what, "update ") + `"}}`)
+				default:
+					event(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`)
 				}
-				event(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`)
 			case <-r.Context().Done():
 				return
 			}
@@ -109,8 +114,14 @@ func TestModernListenFollowsListChanges(t *testing.T) {
 	changed := make(chan struct{}, 16)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	updates := make(chan Notification, 4)
 	inst, err := Start(ctx, &config.Server{ID: "listen", Transport: config.TransportHTTP, URL: hs.URL, Protocol: "2026-07-28"}, Options{
 		OnToolsChanged: func(*Instance) { changes.Add(1); changed <- struct{}{} },
+		OnNotification: func(_ *Instance, n Notification) {
+			if n.Method == "notifications/resources/updated" {
+				updates <- n
+			}
+		},
 	})
 	require.NoError(t, err)
 	defer inst.Close()
@@ -143,9 +154,47 @@ func TestModernListenFollowsListChanges(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the stream was not opened again")
 	}
+	assert.JSONEq(t, `{"toolsListChanged":true}`, string(<-srv.filters))
 	wait("the lists read again after a new stream")
 	ctl <- "change"
 	wait("a list change on the new stream")
+
+	// resources/subscribe becomes a URI in the filter of a new stream, and is
+	// answered once that stream is acknowledged.
+	subscribed := make(chan error, 1)
+	go func() {
+		_, err := inst.Do(ctx, Request{Method: "resources/subscribe", Params: json.RawMessage(`{"uri":"file:///a"}`)})
+		subscribed <- err
+	}()
+	select {
+	case ctl = <-srv.opened:
+	case <-ctx.Done():
+		t.Fatal("subscribing opened no new stream")
+	}
+	assert.JSONEq(t, `{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}`, string(<-srv.filters))
+	require.NoError(t, <-subscribed)
+	ctl <- "update file:///a"
+	select {
+	case n := <-updates:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		require.NoError(t, json.Unmarshal(n.Params, &p))
+		assert.Equal(t, "file:///a", p.URI)
+	case <-ctx.Done():
+		t.Fatal("no resources/updated")
+	}
+	assert.Equal(t, int32(3), changes.Load(), "a stream replaced for a new filter reads no list again")
+
+	// Unsubscribing replaces the stream without the URI, at once.
+	_, err = inst.Do(ctx, Request{Method: "resources/unsubscribe", Params: json.RawMessage(`{"uri":"file:///a"}`)})
+	require.NoError(t, err)
+	select {
+	case ctl = <-srv.opened:
+	case <-ctx.Done():
+		t.Fatal("unsubscribing opened no new stream")
+	}
+	assert.JSONEq(t, `{"toolsListChanged":true}`, string(<-srv.filters))
 
 	// The caller's log level goes in _meta; none when it has none.
 	_, err = inst.CallTool(WithLogLevel(ctx, "warning"), Call{Name: "t"})

@@ -132,15 +132,66 @@ func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (cont
 func (f *flights) attribute(id uint64) (ServerRequestHandler, context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl := f.byID[id]; id != 0 && fl != nil {
+	if fl := f.byID[id]; id != 0 && fl != nil && fl.handler != nil {
 		return fl.handler, fl.ctx
 	}
-	if id == 0 && len(f.byID) == 1 {
-		for _, fl := range f.byID {
-			return fl.handler, fl.ctx
+	if id == 0 {
+		if only, n := f.askers(); n == 1 {
+			return only.handler, only.ctx
 		}
 	}
 	return f.fallback, nil
+}
+
+// askers counts the flights that answer the upstream's requests, and
+// returns one of them. Called with f.mu held.
+func (f *flights) askers() (*flight, int) {
+	var (
+		one *flight
+		n   int
+	)
+	for _, fl := range f.byID {
+		if fl.handler != nil {
+			one = fl
+			n++
+		}
+	}
+	return one, n
+}
+
+// LogSink takes the log messages (notifications/message params, raw) an
+// upstream sends on the response stream of one request. It runs on the
+// goroutine that reads the upstream and must not block.
+type LogSink func(inst *Instance, params json.RawMessage)
+
+type logSinkKey struct{}
+
+// WithLogSink returns ctx whose requests' own log messages go to sink: those
+// an HTTP upstream sends on the request's response stream, which belong to
+// that request. The others (stdio, the GET stream) go to OnNotification.
+func WithLogSink(ctx context.Context, sink LogSink) context.Context {
+	return context.WithValue(ctx, logSinkKey{}, sink)
+}
+
+func logSinkOf(ctx context.Context) LogSink {
+	sink, _ := ctx.Value(logSinkKey{}).(LogSink)
+	return sink
+}
+
+// requestLog hands a log message that came on a request's response stream
+// to that request's sink; false when it has none.
+func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
+	if flight == 0 {
+		return false
+	}
+	i.flights.mu.Lock()
+	fl := i.flights.byID[flight]
+	i.flights.mu.Unlock()
+	if fl == nil || fl.logs == nil {
+		return false
+	}
+	fl.logs(i, params)
+	return true
 }
 
 // SetServerRequestHandler sets the handler for the upstream's requests that
@@ -210,6 +261,9 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		raw json.RawMessage
 		err error
 	)
+	if Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
+		return i.subscription(ctx, r.Method, params)
+	}
 	if Modern(i.protocol) && multiRound(r.Method) {
 		raw, err = i.rounds(ctx, r, params)
 	} else {

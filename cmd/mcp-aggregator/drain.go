@@ -20,13 +20,20 @@ import (
 // and calls are done.
 const drainPoll = 50 * time.Millisecond
 
+// drainQuiet is how long a draining replica with open sessions waits with
+// no call in flight before it stops: a session's next call, sent right
+// after the last one ended, is still served here.
+const drainQuiet = time.Second
+
 // drainer takes a replica out of a load balancer's rotation without
 // failing what runs on it. Once asked (SIGTERM, SIGINT or POST /drain),
 // the transport refuses new sessions with 503 and Retry-After and /readyz
 // fails, while open sessions keep being served, since their leases live
-// here; the replica stops when no session is open and no call is in
-// flight, or when the grace is over, whichever comes first. A second
-// signal stops it at once.
+// here. The replica stops once its calls are done: at once when no
+// session is open, else after drainQuiet with no call in flight; at the
+// latest when the grace is over. Waiting longer for idle sessions would
+// only delay their end: their leases end with the process either way. A
+// second signal stops it at once.
 type drainer struct {
 	edge  *downstream.HTTP
 	grace time.Duration
@@ -60,8 +67,8 @@ func (d *drainer) setOperators(names []string) {
 	d.operators.Store(&list)
 }
 
-// wait returns once the drain is done: no session open and nothing in
-// flight, the grace over, or a second stop signal (the first, when a
+// wait returns once the drain is done: nothing in flight (for drainQuiet
+// while sessions are open), the grace over, or a second stop signal (the first, when a
 // signal began the drain; otherwise the second after POST /drain, as an
 // orchestrator signals after its pre-stop hook drained).
 func (d *drainer) wait(bySignal bool) {
@@ -76,15 +83,22 @@ func (d *drainer) wait(bySignal bool) {
 	defer deadline.Stop()
 	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
+	busy := time.Now() // when a call was last seen in flight
 	for {
-		if d.edge.Sessions() == 0 && d.edge.InFlight() == 0 {
+		switch sessions, inFlight := d.edge.Sessions(), d.edge.InFlight(); {
+		case inFlight > 0:
+			busy = time.Now()
+		case sessions == 0:
 			d.log.Info("drained: no session open, no call in flight")
+			return
+		case time.Since(busy) >= drainQuiet:
+			d.log.Info("drained: no call in flight; the open sessions end with the process", "sessions", sessions)
 			return
 		}
 		select {
 		case <-tick.C:
 		case <-deadline.C:
-			d.log.Warn("the drain grace is over; ending what still runs",
+			d.log.Warn("the drain grace is over; ending the calls still running",
 				"sessions", d.edge.Sessions(), "inFlight", d.edge.InFlight(), "fix", "raise --drain-grace if calls need longer")
 			return
 		case s := <-again:

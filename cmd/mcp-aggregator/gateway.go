@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -36,10 +37,10 @@ func (g *gateway) handler() http.Handler {
 	if g.ops != nil {
 		// Probes answer without credentials: a load balancer or kubelet has none.
 		mux.Handle("/healthz", g.ops.Healthz())
-		mux.Handle("/readyz", g.ops.Readyz())
-		mux.Handle("/metrics", g.protect(g.ops.Metrics()))
-		mux.Handle("/status", g.protect(g.ops.StatusPage()))
-		mux.Handle("/status.json", g.protect(g.ops.StatusJSON()))
+		mux.Handle("/readyz", g.probe(g.ops.Readyz(), g.ops.ReadyzBrief()))
+		mux.Handle("/metrics", g.protect(g.unrestricted(g.ops.Metrics())))
+		mux.Handle("/status", g.protect(g.unrestricted(g.ops.StatusPage())))
+		mux.Handle("/status.json", g.protect(g.unrestricted(g.ops.StatusJSON())))
 	}
 	return mux
 }
@@ -47,3 +48,40 @@ func (g *gateway) handler() http.Handler {
 // protect wraps an endpoint that needs the client's credentials when
 // http.auth is configured.
 func (g *gateway) protect(h http.Handler) http.Handler { return g.auth.protect(h) }
+
+// unrestricted wraps a view of the whole gateway (every server, its tools,
+// problems and instances): a client whose profile narrows what it sees is
+// refused it, as mcp_status shows such a client its own servers only.
+func (g *gateway) unrestricted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if client := downstream.ClientOf(r.Context()); client != "" && g.proxy != nil && g.proxy.Restricted(client) {
+			http.Error(w, fmt.Sprintf("client %q has a profile (profiles.%s), which shows it only some servers, and this page shows every one; "+
+				"read it with the token of a client without a profile, or use the mcp_status tool", client, client), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// probe serves an endpoint open to callers without credentials (a load
+// balancer's probe) in two forms: full to a client that authenticates and
+// has no profile, brief to anyone else while http.auth is set. No caller
+// is refused, and a probe without credentials is not logged.
+func (g *gateway) probe(full, brief http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var guard *auth.Guard
+		if g.auth != nil {
+			guard = g.auth.guard.Load()
+		}
+		if guard == nil {
+			full.ServeHTTP(w, r)
+			return
+		}
+		client, f := guard.Authenticate(r)
+		if f != nil || (g.proxy != nil && g.proxy.Restricted(client)) {
+			brief.ServeHTTP(w, r)
+			return
+		}
+		full.ServeHTTP(w, r)
+	})
+}

@@ -41,13 +41,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
-	drainGrace := fs.Duration("drain-grace", shutdownGrace, "with --http: after SIGTERM or POST /drain, serve open sessions this long at most while refusing new ones, then exit")
+	drainGrace := fs.Duration("drain-grace", shutdownGrace, "with --http: after SIGTERM or POST /drain, let the calls in flight run this long at most while refusing new sessions, then exit")
+	idPrefix := fs.String("session-id-prefix", "", "with --http: start every session id with `LABEL` (letters, digits, '.', '_', '-'; at most 32), so that a load balancer can route sessions by it")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
 	if *cgroups != "auto" && *cgroups != "off" {
 		fmt.Fprintf(stderr, "serve: --cgroups %q: use auto or off\n", *cgroups)
+		return 2
+	}
+	if !downstream.ValidSessionIDPrefix(*idPrefix) {
+		fmt.Fprintf(stderr, "serve: --session-id-prefix %q: use 1 to 32 letters, digits, '.', '_' or '-', such as r1-\n", *idPrefix)
 		return 2
 	}
 	if *drainGrace <= 0 {
@@ -126,7 +131,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			log.Error("cannot serve", "err", err)
 			return 1
 		}
-		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig})
+		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
+			SessionIDPrefix: *idPrefix})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {

@@ -30,6 +30,9 @@
 //                            "inputserver: cancelled wait_after_input") or 60s pass
 //   log_levels {}            logs "d" at debug, "i" at info, "w" at warning (the SDK
 //                            sends those at or above the request's _meta log level)
+//   log_tagged {"tag": "..."} logs "<tag>-1" at info, 300ms later "<tag>-2"
+//   touch_note {}            publishes notifications/resources/updated for input://note
+// Resource "input://note"    text "a note"; subscribable (subscriptions/listen)
 //   add_tool {}              registers tool "extra_tool" from now on and publishes
 //                            notifications/tools/list_changed on subscriptions/listen
 
@@ -49,7 +52,7 @@ function sampled(responses, key) {
 }
 
 function build() {
-  const server = new McpServer({ name: "inputserver", version: "1.0.0" }, { capabilities: { logging: {} }, inputRequired: { legacyShim: false } });
+  const server = new McpServer({ name: "inputserver", version: "1.0.0" }, { capabilities: { logging: {}, resources: { subscribe: true } }, inputRequired: { legacyShim: false } });
 
   server.registerTool("confirm_name", { description: "Asks for a name.", inputSchema: z.object({}) }, async (_args, ctx) => {
     const got = acceptedContent(ctx.mcpReq.inputResponses, "name");
@@ -136,6 +139,22 @@ function build() {
     await ctx.mcpReq.log("info", "i", "levels");
     await ctx.mcpReq.log("warning", "w", "levels");
     return text("logged");
+  });
+
+  server.registerTool("log_tagged", { description: "Logs its tag twice, 300ms apart.", inputSchema: z.object({ tag: z.string() }) }, async ({ tag }, ctx) => {
+    await ctx.mcpReq.log("info", `${tag}-1`, "tagged");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await ctx.mcpReq.log("info", `${tag}-2`, "tagged");
+    return text(tag);
+  });
+
+  server.registerResource("note", "input://note", { mimeType: "text/plain" }, async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: "text/plain", text: "a note" }],
+  }));
+
+  server.registerTool("touch_note", { description: "Announces that input://note changed.", inputSchema: z.object({}) }, async () => {
+    handler?.notify.resourceUpdated("input://note");
+    return text("touched");
   });
 
   server.registerTool("add_tool", { description: "Adds extra_tool.", inputSchema: z.object({}) }, async () => {
