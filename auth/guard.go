@@ -113,6 +113,14 @@ func (g *Guard) Prefetch(ctx context.Context) {
 	}
 }
 
+// Tokens are the static tokens g accepts, by client (read-only).
+func (g *Guard) Tokens() map[string]string {
+	if g == nil {
+		return nil
+	}
+	return g.opts.Tokens
+}
+
 // KeyFetches counts the fetches of the issuer's keys so far.
 func (g *Guard) KeyFetches() int64 {
 	if g.oauth == nil {

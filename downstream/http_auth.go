@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
@@ -41,4 +42,26 @@ func (s *httpSession) checkClient(r *http.Request) *httpError {
 			"session not found for this client: it ended, was never issued, or was opened with another client's credentials; send initialize without Mcp-Session-Id to start a new one")
 	}
 	return nil
+}
+
+// EndSessionsOf ends every session opened by a client for which gone
+// reports true, such as one whose credentials were withdrawn: its streams
+// close, its pending requests to the client fail, and the Handler is told
+// the session closed. It returns how many sessions ended.
+func (t *HTTP) EndSessionsOf(gone func(client string) bool, why string) int {
+	t.mu.Lock()
+	var doomed []*httpSession
+	for _, s := range t.sessions {
+		if s.client != "" && gone(s.client) {
+			doomed = append(doomed, s)
+		}
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, s := range doomed {
+		if t.endSession(s, time.Time{}, why) {
+			n++
+		}
+	}
+	return n
 }

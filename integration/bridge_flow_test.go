@@ -508,3 +508,47 @@ func TestBridgeModernUpstreamConcurrentLogs(t *testing.T) {
 		assert.Equal(t, []string{tag + "-1", tag + "-2"}, logsOf(notes), "request %q", tag)
 	}
 }
+
+// TestBridgeModernClientModernUpstreamProgress: a 2026-07-28 client of a
+// 2026-07-28 upstream that asks for input: the aggregator's rounds stand in
+// front of the upstream's, and each request of the client sees the progress
+// the upstream reported while it waited, under its own token.
+func TestBridgeModernClientModernUpstreamProgress(t *testing.T) {
+	t.Parallel()
+	a, _ := modernUpstream(t)
+	caps := []string{"elicitation"}
+	notes, resp := modernOpen(t, a.url, "tools/call", "progress_input", map[string]any{"name": "progress_input", "arguments": map[string]any{}}, caps, "one", "").until()
+	state, key := inputState(t, resp)
+	assert.True(t, strings.HasPrefix(state, "mcpagg1."), "the aggregator's own state: %s", state)
+	assert.Equal(t, []string{"one:before"}, progressMessages(notes))
+	notes, resp = modernOpen(t, a.url, "tools/call", "progress_input", map[string]any{"name": "progress_input", "arguments": map[string]any{},
+		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Lin"})}}, caps, "two", "").until()
+	assert.Equal(t, []string{"two:after"}, progressMessages(notes))
+	result, ok := resp["result"].(map[string]any)
+	require.True(t, ok, "%v", resp)
+	assert.Equal(t, "hello Lin", result["content"].([]any)[0].(map[string]any)["text"])
+}
+
+// TestBridgeOldClientModernUpstreamTimeout: the call's timeout bounds all of a
+// 2026-07-28 upstream's rounds: past it the client gets an error saying so and
+// the upstream's request is cancelled.
+func TestBridgeOldClientModernUpstreamTimeout(t *testing.T) {
+	t.Parallel()
+	a, serverLog := modernUpstream(t, "    request_timeout: 2s\n")
+	c := connectOldClient(t, a.url)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: "wait_after_input", Arguments: map[string]any{}})
+	var text string
+	if err != nil {
+		text = err.Error()
+	} else {
+		require.True(t, res.IsError, "a result past the timeout: %v", res)
+		text = toolText(t, res)
+	}
+	assert.Contains(t, text, "no result within 2s")
+	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	_, seen := serverLog.waitLine(func(line string) bool { return strings.Contains(line, "inputserver: cancelled wait_after_input") }, 30*time.Second, nil)
+	require.True(t, seen, "the upstream never saw its request cancelled; server log:\n%s\naggregator log:\n%s", serverLog, a.log)
+}

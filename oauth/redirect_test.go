@@ -61,3 +61,23 @@ func TestRevokeFollowsNoRedirect(t *testing.T) {
 	require.Error(t, err)
 	assert.Zero(t, hits.Load(), "a token went to the server the revocation endpoint redirected to")
 }
+
+// TestRevokeSendsTokensOnlyOverHTTPS: a revocation endpoint that would
+// carry the tokens in clear to another host is not used.
+func TestRevokeSendsTokensOnlyOverHTTPS(t *testing.T) {
+	g := &Grant{Server: "https://mcp.example.com/mcp", RevocationURL: "http://198.51.100.7/revoke", ClientID: "c1",
+		AccessToken: "access-0123456789", RefreshToken: "refresh-0123456789"}
+	var sent atomic.Int32
+	client := &http.Client{Timeout: time.Second, Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return nil, http.ErrHandlerTimeout
+	})}
+	err := Revoke(context.Background(), client, g)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "https")
+	assert.Zero(t, sent.Load(), "a token went out over plain http")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

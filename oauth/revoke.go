@@ -45,6 +45,11 @@ func Revoke(ctx context.Context, client *http.Client, g *Grant) error {
 		}
 		endpoint = asm.RevocationEndpoint
 	}
+	if u, err := url.Parse(endpoint); err != nil {
+		return fmt.Errorf("the revocation endpoint is not a URL")
+	} else if err := webURL(u); err != nil {
+		return fmt.Errorf("the revocation endpoint %s %w; tokens are sent only over https (or http on loopback)", safeCode(u.Redacted()), err)
+	}
 	for _, t := range []struct{ token, hint string }{{g.RefreshToken, "refresh_token"}, {g.AccessToken, "access_token"}} {
 		if t.token == "" {
 			continue

@@ -27,7 +27,7 @@ var (
 	registryDesc = prometheus.NewDesc("mcp_aggregator_registry_version",
 		"Commits that changed the exported catalog since the start.", nil, nil)
 	drainingDesc = prometheus.NewDesc("mcp_aggregator_draining",
-		"1 once the replica drains (SIGTERM or POST /drain): it refuses new sessions and exits when its sessions end or the grace is over.", nil, nil)
+		"1 once the replica drains (SIGTERM or POST /drain): it refuses new sessions and exits once its calls are done or the grace is over.", nil, nil)
 	buildDesc = prometheus.NewDesc("mcp_aggregator_build_info",
 		"Always 1; the version label is the binary's.", []string{"version"}, nil)
 )

@@ -87,7 +87,7 @@ type readiness struct {
 }
 
 // notReadyDraining is the /readyz line of a draining replica.
-const notReadyDraining = "draining: this replica takes no new sessions; it serves its open ones until they end or the drain grace is over, then exits"
+const notReadyDraining = "draining: this replica takes no new sessions; it serves its open ones while their calls run, then exits"
 
 // Readyz answers 200 once the first load is done and every required
 // server is up, else 503 with what is not ready. While the replica drains

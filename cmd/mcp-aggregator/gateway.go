@@ -26,6 +26,9 @@ type gateway struct {
 // handler routes every path the gateway serves.
 func (g *gateway) handler() http.Handler {
 	mux := http.NewServeMux()
+	if g.auth != nil {
+		g.auth.edge.Store(g.edge) // sessions of withdrawn clients end there
+	}
 	mux.Handle("/mcp", g.protect(g.edge))
 	if g.drain != nil {
 		// Operators only: see drainer.endpoint.

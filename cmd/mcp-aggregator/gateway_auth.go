@@ -24,6 +24,9 @@ type access struct {
 	foreign bool   // bound to an address other hosts can reach
 	open    bool   // --allow-unauthenticated
 	guard   atomic.Pointer[auth.Guard]
+	// edge is the MCP endpoint, once served: the sessions of clients whose
+	// credentials a reload withdraws are ended there.
+	edge atomic.Pointer[downstream.HTTP]
 }
 
 func newAccess(log *slog.Logger, addr string, allowUnauthenticated bool) *access {
@@ -88,6 +91,7 @@ func (a *access) apply(ws *config.Workspace) {
 		}
 		a.guard.Store(nil)
 		a.log.Warn("http.auth removed: the gateway now serves every client without authentication")
+		a.endWithdrawn(cur, cfg)
 		return
 	}
 	opts := auth.Options{Tokens: cfg.Tokens, Logger: a.log}
@@ -99,6 +103,7 @@ func (a *access) apply(ws *config.Workspace) {
 	}
 	g := auth.New(opts)
 	a.guard.Store(g)
+	a.endWithdrawn(cur, cfg)
 	mode := []string{}
 	if len(cfg.Tokens) > 0 {
 		mode = append(mode, fmt.Sprintf("%d static token(s)", len(cfg.Tokens)))
@@ -112,6 +117,31 @@ func (a *access) apply(ws *config.Workspace) {
 		}()
 	}
 	a.log.Info("http.auth: clients authenticate with "+strings.Join(mode, " or "), "clients", len(cfg.Tokens))
+}
+
+// endWithdrawn ends the sessions of the clients that authenticated under
+// the guard old and cannot with cfg: a static token removed or changed
+// (whoever held the old one keeps no stream open), OAuth turned off for an
+// OAuth client, or http.auth removed for every one. A session is bound to
+// its client, so none of them could be used again anyway.
+func (a *access) endWithdrawn(old *auth.Guard, cfg config.Auth) {
+	edge := a.edge.Load()
+	if old == nil || edge == nil {
+		return
+	}
+	oldTokens := old.Tokens()
+	gone := func(client string) bool {
+		if !cfg.Enabled() {
+			return true
+		}
+		if tok, static := oldTokens[client]; static {
+			return cfg.Tokens[client] != tok
+		}
+		return cfg.OAuth == nil
+	}
+	if n := edge.EndSessionsOf(gone, "its client's credentials were withdrawn (http.auth changed)"); n > 0 {
+		a.log.Info("ended the sessions of clients whose credentials were withdrawn", "sessions", n)
+	}
 }
 
 // protect wraps an endpoint that needs the client's credentials when

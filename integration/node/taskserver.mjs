@@ -28,13 +28,15 @@
 //       Announces its task (notifications/tasks/status, statusMessage
 //       "accepted") before it answers the call with the CreateTaskResult,
 //       then completes stepMs later with the text "<label> done".
-//   reporter {label: string, steps: int, stepMs: int, ask: bool}
+//   reporter {label: string, steps: int, stepMs: int, ask: bool, early: bool}
 //                                                       (taskSupport: required)
 //       After answering the call, sends for each of `steps` steps, stepMs
 //       apart, a notifications/progress with the call's progress token (when
 //       it had one) and a notifications/message, both naming the task in
-//       _meta["io.modelcontextprotocol/related-task"]; the progress carries
-//       no _meta of its own otherwise. With ask, it then sends
+//       _meta["io.modelcontextprotocol/related-task"] on odd steps, and
+//       with no _meta at all on even ones. With early, it sends one of each
+//       (progress 0, naming the task) before it answers the call, so that
+//       they precede the CreateTaskResult. With ask, it then sends
 //       elicitation/create naming the task the same way. The result's
 //       structuredContent is {sent: [params of every notification, as
 //       sent], answer: {action, relatedTaskId}} (relatedTaskId: the task
@@ -85,19 +87,28 @@ async function countdown(taskId, store, { label, steps, stepMs }) {
 }
 
 // reporter's work, after the CreateTaskResult went out.
-async function report(server, taskId, store, token, { label, steps, stepMs, ask }) {
+// reporterSend sends a notification of reporter's and records its params
+// in sent.
+async function reporterSend(server, sent, method, params) {
+  sent.push(params);
+  await server.server.notification({ method, params });
+}
+
+// reporterStep sends step i's progress (with a token) and log message;
+// meta, when set, is their _meta.
+async function reporterStep(server, sent, token, label, i, steps, meta) {
+  const withMeta = (params) => (meta ? { ...params, _meta: meta } : params);
+  if (token !== undefined) {
+    await reporterSend(server, sent, "notifications/progress", withMeta({ progressToken: token, progress: i, total: steps, message: `step ${i} of ${steps}` }));
+  }
+  await reporterSend(server, sent, "notifications/message", withMeta({ level: "info", logger: "reporter", data: `${label}: step ${i} of ${steps}` }));
+}
+
+async function report(server, taskId, store, token, sent, { label, steps, stepMs, ask }) {
   const related = { [RELATED_TASK]: { taskId } };
-  const sent = [];
-  const send = async (method, params) => {
-    sent.push(params);
-    await server.server.notification({ method, params });
-  };
   for (let i = 1; i <= steps; i++) {
     await sleep(stepMs);
-    if (token !== undefined) {
-      await send("notifications/progress", { progressToken: token, progress: i, total: steps, message: `step ${i} of ${steps}`, _meta: related });
-    }
-    await send("notifications/message", { level: "info", logger: "reporter", data: `${label}: step ${i} of ${steps}`, _meta: related });
+    await reporterStep(server, sent, token, label, i, steps, i % 2 === 1 ? related : undefined);
   }
   let answer = null;
   if (ask) {
@@ -215,6 +226,7 @@ function makeServer() {
         steps: z.number().int().min(0).max(100).default(3),
         stepMs: z.number().int().min(0).max(60000).default(50),
         ask: z.boolean().default(false),
+        early: z.boolean().default(false),
       },
       execution: { taskSupport: "required" },
     },
@@ -222,7 +234,11 @@ function makeServer() {
       createTask: async (args, extra) => {
         const task = await newTask(extra);
         const token = extra._meta?.progressToken;
-        report(server, task.taskId, extra.taskStore, token, args).catch(failed(extra, task.taskId));
+        const sent = [];
+        if (args.early) {
+          await reporterStep(server, sent, token, args.label, 0, args.steps, { [RELATED_TASK]: { taskId: task.taskId } });
+        }
+        report(server, task.taskId, extra.taskStore, token, sent, args).catch(failed(extra, task.taskId));
         return { task };
       },
       ...handlers,
