@@ -286,6 +286,9 @@ func defaultClient() *http.Client {
 			if len(via) >= maxRedirects {
 				return fmt.Errorf("more than %d redirects", maxRedirects)
 			}
+			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+				return fmt.Errorf("a redirect from https to %q is not followed", req.URL.Redacted())
+			}
 			return secureURL(req.URL.String())
 		},
 	}

@@ -323,8 +323,14 @@ func readProfiles(r *reader, n *yaml.Node) (map[string]Profile, map[string]int) 
 			f := r.fields(p.v, field+".", "servers", "tools")
 			if s, ok := f["servers"]; ok {
 				prof.Servers = r.strings(s.v, field+".servers")
+				if n := deref(s.v); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+					r.warnf(s.v.Line, field+".servers", "an empty list restricts nothing: the client sees every server; name the servers it may use, or remove the line")
+				}
 			}
 			if t, ok := f["tools"]; ok {
+				if n := deref(t.v); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+					r.warnf(t.v.Line, field+".tools", "an empty list restricts nothing: the client may call every tool of its servers; write patterns of the tools it may call, or remove the line")
+				}
 				for i, pat := range r.strings(t.v, field+".tools") {
 					if pat == "" {
 						r.errorf(t.v.Line, fmt.Sprintf("%s.tools[%d]", field, i), "empty pattern; write an exported tool name, * matches any run of characters (e.g. github_*)")

@@ -62,6 +62,8 @@ func TestAuthProblems(t *testing.T) {
 		{"unknown oauth key", "http: {auth: {oauth: {issuer: 'https://a.example', audience: x, audiance: y}}}", "http.auth.oauth.audiance", SeverityWarning, "did you mean \"audience\""},
 		{"unknown server", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {bot: {servers: [githb]}}", "profiles.bot.servers[0]", SeverityError, "did you mean \"github\""},
 		{"empty pattern", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {bot: {tools: ['']}}", "profiles.bot.tools[0]", SeverityError, "empty pattern"},
+		{"empty servers list", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {bot: {servers: []}}", "profiles.bot.servers", SeverityWarning, "restricts nothing"},
+		{"empty tools list", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {bot: {tools: []}}", "profiles.bot.tools", SeverityWarning, "restricts nothing"},
 		{"profile without auth", "profiles: {bot: {servers: [github]}}", "profiles.bot", SeverityWarning, "http.auth is not set"},
 		{"profile of no client", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {robot: {servers: [github]}}", "profiles.robot", SeverityWarning, "never applies"},
 	}

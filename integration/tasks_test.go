@@ -784,3 +784,48 @@ func TestTasksRelatedRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksHTTPProgressFidelity: an ordinary call's progress from a
+// streamable HTTP upstream reaches the client on the call's stream byte for
+// byte as the upstream sent it, but for the progress token (the client's):
+// in particular no empty "_meta" is added.
+func TestTasksHTTPProgressFidelity(t *testing.T) {
+	t.Parallel()
+	for _, up := range taskUpstreams() {
+		if !strings.HasPrefix(up.name, "http-") {
+			continue
+		}
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			a := serveConfig(t, httpTransport, up.config(t))
+			a.waitLoaded()
+			c := a.newClient()
+			c.initializeWith(map[string]any{})
+			const steps = 5
+			resp := c.mustRequest("tools/call", map[string]any{
+				"name": "a_ticker", "arguments": map[string]any{"steps": steps}, "_meta": map[string]any{"progressToken": 42},
+			})
+			require.Empty(t, string(resp.Error), "tools/call a_ticker")
+			var result struct {
+				Structured struct {
+					Sent []json.RawMessage `json:"sent"`
+				} `json:"structuredContent"`
+			}
+			require.NoError(t, json.Unmarshal(resp.Result, &result))
+			require.Len(t, result.Structured.Sent, steps, "%s", resp.Result)
+			var want, got []string
+			for _, raw := range result.Structured.Sent {
+				want = append(want, aggProgressToken.ReplaceAllString(string(raw), `"progressToken":42`))
+			}
+			for _, n := range c.inboxNotes() {
+				if n.Method == "notifications/progress" {
+					got = append(got, string(n.Params))
+				}
+			}
+			assert.Equal(t, want, got, "progress passes byte for byte but for the token")
+			for _, p := range got {
+				assert.NotContains(t, p, `"_meta"`, "no _meta is added")
+			}
+		})
+	}
+}

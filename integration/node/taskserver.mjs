@@ -42,6 +42,10 @@
 //       sent], answer: {action, relatedTaskId}} (relatedTaskId: the task
 //       the client's answer named in its _meta, or null); its text is
 //       "<label> reported n steps".
+//   ticker {steps: int}                                 (not a task)
+//       An ordinary tool: sends `steps` notifications/progress with the
+//       call's progress token on the call's own stream (no _meta), then
+//       answers with structuredContent {sent: [their params, as sent]}.
 
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -242,6 +246,23 @@ function makeServer() {
         return { task };
       },
       ...handlers,
+    },
+  );
+  server.registerTool(
+    "ticker",
+    {
+      description: "Reports steps progress notifications, then answers with what it sent.",
+      inputSchema: { steps: z.number().int().min(0).max(100).default(3) },
+    },
+    async ({ steps }, extra) => {
+      const token = extra._meta?.progressToken;
+      const sent = [];
+      for (let i = 1; token !== undefined && i <= steps; i++) {
+        const params = { progressToken: token, progress: i, total: steps };
+        sent.push(params);
+        await extra.sendNotification({ method: "notifications/progress", params });
+      }
+      return { content: [{ type: "text", text: `ticked ${sent.length} times` }], structuredContent: { sent } };
     },
   );
   return server;
