@@ -223,7 +223,9 @@ func (s *Span) End(result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	case rpcErr != nil:
 		code := strconv.Itoa(rpcErr.Code)
 		s.span.SetAttributes(keyErrorType.String(code), keyStatusCode.String(code))
-		s.span.SetStatus(codes.Error, shorten(rpcErr.Message, maxAttribute))
+		// The code, not the message: an upstream's error text may carry
+		// what a trace must not show (a path, a token it echoed).
+		s.span.SetStatus(codes.Error, "JSON-RPC error "+code)
 	case isToolError(result):
 		s.span.SetAttributes(keyErrorType.String("tool_error"))
 		s.span.SetStatus(codes.Error, "tool_error")
@@ -310,8 +312,14 @@ func spanName(method, target string) string {
 // safeURI is a resource URI as a span may show it: without user
 // information (a password in a database URI), bounded in length.
 func safeURI(uri string) string {
-	if u, err := url.Parse(uri); err == nil && u.User != nil {
-		u.User = nil
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "" // not a URI a span can show safely
+	}
+	// Credentials, the query (signed URLs carry their signature there) and
+	// the fragment stay out of traces.
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 		uri = u.String()
 	}
 	return shorten(uri, maxAttribute)
