@@ -64,6 +64,7 @@ type aggregatorOptions struct {
 	flags   []string // more "serve" flags
 	dir     string   // working directory; a fresh temporary directory when empty
 	env     []string // more NAME=value for the aggregator's environment
+	exe     string   // the executable; the race-enabled build (binary) when empty
 }
 
 var listeningLine = regexp.MustCompile(`msg=listening url=(https?://\S+/mcp)`)
@@ -81,7 +82,11 @@ func startAggregator(t *testing.T, tr transport, opts aggregatorOptions) *aggreg
 	}
 	args = append(args, opts.flags...)
 	a := &aggregator{t: t, transport: tr, log: newLogBuffer(), marker: newMarker(), exited: make(chan struct{})}
-	a.cmd = exec.Command(binary, args...)
+	exe := opts.exe
+	if exe == "" {
+		exe = binary
+	}
+	a.cmd = exec.Command(exe, args...)
 	a.cmd.Dir = opts.dir
 	if a.cmd.Dir == "" {
 		a.cmd.Dir = t.TempDir()

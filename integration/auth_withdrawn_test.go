@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"context"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,23 +11,11 @@ import (
 )
 
 // openStream opens the session's standalone GET stream as the client
-// holding token and returns a channel closed when the server ends it.
-func openStream(t *testing.T, a *aggregator, c *client, token string) <-chan struct{} {
+// (with the token it presents) and returns a channel closed when the
+// server ends it.
+func openStream(t *testing.T, a *aggregator, c *client) <-chan struct{} {
 	t.Helper()
-	w := c.wire.(*httpWire)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
-	require.NoError(t, err)
-	w.mu.Lock()
-	req.Header.Set("Mcp-Session-Id", w.session)
-	req.Header.Set("MCP-Protocol-Version", w.protocol)
-	w.mu.Unlock()
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "GET stream")
+	resp := getStream(t, a, c)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -48,8 +34,8 @@ func TestAuthWithdrawnTokenEndsItsSessions(t *testing.T) {
 	config := profilesConfig()
 	a, tok, path := startProfiles(t, config)
 	laptop, tablet := a.connectAs(tok.laptop), a.connectAs(tok.tablet)
-	laptopStream := openStream(t, a, laptop, tok.laptop)
-	tabletStream := openStream(t, a, tablet, tok.tablet)
+	laptopStream := openStream(t, a, laptop)
+	tabletStream := openStream(t, a, tablet)
 
 	r := &reloadRig{t: t, a: a, c: tablet, path: path}
 	edited := strings.Replace(config, "      laptop: { env: LAPTOP_TOKEN }\n", "", 1)

@@ -1,13 +1,9 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,24 +22,7 @@ type cliResult struct {
 // starts upstreams must leave none of them running.
 func runCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout+stopTimeout)
-	defer cancel()
-	marker := newMarker()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = markerEnv(marker)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := cliResult{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		res.code = exitErr.ExitCode()
-	} else {
-		require.NoError(t, err, "running %v", args)
-	}
-	assertNoSurvivors(t, marker)
-	return res
+	return runCLIIn(t, t.TempDir(), nil, args...)
 }
 
 func TestCLIVersion(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,18 +38,9 @@ func startConformanceServer(t *testing.T, exe string) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	log := newLogBuffer()
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "CONFORMANCE_ADDR="+addr)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
+	log, exited := startProcessGroup(t, cmd)
 
 	// It logs that it listens before it binds the port, so its /health endpoint is
 	// the only sign that it is ready.

@@ -29,10 +29,13 @@ func conformanceModes() []conformanceMode {
 }
 
 // flakyAttempts bounds the runs of a scenario that is flaky against mcp-go itself.
-// Directly, such a scenario loses its last notification in about half the runs;
-// behind the aggregator, whose Go client makes the upstream answer sooner, in three
-// or four of five. 0.8^30 is below 0.2%; a bound of 5 would fail a correct
-// aggregator every third run.
+// Directly, such a scenario loses its last notification in about half the runs.
+// Behind the aggregator it loses more: mcp-go's server feeds one notification
+// channel per session to the call's stream and the standalone GET stream alike,
+// and the aggregator keeps a GET stream open (it must, to hear of list changes),
+// so a share of a call's notifications leaves on that stream instead
+// (notify_order_test.go counts it). 0.8^30 is below 0.2%; a bound of 5 would fail
+// a correct aggregator every third run.
 const flakyAttempts = 30
 
 // flakyAgainstMCPGo reports whether scenario fails against mcp-go v1.2.1's own

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -243,48 +242,8 @@ func corePlainBinary(t testing.TB) string {
 }
 
 // coreServePlain serves config like serveConfig, on an aggregator binary whose memory
-// and throughput a test may bound (see corePlainBinary). It follows startAggregator step by
-// step; only the executable differs.
+// and throughput a test may bound (see corePlainBinary).
 func coreServePlain(t *testing.T, tr transport, config string) *aggregator {
 	t.Helper()
-	exe := corePlainBinary(t)
-	if exe == binary {
-		return serveConfig(t, tr, config)
-	}
-	args := []string{"serve", "--log-level", "debug", "--config", writeConfig(t, config)}
-	if tr == httpTransport {
-		args = append(args, "--http", "127.0.0.1:0")
-	}
-	a := &aggregator{t: t, transport: tr, log: newLogBuffer(), marker: newMarker(), exited: make(chan struct{})}
-	a.cmd = exec.Command(exe, args...)
-	a.cmd.Dir = t.TempDir()
-	a.cmd.Env = markerEnv(a.marker)
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	a.cmd.Stderr = a.log
-	a.cmd.WaitDelay = 5 * time.Second
-	var childIn, childOut *os.File
-	if tr == stdioTransport {
-		var err error
-		childIn, a.stdin, err = os.Pipe()
-		require.NoError(t, err)
-		a.stdout, childOut, err = os.Pipe()
-		require.NoError(t, err)
-		a.cmd.Stdin, a.cmd.Stdout = childIn, childOut
-	}
-	require.NoError(t, a.cmd.Start())
-	if tr == stdioTransport {
-		childIn.Close()
-		childOut.Close()
-	}
-	go func() {
-		a.waitErr = a.cmd.Wait()
-		close(a.exited)
-	}()
-	t.Cleanup(a.stop)
-	if tr == httpTransport {
-		line, ok := a.log.waitLine(listeningLine.MatchString, startTimeout, a.exited)
-		require.True(t, ok, "the aggregator never said where it listens; stderr:\n%s", a.log)
-		a.url = listeningLine.FindStringSubmatch(line)[1]
-	}
-	return a
+	return startAggregator(t, tr, aggregatorOptions{exe: corePlainBinary(t), configs: []string{writeConfig(t, config)}})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -247,61 +246,19 @@ servers:
 				callers[i] = r.c // one stdio connection, 16 requests in flight on it
 			}
 		}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		calls := 0
-		var failures []string
-		for i, c := range callers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					text := fmt.Sprintf("caller %d call %d", i, n)
-					var o relOutcome
-					if n%2 == 0 {
-						o = relCall(c, "demo_echo", map[string]any{"text": text}, nil)
-					} else {
-						// A call that holds its slot for a while, across a swap.
-						text = "done after 0 steps"
-						o = relCall(c, "demo_slow", map[string]any{"seconds": 0.02, "steps": 0}, nil)
-					}
-					var failure string
-					switch {
-					case o.err != nil:
-						failure = o.err.Error()
-					case len(o.resp.Error) > 0:
-						failure = string(o.resp.Error)
-					default:
-						var res struct {
-							Content []struct {
-								Text string `json:"text"`
-							} `json:"content"`
-						}
-						if json.Unmarshal(o.resp.Result, &res) != nil || len(res.Content) == 0 || res.Content[0].Text != text {
-							failure = "wrong result: " + string(o.resp.Result)
-						}
-					}
-					mu.Lock()
-					calls++
-					if failure != "" {
-						failures = append(failures, failure)
-					}
-					mu.Unlock()
-				}
-			}()
-		}
+		load := startCallLoad(callers, func(c *client, i, n int) (relOutcome, string) {
+			if n%2 == 0 {
+				text := fmt.Sprintf("caller %d call %d", i, n)
+				return relCall(c, "demo_echo", map[string]any{"text": text}, nil), text
+			}
+			// A call that holds its slot for a while, across a swap.
+			return relCall(c, "demo_slow", map[string]any{"seconds": 0.02, "steps": 0}, nil), "done after 0 steps"
+		})
 		for _, limit := range []int{1, 16, 2, 64, 3, 8, 1, 32, 5, 4} {
 			r.save(config(limit))
 			r.waitReload()
 		}
-		close(stop)
-		wg.Wait()
+		calls, failures := load.finish()
 		t.Logf("%d calls during 10 reloads of max_concurrent", calls)
 		assert.Empty(t, failures, "calls failed while max_concurrent changed")
 		assert.Greater(t, calls, 16)

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -45,28 +44,5 @@ const nodeStartWait = 90 * time.Second
 // discoveryWaitReload is reloadRig.waitReload with room for a Node.js start.
 func discoveryWaitReload(r *reloadRig) string {
 	r.t.Helper()
-	deadline := time.NewTimer(nodeStartWait)
-	defer deadline.Stop()
-	for {
-		r.a.log.mu.Lock()
-		text, changed := r.a.log.buf.String(), r.a.log.changed
-		r.a.log.mu.Unlock()
-		var done []string
-		for _, line := range strings.Split(text, "\n") {
-			if strings.Contains(line, `msg="reload done"`) {
-				done = append(done, line)
-			}
-		}
-		if len(done) > r.seen {
-			r.seen = len(done)
-			return done[len(done)-1]
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			r.t.Fatalf("no reload within %s; stderr:\n%s", nodeStartWait, r.a.log)
-		case <-r.a.exited:
-			r.t.Fatalf("the aggregator exited; stderr:\n%s", r.a.log)
-		}
-	}
+	return r.waitReloadWithin(nodeStartWait)
 }

@@ -28,11 +28,7 @@ servers:
 		map[string]any{"method": "notifications/message", "params": map[string]any{"level": "warning", "data": "loud"}},
 	}
 	call := func(level any) *response {
-		meta := map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    modernVersion,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "modern-test", "version": "1.0.0"},
-		}
+		meta := modernMeta()
 		if level != nil {
 			meta["io.modelcontextprotocol/logLevel"] = level
 		}

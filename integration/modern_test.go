@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,16 +19,29 @@ import (
 // modernVersion is the sessionless protocol generation.
 const modernVersion = "2026-07-28"
 
+// modernMeta is the _meta envelope of a sessionless (2026-07-28) request:
+// the version, the client's capabilities and its info.
+func modernMeta() map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "modern-test", "version": "1.0.0"},
+	}
+}
+
 // modernPost sends one sessionless (2026-07-28) request: no session, the
 // version in a header and in _meta, the method and name in headers.
 func modernPost(ctx context.Context, url, method, name string, params map[string]any) (*http.Response, error) {
+	return modernPostAs(ctx, url, "", method, name, params)
+}
+
+// modernPostAs is modernPost as the client holding token ("": none).
+func modernPostAs(ctx context.Context, url, token, method, name string, params map[string]any) (*http.Response, error) {
 	meta, _ := params["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta["io.modelcontextprotocol/protocolVersion"] = modernVersion
-	meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-	meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "modern-test", "version": "1.0.0"}
+	maps.Copy(meta, modernMeta())
 	params["_meta"] = meta
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	if err != nil {
@@ -44,11 +58,22 @@ func modernPost(ctx context.Context, url, method, name string, params map[string
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
 	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	return http.DefaultClient.Do(req)
 }
 
 // modernCall calls a tool sessionlessly and returns its result's structuredContent.value.
 func modernCall(t *testing.T, url, tool, lease string) int {
+	t.Helper()
+	return modernCallAs(t, url, "", tool, lease)
+}
+
+// modernCallAs calls a tool sessionlessly as the client holding token
+// ("": none), within the conversation lease ("": the anonymous one), and
+// returns the result's structuredContent.value.
+func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 	t.Helper()
 	params := map[string]any{"name": tool, "arguments": map[string]any{}}
 	if lease != "" {
@@ -56,7 +81,7 @@ func modernCall(t *testing.T, url, tool, lease string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	resp, err := modernPost(ctx, url, "tools/call", tool, params)
+	resp, err := modernPostAs(ctx, url, token, "tools/call", tool, params)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

@@ -737,8 +737,7 @@ func TestOAuthUpstream(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
-	home := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
+	home, env := loginHome(t)
 	cfg := writeConfig(t, fmt.Sprintf(`version: 1
 servers:
   secured:
@@ -936,9 +935,8 @@ func TestOAuthLoginRejectsAnotherIssuer(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "https://attacker.example")
 	up := startSecuredUpstream(t, as)
-	home := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
-	cfg := writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", up.url))
+	home, env := loginHome(t)
+	cfg := securedConfig(t, up.url)
 	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
 	assert.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "issuer")
@@ -947,6 +945,20 @@ func TestOAuthLoginRejectsAnotherIssuer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, files, "no token is stored")
 	assert.Empty(t, as.store.notesOf("authorization_code"), "the code is never exchanged")
+}
+
+// loginHome is a fresh home directory for the login commands and the
+// environment that names it, where their token files go.
+func loginHome(t *testing.T) (string, []string) {
+	home := t.TempDir()
+	return home, []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
+}
+
+// securedConfig writes a config with one server, secured, at url, which
+// needs an OAuth login.
+func securedConfig(t *testing.T, url string) string {
+	t.Helper()
+	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
 }
 
 // storedGrant is what a token file holds, as far as the tests look.
@@ -1025,9 +1037,8 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
-	home := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
-	cfg := writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", up.url))
+	home, env := loginHome(t)
+	cfg := securedConfig(t, up.url)
 
 	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
 	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -1076,9 +1087,8 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	first := startAuthServer(t, true, "")
 	second := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, first)
-	home := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
-	cfg := writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", up.url))
+	home, env := loginHome(t)
+	cfg := securedConfig(t, up.url)
 
 	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
 	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -1127,8 +1137,8 @@ func TestOAuthPreregisteredClient(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	as.store.addConfidentialClient(clientID, secret)
 	up := startSecuredUpstream(t, as)
-	home := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home, "SECURED_CLIENT_SECRET=" + secret}
+	home, env := loginHome(t)
+	env = append(env, "SECURED_CLIENT_SECRET="+secret)
 	cfg := writeConfig(t, fmt.Sprintf(`version: 1
 servers:
   secured:

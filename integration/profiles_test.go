@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,55 +120,6 @@ func TestProfilesReloadNotifiesTheirClient(t *testing.T) {
 	for _, n := range notes {
 		assert.NotEqual(t, "notifications/tools/list_changed", n.Method, "laptop's view did not change")
 	}
-}
-
-// modernCallAs calls a tool sessionlessly (protocol 2026-07-28) as the
-// client holding token, within the conversation lease, and returns the
-// result's structuredContent.value.
-func modernCallAs(t *testing.T, url, token, tool, lease string) int {
-	t.Helper()
-	meta := map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    modernVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "profiles-test", "version": "1.0.0"},
-	}
-	if lease != "" {
-		meta["mcp-aggregator/lease"] = lease
-	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	data := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
-	var msg struct {
-		Result struct {
-			Structured struct {
-				Value int `json:"value"`
-			} `json:"structuredContent"`
-		} `json:"result"`
-		Error json.RawMessage `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
-	require.Empty(t, msg.Error, "%s", data)
-	return msg.Result.Structured.Value
 }
 
 // TestProfilesLeaseKeysPerClient: the lease key includes the client, so two

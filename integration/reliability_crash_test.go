@@ -139,10 +139,11 @@ func TestReliabilityCallNeverRetried(t *testing.T) {
 	assert.Equal(t, 0, relCountLines(a, "server=crash", relCrashLine(3)))
 }
 
-// TestReliabilityPingReplacesHungInstance stops a shared upstream's process (SIGSTOP),
-// so it neither answers nor exits: two failed pings later it must be replaced.
-func TestReliabilityPingReplacesHungInstance(t *testing.T) {
-	t.Parallel()
+// relHungShared serves a shared demo upstream pinged every 200ms and
+// stops its process (SIGSTOP), so that it neither answers nor exits; the
+// process is killed when the test ends if it is still there.
+func relHungShared(t *testing.T) (*aggregator, *client, int) {
+	t.Helper()
 	a := serveConfig(t, stdioTransport, `version: 1
 servers:
   demo:
@@ -156,7 +157,6 @@ servers:
 	c := a.connect()
 	hung := pidOf(t, c, "demo_pid")
 	requireMarked(t, a.marker, hung)
-
 	require.NoError(t, syscall.Kill(hung, syscall.SIGSTOP))
 	t.Cleanup(func() {
 		if relRunning(hung) {
@@ -164,6 +164,14 @@ servers:
 			_ = syscall.Kill(hung, syscall.SIGCONT)
 		}
 	})
+	return a, c, hung
+}
+
+// TestReliabilityPingReplacesHungInstance stops a shared upstream's process (SIGSTOP),
+// so it neither answers nor exits: two failed pings later it must be replaced.
+func TestReliabilityPingReplacesHungInstance(t *testing.T) {
+	t.Parallel()
+	a, c, hung := relHungShared(t)
 	stopped := time.Now()
 	relLogLine(t, a, relRecoverTimeout, `msg="lease lost"`, "server=demo", "pid="+strconv.Itoa(hung), "two pings")
 	detected := time.Since(stopped)
@@ -185,25 +193,7 @@ servers:
 // replacement), never be sent to the hung process.
 func TestReliabilityPingLostInstanceIsDown(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-    ping_interval: 200ms
-    request_timeout: 30s
-`)
-	a.waitLoaded()
-	c := a.connect()
-	hung := pidOf(t, c, "demo_pid")
-	require.NoError(t, syscall.Kill(hung, syscall.SIGSTOP))
-	t.Cleanup(func() {
-		if relRunning(hung) {
-			_ = syscall.Kill(hung, syscall.SIGKILL)
-			_ = syscall.Kill(hung, syscall.SIGCONT)
-		}
-	})
+	a, c, hung := relHungShared(t)
 	relLogLine(t, a, relRecoverTimeout, `msg="lease lost"`, "server=demo", "pid="+strconv.Itoa(hung))
 
 	st := relStatus(t, c)

@@ -91,15 +91,8 @@ func relResult(t testing.TB, o relOutcome) json.RawMessage {
 // relTexts returns the text of every text item of a tool result.
 func relTexts(t testing.TB, result json.RawMessage) []string {
 	t.Helper()
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	require.NoError(t, json.Unmarshal(result, &r))
 	var texts []string
-	for _, item := range r.Content {
+	for _, item := range toolContent(t, result) {
 		if item.Type == "text" {
 			texts = append(texts, item.Text)
 		}

@@ -47,6 +47,20 @@ func newReloadRig(t *testing.T, tr transport, config string) *reloadRig {
 // notifications that belong to no request, and feeds it to the client's inbox.
 func listen(t *testing.T, a *aggregator, c *client) {
 	t.Helper()
+	resp := getStream(t, a, c)
+	go func() {
+		defer resp.Body.Close()
+		_ = readSSE(resp.Body, func(data []byte) bool {
+			c.wire.(*httpWire).inbox.dispatch(data, nil)
+			return true
+		})
+	}()
+}
+
+// getStream opens the session's standalone GET stream with the client's
+// own HTTP client (and so its credentials); the stream ends with the test.
+func getStream(t *testing.T, a *aggregator, c *client) *http.Response {
+	t.Helper()
 	w := c.wire.(*httpWire)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -60,13 +74,7 @@ func listen(t *testing.T, a *aggregator, c *client) {
 	resp, err := w.hc.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "GET stream")
-	go func() {
-		defer resp.Body.Close()
-		_ = readSSE(resp.Body, func(data []byte) bool {
-			w.inbox.dispatch(data, nil)
-			return true
-		})
-	}()
+	return resp
 }
 
 // save replaces the config the way editors do: write a temporary file in the
@@ -81,7 +89,13 @@ func (r *reloadRig) save(config string) {
 // waitReload waits for the next "reload done" log line and returns it.
 func (r *reloadRig) waitReload() string {
 	r.t.Helper()
-	deadline := time.NewTimer(reloadWait)
+	return r.waitReloadWithin(reloadWait)
+}
+
+// waitReloadWithin is waitReload waiting at most wait.
+func (r *reloadRig) waitReloadWithin(wait time.Duration) string {
+	r.t.Helper()
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		r.a.log.mu.Lock()
@@ -100,7 +114,7 @@ func (r *reloadRig) waitReload() string {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			r.t.Fatalf("no reload within %s; stderr:\n%s", reloadWait, r.a.log)
+			r.t.Fatalf("no reload within %s; stderr:\n%s", wait, r.a.log)
 		case <-r.a.exited:
 			r.t.Fatalf("the aggregator exited; stderr:\n%s", r.a.log)
 		}
@@ -389,54 +403,85 @@ func TestReloadSoak(t *testing.T) {
 		reloadConfig("echo", counterBlock("b")),
 	}
 	r := newReloadRig(t, httpTransport, configs[0])
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var calls int
-	var failures []string
-	for i := 0; i < 16; i++ {
-		c := r.a.connect()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				text := fmt.Sprintf("caller %d call %d", i, n)
-				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				resp, err := c.request(ctx, c.newID(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": text}})
-				cancel()
-				mu.Lock()
-				calls++
-				switch {
-				case err != nil:
-					failures = append(failures, err.Error())
-				case len(resp.Error) > 0:
-					failures = append(failures, string(resp.Error))
-				default:
-					var res struct {
-						Content []struct {
-							Text string `json:"text"`
-						} `json:"content"`
-					}
-					if json.Unmarshal(resp.Result, &res) != nil || len(res.Content) == 0 || res.Content[0].Text != text {
-						failures = append(failures, "wrong result: "+string(resp.Result))
-					}
-				}
-				mu.Unlock()
-			}
-		}()
+	callers := make([]*client, 16)
+	for i := range callers {
+		callers[i] = r.a.connect()
 	}
+	load := startCallLoad(callers, func(c *client, i, n int) (relOutcome, string) {
+		text := fmt.Sprintf("caller %d call %d", i, n)
+		return relCall(c, "echo", map[string]any{"text": text}, nil), text
+	})
 	for i := 1; i <= 100; i++ {
 		r.save(configs[i%len(configs)])
 		r.waitReload()
 	}
-	close(stop)
-	wg.Wait()
+	calls, failures := load.finish()
 	t.Logf("%d calls during 100 reloads", calls)
 	assert.Empty(t, failures, "calls lost during reloads")
 	assert.Greater(t, calls, 100)
+}
+
+// callLoad keeps clients calling without pause until finish.
+type callLoad struct {
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	calls    int
+	failures []string
+}
+
+// startCallLoad has each of callers call without pause: the n-th call of
+// caller i is call(c, i, n), which makes it and returns its outcome and the
+// text its result must hold.
+func startCallLoad(callers []*client, call func(c *client, i, n int) (relOutcome, string)) *callLoad {
+	l := &callLoad{stop: make(chan struct{})}
+	for i, c := range callers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				failure := callFailure(call(c, i, n))
+				l.mu.Lock()
+				l.calls++
+				if failure != "" {
+					l.failures = append(l.failures, failure)
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// finish stops the callers and returns how many calls they made and how
+// those that failed failed.
+func (l *callLoad) finish() (int, []string) {
+	close(l.stop)
+	l.wg.Wait()
+	return l.calls, l.failures
+}
+
+// callFailure says how o is not a result whose first text is text; "" when
+// it is one.
+func callFailure(o relOutcome, text string) string {
+	switch {
+	case o.err != nil:
+		return o.err.Error()
+	case len(o.resp.Error) > 0:
+		return string(o.resp.Error)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(o.resp.Result, &res) != nil || len(res.Content) == 0 || res.Content[0].Text != text {
+		return "wrong result: " + string(o.resp.Result)
+	}
+	return ""
 }

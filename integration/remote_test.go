@@ -28,9 +28,20 @@ func remoteEverything(t *testing.T, mode string) string {
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 
-	log := newLogBuffer()
 	cmd := exec.Command("node", nodeEntry(t, "@modelcontextprotocol/server-everything/dist/index.js"), mode)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	log, exited := startProcessGroup(t, cmd)
+	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprint(port)) }, startTimeout, exited)
+	require.True(t, ok, "server-everything (%s) never said it listens on %d:\n%s", mode, port, log)
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// startProcessGroup starts cmd in a process group of its own, with its
+// output in the returned buffer, and kills the whole group when the test
+// ends; the channel is closed once cmd has exited.
+func startProcessGroup(t *testing.T, cmd *exec.Cmd) (*logBuffer, <-chan struct{}) {
+	t.Helper()
+	log := newLogBuffer()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
@@ -40,9 +51,7 @@ func remoteEverything(t *testing.T, mode string) string {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
-	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprint(port)) }, startTimeout, exited)
-	require.True(t, ok, "server-everything (%s) never said it listens on %d:\n%s", mode, port, log)
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return log, exited
 }
 
 // TestRemoteUpstreams puts server-everything behind the aggregator over

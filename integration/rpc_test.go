@@ -537,19 +537,29 @@ func (w *httpWire) close() error {
 	return nil
 }
 
+// contentItem is a content item of a tool result, as far as the tests look.
+type contentItem struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// toolContent returns the content items of a tool result.
+func toolContent(t testing.TB, result json.RawMessage) []contentItem {
+	t.Helper()
+	var r struct {
+		Content []contentItem `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(result, &r))
+	return r.Content
+}
+
 // firstText returns the text of a tool result's first content item.
 func firstText(t testing.TB, result json.RawMessage) string {
 	t.Helper()
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	require.NoError(t, json.Unmarshal(result, &r))
-	require.NotEmpty(t, r.Content, "result has no content: %.300s", result)
-	require.Equal(t, "text", r.Content[0].Type, "first content item of %.300s", result)
-	return r.Content[0].Text
+	content := toolContent(t, result)
+	require.NotEmpty(t, content, "result has no content: %.300s", result)
+	require.Equal(t, "text", content[0].Type, "first content item of %.300s", result)
+	return content[0].Text
 }
 
 // toolNames returns the names of raw tools, in order.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +16,15 @@ import (
 )
 
 // fakeAuthServer is an MCP server that needs OAuth and its authorization
-// server on one loopback origin, the latter advertising authEndpoint.
+// server on one loopback origin, the latter advertising authEndpoint (a
+// path alone is on that origin).
 func fakeAuthServer(t *testing.T, authEndpoint string) *httptest.Server {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	if strings.HasPrefix(authEndpoint, "/") {
+		authEndpoint = srv.URL + authEndpoint
+	}
 	writeJSON := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)

@@ -189,6 +189,20 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok")
 }
 
+// bearerClient points the rig's server at url, stores a valid grant for
+// it and returns a client whose requests carry it.
+func (r *keyringRig) bearerClient(t *testing.T, url string) *http.Client {
+	t.Helper()
+	r.srv.URL = url
+	g := testGrant(r.srv.URL)
+	g.TokenURL = r.te.url(t)
+	g.Obtained, g.Expiry = r.now.Add(-time.Hour), r.now.Add(time.Hour)
+	require.NoError(t, r.store.Save(g))
+	rt, err := r.k.Transport(r.srv, http.DefaultTransport)
+	require.NoError(t, err)
+	return &http.Client{Transport: rt}
+}
+
 func TestBearerTransport(t *testing.T) {
 	r := newKeyringRig(t, false)
 	up := &upstream{reject: map[string]bool{}}
@@ -197,14 +211,7 @@ func TestBearerTransport(t *testing.T) {
 	other := &upstream{}
 	otherSrv := httptest.NewServer(other)
 	t.Cleanup(otherSrv.Close)
-	r.srv.URL = mcpSrv.URL + "/mcp"
-	g := testGrant(r.srv.URL)
-	g.TokenURL = r.te.url(t)
-	g.Obtained, g.Expiry = r.now.Add(-time.Hour), r.now.Add(time.Hour)
-	require.NoError(t, r.store.Save(g))
-	rt, err := r.k.Transport(r.srv, http.DefaultTransport)
-	require.NoError(t, err)
-	client := &http.Client{Transport: rt}
+	client := r.bearerClient(t, mcpSrv.URL+"/mcp")
 
 	post := func(url, body string) int {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))

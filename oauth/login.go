@@ -17,6 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
 // The flow itself (protected resource metadata from the 401's
@@ -76,6 +77,9 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The flow's POSTs carry a client secret, a code and its verifier in
+	// their bodies: a 307 or 308 to another origin is not followed.
+	client = sameorigin.Client(client, sameorigin.Policy{NoBody: true})
 	var (
 		authURL  string
 		oauthCfg *oauth2.Config
@@ -171,8 +175,10 @@ func webURL(u *url.URL) error {
 // probe sends the request an unauthorized client would (an initialize) and
 // returns it with the server's answer, which names the protected resource
 // metadata. A server that does not answer 401 still gets the flow, from
-// the well-known URLs.
+// the well-known URLs. The server's configured headers go to its origin
+// alone: a redirect elsewhere is followed without them.
 func probe(ctx context.Context, client *http.Client, srv *config.Server) (*http.Request, *http.Response, error) {
+	client = sameorigin.Client(client, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-aggregator-login","version":"0"}}}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
 	if err != nil {

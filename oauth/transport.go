@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
 // bearer is the HTTP transport of one server that needs OAuth. Requests to
@@ -92,10 +92,5 @@ func originOf(raw string) (string, error) {
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("not an absolute URL")
 	}
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[scheme]
-	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port, nil
+	return sameorigin.Origin(u), nil
 }

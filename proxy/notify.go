@@ -207,15 +207,17 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		if req.Session == nil || downstream.Modern(req.Protocol) {
 			// 2026-07-28: the request's own level, and nothing without one
 			// (over stdio too, where such a request has the connection's session).
-			if reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]; ok && level >= reqLevel {
-				req.Send(msg)
+			reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]
+			if !ok || level < reqLevel || req.Send(msg) {
+				return
 			}
+		} else if !wants(req.Session.Key()) || req.Send(msg) {
 			return
 		}
-		if wants(req.Session.Key()) {
-			req.Send(msg)
-		}
-		return
+		// The request's stream took no more: its response went out as the
+		// message arrived (or the stream is full). It goes where a message
+		// arriving just after the response would.
+		p.log.Debug("an upstream log message came as its request ended; sent outside the request", "server", server)
 	}
 	if related {
 		if owner != nil && wants(owner.Key()) {

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
 // remoteConn speaks to a streamable-HTTP or SSE upstream. mcp-go's client
@@ -98,7 +99,11 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			return nil, err
 		}
 	}
-	c.client = &http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c}}
+	// A redirect of the endpoint to another origin is followed without the
+	// configured headers (the OAuth token, set per request, stays with the
+	// origin by itself).
+	c.client = sameorigin.Client(&http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c}},
+		sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
 	var err error
 	if srv.Transport == config.TransportSSE {
 		var sse *transport.SSE

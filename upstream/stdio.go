@@ -49,6 +49,9 @@ type stdioConn struct {
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	pending map[string]chan reply // nil once the connection failed
+	// abandoned are the ids of the latest calls given up on, to tell their
+	// late answers from answers to ids never sent; guarded by mu.
+	abandoned abandonedIDs
 
 	onNotify  func(Notification)
 	onRequest requestHandler
@@ -235,6 +238,25 @@ func (c *stdioConn) take(key string) chan reply {
 	return ch
 }
 
+// abandon removes the pending call with key, which its caller gave up on,
+// and remembers it for late. Both under one lock: an answer that comes in
+// between finds the call either pending or abandoned.
+func (c *stdioConn) abandon(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pending[key]; ok {
+		delete(c.pending, key)
+		c.abandoned.add(key)
+	}
+}
+
+// late reports whether id is of a call given up on (see abandon), once.
+func (c *stdioConn) late(id json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.abandoned.take(jsonrpc.IDKey(id))
+}
+
 // takeID is take for a response's raw id. The ids sent are integers, and
 // an integer's key is its own text: looked up as such, it costs no string.
 func (c *stdioConn) takeID(id json.RawMessage) chan reply {
@@ -268,6 +290,11 @@ func (c *stdioConn) dispatch(line []byte) {
 	default:
 		ch := c.takeID(msg.ID)
 		if ch == nil {
+			if c.late(msg.ID) {
+				c.log.Debug("upstream answered a request after the aggregator gave up on it (timed out or cancelled); answer dropped",
+					"server", c.server, "id", string(msg.ID))
+				return
+			}
 			c.log.Warn("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
 			return
 		}
@@ -421,7 +448,8 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 	c.pending[key] = ch
 	c.mu.Unlock()
 	if err := c.write(ctx, line); err != nil {
-		c.take(key)
+		// Part of the request may have gone out: an answer may yet come.
+		c.abandon(key)
 		return nil, err
 	}
 	select {
@@ -436,7 +464,7 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		}
 		return r.msg.Result, nil
 	case <-ctx.Done():
-		c.take(key)
+		c.abandon(key)
 		c.cancelled(id, context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	}

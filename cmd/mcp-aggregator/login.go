@@ -23,16 +23,12 @@ import (
 // login runs the OAuth authorization code flow for one server of the config
 // and stores the tokens where a running aggregator picks them up.
 func login(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("login", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	noBrowser := fs.Bool("no-browser", false, "print the authorization URL only; do not open a browser")
-	timeout := fs.Duration("timeout", oauth.DefaultLoginTimeout, "how long to wait for the browser to come back")
-	id, ok, code := parseServerArg(fs, args, stderr)
-	if !ok {
-		return code
-	}
-	srv, store, code := oauthServer("login", &c, id, stdout, stderr)
+	var noBrowser *bool
+	var timeout *time.Duration
+	id, srv, store, code := oauthCommand("login", args, stdout, stderr, func(fs *flag.FlagSet) {
+		noBrowser = fs.Bool("no-browser", false, "print the authorization URL only; do not open a browser")
+		timeout = fs.Duration("timeout", oauth.DefaultLoginTimeout, "how long to wait for the browser to come back")
+	})
 	if srv == nil {
 		return code
 	}
@@ -65,14 +61,7 @@ func login(args []string, stdout, stderr io.Writer) int {
 // 7009), where it offers that, and removes them: the local copy goes even
 // when the revocation fails, which is said on stderr.
 func logout(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	id, ok, code := parseServerArg(fs, args, stderr)
-	if !ok {
-		return code
-	}
-	srv, store, code := oauthServer("logout", &c, id, stdout, stderr)
+	id, srv, store, code := oauthCommand("logout", args, stdout, stderr, nil)
 	if srv == nil {
 		return code
 	}
@@ -110,6 +99,25 @@ func issuerName(g *oauth.Grant) string {
 		return "the authorization server"
 	}
 	return "the authorization server " + g.Issuer
+}
+
+// oauthCommand parses the flags of the command name (the common ones, and
+// those flags registers, if not nil) and its SERVER argument, and returns
+// that server, which must use auth: {type: oauth}, with the token store;
+// a nil server and an exit code when it cannot.
+func oauthCommand(name string, args []string, stdout, stderr io.Writer, flags func(*flag.FlagSet)) (string, *config.Server, *oauth.Store, int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if flags != nil {
+		flags(fs)
+	}
+	id, ok, code := parseServerArg(fs, args, stderr)
+	if !ok {
+		return "", nil, nil, code
+	}
+	srv, store, code := oauthServer(name, &c, id, stdout, stderr)
+	return id, srv, store, code
 }
 
 // parseServerArg parses a command's flags and its one SERVER argument,

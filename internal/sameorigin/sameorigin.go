@@ -1,0 +1,92 @@
+// Package sameorigin keeps the credentials of an HTTP request (configured
+// headers such as API keys, bearer tokens, cookies) with the origin they
+// were meant for when a server answers with a redirect.
+//
+// Go's http.Client copies every header of a request onto the requests of
+// its redirects; it drops Authorization and Cookie only when the host is
+// neither the same nor a subdomain, and keeps them across schemes and
+// ports. Custom headers (X-Api-Key and the like) it always copies.
+package sameorigin
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRedirects is how many redirects a guarded client follows when the
+// client it was made from has no CheckRedirect of its own (Go's default).
+const maxRedirects = 10
+
+// Origin is u's scheme, host and port, lower case, with the default port
+// spelled out, so that two spellings of one origin compare equal. "" for a
+// URL with no host.
+func Origin(u *url.URL) string {
+	if u == nil || u.Host == "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// Policy says what a guarded client does with a redirect that leaves the
+// origin of the request it started with.
+type Policy struct {
+	// Headers are the names of the headers that are credentials for the
+	// first origin alone (the configured headers of a server), dropped
+	// along with Authorization, Cookie and Proxy-Authorization.
+	Headers []string
+	// NoBody: a redirect that would send the request's body again (307,
+	// 308) to another origin is not followed; the client returns the
+	// redirect itself. For requests whose body is a secret (a code
+	// exchange, a client secret).
+	NoBody bool
+}
+
+// HeaderNames are the names of the headers of a config's headers: map.
+func HeaderNames(headers map[string]string) []string {
+	names := make([]string, 0, len(headers))
+	for k := range headers {
+		names = append(names, k)
+	}
+	return names
+}
+
+// Client is a copy of client (nil: a zero http.Client) whose redirects to
+// another origin than the first request's follow p. Redirects within the
+// origin are followed as before, and the client's own CheckRedirect, if
+// any, still has the last word.
+func Client(client *http.Client, p Policy) *http.Client {
+	var c http.Client
+	if client != nil {
+		c = *client
+	}
+	next := c.CheckRedirect
+	names := append([]string{"Authorization", "Proxy-Authorization", "Cookie"}, p.Headers...)
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && Origin(req.URL) != Origin(via[0].URL) {
+			if p.NoBody && req.Body != nil && req.Body != http.NoBody {
+				_ = req.Body.Close()
+				return http.ErrUseLastResponse
+			}
+			// The headers of each hop are copied from the first request
+			// again, so a hop back to the first origin gets them back.
+			for _, name := range names {
+				req.Header.Del(name)
+			}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+	return &c
+}
