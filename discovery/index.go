@@ -256,7 +256,7 @@ func (ix *Index) read(tools []Tool, which []int) []string {
 		if t.Original != "" && t.Original != t.Name {
 			d.keys = append(d.keys, r.key(t.Original))
 		}
-		start := len(r.arena)
+		r.start = len(r.arena)
 		r.doc, r.d = int32(i), d
 		r.named, r.served = r.named[:0], r.served[:0]
 		r.f = fieldName
@@ -275,7 +275,7 @@ func (ix *Index) read(tools []Tool, which []int) []string {
 		if len(d.hit.InputSchema) == 0 {
 			d.hit.InputSchema = emptySchema
 		}
-		d.terms = r.arena[start:len(r.arena):len(r.arena)]
+		d.terms = r.arena[r.start:len(r.arena):len(r.arena)]
 	}
 	return r.terms
 }
@@ -295,7 +295,8 @@ type docReader struct {
 	terms  []string         // term number -> term
 	seen   []int32          // term number -> the last doc that had it
 	slot   []int32          // term number -> its place in arena for that doc
-	arena  []docTerm        // the terms of the docs read, doc after doc
+	arena  []docTerm        // the terms of the docs read, doc after doc, in chunks
+	start  int              // where the doc at hand begins in arena
 	stems  stemmer
 	sc     scanner
 	keyed  keySink
@@ -344,12 +345,31 @@ func (r *docReader) word(w []byte) {
 	r.d.lengths[r.f]++
 	if r.seen[id] != r.doc {
 		r.seen[id] = r.doc
+		if len(r.arena) == cap(r.arena) {
+			r.newChunk()
+		}
 		r.slot[id] = int32(len(r.arena))
 		r.arena = append(r.arena, docTerm{term: id})
 	}
 	if dt := &r.arena[r.slot[id]]; dt.tf[r.f] < ^uint16(0) {
 		dt.tf[r.f]++
 	}
+}
+
+// arenaChunk is how many doc terms the arena holds before it starts a new
+// chunk: a full arena is never copied whole, only the terms of the doc at
+// hand move, so a catalog's terms are written once.
+const arenaChunk = 8192
+
+// newChunk moves the terms of the doc at hand to a new chunk of the arena.
+func (r *docReader) newChunk() {
+	doc := r.arena[r.start:]
+	chunk := make([]docTerm, len(doc), max(arenaChunk, 2*len(doc)))
+	copy(chunk, doc)
+	for j, dt := range chunk {
+		r.slot[dt.term] = int32(j)
+	}
+	r.arena, r.start = chunk, 0
 }
 
 // number returns the term number of term, giving it one if it is new.
