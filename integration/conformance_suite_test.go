@@ -49,9 +49,11 @@ type scenarioResult struct {
 	passed   bool     // no check failed, the suite's own verdict (warnings do not fail)
 	attempts int      // runs it took; 0: never run
 	problems []string // the failed and warning checks of the last run, or why it has no result
-	// lostLast: it failed only because, of the three notifications its tool sends,
-	// the last never arrived, the way mcp-go v1.2.1's HTTP server loses one.
-	lostLast bool
+	// lostSome: it failed only because some of the three notifications its tool
+	// sends never arrived on the call's stream, the way mcp-go v1.2.1's HTTP server
+	// loses them (the last one before the response, or any it hands to the
+	// session's GET stream instead).
+	lostSome bool
 }
 
 // scenarioCheck is the part of one entry of a scenario's checks.json that we read.
@@ -187,7 +189,7 @@ func (s *conformanceSuite) run(t *testing.T, url string, timeout time.Duration, 
 // it passes when no check failed.
 func judge(checks []scenarioCheck) scenarioResult {
 	r := scenarioResult{passed: true, attempts: 1}
-	failed, lostLast := 0, 0
+	failed, lostSome := 0, 0
 	for _, c := range checks {
 		switch c.Status {
 		case "FAILURE":
@@ -195,8 +197,8 @@ func judge(checks []scenarioCheck) scenarioResult {
 			failed++
 			var n notificationCounts
 			_ = json.Unmarshal(c.Details, &n) // other checks' details have other shapes
-			if (n.ProgressCount != nil && *n.ProgressCount == 2) || (n.LogCount != nil && *n.LogCount == 2) {
-				lostLast++
+			if (n.ProgressCount != nil && *n.ProgressCount < 3) || (n.LogCount != nil && *n.LogCount < 3) {
+				lostSome++
 			}
 		case "WARNING":
 		default:
@@ -208,6 +210,6 @@ func judge(checks []scenarioCheck) scenarioResult {
 		}
 		r.problems = append(r.problems, fmt.Sprintf("%s %s: %s", c.Status, c.ID, msg))
 	}
-	r.lostLast = failed > 0 && lostLast == failed
+	r.lostSome = failed > 0 && lostSome == failed
 	return r
 }
