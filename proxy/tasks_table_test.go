@@ -35,16 +35,16 @@ func addTask(t *testing.T, tt *taskTable, owner string, inst *upstream.Instance,
 func TestTaskTableSameUpstreamIDsGetDistinctIDs(t *testing.T) {
 	tt, _ := newTestTable()
 	a, b := &upstream.Instance{}, &upstream.Instance{}
-	ea := addTask(t, tt, "alice", a, "task-1", time.Minute)
-	eb := addTask(t, tt, "alice", b, "task-1", time.Minute)
+	ea := addTask(t, tt, "alice", a, "upstream-task-1", time.Minute)
+	eb := addTask(t, tt, "alice", b, "upstream-task-1", time.Minute)
 	assert.NotEqual(t, ea.id, eb.id, "two instances' task-1 are two tasks")
-	assert.NotContains(t, ea.id, "task-1", "the id says nothing of the upstream's")
+	assert.NotContains(t, ea.id, "upstream-task-1", "the id says nothing of the upstream's")
 	assert.True(t, strings.HasPrefix(ea.id, "task-") && len(ea.id) == len("task-")+2*taskIDRandomLength, ea.id)
 
-	got, ok := tt.byUpstream(a, "task-1")
+	got, ok := tt.byUpstream(a, "upstream-task-1")
 	require.True(t, ok)
 	assert.Same(t, ea, got)
-	got, ok = tt.byUpstream(b, "task-1")
+	got, ok = tt.byUpstream(b, "upstream-task-1")
 	require.True(t, ok)
 	assert.Same(t, eb, got)
 }
