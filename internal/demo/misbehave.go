@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // hugeLineBytes is the length of ping_tool's text in the huge-line modes,
@@ -83,7 +85,13 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 		return runFlood(ctx, in, out, errOut)
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
-		fmt.Fprintf(errOut, "sleeper pid %d\n", os.Getpid())
+		// Tell the parent the signals are ignored now: until then a SIGTERM
+		// would still kill this process, which is not what it stands for.
+		if os.Getenv(sleeperReadyVar) == "3" {
+			ready := os.NewFile(3, "ready")
+			_, _ = ready.Write([]byte{'r'})
+			_ = ready.Close()
+		}
 		<-ctx.Done()
 		return nil
 	case "ignore-term":
@@ -119,9 +127,14 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 	return err
 }
 
+// sleeperReadyVar, set to "3", tells a sleeper to write a byte to file
+// descriptor 3 once it ignores the signals.
+const sleeperReadyVar = "MCP_AGGREGATOR_DEMO_SLEEPER_READY_FD"
+
 // startSleeper starts "demo-server misbehave sleeper" from this executable,
 // sharing our stdout and stderr when they are files so that, like a real
-// stray grandchild, it keeps them open. It returns the child's pid.
+// stray grandchild, it keeps them open. It returns the child's pid once the
+// child ignores SIGTERM and SIGINT (where it can tell: not on Windows).
 func startSleeper(out, errOut io.Writer) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -134,12 +147,34 @@ func startSleeper(out, errOut io.Writer) (int, error) {
 	if f := fileOf(errOut); f != nil {
 		cmd.Stderr = f
 	}
+	var ready *os.File
+	if runtime.GOOS != "windows" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, fmt.Errorf("demo: starting sleeper: %w", err)
+		}
+		defer r.Close()
+		defer w.Close()
+		cmd.ExtraFiles = []*os.File{w}
+		cmd.Env = append(os.Environ(), sleeperReadyVar+"=3")
+		ready = r
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("demo: starting sleeper: %w", err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it is ever killed
+	if ready != nil {
+		cmd.ExtraFiles[0].Close() // ours: only the child's end stays open
+		_ = ready.SetReadDeadline(time.Now().Add(sleeperReadyTimeout))
+		if _, err := ready.Read(make([]byte, 1)); err != nil {
+			return 0, fmt.Errorf("demo: the sleeper never said it ignores signals: %w", err)
+		}
+	}
 	return cmd.Process.Pid, nil
 }
+
+// sleeperReadyTimeout bounds the wait for a sleeper to start.
+const sleeperReadyTimeout = 10 * time.Second
 
 func (s *misbehaveServer) handle(line []byte) error {
 	m, ok, err := decodeLine(s.conn, line)
