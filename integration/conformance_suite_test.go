@@ -50,10 +50,16 @@ type scenarioResult struct {
 	attempts int      // runs it took; 0: never run
 	problems []string // the failed and warning checks of the last run, or why it has no result
 	// lostSome: it failed only because some of the three notifications its tool
-	// sends never arrived on the call's stream, the way mcp-go v1.2.1's HTTP server
-	// loses them (the last one before the response, or any it hands to the
-	// session's GET stream instead).
+	// sends never reached the client, the way mcp-go v1.2.1's HTTP server loses
+	// them (it drops the last one before the response in most runs).
 	lostSome bool
+	// delivered: of those notifications, how many the client received in the
+	// last run; meaningful where lostSome is.
+	delivered int
+	// upstreamLost: through the aggregator, every run measured at the upstream
+	// fell short because the upstream never sent what was missing, and the
+	// aggregator delivered every notification it did send.
+	upstreamLost bool
 }
 
 // scenarioCheck is the part of one entry of a scenario's checks.json that we read.
@@ -197,8 +203,11 @@ func judge(checks []scenarioCheck) scenarioResult {
 			failed++
 			var n notificationCounts
 			_ = json.Unmarshal(c.Details, &n) // other checks' details have other shapes
-			if (n.ProgressCount != nil && *n.ProgressCount < 3) || (n.LogCount != nil && *n.LogCount < 3) {
-				lostSome++
+			for _, count := range []*int{n.ProgressCount, n.LogCount} {
+				if count != nil && *count < 3 {
+					lostSome++
+					r.delivered = *count
+				}
 			}
 		case "WARNING":
 		default:
