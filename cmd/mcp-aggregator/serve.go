@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -159,7 +160,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	if *httpAddr == "" {
 		errc := make(chan error, 1)
-		go func() { errc <- p.ServeStdio(ctx, stdin, stdout) }()
+		in, out, polled, restore := pollableStdio(stdin, stdout)
+		defer restore()
+		if polled {
+			oneProcessor(log)
+		}
+		go func() { errc <- p.ServeStdio(ctx, in, out) }()
 		select {
 		case code := <-loaded:
 			if code != 0 {
@@ -303,4 +309,19 @@ func serveHTTP(ctx context.Context, gw *gateway, addr string, loaded <-chan int,
 	defer cancel()
 	_ = edge.Shutdown(sctx)
 	return code
+}
+
+// oneProcessor runs the stdio server's Go code on one processor at a time,
+// unless GOMAXPROCS is set. A stdio server has one client and spends its time
+// passing messages between pipes the poller watches: with a second processor
+// idle, every hand-off from one goroutine to another (the reader's to a
+// worker, an upstream's answer to its caller, a response to the writer) wakes
+// a second thread, which on a small machine preempts the work it was woken
+// for. On one processor those hand-offs are plain goroutine switches. The
+// HTTP server, which has many clients, keeps every processor.
+func oneProcessor(log *slog.Logger) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	log.Debug("serving stdio on one processor", "was", runtime.GOMAXPROCS(1), "override", "set GOMAXPROCS")
 }
