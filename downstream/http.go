@@ -103,11 +103,13 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // JSON body or as an SSE stream when the Handler sends messages ahead of
 // the response.
 //
-// Concurrency: each response has exactly one writer, the goroutine serving
-// that HTTP request; Handler calls run on workers (goroutines kept from one
-// request to the next) and reach the response only through bounded queues
+// Concurrency: a Handler call runs on the goroutine serving its HTTP
+// request, and reaches the response only through bounded queues
 // (Request.Send and Request.Ask, Session.Notify and Session.Request), which
-// never block. No lock is held across a network write.
+// never block. Each response has one writer at a time: the request's
+// goroutine, or, while Handle runs and messages go out ahead of the
+// response, a writer it started (serveRequest). No lock is held across a
+// network write.
 type HTTP struct {
 	h       Handler
 	opts    HTTPOptions
@@ -128,8 +130,6 @@ type HTTP struct {
 	sweeping bool           // the idle sweeper runs
 	ending   sync.WaitGroup // ended sessions whose SessionClosed has not returned
 
-	workers workers // run Handler calls
-
 	draining atomic.Bool  // Drain was called: no new sessions (http_drain.go)
 	inflight atomic.Int64 // requests being served (InFlight)
 }
@@ -146,8 +146,7 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession),
-		workers: workers{idle: make(chan func())}}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -162,9 +164,16 @@ func (t *HTTP) initialize(p *post) {
 	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}, s, opened)
 }
 
-// serveRequest runs Handle on a worker and writes what it sends and then
-// its response; after, when set, sees the response on that goroutine
-// before it is written.
+// serveRequest runs Handle on the request's own goroutine and writes what
+// it sends and then its response; after, when set, sees the response before
+// it is written.
+//
+// Concurrency: most requests send nothing before their response, so the
+// goroutine that serves the request writes the response itself, with no
+// hand-off. A writer goroutine starts only when the first message is queued
+// for the stream, or when a heartbeat is due on a stream that may carry
+// events; it writes until Handle returns and then leaves the rest to this
+// goroutine, which waits for it first. So one goroutine at a time writes.
 func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) {
 	// The request's context ends when the client leaves or cancels, when its
 	// session ends, at Shutdown, or once its response is finished.
@@ -189,9 +198,21 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	}
 	req.Client = ClientOf(p.r.Context()) // a session's own client: sessionOf checked it
 	out := newOutbox(t.opts.QueueSize, false)
+	rs := newResponseStream(p.w, t.opts.WriteTimeout)
+	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
+	var w *streamWriter
 	if p.acceptSSE {
+		w = &streamWriter{rs: rs, out: out, handled: make(chan struct{}), exited: make(chan struct{}),
+			heartbeat: t.opts.Heartbeat, fail: func(err error) {
+				out.close()
+				cancel(errWriteFailed)
+				t.log.Debug("a response could not be written", "method", req.Msg.Method, "err", err)
+			}}
+		out.started = w.start
 		req.Send = out.offer
+		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
+		defer beat.Stop()
 	}
 	if s != nil && usesRequests(req) {
 		req.Ask = t.ask(ctx, p, s, out)
@@ -199,53 +220,82 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	if tp := p.r.Header["Traceparent"]; len(tp) > 0 { // W3C trace context; the canonical key, looked up once
 		req.TraceParent, req.TraceState = tp[0], p.r.Header.Get("Tracestate")
 	}
-	result := make(chan *jsonrpc.Message, 1)
-	t.workers.run(func() {
-		if s != nil {
-			defer s.endRequest(req.Msg.ID)
-		}
-		resp := t.handle(ctx, req)
-		if after != nil {
-			resp = after(ctx, resp)
-		}
-		result <- resp
-	})
 
-	// This goroutine is the response's only writer.
-	rs := newResponseStream(p.w, t.opts.WriteTimeout)
-	defer rs.finish()
-	var beat <-chan time.Time
-	if p.acceptSSE {
-		tick := time.NewTicker(t.opts.Heartbeat)
-		defer tick.Stop()
-		beat = tick.C
+	resp := t.handle(ctx, req)
+	if after != nil {
+		resp = after(ctx, resp)
 	}
+	if s != nil {
+		s.endRequest(req.Msg.ID)
+	}
+	if w != nil && !w.finish() {
+		return // a write failed: the stream is broken
+	}
+	t.respond(ctx, p, rs, out, req, resp)
+}
+
+// streamWriter writes a response's queued messages and heartbeats while
+// Handle runs, on a goroutine of its own started on demand.
+type streamWriter struct {
+	rs        *responseStream
+	out       *outbox
+	heartbeat time.Duration
+	fail      func(error) // a write failed
+
+	once    sync.Once
+	ran     atomic.Bool   // the goroutine was started
+	handled chan struct{} // closed when Handle returned
+	exited  chan struct{} // closed when the goroutine is done writing
+	failed  bool          // a write failed; read after exited
+}
+
+// start starts the writer once; beat says a heartbeat is due now.
+func (w *streamWriter) start(beat bool) {
+	w.once.Do(func() {
+		w.ran.Store(true)
+		go w.run(beat)
+	})
+}
+
+func (w *streamWriter) run(beat bool) {
+	defer close(w.exited)
+	tick := time.NewTicker(w.heartbeat)
+	defer tick.Stop()
 	for {
 		var err error
-		select {
-		case m := <-out.msgs:
-			err = rs.event(m)
-		case <-beat:
-			err = rs.heartbeat()
-		case resp := <-result:
-			t.respond(ctx, p, rs, out, req, resp)
-			return
-		case <-ctx.Done():
-			var resp *jsonrpc.Message
+		switch {
+		case beat:
+			beat = false
+			err = w.rs.heartbeat()
+		default:
 			select {
-			case resp = <-result: // answered as it was cancelled: the answer wins
-			default:
+			case m := <-w.out.msgs:
+				err = w.rs.event(m)
+			case <-tick.C:
+				err = w.rs.heartbeat()
+			case <-w.handled:
+				return // the rest is the request goroutine's
 			}
-			t.respond(ctx, p, rs, out, req, resp)
-			return
 		}
 		if err != nil {
-			out.close()
-			cancel(errWriteFailed)
-			t.log.Debug("a response could not be written", "method", req.Msg.Method, "err", err)
+			w.failed = true
+			w.fail(err)
 			return
 		}
 	}
+}
+
+// finish tells the writer Handle returned and waits until it stopped
+// writing; false if a write failed. Once it returns, no writer goroutine can
+// start, so the request goroutine writes alone.
+func (w *streamWriter) finish() bool {
+	w.once.Do(func() {}) // nothing starts the writer from now on
+	close(w.handled)
+	if !w.ran.Load() {
+		return true
+	}
+	<-w.exited
+	return !w.failed
 }
 
 // ask is Request.Ask of a POSTed request. The spec (2025-11-25, streamable

@@ -25,6 +25,9 @@ type outbox struct {
 
 	mu     sync.Mutex // orders offers against close; never held across a write
 	closed bool
+	// started, when set, is called (without mu) after a message is queued,
+	// to make sure a writer is running.
+	started func(beat bool)
 }
 
 func newOutbox(size int, closeWhenFull bool) *outbox {
@@ -33,6 +36,16 @@ func newOutbox(size int, closeWhenFull bool) *outbox {
 
 // offer queues m unless the writer is gone or the queue is full.
 func (q *outbox) offer(m *jsonrpc.Message) bool {
+	if !q.queue(m) {
+		return false
+	}
+	if q.started != nil {
+		q.started(false)
+	}
+	return true
+}
+
+func (q *outbox) queue(m *jsonrpc.Message) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
