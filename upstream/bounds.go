@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -95,4 +96,21 @@ func (t *throttledLog) warn(log *slog.Logger, msg string, args ...any) {
 		args = append(args, "suppressed", skipped)
 	}
 	log.Warn(msg, args...)
+}
+
+// cancelNotice tells an upstream, through notify, that request id was given
+// up, off the caller's path and with its own time limit, so that the caller
+// returns at its deadline even when the upstream does not read. A notice is
+// advisory: with every slot of notices taken, the upstream is not keeping up
+// anyway, and none is sent.
+func cancelNotice(notices slots, life context.Context, notify func(context.Context, string, any) error, id int64, why error) {
+	if !notices.take() {
+		return
+	}
+	go func() {
+		defer notices.release()
+		ctx, cancel := context.WithTimeout(life, noticeTimeout)
+		defer cancel()
+		_ = notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: why.Error()})
+	}()
 }

@@ -296,19 +296,9 @@ func oneLine(raw json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// cancelled tells the upstream a request was given up, off the caller's
-// path and with its own time limit: an upstream that does not answer must
-// not hold the caller past its deadline.
+// cancelled tells the upstream a request was given up (cancelNotice).
 func (c *remoteConn) cancelled(id int64, why error) {
-	if !c.notices.take() {
-		return // advisory; the upstream is not keeping up anyway
-	}
-	go func() {
-		defer c.notices.release()
-		ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
-		defer cancel()
-		_ = c.notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: why.Error()})
-	}()
+	cancelNotice(c.notices, c.life, c.notify, id, why)
 }
 
 func (c *remoteConn) notify(ctx context.Context, method string, params any) error {

@@ -470,19 +470,9 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 	}
 }
 
-// cancelled tells the upstream a request was given up, off the caller's
-// path and with its own time limit, so that the caller returns at its
-// deadline even when the upstream does not read.
+// cancelled tells the upstream a request was given up (cancelNotice).
 func (c *stdioConn) cancelled(id int64, why error) {
-	if !c.notices.take() {
-		return // advisory; the upstream is not keeping up anyway
-	}
-	go func() {
-		defer c.notices.release()
-		ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
-		defer cancel()
-		_ = c.notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: why.Error()})
-	}()
+	cancelNotice(c.notices, c.life, c.notify, id, why)
 }
 
 func (c *stdioConn) notify(ctx context.Context, method string, params any) error {

@@ -101,19 +101,12 @@ func (s *daemonServer) handle(line []byte) error {
 	}
 	switch m.Method {
 	case "initialize":
-		result, err := initializeResult(m.Params, "demo-daemon")
-		if err != nil {
-			return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
-		}
-		return s.conn.respondValue(m.ID, result)
+		return s.conn.answerInitialize(m, "demo-daemon")
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
-		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{map[string]any{
-			"name":        "daemon_pid",
-			"description": "Returns the pid of this server and of the daemon it started.",
-			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
-		}}})
+		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{
+			noArgTool("daemon_pid", "Returns the pid of this server and of the daemon it started.")}})
 	case "tools/call":
 		var p struct {
 			Name string `json:"name"`

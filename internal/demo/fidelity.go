@@ -99,11 +99,7 @@ func (s *fidelityServer) handle(line []byte) error {
 	}
 	switch m.Method {
 	case "initialize":
-		result, err := initializeResult(m.Params, "demo-fidelity")
-		if err != nil {
-			return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
-		}
-		return s.conn.respondValue(m.ID, result)
+		return s.conn.answerInitialize(m, "demo-fidelity")
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":

@@ -61,11 +61,7 @@ func (s *floodServer) handle(ctx context.Context, line []byte, errOut io.Writer)
 	}
 	switch m.Method {
 	case "initialize":
-		result, err := initializeResult(m.Params, "demo-flood")
-		if err != nil {
-			return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
-		}
-		return s.conn.respondValue(m.ID, result)
+		return s.conn.answerInitialize(m, "demo-flood")
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":

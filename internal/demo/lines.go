@@ -184,6 +184,25 @@ func progressParams(token json.RawMessage, progress, total int, msg string) map[
 	return p
 }
 
+// answerInitialize answers an initialize request as the server called name;
+// invalid params get -32602.
+func (c *lineConn) answerInitialize(m message, name string) error {
+	result, err := initializeResult(m.Params, name)
+	if err != nil {
+		return c.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
+	}
+	return c.respondValue(m.ID, result)
+}
+
+// noArgTool is the definition of a tool that takes no arguments.
+func noArgTool(name, description string) map[string]any {
+	return map[string]any{
+		"name":        name,
+		"description": description,
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+	}
+}
+
 // initializeResult answers initialize with the protocol version the client
 // asked for.
 func initializeResult(params json.RawMessage, name string) (map[string]any, error) {

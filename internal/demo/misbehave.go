@@ -194,19 +194,11 @@ func (s *misbehaveServer) handle(line []byte) error {
 			exitProcess(3)
 			return nil
 		}
-		result, err := initializeResult(m.Params, "demo-misbehave")
-		if err != nil {
-			return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
-		}
-		return s.conn.respondValue(m.ID, result)
+		return s.conn.answerInitialize(m, "demo-misbehave")
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
-		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{map[string]any{
-			"name":        "ping_tool",
-			"description": "Returns \"pong\".",
-			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
-		}}})
+		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{noArgTool("ping_tool", `Returns "pong".`)}})
 	case "tools/call":
 		s.calls++
 		if s.mode == "crash-after" && s.calls == s.count {
