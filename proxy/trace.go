@@ -14,7 +14,7 @@ import (
 // (Options.Tracer is set).
 func (p *Proxy) traced(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 	r := telemetry.Request{Method: req.Msg.Method, ID: req.Msg.ID, Params: req.Msg.Params, Protocol: req.Protocol,
-		Headers: telemetry.Headers{TraceParent: req.TraceParent, TraceState: req.TraceState}}
+		Headers: telemetry.Headers{TraceParent: req.TraceParent, TraceState: req.TraceState}, Exported: p.exported}
 	if req.Session != nil {
 		r.Session = req.Session.Key()
 	}
@@ -37,4 +37,18 @@ func (p *Proxy) upstreamSpan(ctx context.Context, method, tool string, rs *runni
 		u.URL = rs.cfg.URL
 	}
 	return p.opts.Tracer.StartUpstream(ctx, u)
+}
+
+// exported reports whether name is a tool (tools/call) or a prompt
+// (prompts/get) the aggregator exports now.
+func (p *Proxy) exported(method, name string) bool {
+	switch method {
+	case "tools/call":
+		_, ok := p.Catalog().Lookup(name)
+		return ok
+	case "prompts/get":
+		_, ok := p.current().surface.prompts[name]
+		return ok
+	}
+	return false
 }

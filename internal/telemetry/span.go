@@ -64,6 +64,12 @@ type Request struct {
 	Protocol string
 	// Headers are the transport's trace context, used when _meta has none.
 	Headers Headers
+	// Exported reports whether name is one the server exports for Method (a
+	// tool for tools/call, a prompt for prompts/get). Only such a name goes
+	// into the span's name: a client can send any name, and a span name made
+	// of it would give a tracing backend one series per made-up name. Nil:
+	// no name goes into the span's name.
+	Exported func(method, name string) bool
 }
 
 // Upstream describes a call to an upstream instance for its span.
@@ -89,6 +95,15 @@ type Span struct {
 // trace context the client sent (in _meta, else in r.Headers), and
 // returns a context that carries it. On a nil Tracer it returns ctx and a
 // nil Span.
+// spanName is the name of the span of a request naming target: the method and
+// the target when the target is exported, the method alone otherwise.
+func (r Request) spanName(target string) string {
+	if r.Exported == nil || !r.Exported(r.Method, target) {
+		return r.Method
+	}
+	return spanName(r.Method, target)
+}
+
 func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, *Span) {
 	if t == nil {
 		return ctx, nil
@@ -114,12 +129,12 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 		attrs = append(attrs, keyOperation.String("execute_tool"))
 		if params.name != "" {
 			attrs = append(attrs, keyToolName.String(shorten(params.name, maxAttribute)))
-			name = spanName(r.Method, params.name)
+			name = r.spanName(params.name)
 		}
 	case "prompts/get":
 		if params.name != "" {
 			attrs = append(attrs, keyPromptName.String(shorten(params.name, maxAttribute)))
-			name = spanName(r.Method, params.name)
+			name = r.spanName(params.name)
 		}
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		if params.uri != "" {

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,7 +38,7 @@ func TestRequestAndUpstreamSpans(t *testing.T) {
 	tr, exp := recording(t)
 	params := json.RawMessage(`{"name":"demo_echo","arguments":{"text":"hi"},"_meta":{"traceparent":"` + clientTP + `","tracestate":"vendor=value","progressToken":1}}`)
 	ctx, req := tr.StartRequest(context.Background(), Request{Method: "tools/call", ID: json.RawMessage(`"call-7"`), Params: params,
-		Session: "0123456789abcdef0123456789abcdef", Protocol: "2025-11-25"})
+		Session: "0123456789abcdef0123456789abcdef", Protocol: "2025-11-25", Exported: exports("demo_echo")})
 	upCtx, up := tr.StartUpstream(ctx, Upstream{Method: "tools/call", Tool: "echo", Server: "demo", Transport: "stdio", PID: 4242, Protocol: "2025-11-25"})
 	up.SetExportedName("demo_echo")
 	assert.Equal(t, up.Context(), trace.SpanContextFromContext(upCtx))
@@ -84,7 +85,8 @@ func TestRequestSpanOutcomes(t *testing.T) {
 	end := func(method string, params string, resp *jsonrpc.Message) tracetest.SpanStub {
 		t.Helper()
 		exp.Reset()
-		_, s := tr.StartRequest(context.Background(), Request{Method: method, ID: json.RawMessage(`12`), Params: json.RawMessage(params)})
+		_, s := tr.StartRequest(context.Background(), Request{Method: method, ID: json.RawMessage(`12`), Params: json.RawMessage(params),
+			Exported: exports("slow", "greet", "a name with spaces that no catalog would export")})
 		s.EndMessage(resp)
 		spans := exp.GetSpans()
 		require.Len(t, spans, 1)
@@ -109,6 +111,13 @@ func TestRequestSpanOutcomes(t *testing.T) {
 	s = end("tools/call", `{"name":"a name with spaces that no catalog would export"}`, &jsonrpc.Message{Result: json.RawMessage(`{}`)})
 	assert.Equal(t, "tools/call", s.Name, "an odd name stays out of the span name")
 	assert.Equal(t, "a name with spaces that no catalog would export", attrs(s)["gen_ai.tool.name"])
+
+	s = end("tools/call", `{"name":"made_up_4711"}`, &jsonrpc.Message{Error: &jsonrpc.Error{Code: -32602, Message: "unknown tool"}})
+	assert.Equal(t, "tools/call", s.Name, "a name nothing exports stays out of the span name, however well formed")
+	assert.Equal(t, "made_up_4711", attrs(s)["gen_ai.tool.name"])
+
+	s = end("tools/call", `{"name":"slow"}`, &jsonrpc.Message{Result: json.RawMessage(`{}`)})
+	assert.Equal(t, "tools/call slow", s.Name, "an exported tool names its span")
 
 	s = end("prompts/get", `{"name":"greet"}`, &jsonrpc.Message{Result: json.RawMessage(`{}`)})
 	assert.Equal(t, "prompts/get greet", s.Name)
@@ -163,4 +172,9 @@ func TestShortenKeepsUTF8(t *testing.T) {
 	s := shorten("ééééé", 3)
 	assert.Equal(t, "é", s)
 	assert.Equal(t, "a\uFFFDb", shorten("a\xffb", 10))
+}
+
+// exports is a Request.Exported that knows names, whatever the method.
+func exports(names ...string) func(method, name string) bool {
+	return func(_, name string) bool { return slices.Contains(names, name) }
 }
