@@ -67,8 +67,9 @@ type Request struct {
 	// Exported reports whether name is one the server exports for Method (a
 	// tool for tools/call, a prompt for prompts/get). Only such a name goes
 	// into the span's name: a client can send any name, and a span name made
-	// of it would give a tracing backend one series per made-up name. Nil:
-	// no name goes into the span's name.
+	// of it would give a tracing backend one series per made-up name. It is
+	// asked once the request is served (a call made while the catalog loads
+	// waits for it). Nil: no name goes into the span's name.
 	Exported func(method, name string) bool
 }
 
@@ -89,21 +90,15 @@ type Upstream struct {
 // Span is one recorded operation. A nil *Span does nothing.
 type Span struct {
 	span trace.Span
+	// named, on a request's span, names it after its tool or prompt once
+	// the request is served, if the aggregator exports that name.
+	named func()
 }
 
 // StartRequest starts the span of a downstream request, a child of the
 // trace context the client sent (in _meta, else in r.Headers), and
 // returns a context that carries it. On a nil Tracer it returns ctx and a
 // nil Span.
-// spanName is the name of the span of a request naming target: the method and
-// the target when the target is exported, the method alone otherwise.
-func (r Request) spanName(target string) string {
-	if r.Exported == nil || !r.Exported(r.Method, target) {
-		return r.Method
-	}
-	return spanName(r.Method, target)
-}
-
 func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, *Span) {
 	if t == nil {
 		return ctx, nil
@@ -123,26 +118,34 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 	if r.Protocol != "" {
 		attrs = append(attrs, keyProtocol.String(r.Protocol))
 	}
-	name := r.Method
+	target := ""
 	switch r.Method {
 	case "tools/call":
 		attrs = append(attrs, keyOperation.String("execute_tool"))
 		if params.name != "" {
 			attrs = append(attrs, keyToolName.String(shorten(params.name, maxAttribute)))
-			name = r.spanName(params.name)
+			target = params.name
 		}
 	case "prompts/get":
 		if params.name != "" {
 			attrs = append(attrs, keyPromptName.String(shorten(params.name, maxAttribute)))
-			name = r.spanName(params.name)
+			target = params.name
 		}
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		if params.uri != "" {
 			attrs = append(attrs, keyResourceURI.String(safeURI(params.uri)))
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, &Span{span: span}
+	ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	s := &Span{span: span}
+	if target != "" && r.Exported != nil {
+		s.named = func() {
+			if name := spanName(r.Method, target); name != r.Method && r.Exported(r.Method, target) {
+				span.SetName(name)
+			}
+		}
+	}
+	return ctx, s
 }
 
 // StartUpstream starts the span of a call to an upstream instance, a child
@@ -253,6 +256,9 @@ func (s *Span) End(result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 func (s *Span) EndMessage(resp *jsonrpc.Message) {
 	if s == nil {
 		return
+	}
+	if s.named != nil {
+		s.named()
 	}
 	if resp == nil {
 		s.End(nil, nil, context.Canceled)
