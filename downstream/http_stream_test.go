@@ -82,6 +82,70 @@ func TestHTTPSendStreamsBeforeTheResponse(t *testing.T) {
 	assert.JSONEq(t, `8`, string(m.ID))
 }
 
+// TestHTTPSendRacingTheResponse: messages that another goroutine sends while
+// the handler returns either go out ahead of the response, in order, or not
+// at all (Send reports which); the response always comes whole and last. The
+// request's goroutine and a writer it started never write at once (-race).
+func TestHTTPSendRacingTheResponse(t *testing.T) {
+	accepted := make(chan int, 1)
+	h := newHTTPFake()
+	h.handle = func(_ context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
+		}
+		started := make(chan struct{})
+		go func() {
+			n := 0
+			for i := 1; i <= 50; i++ {
+				if i == 2 {
+					close(started)
+				}
+				if req.Send(progress(i)) {
+					n = i
+				} else {
+					break
+				}
+			}
+			accepted <- n
+		}()
+		<-started // the handler returns while messages are still being sent
+		return &jsonrpc.Message{Result: json.RawMessage(`{"done":true}`)}
+	}
+	s := serveHTTP(t, h, HTTPOptions{})
+	id := s.initialize(t)
+	for round := range 40 {
+		resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		n := recv(t, accepted)
+		require.Positive(t, n, "round %d: the first message was sent before the handler returned", round)
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		events := newSSE(resp.Body)
+		var got []int
+		for {
+			m, err := events.next()
+			require.NoError(t, err, "round %d", round)
+			if m.Method == "" {
+				assert.JSONEq(t, `7`, string(m.ID))
+				assert.JSONEq(t, `{"done":true}`, string(m.Result))
+				break
+			}
+			var p struct {
+				Progress int `json:"progress"`
+			}
+			require.NoError(t, json.Unmarshal(m.Params, &p))
+			got = append(got, p.Progress)
+		}
+		_, err := events.next()
+		assert.ErrorIs(t, err, io.EOF, "round %d: the response ends the stream", round)
+		resp.Body.Close()
+		// Every message Send accepted went out, in order, before the response.
+		require.Len(t, got, n, "round %d: %v", round, got)
+		for i, p := range got {
+			require.Equal(t, i+1, p, "round %d: %v", round, got)
+		}
+	}
+}
+
 func TestHTTPNoResponseIsAccepted(t *testing.T) {
 	h := newHTTPFake()
 	h.handle = func(context.Context, *Request) *jsonrpc.Message { return nil }
