@@ -213,6 +213,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.Send = out.offer
 		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
 		defer beat.Stop()
+		defer w.finish() // also when a panic ends the request
 	}
 	if s != nil && usesRequests(req) {
 		req.Ask = t.ask(ctx, p, s, out)
@@ -221,17 +222,24 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.TraceParent, req.TraceState = tp[0], p.r.Header.Get("Tracestate")
 	}
 
-	resp := t.handle(ctx, req)
-	if after != nil {
-		resp = after(ctx, resp)
-	}
-	if s != nil {
-		s.endRequest(req.Msg.ID)
-	}
+	resp := t.serve(ctx, req, s, after)
 	if w != nil && !w.finish() {
 		return // a write failed: the stream is broken
 	}
 	t.respond(ctx, p, rs, out, req, resp)
+}
+
+// serve runs Handle, then after, and ends the request in its session
+// whatever happens.
+func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
+	if s != nil {
+		defer s.endRequest(req.Msg.ID)
+	}
+	resp := t.handle(ctx, req)
+	if after != nil {
+		resp = after(ctx, resp)
+	}
+	return resp
 }
 
 // streamWriter writes a response's queued messages and heartbeats while
@@ -243,6 +251,7 @@ type streamWriter struct {
 	fail      func(error) // a write failed
 
 	once    sync.Once
+	ended   sync.Once     // handled is closed
 	ran     atomic.Bool   // the goroutine was started
 	handled chan struct{} // closed when Handle returned
 	exited  chan struct{} // closed when the goroutine is done writing
@@ -287,10 +296,11 @@ func (w *streamWriter) run(beat bool) {
 
 // finish tells the writer Handle returned and waits until it stopped
 // writing; false if a write failed. Once it returns, no writer goroutine can
-// start, so the request goroutine writes alone.
+// start, so the request goroutine writes alone. Calling it again only
+// reports again.
 func (w *streamWriter) finish() bool {
 	w.once.Do(func() {}) // nothing starts the writer from now on
-	close(w.handled)
+	w.ended.Do(func() { close(w.handled) })
 	if !w.ran.Load() {
 		return true
 	}
