@@ -102,6 +102,11 @@ type Request struct {
 	// HTTP request that carried the message ("" on stdio, or when absent):
 	// a tracing handler's fallback when _meta carries no traceparent.
 	TraceParent, TraceState string
+	// Cancel ends the context Handle was given, with cause, as the client's
+	// cancellation would; the response Handle then returns is still sent.
+	// A handler uses it to bound its work (a call's timeout) without a
+	// context of its own. Nil for requests made outside a transport.
+	Cancel context.CancelCauseFunc
 }
 
 // Meta returns the request's params._meta members (nil when there are none).

@@ -197,6 +197,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		}
 	}
 	req.Client = ClientOf(p.r.Context()) // a session's own client: sessionOf checked it
+	req.Cancel = cancel
 	out := newOutbox(t.opts.QueueSize, false)
 	rs := newResponseStream(p.w, t.opts.WriteTimeout)
 	defer rs.finish()

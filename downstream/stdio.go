@@ -231,7 +231,8 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // nil when its id is in use by a request in flight (it is answered so).
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	key := jsonrpc.IDKey(msg.ID)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	s.mu.Lock()
 	if _, dup := s.calls[key]; dup {
 		s.mu.Unlock()
@@ -251,7 +252,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.mu.Unlock()
 			cancel()
 		}()
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.Notify}
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.Notify, Cancel: cancelCause}
 		req.ClientCapabilities = s.capabilities(req)
 		if usesRequests(req) {
 			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {

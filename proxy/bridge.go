@@ -139,11 +139,13 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 		final: make(chan *jsonrpc.Message, 1), wake: make(chan struct{}, 1)}
 	// The run outlives this request when the upstream asks for input: it
 	// keeps ctx's values, not its end. Ending it is the exchange's to do.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancel := func() { cancelRun(nil) }
 	x.cancel = cancel
 	held := *req
 	held.Ask = x.ask
 	held.Send = x.send
+	held.Cancel = cancelRun // the run's to end, not the first request's
 	// The run's log messages go to the client request waiting at the time.
 	runCtx = p.requestLogs(runCtx, &held)
 	x.attach(req) // before the run starts: its first progress finds req

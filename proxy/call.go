@@ -86,7 +86,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		if entry.Settings.Timeout > 0 {
 			timeout = entry.Settings.Timeout
 		}
-		callCtx, deadline = newDeadline(ctx, timeout)
+		callCtx, deadline = callDeadline(ctx, inv.req, timeout)
 		var err error
 		grant, err = rs.pool.Acquire(callCtx, inv.key)
 		if err == nil {
@@ -213,6 +213,22 @@ type deadline struct {
 	cancel  context.CancelCauseFunc
 }
 
+// callDeadline is newDeadline for a call that is its request's whole work:
+// a timeout ends the request's own context (with ErrTimeout as the cause),
+// and the call needs no context of its own. The caller's ctx must come from
+// req's. stop then only stops the timer: the request's context is the
+// transport's to end.
+func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Duration) (context.Context, *deadline) {
+	if req == nil || req.Cancel == nil {
+		return newDeadline(ctx, timeout)
+	}
+	d := &deadline{timeout: timeout}
+	if timeout > 0 {
+		d.timer = time.AfterFunc(timeout, func() { req.Cancel(ErrTimeout) })
+	}
+	return ctx, d
+}
+
 func newDeadline(parent context.Context, timeout time.Duration) (context.Context, *deadline) {
 	ctx, cancel := context.WithCancelCause(parent)
 	d := &deadline{timeout: timeout, cancel: cancel}
@@ -232,7 +248,9 @@ func (d *deadline) stop() {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	d.cancel(context.Canceled)
+	if d.cancel != nil {
+		d.cancel(context.Canceled)
+	}
 }
 
 func (p *Proxy) sessionEnded(key session.Key) {
