@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 )
 
 // TestLateAnswerIsToldApartFromAnUnknownID: the answer to a request the
@@ -25,7 +26,7 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 	t.Cleanup(func() { _, _ = stdinR.Close(), stdinW.Close() })
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
-	c := &stdioConn{server: "late", log: rec.logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), quick: newQuickWriter(stdinW),
+	c := &stdioConn{server: "late", log: rec.logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdinW),
 		pending: map[string]chan reply{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
 	upstreamIn := jsonrpc.NewReader(stdinR, 1<<20)
 

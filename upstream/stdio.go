@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 )
 
 // stdioConn speaks newline-delimited JSON-RPC (internal/jsonrpc's framing)
@@ -44,7 +45,9 @@ type stdioConn struct {
 	// that it is pollable and takes write deadlines.
 	stdin     *os.File
 	writeSlot chan struct{} // one slot: whoever holds it writes
-	quick     *quickWriter  // used by the holder of writeSlot only
+	// pipe writes stdin without waiting while the pipe has room; used by
+	// the holder of writeSlot only.
+	pipe *pipeio.Pipe
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
@@ -116,7 +119,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	}
 	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
-		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), quick: newQuickWriter(stdin),
+		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdin),
 		pending: map[string]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
@@ -124,7 +127,11 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		closed: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
-	go c.read(stdout)
+	if f, ok := stdout.(*os.File); ok {
+		go c.read(pipeio.New(f))
+	} else {
+		go c.read(stdout)
+	}
 	return c, nil
 }
 
@@ -376,7 +383,7 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 	// Most messages fit in the pipe at once: then they go out without
 	// waiting, so there is nothing for a deadline or a cancellation to end
 	// and neither is armed (one write(2), no timer, no context callback).
-	n := c.quick.write(line)
+	n, _ := c.pipe.TryWrite(line) // an error shows again in the waiting write
 	if n == len(line) {
 		return nil
 	}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 )
 
 // pollableStdio gives the stdio transport its client's pipes through the
 // runtime's poller: stdin and stdout, when they are the process's own and each
 // is a pipe or a socket, are put in non-blocking mode and opened again as
-// files the poller serves. Waiting for the client then parks a goroutine
+// files the poller serves, read and written with direct system calls
+// (internal/pipeio). Waiting for the client then parks a goroutine
 // instead of holding a thread in read(2) or write(2), which is what lets the
 // stdio server run on one processor (see oneProcessor). A terminal, a file or
 // anything else is left as it is. restore puts the descriptors back in
@@ -22,11 +25,11 @@ func pollableStdio(stdin io.Reader, stdout io.Writer) (in io.Reader, out io.Writ
 	var undo []int
 	if f, ok := stdin.(*os.File); ok && f == os.Stdin && nonblocking(0) {
 		pollStdin = os.NewFile(0, f.Name())
-		in, undo, polled = pollStdin, append(undo, 0), true
+		in, undo, polled = pipeio.New(pollStdin), append(undo, 0), true
 	}
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout && nonblocking(1) {
 		pollStdout = os.NewFile(1, f.Name())
-		out, undo = pollStdout, append(undo, 1)
+		out, undo = pipeio.New(pollStdout), append(undo, 1)
 	}
 	return in, out, polled, func() {
 		for _, fd := range undo {
