@@ -73,6 +73,9 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	// More than one request in flight: responses are likely to be
 	// completing together, worth one write.
 	s.ob.gather = func() bool { return len(s.slots) > 1 }
+	if tw, ok := out.(tryWriter); ok && tw.Direct() {
+		s.ob.try, s.ob.done = tw.TryWrite, s.written
+	}
 	go func() { writeErr <- s.ob.drain(out, s.written) }()
 	// SessionOpened follows a successful initialize (a sessionless client
 	// never sends one, and hears of changes through subscriptions/listen);
@@ -369,16 +372,30 @@ type lineQueue struct {
 	limit   int
 	dropped int
 	closed  bool
+	writing bool // a batch, or a response written at once, is being written
 	wake    chan struct{}
 	flushed chan struct{} // signalled each time the queue is found empty
 	// gather, if set, says whether the writer, woken, should first let the
 	// goroutines that are ready to run go (see drain); set before drain.
 	gather func() bool
+	// try, if set, writes what the client's pipe takes at once, without
+	// waiting; a response that finds nothing queued and nothing being
+	// written goes out through it from the goroutine that pushes it, and
+	// done is told, as drain's is. Set before drain.
+	try  func([]byte) (int, error)
+	done func(response bool)
+}
+
+// tryWriter is an output that can write without waiting (internal/pipeio).
+type tryWriter interface {
+	Direct() bool
+	TryWrite([]byte) (int, error)
 }
 
 type queuedLine struct {
 	data     []byte
 	response bool
+	rest     bool // the rest of a line written in part: no newline to add
 }
 
 func newLineQueue(limit int) *lineQueue {
@@ -395,6 +412,10 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 		o.mu.Unlock()
 		return false
 	}
+	if response && o.try != nil && !o.writing && len(o.queue) == 0 && !o.gather() {
+		o.writeNow(data)
+		return true
+	}
 	o.queue = append(o.queue, queuedLine{data: data, response: response})
 	if !response {
 		o.notes++
@@ -405,6 +426,43 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 	default:
 	}
 	return true
+}
+
+// writeNow writes a response from the goroutine that pushed it, when it
+// is the only one in flight and nothing is queued or being written: the
+// writer would otherwise have to be woken and scheduled for it (stdio at
+// one call in flight; see BENCHMARKS.md). What the pipe does not take at
+// once is queued first in line, for the writer to wait on; so is the
+// response when the write fails, and the writer reports why. Called with
+// o.mu held; returns with it released.
+func (o *lineQueue) writeNow(data []byte) {
+	o.writing = true
+	o.mu.Unlock()
+	line := append(data, '\n')
+	n, _ := o.try(line)
+	o.mu.Lock()
+	o.writing = false
+	if n == len(line) {
+		wake := len(o.queue) > 0 || o.closed
+		o.mu.Unlock()
+		o.done(true)
+		if wake {
+			o.signal()
+		}
+		return
+	}
+	o.queue = append(o.queue, queuedLine{})
+	copy(o.queue[1:], o.queue)
+	o.queue[0] = queuedLine{data: line[n:], response: true, rest: true}
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *lineQueue) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (o *lineQueue) close() {
@@ -424,12 +482,23 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 	var batch []queuedLine
 	for {
 		o.mu.Lock()
+		if o.writing {
+			// A response is being written at once (writeNow), which
+			// signals when it is done.
+			o.mu.Unlock()
+			<-o.wake
+			continue
+		}
 		batch, o.queue = o.queue, batch[:0]
 		o.notes = 0
+		o.writing = len(batch) > 0
 		closed := o.closed
 		o.mu.Unlock()
 		for _, m := range batch {
 			bw.Write(m.data)
+			if m.rest {
+				continue
+			}
 			if err := bw.WriteByte('\n'); err != nil {
 				return err
 			}
@@ -437,6 +506,9 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
+		o.mu.Lock()
+		o.writing = false
+		o.mu.Unlock()
 		// A response's slot frees once it is on the wire, not in a buffer.
 		for i, m := range batch {
 			done(m.response)

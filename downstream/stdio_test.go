@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 )
 
 // stdioHandler answers every request with {"method": ...}; "slow" waits for
@@ -41,6 +43,9 @@ func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Messag
 			return nil
 		case <-h.release:
 		}
+	case "big":
+		body, _ := json.Marshal(map[string]string{"method": "big", "text": strings.Repeat("b", 1<<20)})
+		return &jsonrpc.Message{Result: body}
 	case "progress":
 		for i := 1; i <= 3; i++ {
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progress":` + string(rune('0'+i)) + `}`)})
@@ -54,23 +59,38 @@ func (h *stdioHandler) Notified(_ context.Context, _ Session, m *jsonrpc.Message
 func (h *stdioHandler) SessionOpened(s Session)                                   { h.opened <- s }
 func (h *stdioHandler) SessionClosed(s Session)                                   { h.closed <- s }
 
-// stdioPeer is a client of ServeStdio over pipes.
+// stdioPeer is a client of ServeStdio over pipes: the operating system's,
+// read and written as the aggregator's own stdin and stdout are
+// (internal/pipeio).
 type stdioPeer struct {
-	in     *io.PipeWriter
+	in     io.WriteCloser
 	out    *bufio.Scanner
-	outR   *io.PipeReader
+	outR   io.ReadCloser
 	served chan error
 }
 
 func startStdio(t *testing.T, h Handler, opts StdioOptions) *stdioPeer {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	p := &stdioPeer{in: inW, outR: outR, out: bufio.NewScanner(outR), served: make(chan error, 1)}
-	p.out.Buffer(nil, 1<<20)
-	go func() { p.served <- ServeStdio(context.Background(), h, inR, outW, opts); outW.Close() }()
-	t.Cleanup(func() { inW.Close(); outR.Close() })
+	p, _ := startStdioOn(t, h, opts, func(out *pipeio.Pipe) io.Writer { return out })
 	return p
+}
+
+// startStdioOn is startStdio with the server's output wrapped by wrap.
+func startStdioOn(t *testing.T, h Handler, opts StdioOptions, wrap func(*pipeio.Pipe) io.Writer) (*stdioPeer, *os.File) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	p := &stdioPeer{in: inW, outR: outR, out: bufio.NewScanner(outR), served: make(chan error, 1)}
+	p.out.Buffer(nil, 4<<20)
+	out := wrap(pipeio.New(outW))
+	go func() {
+		p.served <- ServeStdio(context.Background(), h, pipeio.New(inR), out, opts)
+		_, _ = inR.Close(), outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	return p, outW
 }
 
 func (p *stdioPeer) send(t *testing.T, line string) {
@@ -214,3 +234,51 @@ func TestStdioClientThatStopsReading(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// countedPipe counts the writes that do not wait.
+type countedPipe struct {
+	*pipeio.Pipe
+	tries atomic.Int64
+}
+
+func (c *countedPipe) TryWrite(b []byte) (int, error) {
+	c.tries.Add(1)
+	return c.Pipe.TryWrite(b)
+}
+
+// A response alone in flight is written by the goroutine that served it.
+// One larger than the pipe goes out in part, and the rest is written by the
+// writer ahead of everything queued after it: the client reads whole lines,
+// in order.
+func TestStdioResponseWrittenAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newStdioHandler()
+	var counted *countedPipe
+	p, _ := startStdioOn(t, h, StdioOptions{}, func(out *pipeio.Pipe) io.Writer {
+		require.True(t, out.Direct())
+		counted = &countedPipe{Pipe: out}
+		return counted
+	})
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.JSONEq(t, `1`, string(p.next(t)["id"]))
+	assert.EqualValues(t, 1, counted.tries.Load(), "the response went out without the writer")
+
+	// Nothing reads while the large response is written, and more is
+	// queued behind it.
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"big"}`)
+	require.Eventually(t, func() bool { return counted.tries.Load() == 2 }, 5*time.Second, time.Millisecond)
+	p.send(t, `{"jsonrpc":"2.0","id":3,"method":"progress","params":{"_meta":{"progressToken":1}}}`)
+	big := p.next(t)
+	assert.JSONEq(t, `2`, string(big["id"]))
+	var result struct{ Text string }
+	require.NoError(t, json.Unmarshal(big["result"], &result))
+	assert.Equal(t, 1<<20, len(result.Text))
+	for i := 1; i <= 3; i++ {
+		m := p.next(t)
+		require.JSONEq(t, `"notifications/progress"`, string(m["method"]))
+		assert.JSONEq(t, `{"progress":`+itoa(i)+`}`, string(m["params"]))
+	}
+	assert.JSONEq(t, `3`, string(p.next(t)["id"]))
+	p.in.Close()
+	require.NoError(t, <-p.served)
+}
