@@ -69,6 +69,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
+	s.send = s.Notify
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
 	// completing together, worth one write.
@@ -123,7 +124,8 @@ type stdioSession struct {
 	protocol atomic.Pointer[string]          // negotiated at initialize
 	caps     atomic.Pointer[json.RawMessage] // declared at initialize
 	openOnce sync.Once
-	asks     *outgoing // server-to-client requests awaiting the client
+	asks     *outgoing                   // server-to-client requests awaiting the client
+	send     func(*jsonrpc.Message) bool // Notify, made once
 
 	mu    sync.Mutex
 	calls map[string]inFlight // in-flight requests by id
@@ -234,12 +236,11 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // nil when its id is in use by a request in flight (it is answered so).
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	key := jsonrpc.IDKey(msg.ID)
-	rctx, cancelCause := context.WithCancelCause(ctx)
-	cancel := func() { cancelCause(nil) }
+	rctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()
 	if _, dup := s.calls[key]; dup {
 		s.mu.Unlock()
-		cancel()
+		cancel(nil)
 		<-s.slots
 		s.reject(msg.ID, jsonrpc.CodeInvalidRequest, "request id "+string(msg.ID)+" is already in use by a request in flight")
 		return nil
@@ -253,9 +254,9 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.mu.Lock()
 			delete(s.calls, key)
 			s.mu.Unlock()
-			cancel()
+			cancel(nil)
 		}()
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.Notify, Cancel: cancelCause}
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.send, Cancel: cancel}
 		req.ClientCapabilities = s.capabilities(req)
 		if usesRequests(req) {
 			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
@@ -319,14 +320,14 @@ func (s *stdioSession) cancel(params []byte) {
 	call, ok := s.calls[jsonrpc.IDKey(id)]
 	s.mu.Unlock()
 	if ok {
-		call.cancel()
+		call.cancel(nil)
 	}
 }
 
 func (s *stdioSession) cancelAll() {
 	s.mu.Lock()
 	for _, call := range s.calls {
-		call.cancel()
+		call.cancel(nil)
 	}
 	s.mu.Unlock()
 }
@@ -335,7 +336,7 @@ func (s *stdioSession) cancelListens() {
 	s.mu.Lock()
 	for _, call := range s.calls {
 		if call.listen {
-			call.cancel()
+			call.cancel(nil)
 		}
 	}
 	s.mu.Unlock()
@@ -343,7 +344,7 @@ func (s *stdioSession) cancelListens() {
 
 // inFlight is a request being served.
 type inFlight struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	listen bool // a subscriptions/listen stream
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/requeststate"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // The bridge serves protocol 2026-07-28 clients whose request reaches an
@@ -146,8 +147,13 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 	held.Ask = x.ask
 	held.Send = x.send
 	held.Cancel = cancelRun // the run's to end, not the first request's
-	// The run's log messages go to the client request waiting at the time.
-	runCtx = p.requestLogs(runCtx, &held)
+	// The run's log messages go to the client request waiting at the time;
+	// it asks for them at the first request's level.
+	level := ""
+	if c := upstream.CallerOf(ctx); c != nil {
+		level = c.LogLevel()
+	}
+	runCtx = upstream.WithCaller(runCtx, &requestCaller{p: p, req: &held, level: level})
 	x.attach(req) // before the run starts: its first progress finds req
 	go func() {
 		resp := serve(runCtx, &held)

@@ -25,17 +25,24 @@ var levelNames = func() []string {
 	return out
 }()
 
-// requestLogs makes the log messages of the upstream requests made with the
-// returned context go to req.
-func (p *Proxy) requestLogs(ctx context.Context, req *downstream.Request) context.Context {
-	return upstream.WithLogSink(ctx, func(inst *upstream.Instance, params json.RawMessage) {
-		level, msg := logNotification(inst.Server(), params)
-		p.logToRequest(req, level, msg)
-	})
+// requestCaller is a downstream request as the upstream requests made to serve
+// it see it: its log level, and the log messages sent on their response
+// streams go to it.
+type requestCaller struct {
+	p     *Proxy
+	req   *downstream.Request
+	level string
 }
 
-// withCallerLogLevel returns ctx carrying the log level the caller of req
-// wants, for the upstream requests made to serve it, whose log messages go
+func (c *requestCaller) LogLevel() string { return c.level }
+
+func (c *requestCaller) Log(inst *upstream.Instance, params json.RawMessage) {
+	level, msg := logNotification(inst.Server(), params)
+	c.p.logToRequest(c.req, level, msg)
+}
+
+// withCallerLogLevel returns ctx whose upstream requests serve req: they
+// carry the log level the caller of req wants, and their log messages go
 // to req.
 func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request) context.Context {
 	switch req.Msg.Method {
@@ -43,19 +50,17 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 	default:
 		return ctx // served here, or not long enough to log for
 	}
-	ctx = p.requestLogs(ctx, req)
+	c := &requestCaller{p: p, req: req}
 	if req.Session == nil || downstream.Modern(req.Protocol) {
-		level := metaString(req.Msg.Params, downstream.MetaLogLevel)
-		if level == "" {
-			return ctx
+		c.level = metaString(req.Msg.Params, downstream.MetaLogLevel)
+	} else {
+		rank, set := p.levels.get(req.Session.Key())
+		if !set {
+			rank = defaultLogLevel
 		}
-		return upstream.WithLogLevel(ctx, level)
+		c.level = levelNames[rank]
 	}
-	rank, set := p.levels.get(req.Session.Key())
-	if !set {
-		rank = defaultLogLevel
-	}
-	return upstream.WithLogLevel(ctx, levelNames[rank])
+	return upstream.WithCaller(ctx, c)
 }
 
 // logNotification is an upstream's log message as the aggregator relays it

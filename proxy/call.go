@@ -104,11 +104,15 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	defer deadline.stop()
 	defer grant.Done()
 
-	release, err := st.limits.acquire(callCtx, entry.Server+"/"+entry.Original, entry.Settings.MaxInstances)
+	tool := ""
+	if entry.Settings.MaxInstances > 0 {
+		tool = entry.Server + "/" + entry.Original
+	}
+	hold, err := st.limits.acquire(callCtx, tool, entry.Settings.MaxInstances)
 	if err != nil {
 		return nil, errorObject(codeInternal, "server %q: tool %q: %v", entry.Server, name, err), nil
 	}
-	defer release()
+	defer hold.release()
 
 	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}
 	var (
@@ -125,13 +129,16 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if inv.req != nil {
 		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
 		p.bindSession(rs, grant, inv.req.Session)
-		defer p.inflight.add(grant.Instance, inv.req)()
+		p.inflight.add(grant.Instance, inv.req)
+		defer p.inflight.remove(grant.Instance, inv.req)
 	}
 	if inv.progress != nil && len(inv.token) > 0 {
 		call.ProgressToken = inv.token
+		// Locals, so that inv itself stays on the stack.
+		progress, session := inv.progress, inv.session()
 		call.OnProgress = func(params json.RawMessage) {
 			deadline.reset() // progress proves the call is alive
-			inv.progress(p.relatedOut(params, grant.Instance, inv.session()))
+			progress(p.relatedOut(params, grant.Instance, session))
 		}
 		if task != nil {
 			// A task's progress token outlives the call.

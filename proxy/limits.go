@@ -36,13 +36,14 @@ func (l *limiter) toolSlot(key string, max int) chan struct{} {
 	return ch
 }
 
-// acquire takes a global slot and a slot of tool; release gives both back.
-func (l *limiter) acquire(ctx context.Context, tool string, max int) (release func(), err error) {
+// acquire takes a global slot and a slot of tool (server/tool, read only
+// when max > 0); the hold's release gives both back.
+func (l *limiter) acquire(ctx context.Context, tool string, max int) (limitHold, error) {
 	if l.global != nil {
 		select {
 		case l.global <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("limits.max_concurrent (%d) calls already in flight: %w", cap(l.global), context.Cause(ctx))
+			return limitHold{}, fmt.Errorf("limits.max_concurrent (%d) calls already in flight: %w", cap(l.global), context.Cause(ctx))
 		}
 	}
 	slot := l.toolSlot(tool, max)
@@ -53,15 +54,20 @@ func (l *limiter) acquire(ctx context.Context, tool string, max int) (release fu
 			if l.global != nil {
 				<-l.global
 			}
-			return nil, fmt.Errorf("tool %q: max_instances (%d) calls already in flight: %w", tool, max, context.Cause(ctx))
+			return limitHold{}, fmt.Errorf("tool %q: max_instances (%d) calls already in flight: %w", tool, max, context.Cause(ctx))
 		}
 	}
-	return func() {
-		if slot != nil {
-			<-slot
-		}
-		if l.global != nil {
-			<-l.global
-		}
-	}, nil
+	return limitHold{global: l.global, tool: slot}, nil
+}
+
+// limitHold is what one call holds of a limiter.
+type limitHold struct{ global, tool chan struct{} }
+
+func (h limitHold) release() {
+	if h.tool != nil {
+		<-h.tool
+	}
+	if h.global != nil {
+		<-h.global
+	}
 }

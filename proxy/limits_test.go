@@ -13,7 +13,8 @@ import (
 func tryAcquire(l *limiter, tool string, max int) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	return l.acquire(ctx, tool, max)
+	hold, err := l.acquire(ctx, tool, max)
+	return hold.release, err
 }
 
 func TestLimiterGlobalCap(t *testing.T) {
@@ -45,9 +46,9 @@ func TestLimiterGlobalCap(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		release, err := l.acquire(ctx, "s/b", 0)
+		hold, err := l.acquire(ctx, "s/b", 0)
 		if err == nil {
-			release()
+			hold.release()
 		}
 		got <- err
 	}()

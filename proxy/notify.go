@@ -20,44 +20,57 @@ import (
 
 // inflight knows which downstream requests are running on each instance,
 // so that an upstream's notification during one request goes on that
-// request's stream.
+// request's stream. It keeps no per-call allocation: the requests sit in
+// one map, with a count per instance.
 type inflight struct {
-	mu   sync.Mutex
-	reqs map[*upstream.Instance]map[*downstream.Request]struct{}
+	mu    sync.Mutex
+	reqs  map[inflightKey]struct{}
+	count map[*upstream.Instance]int
 }
 
-func (f *inflight) add(inst *upstream.Instance, req *downstream.Request) (done func()) {
+type inflightKey struct {
+	inst *upstream.Instance
+	req  *downstream.Request
+}
+
+// add records req as running on inst, until remove; adding it again
+// changes nothing.
+func (f *inflight) add(inst *upstream.Instance, req *downstream.Request) {
+	k := inflightKey{inst, req}
 	f.mu.Lock()
 	if f.reqs == nil {
-		f.reqs = map[*upstream.Instance]map[*downstream.Request]struct{}{}
+		f.reqs, f.count = map[inflightKey]struct{}{}, map[*upstream.Instance]int{}
 	}
-	set := f.reqs[inst]
-	if set == nil {
-		set = map[*downstream.Request]struct{}{}
-		f.reqs[inst] = set
+	if _, ok := f.reqs[k]; !ok {
+		f.reqs[k] = struct{}{}
+		f.count[inst]++
 	}
-	set[req] = struct{}{}
 	f.mu.Unlock()
-	return func() {
-		f.mu.Lock()
-		delete(set, req)
-		if len(set) == 0 {
-			delete(f.reqs, inst)
+}
+
+func (f *inflight) remove(inst *upstream.Instance, req *downstream.Request) {
+	k := inflightKey{inst, req}
+	f.mu.Lock()
+	if _, ok := f.reqs[k]; ok {
+		delete(f.reqs, k)
+		if f.count[inst]--; f.count[inst] == 0 {
+			delete(f.count, inst)
 		}
-		f.mu.Unlock()
 	}
+	f.mu.Unlock()
 }
 
 // only returns the one request running on inst, if there is exactly one.
 func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	set := f.reqs[inst]
-	if len(set) != 1 {
+	if f.count[inst] != 1 {
 		return nil
 	}
-	for r := range set {
-		return r
+	for k := range f.reqs {
+		if k.inst == inst {
+			return k.req
+		}
 	}
 	return nil
 }

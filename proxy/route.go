@@ -60,8 +60,8 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, grant.Instance, req.Session)})
 		}
 	}
-	done := p.inflight.add(grant.Instance, req)
-	defer done()
+	p.inflight.add(grant.Instance, req)
+	defer p.inflight.remove(grant.Instance, req)
 	upCtx, span := p.upstreamSpan(cctx, method, "", rs, grant)
 	if span != nil {
 		up.Meta = span.Meta(nil) // the upstream's spans nest under this one

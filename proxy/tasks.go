@@ -245,7 +245,8 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, e.inst, req.Session)})
 			}
 		}
-		defer p.inflight.add(e.inst, req)()
+		p.inflight.add(e.inst, req)
+		defer p.inflight.remove(e.inst, req)
 	}
 	raw, err = e.inst.Do(cctx, up)
 	if err == nil {

@@ -88,11 +88,12 @@ type Grant struct {
 	// Recycled is true when the session's previous instance was replaced
 	// on purpose (lease.max_age, lease.max_calls): its state is gone.
 	Recycled bool
-	done     func()
+	pool     *Pool
+	rec      *record
 }
 
 // Done must be called when the call finishes.
-func (g *Grant) Done() { g.done() }
+func (g *Grant) Done() { g.pool.callDone(g.rec) }
 
 // record is the pool's account of one of its instances. Its fields are
 // guarded by the pool's mu.
@@ -195,7 +196,7 @@ func (p *Pool) use(rec *record) *Grant {
 	rec.calls++
 	rec.inflight++
 	p.inflight++
-	return &Grant{Instance: rec.inst, done: func() { p.callDone(rec) }}
+	return &Grant{Instance: rec.inst, pool: p, rec: rec}
 }
 
 func (p *Pool) callDone(rec *record) {

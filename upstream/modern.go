@@ -141,19 +141,12 @@ func (i *Instance) discover(ctx context.Context, srv *config.Server, version, na
 
 const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
-type logLevelKey struct{}
-
-// WithLogLevel returns ctx carrying the log level (debug ... emergency) the
-// caller of the requests made with it wants log messages at; a sessionless
-// upstream is asked for those. An empty level asks for none.
-func WithLogLevel(ctx context.Context, level string) context.Context {
-	return context.WithValue(ctx, logLevelKey{}, level)
-}
-
-// logLevelOf is the level WithLogLevel set, or "".
+// logLevelOf is the level the caller (WithCaller) wants, or "".
 func logLevelOf(ctx context.Context) string {
-	level, _ := ctx.Value(logLevelKey{}).(string)
-	return level
+	if c := CallerOf(ctx); c != nil {
+		return c.LogLevel()
+	}
+	return ""
 }
 
 // modernParams sets, for a sessionless upstream, the per-request members of

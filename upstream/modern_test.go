@@ -197,7 +197,7 @@ func TestModernListenFollowsListChanges(t *testing.T) {
 	assert.JSONEq(t, `{"toolsListChanged":true}`, string(<-srv.filters))
 
 	// The caller's log level goes in _meta; none when it has none.
-	_, err = inst.CallTool(WithLogLevel(ctx, "warning"), Call{Name: "t"})
+	_, err = inst.CallTool(WithCaller(ctx, levelOnly("warning")), Call{Name: "t"})
 	require.NoError(t, err)
 	_, err = inst.CallTool(ctx, Call{Name: "t"})
 	require.NoError(t, err)
@@ -216,5 +216,11 @@ func TestModernListenNothingToFollow(t *testing.T) {
 	// An older upstream's parameters stay as they are, whatever the level.
 	old := &Instance{protocol: "2025-11-25"}
 	params := json.RawMessage(`{"name":"x"}`)
-	assert.Equal(t, string(params), string(old.modernParams(WithLogLevel(context.Background(), "debug"), params)))
+	assert.Equal(t, string(params), string(old.modernParams(WithCaller(context.Background(), levelOnly("debug")), params)))
 }
+
+// levelOnly is a caller that wants log messages at a level and drops them.
+type levelOnly string
+
+func (l levelOnly) LogLevel() string             { return string(l) }
+func (levelOnly) Log(*Instance, json.RawMessage) {}

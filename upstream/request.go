@@ -67,7 +67,7 @@ const CodeUnattributed = jsonrpc.CodeInternalError
 type flight struct {
 	ctx     context.Context
 	handler ServerRequestHandler
-	logs    LogSink // from ctx (WithLogSink), or nil
+	logs    Caller // from ctx (WithCaller), or nil
 }
 
 // flights are the in-flight Requests of an instance that have an
@@ -99,12 +99,12 @@ func flightOf(ctx context.Context) uint64 {
 
 // begin gives a Do its flight id and, when it answers the upstream's
 // requests, records it; end forgets it.
-func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (context.Context, func()) {
+func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (context.Context, uint64) {
 	id := f.next.Add(1)
 	ctx = context.WithValue(ctx, flightKey{}, id)
-	logs := logSinkOf(ctx)
+	logs := CallerOf(ctx)
 	if handler == nil && logs == nil {
-		return ctx, func() {}
+		return ctx, id
 	}
 	f.mu.Lock()
 	if f.byID == nil {
@@ -112,11 +112,14 @@ func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (cont
 	}
 	f.byID[id] = &flight{ctx: ctx, handler: handler, logs: logs}
 	f.mu.Unlock()
-	return ctx, func() {
-		f.mu.Lock()
-		delete(f.byID, id)
-		f.mu.Unlock()
-	}
+	return ctx, id
+}
+
+// end forgets flight id.
+func (f *flights) end(id uint64) {
+	f.mu.Lock()
+	delete(f.byID, id)
+	f.mu.Unlock()
 }
 
 // attribute picks who answers a request of the upstream that arrived on
@@ -159,23 +162,31 @@ func (f *flights) askers() (*flight, int) {
 	return one, n
 }
 
-// LogSink takes the log messages (notifications/message params, raw) an
-// upstream sends on the response stream of one request. It runs on the
-// goroutine that reads the upstream and must not block.
-type LogSink func(inst *Instance, params json.RawMessage)
-
-type logSinkKey struct{}
-
-// WithLogSink returns ctx whose requests' own log messages go to sink: those
-// an HTTP upstream sends on the request's response stream, which belong to
-// that request. The others (stdio, the GET stream) go to OnNotification.
-func WithLogSink(ctx context.Context, sink LogSink) context.Context {
-	return context.WithValue(ctx, logSinkKey{}, sink)
+// Caller is the downstream request an upstream request serves, as far as
+// the upstream's log messages go: the level to ask a sessionless upstream
+// for, and where the messages it sends on the request's own response
+// stream go (those belong to that request; the others, over stdio or on
+// the GET stream, go to OnNotification).
+type Caller interface {
+	// LogLevel is the level (debug ... emergency) the caller wants log
+	// messages at; "" asks for none.
+	LogLevel() string
+	// Log takes one log message (notifications/message params, raw). It
+	// runs on the goroutine that reads the upstream and must not block.
+	Log(inst *Instance, params json.RawMessage)
 }
 
-func logSinkOf(ctx context.Context) LogSink {
-	sink, _ := ctx.Value(logSinkKey{}).(LogSink)
-	return sink
+type callerKey struct{}
+
+// WithCaller returns ctx whose upstream requests serve c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf is the caller ctx's upstream requests serve, or nil.
+func CallerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
 }
 
 // requestLog hands a log message that came on a request's response stream
@@ -190,7 +201,7 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 	if fl == nil || fl.logs == nil {
 		return false
 	}
-	fl.logs(i, params)
+	fl.logs.Log(i, params)
 	return true
 }
 
@@ -251,8 +262,8 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		}
 	}
 	params = i.modernParams(ctx, params)
-	ctx, end := i.flights.begin(ctx, r.OnServerRequest)
-	defer end()
+	ctx, flight := i.flights.begin(ctx, r.OnServerRequest)
+	defer i.flights.end(flight)
 	var p any // no params member at all rather than "params":null
 	if len(params) > 0 {
 		p = params

@@ -445,7 +445,7 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		line = jsonrpc.AppendLine(nil, req)
 	}
 	key := strconv.FormatInt(id, 10)
-	ch := make(chan reply, 1)
+	ch := replies.Get().(chan reply)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
@@ -461,9 +461,11 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 	}
 	select {
 	case r, ok := <-ch:
-		switch {
-		case !ok:
+		if !ok {
 			return nil, c.closedErr()
+		}
+		replies.Put(ch)
+		switch {
 		case r.err != nil:
 			return nil, r.err
 		case r.msg.Error != nil:
@@ -476,6 +478,12 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		return nil, context.Cause(ctx)
 	}
 }
+
+// replies are the channels calls wait on for their answer. A channel goes
+// back only once its one answer was received: it was taken out of pending
+// before that answer was sent, so nothing can send on it again. One given
+// up on, or closed when the connection failed, is left to the collector.
+var replies = sync.Pool{New: func() any { return make(chan reply, 1) }}
 
 // cancelled tells the upstream a request was given up (cancelNotice).
 func (c *stdioConn) cancelled(id int64, why error) {
