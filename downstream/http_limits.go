@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 )
 
 // readBody reads a POST body within the size and time bounds. A declared
@@ -135,7 +137,7 @@ func (l *clientLimit) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if !over {
-			return &countedConn{Conn: c, release: func() { l.release(ip) }}, nil
+			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(ip) }}, nil
 		}
 		if refused > 0 {
 			l.log.Warn("refused connections over the per-client cap", "client", ip, "max", l.max, "refused", refused)

@@ -17,8 +17,10 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
+	"net"
 )
 
 // remoteConn speaks to a streamable-HTTP or SSE upstream. mcp-go's client
@@ -84,7 +86,11 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// Enough idle connections that concurrent calls reuse them instead of
 	// opening (and leaving in TIME_WAIT) a connection per call; every body
 	// bounded to maxMessage per message, and every event stream tapped.
-	var base http.RoundTripper = &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second}
+	// Connections are read and written with direct system calls
+	// (internal/pipeio); dialled as the transport would without DialContext,
+	// and HTTP/2 where it would use it.
+	var base http.RoundTripper = &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
+		DialContext: dialDirect, ForceAttemptHTTP2: true}
 	if srv.Auth.Type != "" {
 		// Under the size bound and the tap, so that a request the
 		// authorizer sends again (after a refresh on a 401) is bounded and
@@ -406,4 +412,16 @@ func (c *remoteConn) fail(err error) {
 func (c *remoteConn) close() error {
 	c.fail(fmt.Errorf("server %q was closed", c.server))
 	return c.closeErr
+}
+
+// dialDirect dials as a zero net.Dialer does and makes the connection's
+// reads and writes direct system calls, which do not wake the runtime's
+// monitor thread (internal/pipeio).
+func dialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return pipeio.NewConn(c), nil
 }

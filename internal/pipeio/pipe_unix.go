@@ -5,18 +5,24 @@ package pipeio
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
 
 // Pipe is a file read and written through the poller with direct system
-// calls when it is in non-blocking mode (see the package comment). One
-// goroutine at a time may read and one at a time may write: the state of
-// an attempt is kept in the Pipe, so that no call allocates.
+// calls when it is in non-blocking mode (see the package comment). The
+// state of an attempt is kept in the Pipe, so that no call allocates; a
+// lock per direction keeps concurrent reads (or writes) one at a time, as
+// the poller does for the file's own.
 type Pipe struct {
-	f   *os.File
-	raw syscall.RawConn // nil: blocking mode; every call goes to f
+	rmu, wmu sync.Mutex
+
+	plain io.ReadWriter                    // where calls go when raw is nil
+	raw   syscall.RawConn                  // nil: blocking mode; every call goes to plain
+	wrap  func(op string, err error) error // reports an error as plain would
 
 	rbuf  []byte // the read in progress, its result and its error
 	rn    int
@@ -31,11 +37,31 @@ type Pipe struct {
 
 // New returns a Pipe on f.
 func New(f *os.File) *Pipe {
-	p := &Pipe{f: f}
-	raw, err := f.SyscallConn()
-	if err != nil || !nonBlocking(raw) {
-		return p
+	p := &Pipe{plain: f, wrap: fileError(f.Name())}
+	if raw, err := f.SyscallConn(); err == nil && nonBlocking(raw) {
+		p.direct(raw)
 	}
+	return p
+}
+
+// NewConn returns c with its reads and writes made directly, when c is a
+// connection of the runtime's poller (TCP, Unix); else c as it is. Errors
+// are reported as c's own would be.
+func NewConn(c net.Conn) net.Conn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil || !nonBlocking(raw) {
+		return c
+	}
+	p := &Pipe{plain: c, wrap: connError(c)}
+	p.direct(raw)
+	return &conn{Conn: c, p: p}
+}
+
+func (p *Pipe) direct(raw syscall.RawConn) {
 	p.raw = raw
 	p.rtry = p.readOnce
 	p.wtry = p.writeSome
@@ -43,15 +69,51 @@ func New(f *os.File) *Pipe {
 		p.writeSome(fd)
 		return true // never wait
 	}
-	return p
 }
 
 // Direct reports whether p makes its system calls directly (the file is in
 // non-blocking mode).
 func (p *Pipe) Direct() bool { return p.raw != nil }
 
-// File is the file p reads and writes.
-func (p *Pipe) File() *os.File { return p.f }
+// conn is a connection whose reads and writes go through a Pipe.
+type conn struct {
+	net.Conn
+	p *Pipe
+}
+
+func (c *conn) Read(b []byte) (int, error)  { return c.p.Read(b) }
+func (c *conn) Write(b []byte) (int, error) { return c.p.Write(b) }
+
+// fileError reports errors as os.File does: a *os.PathError, whose Err is
+// the system call's errno, os.ErrDeadlineExceeded, or os.ErrClosed.
+func fileError(name string) func(op string, err error) error {
+	return func(op string, err error) error {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.As(err, new(syscall.Errno)):
+		default:
+			err = os.ErrClosed // the poller's only other error
+		}
+		return &os.PathError{Op: op, Path: name, Err: err}
+	}
+}
+
+// connError reports errors as the net package does: a *net.OpError, whose
+// Err is an *os.SyscallError, os.ErrDeadlineExceeded, or net.ErrClosed.
+func connError(c net.Conn) func(op string, err error) error {
+	network := c.LocalAddr().Network()
+	return func(op string, err error) error {
+		var errno syscall.Errno
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.As(err, &errno):
+			err = os.NewSyscallError(op, errno)
+		default:
+			err = net.ErrClosed
+		}
+		return &net.OpError{Op: op, Net: network, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+}
 
 func nonBlocking(raw syscall.RawConn) bool {
 	nb := false
@@ -66,11 +128,13 @@ func nonBlocking(raw syscall.RawConn) bool {
 // has nothing.
 func (p *Pipe) Read(b []byte) (int, error) {
 	if p.raw == nil {
-		return p.f.Read(b)
+		return p.plain.Read(b)
 	}
 	if len(b) == 0 {
 		return 0, nil
 	}
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
 	p.rbuf, p.rn, p.rerr = b, 0, 0
 	err := p.raw.Read(p.rtry)
 	n, errno := p.rn, p.rerr
@@ -79,7 +143,7 @@ func (p *Pipe) Read(b []byte) (int, error) {
 	case err != nil:
 		return 0, p.wrap("read", err)
 	case errno != 0:
-		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
+		return 0, p.wrap("read", errno)
 	case n == 0:
 		return 0, io.EOF
 	}
@@ -108,8 +172,10 @@ func (p *Pipe) readOnce(fd uintptr) bool {
 // has no room, up to the file's write deadline.
 func (p *Pipe) Write(b []byte) (int, error) {
 	if p.raw == nil {
-		return p.f.Write(b)
+		return p.plain.Write(b)
 	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	p.wbuf, p.wn, p.werr = b, 0, 0
 	err := p.raw.Write(p.wtry)
 	n, errno := p.wn, p.werr
@@ -118,19 +184,9 @@ func (p *Pipe) Write(b []byte) (int, error) {
 		return n, p.wrap("write", err)
 	}
 	if errno != 0 {
-		return n, &os.PathError{Op: "write", Path: p.f.Name(), Err: errno}
+		return n, p.wrap("write", errno)
 	}
 	return n, nil
-}
-
-// wrap reports an error of the poller as the file would: a deadline that
-// passed, else the file was closed (the only other error it has for a
-// descriptor it serves).
-func (p *Pipe) wrap(op string, err error) error {
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		err = os.ErrClosed
-	}
-	return &os.PathError{Op: op, Path: p.f.Name(), Err: err}
 }
 
 // TryWrite writes as much of b as the descriptor takes at once, without
@@ -140,6 +196,8 @@ func (p *Pipe) TryWrite(b []byte) (int, error) {
 	if p.raw == nil || len(b) == 0 {
 		return 0, nil
 	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	p.wbuf, p.wn, p.werr = b, 0, 0
 	err := p.raw.Write(p.wonce)
 	n, errno := p.wn, p.werr
@@ -148,7 +206,7 @@ func (p *Pipe) TryWrite(b []byte) (int, error) {
 		return n, p.wrap("write", err)
 	}
 	if errno != 0 {
-		return n, &os.PathError{Op: "write", Path: p.f.Name(), Err: errno}
+		return n, p.wrap("write", errno)
 	}
 	return n, nil
 }
