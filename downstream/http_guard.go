@@ -87,8 +87,33 @@ func normalizeOrigin(s string) (string, bool) {
 
 // jsonContent reports whether the request body is declared as JSON.
 func jsonContent(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	if strings.EqualFold(ct, "application/json") {
+		return true // the usual header, without parameters: nothing to parse
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
+}
+
+// mediaRange is one media range of an Accept header, lower case, and
+// whether it admits anything (it parses, and its q is not 0). The usual
+// ranges, without parameters, need no parsing.
+func mediaRange(part string) (string, bool) {
+	for _, usual := range [...]string{"application/json", "text/event-stream", "*/*"} {
+		if strings.EqualFold(part, usual) {
+			return usual, true
+		}
+	}
+	mt, params, err := mime.ParseMediaType(part)
+	if err != nil {
+		return "", false
+	}
+	if qs, ok := params["q"]; ok {
+		if q, err := strconv.ParseFloat(qs, 64); err == nil && q <= 0 {
+			return "", false
+		}
+	}
+	return mt, true
 }
 
 // accepts reports which response shapes the client's Accept header admits:
@@ -99,11 +124,8 @@ func accepts(r *http.Request) (json, sse bool) {
 		return true, true
 	}
 	for part := range strings.SplitSeq(header, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
+		mt, ok := mediaRange(strings.TrimSpace(part))
+		if !ok {
 			continue
 		}
 		switch mt {

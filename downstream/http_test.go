@@ -455,6 +455,12 @@ func TestAccepts(t *testing.T) {
 		{"application/*;q=0.5, text/*", true, true},
 		{"application/json, text/event-stream;q=0", true, false},
 		{"text/html", false, false},
+		{"Application/JSON", true, false},
+		{"TEXT/EVENT-STREAM ,  application/json;q=0", false, true},
+		{"application/json;q=1, text/event-stream;q=0.0", true, false},
+		{"application/json;charset=utf-8", true, false},
+		{"application/json;q=x", true, false}, // an unreadable q does not refuse
+		{"text/event-stream;", false, true},   // an empty parameter list is tolerated
 	} {
 		r, _ := http.NewRequest(http.MethodPost, "/", nil)
 		if tc.header != "" {
@@ -462,5 +468,20 @@ func TestAccepts(t *testing.T) {
 		}
 		json, sse := accepts(r)
 		assert.Equal(t, [2]bool{tc.json, tc.sse}, [2]bool{json, sse}, tc.header)
+	}
+}
+
+func TestJSONContent(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                true,
+		"Application/Json":                true,
+		"application/json; charset=utf-8": true,
+		"application/jsonx":               false,
+		"text/plain":                      false,
+		"":                                false,
+	} {
+		r, _ := http.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Content-Type", ct)
+		assert.Equal(t, want, jsonContent(r), ct)
 	}
 }
