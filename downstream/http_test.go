@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -484,4 +486,30 @@ func TestJSONContent(t *testing.T) {
 		r.Header.Set("Content-Type", ct)
 		assert.Equal(t, want, jsonContent(r), ct)
 	}
+}
+
+// FuzzMediaRange: the usual media ranges, recognised without parsing, get
+// the answer parsing gives them, however they are spelled.
+func FuzzMediaRange(f *testing.F) {
+	for _, seed := range []string{"application/json", "TEXT/event-stream", "*/*", "application/json;q=0",
+		"text/event-stream; charset=utf-8", "application/jsonx", "", "*/*;q=0.0", "Application/JSON "} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, part string) {
+		got, ok := mediaRange(part)
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			assert.False(t, ok, "%q does not parse, yet was taken as %q", part, got)
+			return
+		}
+		refused := false
+		if qs, has := params["q"]; has {
+			q, err := strconv.ParseFloat(qs, 64)
+			refused = err == nil && q <= 0
+		}
+		assert.Equal(t, !refused, ok, "%q", part)
+		if ok {
+			assert.Equal(t, mt, got, "%q", part)
+		}
+	})
 }
