@@ -53,8 +53,9 @@ type route struct {
 // The relay and the bridge (helper_test.go, bridge_test.go) are the least one more stdio
 // or HTTP hop can cost. One op is one call on every route. Each run reports, per route,
 // <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
-// in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call) and by
-// the upstream (<route>-upstream-cpu-µs/call); and the throughput ratios of that run,
+// in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
+// upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
+// the throughput ratios of that run,
 // proxied/relay or proxied/bridge, and proxied/direct. Read the ratios as the median over
 // -count runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
 func BenchmarkCall(b *testing.B) {
@@ -189,6 +190,10 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 		}
 		b.ReportMetric(perCall(t.cpu.client), r.name+"-client-cpu-µs/call")
 		b.ReportMetric(perCall(t.cpu.upstream), r.name+"-upstream-cpu-µs/call")
+		// What the whole route costs the machine per call: when the routes
+		// keep every core busy (16 in flight on a small machine), their
+		// rates go as the inverse of this.
+		b.ReportMetric(perCall(t.cpu.client+t.cpu.hop+t.cpu.upstream), r.name+"-total-cpu-µs/call")
 	}
 	for _, r := range routes {
 		if r.name != "proxied" {
