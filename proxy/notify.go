@@ -20,41 +20,46 @@ import (
 
 // inflight knows which downstream requests are running on each instance,
 // so that an upstream's notification during one request goes on that
-// request's stream. It keeps no per-call allocation: the requests sit in
-// one map, with a count per instance.
+// request's stream. An instance's set lives while requests run on it;
+// emptied sets are kept for reuse (up to maxSpareSets), so that a call
+// allocates nothing here.
 type inflight struct {
 	mu    sync.Mutex
-	reqs  map[inflightKey]struct{}
-	count map[*upstream.Instance]int
+	on    map[*upstream.Instance]map[*downstream.Request]struct{}
+	spare []map[*downstream.Request]struct{}
 }
 
-type inflightKey struct {
-	inst *upstream.Instance
-	req  *downstream.Request
-}
+const maxSpareSets = 64
 
 // add records req as running on inst, until remove; adding it again
 // changes nothing.
 func (f *inflight) add(inst *upstream.Instance, req *downstream.Request) {
-	k := inflightKey{inst, req}
 	f.mu.Lock()
-	if f.reqs == nil {
-		f.reqs, f.count = map[inflightKey]struct{}{}, map[*upstream.Instance]int{}
+	if f.on == nil {
+		f.on = map[*upstream.Instance]map[*downstream.Request]struct{}{}
 	}
-	if _, ok := f.reqs[k]; !ok {
-		f.reqs[k] = struct{}{}
-		f.count[inst]++
+	set := f.on[inst]
+	if set == nil {
+		if n := len(f.spare); n > 0 {
+			set, f.spare = f.spare[n-1], f.spare[:n-1]
+		} else {
+			set = map[*downstream.Request]struct{}{}
+		}
+		f.on[inst] = set
 	}
+	set[req] = struct{}{}
 	f.mu.Unlock()
 }
 
 func (f *inflight) remove(inst *upstream.Instance, req *downstream.Request) {
-	k := inflightKey{inst, req}
 	f.mu.Lock()
-	if _, ok := f.reqs[k]; ok {
-		delete(f.reqs, k)
-		if f.count[inst]--; f.count[inst] == 0 {
-			delete(f.count, inst)
+	if set := f.on[inst]; set != nil {
+		delete(set, req)
+		if len(set) == 0 {
+			delete(f.on, inst)
+			if len(f.spare) < maxSpareSets {
+				f.spare = append(f.spare, set)
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -64,13 +69,12 @@ func (f *inflight) remove(inst *upstream.Instance, req *downstream.Request) {
 func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.count[inst] != 1 {
+	set := f.on[inst]
+	if len(set) != 1 {
 		return nil
 	}
-	for k := range f.reqs {
-		if k.inst == inst {
-			return k.req
-		}
+	for r := range set {
+		return r
 	}
 	return nil
 }
