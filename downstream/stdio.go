@@ -236,7 +236,11 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // nil when its id is in use by a request in flight (it is answered so).
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	key := jsonrpc.IDKey(msg.ID)
-	rctx, cancel := context.WithCancelCause(ctx)
+	// Not a child of ctx, whose list of children every request would
+	// otherwise join and leave under its lock: the session cancels its
+	// requests itself when it ends (cancelAll), and one that starts after
+	// ctx ended is cancelled here.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	s.mu.Lock()
 	if _, dup := s.calls[key]; dup {
 		s.mu.Unlock()
@@ -247,6 +251,9 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	}
 	s.calls[key] = inFlight{cancel: cancel, listen: msg.Method == "subscriptions/listen"}
 	s.wg.Add(1)
+	if ctx.Err() != nil { // ServeStdio ends ctx before cancelAll takes mu
+		cancel(context.Cause(ctx))
+	}
 	s.mu.Unlock()
 	return func() {
 		defer s.wg.Done()

@@ -282,3 +282,50 @@ func TestStdioResponseWrittenAtOnce(t *testing.T) {
 	p.in.Close()
 	require.NoError(t, <-p.served)
 }
+
+// endingHandler tells when each request's context ends.
+type endingHandler struct {
+	*stdioHandler
+	ended chan error
+}
+
+func (h endingHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Message {
+	h.handled.Add(1)
+	<-ctx.Done()
+	h.ended <- context.Cause(ctx)
+	return nil
+}
+
+// When the server's context ends, every request in flight ends with it,
+// though a request's context is not a child of the server's.
+func TestStdioContextEndCancelsRequests(t *testing.T) {
+	t.Parallel()
+	h := endingHandler{stdioHandler: newStdioHandler(), ended: make(chan error, 3)}
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	defer inW.Close()
+	defer outR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- ServeStdio(ctx, h, pipeio.New(inR), pipeio.New(outW), StdioOptions{})
+		_, _ = inR.Close(), outW.Close()
+	}()
+	for i := range 3 {
+		_, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"wait"}`+"\n")
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return h.handled.Load() == 3 }, 5*time.Second, time.Millisecond)
+	cancel()
+	for range 3 {
+		select {
+		case cause := <-h.ended:
+			assert.ErrorIs(t, cause, context.Canceled)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request in flight did not end with the server's context")
+		}
+	}
+	assert.ErrorIs(t, <-served, context.Canceled)
+}
