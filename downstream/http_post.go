@@ -68,15 +68,15 @@ func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
 			"batches are not supported: POST one JSON-RPC message at a time")
 	}
 	msg, err := jsonrpc.Decode(body)
-	var de *jsonrpc.DecodeError
-	switch {
-	case err == nil:
+	if err == nil {
 		return msg, nil
-	case errors.As(err, &de):
-		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
-	default:
-		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeParseError, "%v", err)
 	}
+	// Declared here: errors.As would move it to the heap for every message.
+	var de *jsonrpc.DecodeError
+	if errors.As(err, &de) {
+		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
+	}
+	return nil, refusal(http.StatusBadRequest, jsonrpc.CodeParseError, "%v", err)
 }
 
 // postSession serves a message of the session-based generation.

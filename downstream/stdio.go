@@ -70,6 +70,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
+	s.detached = context.WithoutCancel(ctx)
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
 	// completing together, worth one write.
@@ -126,6 +127,7 @@ type stdioSession struct {
 	openOnce sync.Once
 	asks     *outgoing                   // server-to-client requests awaiting the client
 	send     func(*jsonrpc.Message) bool // Notify, made once
+	detached context.Context             // the session's context without its end, for requests (see start)
 
 	mu    sync.Mutex
 	calls map[string]inFlight // in-flight requests by id
@@ -178,13 +180,15 @@ func (s *stdioSession) written(response bool) {
 func (s *stdioSession) read(ctx context.Context) {
 	for {
 		line, err := s.in.Read()
-		var tooLong *jsonrpc.TooLongError
-		switch {
-		case errors.As(err, &tooLong):
-			s.reject(tooLong.OversizedID(), jsonrpc.CodeInvalidRequest,
-				fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; send smaller arguments", tooLong.Size, tooLong.Limit))
-			continue
-		case err != nil:
+		if err != nil {
+			// Declared here, where it is needed: errors.As would move it
+			// to the heap for every message.
+			var tooLong *jsonrpc.TooLongError
+			if errors.As(err, &tooLong) {
+				s.reject(tooLong.OversizedID(), jsonrpc.CodeInvalidRequest,
+					fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; send smaller arguments", tooLong.Size, tooLong.Limit))
+				continue
+			}
 			s.inErr <- err
 			return
 		}
@@ -240,7 +244,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	// otherwise join and leave under its lock: the session cancels its
 	// requests itself when it ends (cancelAll), and one that starts after
 	// ctx ended is cancelled here.
-	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	rctx, cancel := context.WithCancelCause(s.detached)
 	s.mu.Lock()
 	if _, dup := s.calls[key]; dup {
 		s.mu.Unlock()

@@ -28,6 +28,9 @@ func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.
 	ctx = p.withCallerLogLevel(ctx, req)
 	switch req.Msg.Method {
 	case "tools/call":
+		if !bridgeable(req) {
+			return p.toolsCall(ctx, req) // and no method value to allocate
+		}
 		return p.bridged(ctx, req, p.toolsCall)
 	case "tools/list":
 		return p.toolsList(ctx, req)

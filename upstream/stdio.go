@@ -178,16 +178,17 @@ func (c *stdioConn) read(stdout io.Reader) {
 	r := jsonrpc.NewReader(stdout, c.maxMessage)
 	for {
 		line, err := r.Read()
+		if err == nil {
+			c.dispatch(line)
+			continue
+		}
+		// Declared here: errors.As would move it to the heap for every line.
 		var tooLong *jsonrpc.TooLongError
-		switch {
-		case errors.As(err, &tooLong):
-			c.oversized(tooLong)
-		case err != nil:
+		if !errors.As(err, &tooLong) {
 			c.lost(err)
 			return
-		default:
-			c.dispatch(line)
 		}
+		c.oversized(tooLong)
 	}
 }
 
