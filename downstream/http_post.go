@@ -279,8 +279,12 @@ func (w *streamWriter) run(beat bool) {
 			err = w.rs.heartbeat()
 		default:
 			select {
-			case m := <-w.out.msgs:
-				err = w.rs.event(m)
+			case <-w.out.wake:
+				for m := w.out.take(); m != nil; m = w.out.take() {
+					if err = w.rs.event(m); err != nil {
+						break
+					}
+				}
 			case <-tick.C:
 				err = w.rs.heartbeat()
 			case <-w.handled:
@@ -353,8 +357,8 @@ func (t *HTTP) handle(ctx context.Context, req *Request) (resp *jsonrpc.Message)
 // the request was cut short, what cut it short.
 func (t *HTTP) respond(ctx context.Context, p *post, rs *responseStream, out *outbox, req *Request, resp *jsonrpc.Message) {
 	out.close()
-	for len(out.msgs) > 0 {
-		if rs.event(<-out.msgs) != nil {
+	for m := out.take(); m != nil; m = out.take() {
+		if rs.event(m) != nil {
 			return
 		}
 	}

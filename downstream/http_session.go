@@ -331,8 +331,12 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 	for {
 		var err error
 		select {
-		case m := <-q.msgs:
-			err = rs.event(m)
+		case <-q.wake:
+			for m := q.take(); m != nil; m = q.take() {
+				if err = rs.event(m); err != nil {
+					break
+				}
+			}
 		case <-beat.C:
 			err = rs.heartbeat()
 		case <-q.done:

@@ -14,9 +14,10 @@ import (
 // for one response (Request.Send, Request.Ask, Session.Notify) and that
 // response's only writer. Offering never blocks. Once close returns, no
 // offer succeeds, so a writer that drains the queue after closing it has
-// every message that was accepted.
+// every message that was accepted. The queue grows as messages come: most
+// responses carry none, and pay for none.
 type outbox struct {
-	msgs chan *jsonrpc.Message
+	wake chan struct{} // holds a signal while messages may be waiting
 	done chan struct{} // closed once the writer takes no more messages
 	// closeWhenFull ends the stream on overflow instead of dropping the one
 	// message: a GET stream that silently lost a notification would look
@@ -25,13 +26,16 @@ type outbox struct {
 
 	mu     sync.Mutex // orders offers against close; never held across a write
 	closed bool
+	msgs   []*jsonrpc.Message // waiting, from head on
+	head   int
+	limit  int
 	// started, when set, is called (without mu) after a message is queued,
 	// to make sure a writer is running.
 	started func(beat bool)
 }
 
 func newOutbox(size int, closeWhenFull bool) *outbox {
-	return &outbox{msgs: make(chan *jsonrpc.Message, size), done: make(chan struct{}), closeWhenFull: closeWhenFull}
+	return &outbox{wake: make(chan struct{}, 1), done: make(chan struct{}), closeWhenFull: closeWhenFull, limit: size}
 }
 
 // offer queues m unless the writer is gone or the queue is full.
@@ -51,15 +55,34 @@ func (q *outbox) queue(m *jsonrpc.Message) bool {
 	if q.closed {
 		return false
 	}
-	select {
-	case q.msgs <- m:
-		return true
-	default:
+	if len(q.msgs)-q.head >= q.limit {
 		if q.closeWhenFull {
 			q.closeLocked()
 		}
 		return false
 	}
+	q.msgs = append(q.msgs, m)
+	select {
+	case q.wake <- struct{}{}:
+	default: // a signal is already waiting
+	}
+	return true
+}
+
+// take returns the oldest waiting message, or nil when none waits. Only
+// the writer takes.
+func (q *outbox) take() *jsonrpc.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.msgs) {
+		return nil
+	}
+	m := q.msgs[q.head]
+	q.msgs[q.head] = nil
+	if q.head++; q.head == len(q.msgs) {
+		q.msgs, q.head = q.msgs[:0], 0
+	}
+	return m
 }
 
 // close stops the queue; messages still in it are left to the writer.

@@ -1,0 +1,78 @@
+package downstream
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+func numbered(i int) *jsonrpc.Message {
+	return &jsonrpc.Message{Method: "n", Params: json.RawMessage(itoa(i))}
+}
+
+// The outbox keeps order, holds at most its limit (dropping, or closing
+// when it is a GET stream's), and gives the writer, after close, every
+// message it accepted.
+func TestOutboxBoundsAndOrder(t *testing.T) {
+	q := newOutbox(3, false)
+	for i := range 4 {
+		assert.Equal(t, i < 3, q.offer(numbered(i)), "message %d", i)
+	}
+	assert.Equal(t, "0", string(q.take().Params))
+	assert.True(t, q.offer(numbered(4)), "room again once one is taken")
+	q.close()
+	assert.False(t, q.offer(numbered(5)), "nothing is accepted once closed")
+	var got []string
+	for m := q.take(); m != nil; m = q.take() {
+		got = append(got, string(m.Params))
+	}
+	assert.Equal(t, []string{"1", "2", "4"}, got)
+
+	g := newOutbox(2, true)
+	require.True(t, g.offer(numbered(0)))
+	require.True(t, g.offer(numbered(1)))
+	assert.False(t, g.offer(numbered(2)))
+	select {
+	case <-g.done:
+	default:
+		t.Fatal("a full GET stream's outbox closes")
+	}
+}
+
+// Offers from many goroutines against one writer that waits on wake: no
+// accepted message is lost or taken twice, and none waits unseen.
+func TestOutboxWakesItsWriter(t *testing.T) {
+	const producers, each = 8, 500
+	q := newOutbox(producers*each, false)
+	seen := make(map[string]bool)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for len(seen) < producers*each {
+			<-q.wake
+			for m := q.take(); m != nil; m = q.take() {
+				key := string(m.Params)
+				assert.False(t, seen[key], "taken twice: %s", key)
+				seen[key] = true
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				assert.True(t, q.offer(numbered(p*each+i)))
+			}
+		}()
+	}
+	wg.Wait()
+	<-finished
+	assert.Len(t, seen, producers*each)
+}
