@@ -44,8 +44,10 @@ const stdioKey = "stdio"
 // fails, or ctx ends.
 //
 // Concurrency: one goroutine at a time reads, each request is served on a
-// worker, and one goroutine writes, in queue order; nothing else writes to
-// out. The reading moves from worker to worker (see read).
+// worker, and one goroutine at a time writes, in queue order: the queue's
+// writer, or a worker writing the only response in flight (see writeNow);
+// nothing else writes to out. The reading moves from worker to worker (see
+// read).
 func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opts StdioOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
