@@ -174,19 +174,7 @@ func (p *Pipe) Write(b []byte) (int, error) {
 	if p.raw == nil {
 		return p.plain.Write(b)
 	}
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	p.wbuf, p.wn, p.werr = b, 0, 0
-	err := p.raw.Write(p.wtry)
-	n, errno := p.wn, p.werr
-	p.wbuf = nil
-	if err != nil {
-		return n, p.wrap("write", err)
-	}
-	if errno != 0 {
-		return n, p.wrap("write", errno)
-	}
-	return n, nil
+	return p.write(b, p.wtry)
 }
 
 // TryWrite writes as much of b as the descriptor takes at once, without
@@ -196,10 +184,15 @@ func (p *Pipe) TryWrite(b []byte) (int, error) {
 	if p.raw == nil || len(b) == 0 {
 		return 0, nil
 	}
+	return p.write(b, p.wonce)
+}
+
+// write writes b through the poller with try (wtry or wonce).
+func (p *Pipe) write(b []byte, try func(fd uintptr) bool) (int, error) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	p.wbuf, p.wn, p.werr = b, 0, 0
-	err := p.raw.Write(p.wonce)
+	err := p.raw.Write(try)
 	n, errno := p.wn, p.werr
 	p.wbuf = nil
 	if err != nil {
