@@ -513,3 +513,50 @@ func FuzzMediaRange(f *testing.F) {
 		}
 	})
 }
+
+// Ending a session (DELETE) ends its requests in flight, with the session's
+// cause; another session's request runs on.
+func TestHTTPDeleteEndsRequestsInFlight(t *testing.T) {
+	h := newHTTPFake()
+	started := make(chan string, 2)
+	causes := make(chan error, 2)
+	release := make(chan struct{})
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
+		}
+		started <- req.Session.Key()
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return nil
+		case <-release:
+			return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+		}
+	}
+	s := serveHTTP(t, h, HTTPOptions{})
+	a, b := s.initialize(t), s.initialize(t)
+	statuses := make(chan int, 2)
+	for _, id := range []string{a, b} {
+		go func() {
+			resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	recv(t, started)
+	recv(t, started)
+
+	resp := s.request(t, http.MethodDelete, "", map[string]string{headerSessionID: a})
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.ErrorIs(t, recv(t, causes), errSessionEnded)
+	select {
+	case err := <-causes:
+		t.Fatalf("the other session's request ended too: %v", err)
+	default:
+	}
+	close(release)
+	got := []int{recv(t, statuses), recv(t, statuses)}
+	assert.ElementsMatch(t, []int{http.StatusOK, http.StatusNotFound}, got)
+}
