@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // binary is the mcp-aggregator executable built by TestMain; every test runs it, and the
@@ -53,9 +57,10 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// nodeEntry returns the path of a file inside node/node_modules and fails the test when
-// the Node.js dependencies are not installed: CI always installs them, so a missing
-// directory is a broken setup, never a reason to skip.
+// nodeEntry returns the path of a file inside node/node_modules, installing the pinned
+// packages first (installNode) when they are not there, and fails the test when they
+// cannot be: CI always has them, so a missing one is a broken setup, never a reason to
+// skip.
 func nodeEntry(t testing.TB, rel string) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
@@ -63,9 +68,47 @@ func nodeEntry(t testing.TB, rel string) string {
 	}
 	path := filepath.Join(nodeDir, "node_modules", filepath.FromSlash(rel))
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is missing (%v); run: cd integration/node && npm ci", path, err)
+		if ierr := installNode(); ierr != nil {
+			t.Fatalf("%s is missing, and installing the pinned packages failed: %v; run: cd integration/node && npm ci", path, ierr)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s is missing after npm ci (%v): is it in integration/node/package.json?", path, err)
+		}
 	}
 	return path
+}
+
+var (
+	nodeInstall     sync.Once
+	nodeInstallErr  error
+	nodeInstallTime = 5 * time.Minute
+)
+
+// installNode runs npm ci in integration/node once per test binary, so that a fresh
+// checkout's go test ./... needs nothing installed by hand: the versions are those of
+// package-lock.json. It is bounded by nodeInstallTime.
+func installNode() error {
+	nodeInstall.Do(func() {
+		if _, err := exec.LookPath("npm"); err != nil {
+			nodeInstallErr = fmt.Errorf("npm is not on PATH: %w", err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), nodeInstallTime)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = nodeDir
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		fmt.Fprintln(os.Stderr, "integration: installing the pinned Node.js packages (npm ci in integration/node)")
+		if err := cmd.Run(); err != nil {
+			tail := out.Bytes()
+			if len(tail) > 2000 {
+				tail = tail[len(tail)-2000:]
+			}
+			nodeInstallErr = fmt.Errorf("npm ci: %w (within %s): %s", err, nodeInstallTime, tail)
+		}
+	})
+	return nodeInstallErr
 }
 
 // Entry points of the pinned Node.js packages, relative to node_modules.
