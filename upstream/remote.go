@@ -61,6 +61,9 @@ type remoteConn struct {
 	closeOnce sync.Once
 	failure   error // set before closed is closed
 	closeErr  error
+	// streamable is set for a streamable-HTTP upstream, whose requests go
+	// out through exchange once its session is up.
+	streamable bool
 }
 
 // remoteOptions are the settings of a remote connection.
@@ -132,6 +135,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			opts = append(opts, transport.WithSession(srv.SessionID))
 		}
 		c.t, err = transport.NewStreamableHTTP(srv.URL, opts...)
+		c.streamable = true
 	}
 	if err != nil {
 		end()
@@ -251,18 +255,16 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 	stop := context.AfterFunc(c.life, func() { cancel(ErrClosed) })
 	defer stop()
 	exchange, report := withSizeReport(exchange)
-	request := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(id), Method: method, Params: params}
-	if env := c.envelope.Load(); env != nil {
-		raw, err := rawParams(params)
-		if err == nil {
-			raw, err = env.wrap(raw)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("server %q: %s: %w", c.server, method, err)
-		}
-		request.Params, request.Header = raw, standardHeaders(c.protocolVersion(), method, raw)
+	var (
+		result json.RawMessage
+		rpcErr *RPCError
+		err    error
+	)
+	if c.rawExchange(method) {
+		result, rpcErr, err = c.callRaw(exchange, cancel, id, method, params)
+	} else {
+		result, rpcErr, err = c.callThroughTransport(exchange, id, method, params)
 	}
-	resp, err := c.t.SendRequest(exchange, request)
 	if tooLong := report.tooLong(); tooLong != nil {
 		return nil, &oversizedResponse{server: c.server, TooLongError: tooLong}
 	}
@@ -278,14 +280,61 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 		}
 		return nil, fmt.Errorf("server %q: %w", c.server, err)
 	}
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	return oneLine(result), nil
+}
+
+// callRaw makes a request through exchange (remote_call.go).
+func (c *remoteConn) callRaw(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params any) (json.RawMessage, *RPCError, error) {
+	raw, err := rawParams(params)
+	var header http.Header
+	if env := c.envelope.Load(); env != nil && err == nil {
+		if raw, err = env.wrap(raw); err == nil {
+			header = standardHeaders(c.protocolVersion(), method, raw)
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", method, err)
+	}
+	m, err := c.exchange(ctx, cancel, id, method, raw, header)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Error != nil {
+		e := *m.Error
+		e.Data = oneLine(e.Data)
+		return nil, &e, nil
+	}
+	return m.Result, nil, nil
+}
+
+// callThroughTransport makes a request through mcp-go's transport.
+func (c *remoteConn) callThroughTransport(ctx context.Context, id int64, method string, params any) (json.RawMessage, *RPCError, error) {
+	request := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(id), Method: method, Params: params}
+	if env := c.envelope.Load(); env != nil {
+		raw, err := rawParams(params)
+		if err == nil {
+			raw, err = env.wrap(raw)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", method, err)
+		}
+		request.Params, request.Header = raw, standardHeaders(c.protocolVersion(), method, raw)
+	}
+	resp, err := c.t.SendRequest(ctx, request)
+	if err != nil {
+		return nil, nil, err
+	}
 	if resp.Error != nil {
 		data, _ := rawjson.Marshal(resp.Error.Data)
 		if resp.Error.Data == nil {
 			data = nil
 		}
-		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: oneLine(data)}
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: oneLine(data)}, nil
 	}
-	return oneLine(resp.Result), nil
+	return resp.Result, nil, nil
 }
 
 // oneLine removes the line breaks a pretty-printing server leaves in a JSON
@@ -341,18 +390,8 @@ func (c *remoteConn) post(ctx context.Context, m *jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	c.setHeaders(req.Header, "application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	version := c.protocolVersion()
-	if version != "" {
-		req.Header.Set(transport.HeaderKeyProtocolVersion, version)
-	}
-	if session := c.t.GetSessionId(); session != "" && !mcp.IsModernProtocol(version) {
-		req.Header.Set(transport.HeaderKeySessionID, session)
-	}
-	for k, v := range c.headers {
-		req.Header.Set(k, v)
-	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		select {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"sync"
 
@@ -36,8 +35,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	stream := mediaType == "text/event-stream"
+	stream := mediaType(resp.Header.Get("Content-Type")) == "text/event-stream"
 	limited := &limitedBody{
 		body: resp.Body, max: int64(t.max), perEvent: stream,
 		report: reportOf(req.Context()), server: t.server, log: t.log,

@@ -1,0 +1,336 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// A streamable-HTTP upstream's requests, once its session is up, go out as
+// POSTs the aggregator builds itself, and their responses are read raw
+// (exchange): the request's params are already JSON, and the result goes
+// on as the bytes that came, so mcp-go's transport would only encode and
+// decode each message once more and start a goroutine per request to watch
+// for its own close. mcp-go keeps what opens and keeps the session:
+// initialize and server/discover (which record the session and the
+// protocol), the GET stream, and legacy SSE upstreams.
+//
+// exchange does what mcp-go's SendRequest does with the exchange:
+//   - the session, the protocol version, the configured headers;
+//   - a JSON body or an event stream (whose notifications and requests
+//     eventTap has already taken out) carrying the response;
+//   - a stream the upstream ends, before the response, after an event id is
+//     resumed with a GET and Last-Event-ID after the time its retry field
+//     asks for (before 2026-07-28, SEP-1699);
+//   - an error status's body is the response when it is one.
+//
+// A 404 to a request that carried a session means the upstream no longer
+// knows it: the connection fails, so that the pool connects a new instance
+// instead of every later call failing the same way.
+
+const (
+	// defaultResumeDelay is how long a stream the upstream ended is left
+	// before it is resumed when the upstream named no retry time;
+	// minResumeDelay is the shortest wait taken from one.
+	defaultResumeDelay = time.Second
+	minResumeDelay     = 10 * time.Millisecond
+	// errorBodyLimit bounds what is read of an error status's body.
+	errorBodyLimit = 64 << 10
+)
+
+// rawExchange reports whether a request of method goes out through
+// exchange.
+func (c *remoteConn) rawExchange(method string) bool {
+	return c.streamable && method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover)
+}
+
+// exchange sends the request id and returns its response. ctx bounds all of
+// it, and cancel ends ctx; header, when not nil, is the request's own (it is
+// written to).
+func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params json.RawMessage, header http.Header) (*jsonrpc.Message, error) {
+	body := jsonrpc.AppendRequestLine(nil, id, method, params)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body[:len(body)-1]))
+	if err != nil {
+		return nil, err
+	}
+	if header == nil {
+		header = make(http.Header, 4+len(c.headers))
+	}
+	req.Header = header
+	session := c.setHeaders(header, "application/json, text/event-stream")
+	header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	want := strconv.AppendInt(nil, id, 10)
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusAccepted:
+	case http.StatusNotFound:
+		if session != "" {
+			err := fmt.Errorf("it no longer knows the session (HTTP 404 to %s); connecting again", method)
+			go c.fail(fmt.Errorf("server %q: %w", c.server, err))
+			return nil, err
+		}
+		return c.statusError(resp, method, want)
+	default:
+		return c.statusError(resp, method, want)
+	}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "application/json":
+		var b bytes.Buffer
+		if n := resp.ContentLength; n > 0 && n <= int64(errorBodyLimit) {
+			b.Grow(int(n))
+		}
+		if _, err := b.ReadFrom(resp.Body); err != nil {
+			return nil, err
+		}
+		m, err := jsonrpc.Decode(b.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
+		}
+		if !m.IsResponse() || !bytes.Equal(m.ID, want) {
+			return nil, fmt.Errorf("it answered %s (id %s) with a message that is not its response", method, want)
+		}
+		return m, nil
+	case "text/event-stream":
+		return c.streamedResponse(ctx, cancel, resp.Body, method, want)
+	default:
+		return nil, fmt.Errorf("it answered %s with content type %q; expected application/json or text/event-stream",
+			method, resp.Header.Get("Content-Type"))
+	}
+}
+
+// setHeaders sets what every request of the connection carries besides its
+// body's type: accept, the protocol version, the session (before
+// 2026-07-28) and the configured headers. It returns the session sent.
+func (c *remoteConn) setHeaders(h http.Header, accept string) (session string) {
+	h.Set("Accept", accept)
+	version := c.protocolVersion()
+	if version != "" {
+		h.Set(transport.HeaderKeyProtocolVersion, version)
+	}
+	if s := c.t.GetSessionId(); s != "" && !mcp.IsModernProtocol(version) {
+		session = s
+		h.Set(transport.HeaderKeySessionID, s)
+	}
+	for k, v := range c.headers {
+		h.Set(k, v)
+	}
+	return session
+}
+
+// statusError is what an exchange answered with an error status comes to:
+// the JSON-RPC error response its body carries, or an error naming the
+// status.
+func (c *remoteConn) statusError(resp *http.Response, method string, want []byte) (*jsonrpc.Message, error) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	if m, err := jsonrpc.Decode(bytes.TrimSpace(body)); err == nil && m.IsResponse() && m.Error != nil &&
+		(bytes.Equal(m.ID, want) || string(m.ID) == "null") {
+		return m, nil
+	}
+	return nil, fmt.Errorf("it answered %s with HTTP status %d%s", method, resp.StatusCode, bodyExcerpt(body))
+}
+
+// bodyExcerpt is the start of an error body for an error text: printable,
+// on one line, at most 200 bytes.
+func bodyExcerpt(body []byte) string {
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(body), "?")), " ")
+	if text == "" {
+		return ""
+	}
+	if len(text) > 200 {
+		text = strings.ToValidUTF8(text[:200], "") + "…"
+	}
+	return ": " + strconv.Quote(text)
+}
+
+// resumeCursor is what resuming a stream needs: the id of the last event
+// dispatched, and the reconnection time the upstream asked for.
+type resumeCursor struct {
+	lastID   string
+	retry    time.Duration
+	hasRetry bool
+}
+
+// streamedResponse reads an event stream until the response whose id is
+// want, resuming it while the upstream ends it first. Once the response is
+// in, the exchange is cancelled before its stream is closed: on HTTP/2,
+// closing a stream still open could otherwise wait on the connection.
+func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.CancelCauseFunc, body io.ReadCloser, method string, want []byte) (*jsonrpc.Message, error) {
+	var cursor resumeCursor
+	for {
+		m, err := readStreamedResponse(body, &cursor, want, func(data []byte) { c.looseNotification(ctx, data) })
+		if m != nil {
+			cancel(nil)
+			_ = body.Close()
+			return m, nil
+		}
+		_ = body.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if err != io.EOF || cursor.lastID == "" || mcp.IsModernProtocol(c.protocolVersion()) {
+			if err == io.EOF {
+				return nil, fmt.Errorf("its event stream for %s ended before the response", method)
+			}
+			return nil, err
+		}
+		if body, err = c.resume(ctx, &cursor, method); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readStreamedResponse reads events until one carries the response want
+// (returned) or the stream ends (io.EOF) or fails. Events are read as the
+// SSE specification has them: lines end at "\n" ("\r" trimmed), an event at
+// a blank line, data lines are joined with "\n"; an event's id counts once
+// the event is dispatched. What the upstream sends besides its response was
+// taken out of the stream below (eventTap), unless it is not valid
+// JSON-RPC: the data of every other event goes to other.
+func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte, other func(data []byte)) (*jsonrpc.Message, error) {
+	r := bufio.NewReader(body)
+	var data []byte
+	var id string
+	hasID := false
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long line: the event under it is bounded (limitedBody).
+			whole := bytes.Clone(line)
+			for err == bufio.ErrBufferFull {
+				line, err = r.ReadSlice('\n')
+				whole = append(whole, line...)
+			}
+			line = whole
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		text := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) > 0 && len(text) == 0 && err == nil: // a blank line ends the event
+			if hasID {
+				cursor.lastID, hasID = id, false
+			}
+			if m := responseIn(data, want); m != nil {
+				return m, nil
+			}
+			if len(data) > 0 {
+				other(data)
+			}
+			data = data[:0]
+		case bytes.HasPrefix(text, []byte("data:")):
+			v := bytes.TrimPrefix(text[len("data:"):], []byte(" "))
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+		case bytes.HasPrefix(text, []byte("id:")):
+			if v := bytes.TrimPrefix(text[len("id:"):], []byte(" ")); bytes.IndexByte(v, 0) < 0 {
+				id, hasID = string(v), true
+			}
+		case bytes.HasPrefix(text, []byte("retry:")):
+			v := string(bytes.TrimPrefix(text[len("retry:"):], []byte(" ")))
+			if ms, perr := strconv.ParseUint(v, 10, 31); perr == nil && strings.Trim(v, "0123456789") == "" {
+				cursor.retry, cursor.hasRetry = time.Duration(ms)*time.Millisecond, true
+			}
+		}
+		if err == io.EOF {
+			// An event the stream ends in the middle of still counts, as
+			// it does for mcp-go; its id does not.
+			if m := responseIn(data, want); m != nil {
+				return m, nil
+			}
+			return nil, io.EOF
+		}
+	}
+}
+
+// responseIn returns the response want if data is it.
+func responseIn(data, want []byte) *jsonrpc.Message {
+	if len(data) == 0 {
+		return nil
+	}
+	m, err := jsonrpc.Decode(data)
+	if err != nil || !m.IsResponse() || !bytes.Equal(m.ID, want) {
+		return nil
+	}
+	return m
+}
+
+// looseNotification takes an event of a request's stream that is neither
+// its response nor valid JSON-RPC (eventTap took the valid messages out),
+// as mcp-go's transport would: a message with a method and no id is a
+// notification, whatever its "jsonrpc" member says. Its params stay as they
+// came; anything else is dropped.
+func (c *remoteConn) looseNotification(ctx context.Context, data []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if c.onNotify == nil || json.Unmarshal(data, &m) != nil || m.Method == "" || (len(m.ID) > 0 && string(m.ID) != "null") {
+		return
+	}
+	params := m.Params
+	if string(params) == "null" {
+		params = nil
+	}
+	if bytes.ContainsAny(params, "\r\n") {
+		params = oneLine(params)
+	}
+	c.onNotify(Notification{Method: m.Method, Params: params, flight: flightOf(ctx)})
+}
+
+// resume waits the reconnection time, then reopens the request's stream
+// with a GET that names the last event it saw.
+func (c *remoteConn) resume(ctx context.Context, cursor *resumeCursor, method string) (io.ReadCloser, error) {
+	delay := defaultResumeDelay
+	if cursor.hasRetry {
+		delay = max(cursor.retry, minResumeDelay)
+	}
+	t := time.NewTimer(delay)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return nil, context.Cause(ctx)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(req.Header, "text/event-stream")
+	req.Header.Set("Last-Event-ID", cursor.lastID)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || mediaType(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("resuming the event stream of %s after event %q: HTTP status %d, content type %q",
+			method, cursor.lastID, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return resp.Body, nil
+}
+
+// mediaType is a Content-Type's media type, lower case, without parameters.
+func mediaType(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
+}

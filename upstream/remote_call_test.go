@@ -1,0 +1,158 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// sessionRemote is fakeRemote with a session: initialize's answer names
+// one, and get serves GETs (nil: 405).
+type sessionRemote struct {
+	fakeRemote
+	get func(w http.ResponseWriter, r *http.Request)
+}
+
+func (f *sessionRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && f.get != nil {
+		f.get(w, r)
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", "session-1")
+	f.fakeRemote.ServeHTTP(w, r)
+}
+
+func startSessionRemote(t *testing.T, f *sessionRemote, headers map[string]string, opts Options) *Instance {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx := testContext(t)
+	if opts.Logger == nil {
+		opts.Logger = newLogRecorder().logger()
+	}
+	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL, Headers: headers}, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Close() })
+	return inst
+}
+
+func TestRemoteCallSendsTheSessionAndKeepsTheResult(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 1)
+	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, r *http.Request, req *jsonrpc.Message) {
+		got <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = fmt.Fprintf(w, "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": %s,\n  \"result\": {\n    \"content\": [],\n    \"n\": %s\n  }\n}\n", req.ID, big)
+	}}}
+	inst := startSessionRemote(t, f, map[string]string{"X-Team": "blue"}, Options{})
+	raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"content":[],"n":`+big+`}`, string(raw), "one line, every token as it came")
+	h := <-got
+	assert.Equal(t, "session-1", h.Get("Mcp-Session-Id"))
+	assert.Equal(t, "2025-11-25", h.Get("Mcp-Protocol-Version"))
+	assert.Equal(t, "blue", h.Get("X-Team"))
+	assert.Equal(t, "application/json", h.Get("Content-Type"))
+	assert.Equal(t, "application/json, text/event-stream", h.Get("Accept"))
+}
+
+func TestRemoteCallStreamResumedAfterTheUpstreamEndsIt(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var pending json.RawMessage
+	resumedFrom := make(chan string, 1)
+	f := &sessionRemote{
+		fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, req *jsonrpc.Message) {
+			mu.Lock()
+			pending = req.ID
+			mu.Unlock()
+			// A priming event with an id, then the stream ends.
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: ev-1\nretry: 10\ndata: \n\n")
+		}},
+		get: func(w http.ResponseWriter, r *http.Request) {
+			last := r.Header.Get("Last-Event-ID")
+			if last == "" {
+				w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+				return
+			}
+			resumedFrom <- last
+			mu.Lock()
+			id := pending
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = fmt.Fprintf(w, "id: ev-2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":%s}}\n\n", big)
+			_, _ = fmt.Fprintf(w, "id: ev-3\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\n", id)
+			_, _ = io.WriteString(w, "data: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"late\"}]}}\n\n")
+		},
+	}
+	log := newNotificationLog()
+	inst := startSessionRemote(t, f, nil, Options{OnNotification: log.add})
+	raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"content":[{"type":"text","text":"late"}]}`, string(raw))
+	assert.Equal(t, "ev-1", <-resumedFrom)
+	assert.Equal(t, Notification{Method: "notifications/message", Params: json.RawMessage(`{"level":"info","data":` + big + `}`)}, log.waitLen(t, 1)[0])
+}
+
+func TestRemoteCallErrorStatus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body, want string
+		status           int
+		rpc              *RPCError
+	}{
+		{name: "json-rpc error", status: http.StatusBadRequest, body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad","data":{"n":` + big + `}}}`,
+			rpc: &RPCError{Code: -32602, Message: "bad", Data: json.RawMessage(`{"n":` + big + `}`)}},
+		{name: "page", status: http.StatusBadGateway, body: "<html>\n<b>upstream   down</b>\n</html>",
+			want: `server "remote": it answered tools/call with HTTP status 502: "<html> <b>upstream down</b> </html>"`},
+		{name: "empty", status: http.StatusServiceUnavailable,
+			want: `server "remote": it answered tools/call with HTTP status 503`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.Error(t, err)
+			if tc.rpc != nil {
+				var rpcErr *RPCError
+				require.ErrorAs(t, err, &rpcErr)
+				assert.Equal(t, tc.rpc, rpcErr)
+			} else {
+				assert.EqualError(t, err, tc.want)
+			}
+			require.NoError(t, inst.Ping(testContext(t)), "the connection still serves")
+		})
+	}
+}
+
+func TestRemoteSessionLostFailsTheConnection(t *testing.T) {
+	t.Parallel()
+	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
+		w.WriteHeader(http.StatusNotFound)
+	}}}
+	inst := startSessionRemote(t, f, nil, Options{})
+	_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+	require.EqualError(t, err, `server "remote": it no longer knows the session (HTTP 404 to tools/call); connecting again`)
+	select {
+	case <-inst.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("the connection outlived its session")
+	}
+	assert.ErrorContains(t, inst.Err(), "no longer knows the session")
+}
