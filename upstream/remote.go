@@ -24,10 +24,12 @@ import (
 )
 
 // remoteConn speaks to a streamable-HTTP or SSE upstream. mcp-go's client
-// transports send the aggregator's requests and deliver their responses,
-// whose results they already keep as raw JSON. Everything else the upstream
-// sends (notifications, and its own requests) mcp-go would decode into maps
-// (big integers lose their precision, members get added), so the HTTP client
+// transports open the connection (initialize, server/discover, the GET
+// stream) and carry a legacy SSE upstream's requests; a streamable-HTTP
+// upstream's requests after that are raw POSTs of the aggregator's own
+// (exchange, remote_call.go). Everything else the upstream sends
+// (notifications, and its own requests) mcp-go would decode into maps (big
+// integers lose their precision, members get added), so the HTTP client
 // under mcp-go takes those out of the event streams raw (eventTap), and the
 // aggregator's notifications and answers go out as raw POSTs of its own
 // (post).

@@ -156,3 +156,17 @@ func TestRemoteSessionLostFailsTheConnection(t *testing.T) {
 	}
 	assert.ErrorContains(t, inst.Err(), "no longer knows the session")
 }
+
+func TestRemoteCallErrorKeepsItsData(t *testing.T) {
+	t.Parallel()
+	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, req *jsonrpc.Message) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"no","data":{"n":%s,"f":1.50}}}`, req.ID, big)
+	}}}
+	inst := startSessionRemote(t, f, nil, Options{})
+	_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+	var rpcErr *RPCError
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, &RPCError{Code: -32001, Message: "no", Data: json.RawMessage(`{"n":` + big + `,"f":1.50}`)}, rpcErr,
+		"the error's data as the upstream sent it")
+}

@@ -21,8 +21,8 @@ import (
 // BenchmarkInProcessCall is the proxied route of BenchmarkCall with the aggregator running
 // inside the benchmark process instead of as a child, so that -cpuprofile, -memprofile and
 // -trace see the aggregator's code: over stdio (ServeStdio on pipes) and over streamable
-// HTTP (the HTTP transport on a loopback httptest server). The upstream is still the echo
-// upstream in its own process. Its figures are not comparable with BenchmarkCall, since the
+// HTTP (the HTTP transport on a loopback httptest server), to the echo upstream over stdio,
+// and over HTTP to it over HTTP (http-http). The upstream is still in its own process. Its figures are not comparable with BenchmarkCall, since the
 // client and the aggregator share one process here; use it to find where the aggregator
 // spends its time:
 //
@@ -30,16 +30,22 @@ import (
 //	go tool pprof -top bench.test cpu.out
 func BenchmarkInProcessCall(b *testing.B) {
 	params := callParams("echo", echoText)
+	httpUpstream := func(tb testing.TB) upstreamServer {
+		exe, _, env := helper(tb, "echo", "http")
+		return httpEcho("echo", startHTTPProcess(tb, env, exe, "echo", "http").url)
+	}
 	edges := []struct {
-		name  string
-		serve func(tb testing.TB, p *proxy.Proxy) *conn
+		name     string
+		serve    func(tb testing.TB, p *proxy.Proxy) *conn
+		upstream func(tb testing.TB) upstreamServer
 	}{
-		{"stdio", serveStdioInProcess},
-		{"http", serveHTTPInProcess},
+		{"stdio", serveStdioInProcess, func(tb testing.TB) upstreamServer { return echoUpstream(tb, "echo") }},
+		{"http", serveHTTPInProcess, func(tb testing.TB) upstreamServer { return echoUpstream(tb, "echo") }},
+		{"http-http", serveHTTPInProcess, httpUpstream},
 	}
 	for _, edge := range edges {
 		b.Run(edge.name, func(b *testing.B) {
-			c := edge.serve(b, startInProcess(b, renderConfig(echoUpstream(b, "echo"))))
+			c := edge.serve(b, startInProcess(b, renderConfig(edge.upstream(b))))
 			ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 			defer cancel()
 			if err := c.checkEcho(ctx, params, echoText); err != nil {
