@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -169,4 +170,32 @@ func TestRemoteCallErrorKeepsItsData(t *testing.T) {
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, &RPCError{Code: -32001, Message: "no", Data: json.RawMessage(`{"n":` + big + `,"f":1.50}`)}, rpcErr,
 		"the error's data as the upstream sent it")
+}
+
+func FuzzReadStreamedResponse(f *testing.F) {
+	f.Add([]byte("id: 1\nretry: 10\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"a\":[1,\n\n"))
+	f.Add([]byte(": comment\r\nid: a\x00b\r\ndata:{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"result\":1}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":1,\"message\":\"m\"}}"))
+	f.Add([]byte("data: {\"method\":\"notifications/x\"}\n\nretry: 99999999999\n\n"))
+	want := []byte("7")
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		var cursor resumeCursor
+		others := 0
+		m, err := readStreamedResponse(bytes.NewReader(stream), &cursor, want, func(data []byte) {
+			if len(data) == 0 {
+				t.Fatal("an empty event's data was handed on")
+			}
+			others++
+		})
+		switch {
+		case m != nil:
+			require.NoError(t, err)
+			require.True(t, m.IsResponse())
+			require.Equal(t, "7", string(m.ID))
+		case err != io.EOF:
+			t.Fatalf("a stream read whole ended with %v", err)
+		}
+		require.NotContains(t, cursor.lastID, "\x00")
+		require.GreaterOrEqual(t, cursor.retry, time.Duration(0))
+	})
 }
