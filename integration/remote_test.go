@@ -23,17 +23,70 @@ import (
 // or "sse") on a free loopback port and returns its base URL.
 func remoteEverything(t *testing.T, mode string) string {
 	t.Helper()
+	port := freePort(t)
+	everythingOn(t, mode, port)
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// freePort is a loopback port no one listened on a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
+	return port
+}
 
+// everythingOn runs server-everything in mode on port until the test ends or
+// kill is called, which returns once it has exited.
+func everythingOn(t *testing.T, mode string, port int) (kill func()) {
+	t.Helper()
 	cmd := exec.Command("node", nodeEntry(t, "@modelcontextprotocol/server-everything/dist/index.js"), mode)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	log, exited := startProcessGroup(t, cmd)
 	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprint(port)) }, startTimeout, exited)
 	require.True(t, ok, "server-everything (%s) never said it listens on %d:\n%s", mode, port, log)
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// TestHTTPUpstreamThatForgetsTheSession: an HTTP upstream restarted in place
+// answers the aggregator's session with 404. The aggregator connects again at
+// once (with a new session) instead of failing every call until pings notice.
+func TestHTTPUpstreamThatForgetsTheSession(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	kill := everythingOn(t, "streamableHttp", port)
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  ev:
+    truely-stateless: true
+    url: http://127.0.0.1:%d/mcp
+    tools: {whitelist: [echo]}
+`, port))
+	a.waitLoaded()
+	c := a.connect()
+	assert.Equal(t, "Echo: before", firstText(t, c.callToolResult("echo", map[string]any{"message": "before"})))
+
+	kill()
+	everythingOn(t, "streamableHttp", port) // a new process, which never heard of the session
+
+	// The first call learns that the session is gone (server-everything
+	// says so with a 400, not the specification's 404); the instance is
+	// replaced after the first backoff, well inside the two 30 s ping
+	// intervals that would otherwise notice.
+	first := c.callTool("echo", map[string]any{"message": "first"})
+	require.NotNil(t, first.Error, "the old session cannot have served it")
+	assert.Contains(t, string(first.Error), "no longer knows the session")
+	lost, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, `msg="lease lost" server=ev`) }, 10*time.Second, nil)
+	require.True(t, ok, "the instance was not given up")
+	assert.Contains(t, lost, "no longer knows the session")
+	_, ok = a.log.waitLine(func(line string) bool { return strings.Contains(line, `msg="lease restarted" server=ev`) }, 10*time.Second, nil)
+	require.True(t, ok, "no new instance within 10 s")
+	assert.Equal(t, "Echo: after", firstText(t, c.callToolResult("echo", map[string]any{"message": "after"})))
 }
 
 // startProcessGroup starts cmd in a process group of its own, with its

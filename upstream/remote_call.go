@@ -37,8 +37,8 @@ import (
 //   - an error status's body is the response when it is one.
 //
 // A 404 to a request that carried a session means the upstream no longer
-// knows it: the connection fails, so that the pool connects a new instance
-// instead of every later call failing the same way.
+// knows it (sessionLost): the connection fails, so that the pool connects a
+// new instance instead of every later call failing the same way.
 
 const (
 	// defaultResumeDelay is how long a stream the upstream ended is left
@@ -79,15 +79,14 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 	want := strconv.AppendInt(nil, id, 10)
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusAccepted:
-	case http.StatusNotFound:
-		if session != "" {
-			err := fmt.Errorf("it no longer knows the session (HTTP 404 to %s); connecting again", method)
+	default:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+		if session != "" && sessionLost(resp.StatusCode, body) {
+			err := fmt.Errorf("it no longer knows the session (HTTP %d to %s); connecting again", resp.StatusCode, method)
 			go c.fail(fmt.Errorf("server %q: %w", c.server, err))
 			return nil, err
 		}
-		return c.statusError(resp, method, want)
-	default:
-		return c.statusError(resp, method, want)
+		return statusError(resp.StatusCode, body, method, want)
 	}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
@@ -133,16 +132,30 @@ func (c *remoteConn) setHeaders(h http.Header, accept string) (session string) {
 	return session
 }
 
+// sessionLost reports whether an error status to a request that carried a
+// session says the upstream no longer knows it: 404, as the specification
+// has it, or 400 with a body about the session, which is how servers built
+// on the TypeScript SDK's examples answer a session they do not have
+// ("Bad Request: No valid session ID provided").
+func sessionLost(status int, body []byte) bool {
+	switch status {
+	case http.StatusNotFound:
+		return true
+	case http.StatusBadRequest:
+		return bytes.Contains(bytes.ToLower(body), []byte("session"))
+	}
+	return false
+}
+
 // statusError is what an exchange answered with an error status comes to:
 // the JSON-RPC error response its body carries, or an error naming the
 // status.
-func (c *remoteConn) statusError(resp *http.Response, method string, want []byte) (*jsonrpc.Message, error) {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+func statusError(status int, body []byte, method string, want []byte) (*jsonrpc.Message, error) {
 	if m, err := jsonrpc.Decode(bytes.TrimSpace(body)); err == nil && m.IsResponse() && m.Error != nil &&
 		(bytes.Equal(m.ID, want) || string(m.ID) == "null") {
 		return m, nil
 	}
-	return nil, fmt.Errorf("it answered %s with HTTP status %d%s", method, resp.StatusCode, bodyExcerpt(body))
+	return nil, fmt.Errorf("it answered %s with HTTP status %d%s", method, status, bodyExcerpt(body))
 }
 
 // bodyExcerpt is the start of an error body for an error text: printable,

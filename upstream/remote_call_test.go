@@ -144,18 +144,33 @@ func TestRemoteCallErrorStatus(t *testing.T) {
 
 func TestRemoteSessionLostFailsTheConnection(t *testing.T) {
 	t.Parallel()
-	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
-		w.WriteHeader(http.StatusNotFound)
-	}}}
-	inst := startSessionRemote(t, f, nil, Options{})
-	_, err := inst.CallTool(testContext(t), Call{Name: "t"})
-	require.EqualError(t, err, `server "remote": it no longer knows the session (HTTP 404 to tools/call); connecting again`)
-	select {
-	case <-inst.Done():
-	case <-time.After(waitTimeout):
-		t.Fatal("the connection outlived its session")
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{name: "404", status: http.StatusNotFound},
+		// As servers built on the TypeScript SDK's examples answer.
+		{name: "400 about the session", status: http.StatusBadRequest,
+			body: `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.EqualError(t, err, fmt.Sprintf(`server "remote": it no longer knows the session (HTTP %d to tools/call); connecting again`, tc.status))
+			select {
+			case <-inst.Done():
+			case <-time.After(waitTimeout):
+				t.Fatal("the connection outlived its session")
+			}
+			assert.ErrorContains(t, inst.Err(), "no longer knows the session")
+		})
 	}
-	assert.ErrorContains(t, inst.Err(), "no longer knows the session")
 }
 
 func TestRemoteCallErrorKeepsItsData(t *testing.T) {
