@@ -54,8 +54,12 @@ func everythingOn(t *testing.T, mode string, port int) (kill func()) {
 }
 
 // TestHTTPUpstreamThatForgetsTheSession: an HTTP upstream restarted in place
-// answers the aggregator's session with 404. The aggregator connects again at
-// once (with a new session) instead of failing every call until pings notice.
+// no longer knows the aggregator's session (server-everything answers it
+// with a 400 about the session, not the specification's 404). The aggregator
+// connects again after its first backoff, well inside the two 30 s ping
+// intervals that would otherwise notice: at once when a call learns it, and
+// through the GET stream, which asks again every second, when nothing is
+// called.
 func TestHTTPUpstreamThatForgetsTheSession(t *testing.T) {
 	t.Parallel()
 	port := freePort(t)
@@ -71,22 +75,37 @@ servers:
 	c := a.connect()
 	assert.Equal(t, "Echo: before", firstText(t, c.callToolResult("echo", map[string]any{"message": "before"})))
 
-	kill()
-	everythingOn(t, "streamableHttp", port) // a new process, which never heard of the session
+	// waitLogged waits for a line of the aggregator's log written at or after
+	// since and containing every one of parts.
+	waitLogged := func(since time.Time, parts ...string) string {
+		t.Helper()
+		line, ok := a.log.waitLine(func(line string) bool {
+			stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			return err == nil && !at.Before(since.Truncate(time.Millisecond)) && containsAll(line, parts...)
+		}, 10*time.Second, nil)
+		require.True(t, ok, "no log line with %q within 10 s", parts)
+		return line
+	}
 
-	// The first call learns that the session is gone (server-everything
-	// says so with a 400, not the specification's 404); the instance is
-	// replaced after the first backoff, well inside the two 30 s ping
-	// intervals that would otherwise notice.
+	// A call learns it.
+	kill()
+	restarted := time.Now()
+	kill = everythingOn(t, "streamableHttp", port)
 	first := c.callTool("echo", map[string]any{"message": "first"})
 	require.NotNil(t, first.Error, "the old session cannot have served it")
 	assert.Contains(t, string(first.Error), "no longer knows the session")
-	lost, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, `msg="lease lost" server=ev`) }, 10*time.Second, nil)
-	require.True(t, ok, "the instance was not given up")
-	assert.Contains(t, lost, "no longer knows the session")
-	_, ok = a.log.waitLine(func(line string) bool { return strings.Contains(line, `msg="lease restarted" server=ev`) }, 10*time.Second, nil)
-	require.True(t, ok, "no new instance within 10 s")
+	waitLogged(restarted, `msg="lease lost" server=ev`, "no longer knows the session")
+	waitLogged(restarted, `msg="lease restarted" server=ev`)
 	assert.Equal(t, "Echo: after", firstText(t, c.callToolResult("echo", map[string]any{"message": "after"})))
+
+	// Nothing is called: the GET stream learns it.
+	kill()
+	restarted = time.Now()
+	everythingOn(t, "streamableHttp", port)
+	waitLogged(restarted, `msg="lease lost" server=ev`, "no longer knows the session (HTTP 400 to the GET stream)")
+	waitLogged(restarted, `msg="lease restarted" server=ev`)
+	assert.Equal(t, "Echo: idle", firstText(t, c.callToolResult("echo", map[string]any{"message": "idle"})))
 }
 
 // startProcessGroup starts cmd in a process group of its own, with its

@@ -66,6 +66,8 @@ type remoteConn struct {
 	// streamable is set for a streamable-HTTP upstream, whose requests go
 	// out through exchange once its session is up.
 	streamable bool
+	// streamSession is the session a GET stream last opened on.
+	streamSession atomic.Pointer[string]
 }
 
 // remoteOptions are the settings of a remote connection.
@@ -113,7 +115,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// A redirect of the endpoint to another origin is followed without the
 	// configured headers (the OAuth token, set per request, stays with the
 	// origin by itself).
-	c.client = sameorigin.Client(&http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c}},
+	c.client = sameorigin.Client(&http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}},
 		sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
 	var err error
 	if srv.Transport == config.TransportSSE {

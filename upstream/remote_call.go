@@ -147,6 +147,38 @@ func sessionLost(status int, body []byte) bool {
 	return false
 }
 
+// streamOpened watches the GET streams for the session's end: a GET on a
+// session whose stream the upstream once opened, answered as sessionLost
+// has it, means the upstream forgot the session (it restarted), and the
+// connection fails so that the pool connects again. Left alone, mcp-go
+// would ask again every second until pings noticed. A GET refused on a
+// session that never had a stream only means there is no stream to have.
+func (c *remoteConn) streamOpened(req *http.Request, resp *http.Response) {
+	session := req.Header.Get(transport.HeaderKeySessionID)
+	if session == "" {
+		return
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
+			c.streamSession.Store(&session)
+		}
+		return
+	case http.StatusNotFound, http.StatusBadRequest:
+	default:
+		return
+	}
+	if opened := c.streamSession.Load(); opened == nil || *opened != session {
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if sessionLost(resp.StatusCode, body) {
+		go c.fail(fmt.Errorf("server %q: it no longer knows the session (HTTP %d to the GET stream); connecting again", c.server, resp.StatusCode))
+	}
+}
+
 // statusError is what an exchange answered with an error status comes to:
 // the JSON-RPC error response its body carries, or an error naming the
 // status.

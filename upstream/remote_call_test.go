@@ -214,3 +214,54 @@ func FuzzReadStreamedResponse(f *testing.F) {
 		require.GreaterOrEqual(t, cursor.retry, time.Duration(0))
 	})
 }
+
+func TestRemoteGETStreamNoticesTheSessionEnd(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	gets := 0
+	f := &sessionRemote{get: func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		gets++
+		n := gets
+		mu.Unlock()
+		if n == 1 {
+			// The stream opens on the session, then ends; mcp-go asks again.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}}
+	inst := startSessionRemote(t, f, nil, Options{})
+	select {
+	case <-inst.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("the connection outlived its session")
+	}
+	assert.EqualError(t, inst.Err(), `server "remote": it no longer knows the session (HTTP 404 to the GET stream); connecting again`)
+}
+
+func TestRemoteGETStreamRefusedFromTheStart(t *testing.T) {
+	t.Parallel()
+	answered := make(chan struct{}, 1)
+	f := &sessionRemote{get: func(w http.ResponseWriter, _ *http.Request) {
+		// No stream on this server, said the wrong way (405 is right).
+		w.WriteHeader(http.StatusNotFound)
+		select {
+		case answered <- struct{}{}:
+		default:
+		}
+	}}
+	inst := startSessionRemote(t, f, nil, Options{})
+	select {
+	case <-answered:
+	case <-time.After(waitTimeout):
+		t.Fatal("no GET stream was asked for")
+	}
+	require.NoError(t, inst.Ping(testContext(t)))
+	select {
+	case <-inst.Done():
+		t.Fatalf("a server without a stream lost its connection: %v", inst.Err())
+	default:
+	}
+}

@@ -28,12 +28,18 @@ type limitedTransport struct {
 	server string
 	log    *slog.Logger
 	tap    streamSink // nil: event streams are not tapped
+	// opened, when set, sees the answer to every GET before anyone reads
+	// its body, which it may replace.
+	opened func(req *http.Request, resp *http.Response)
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if req.Method == http.MethodGet && t.opened != nil {
+		t.opened(req, resp)
 	}
 	stream := mediaType(resp.Header.Get("Content-Type")) == "text/event-stream"
 	limited := &limitedBody{
