@@ -10,19 +10,20 @@ const maxAbandoned = 256
 // answer to an id that was never sent. The oldest is forgotten first. Not
 // safe for concurrent use: stdioConn guards it with its mu.
 type abandonedIDs struct {
-	ring []string // the keys in the order added, a circular buffer
-	next int      // where the next key goes in ring
-	set  map[string]struct{}
+	ring []int64 // the ids in the order added, a circular buffer; 0 is none
+	next int     // where the next id goes in ring
+	set  map[int64]struct{}
 }
 
-// add remembers key, forgetting the oldest key when full. Request ids are
-// never reused on a connection, so a key is added once.
-func (a *abandonedIDs) add(key string) {
+// add remembers key, an id the connection sent (they start at 1),
+// forgetting the oldest when full. Request ids are never reused on a
+// connection, so an id is added once.
+func (a *abandonedIDs) add(key int64) {
 	if a.ring == nil {
-		a.ring = make([]string, maxAbandoned)
-		a.set = make(map[string]struct{}, maxAbandoned)
+		a.ring = make([]int64, maxAbandoned)
+		a.set = make(map[int64]struct{}, maxAbandoned)
 	}
-	if old := a.ring[a.next]; old != "" {
+	if old := a.ring[a.next]; old != 0 {
 		delete(a.set, old)
 	}
 	a.ring[a.next] = key
@@ -32,7 +33,7 @@ func (a *abandonedIDs) add(key string) {
 
 // take reports whether key was given up on, and forgets it: a second
 // answer to the same id is not a late answer but a wrong one.
-func (a *abandonedIDs) take(key string) bool {
+func (a *abandonedIDs) take(key int64) bool {
 	if _, ok := a.set[key]; !ok {
 		return false
 	}

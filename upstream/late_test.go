@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,7 +26,7 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	c := &stdioConn{server: "late", log: rec.logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdinW),
-		pending: map[string]chan reply{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
+		pending: map[int64]chan reply{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
 	upstreamIn := jsonrpc.NewReader(stdinR, 1<<20)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,11 +80,25 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 func TestAbandonedIDsAreBounded(t *testing.T) {
 	var a abandonedIDs
 	for i := range maxAbandoned + 1 {
-		a.add(strconv.Itoa(i))
+		a.add(int64(i + 1))
 	}
 	assert.Len(t, a.set, maxAbandoned)
-	assert.False(t, a.take("0"), "the oldest is forgotten")
-	assert.True(t, a.take("1"))
-	assert.True(t, a.take(strconv.Itoa(maxAbandoned)))
-	assert.False(t, a.take(strconv.Itoa(maxAbandoned)), "an id is late once")
+	assert.False(t, a.take(1), "the oldest is forgotten")
+	assert.True(t, a.take(2))
+	assert.True(t, a.take(maxAbandoned+1))
+	assert.False(t, a.take(maxAbandoned+1), "an id is late once")
+}
+
+// TestSentID: only a positive integer written as one can be an id the
+// connection sent; a string, a fraction or a sign never matches a call.
+func TestSentID(t *testing.T) {
+	for raw, want := range map[string]int64{"1": 1, "42": 42, "999999999999999999": 999999999999999999} {
+		got, ok := sentID(json.RawMessage(raw))
+		assert.True(t, ok, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	for _, raw := range []string{"", "0", "01", `"1"`, "-1", "1.0", "1e3", "null", "9999999999999999999", " 1"} {
+		_, ok := sentID(json.RawMessage(raw))
+		assert.False(t, ok, raw)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +50,7 @@ type stdioConn struct {
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[string]chan reply // nil once the connection failed
+	pending map[int64]chan reply // by request id; nil once the connection failed
 	// abandoned are the ids of the latest calls given up on, to tell their
 	// late answers from answers to ids never sent; guarded by mu.
 	abandoned abandonedIDs
@@ -120,7 +119,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
 		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdin),
-		pending: map[string]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		pending: map[int64]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
 		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace,
@@ -227,8 +226,8 @@ func exitText(err error) string {
 // so the call it answers fails now rather than at its deadline.
 func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 	id := e.OversizedID()
-	if id != nil {
-		if ch := c.take(jsonrpc.IDKey(id)); ch != nil {
+	if key, ok := sentID(id); ok {
+		if ch := c.take(key); ch != nil {
 			ch <- reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}}
 			return
 		}
@@ -237,8 +236,25 @@ func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 		"bytes", e.Size, "limit", e.Limit, "id", string(id), "start", preview(e.Head))
 }
 
-// take removes and returns the channel of the pending call with key.
-func (c *stdioConn) take(key string) chan reply {
+// sentID reads a response's id as one the connection may have sent: a
+// positive integer, written as an integer is (no sign, no leading zero, no
+// fraction, no quotes). Any other id was never sent.
+func sentID(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 || raw[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, b := range raw {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n, true
+}
+
+// take removes and returns the channel of the pending call with id key.
+func (c *stdioConn) take(key int64) chan reply {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.pending[key]
@@ -246,10 +262,10 @@ func (c *stdioConn) take(key string) chan reply {
 	return ch
 }
 
-// abandon removes the pending call with key, which its caller gave up on,
-// and remembers it for late. Both under one lock: an answer that comes in
-// between finds the call either pending or abandoned.
-func (c *stdioConn) abandon(key string) {
+// abandon removes the pending call with id key, which its caller gave up
+// on, and remembers it for late. Both under one lock: an answer that comes
+// in between finds the call either pending or abandoned.
+func (c *stdioConn) abandon(key int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pending[key]; ok {
@@ -260,24 +276,13 @@ func (c *stdioConn) abandon(key string) {
 
 // late reports whether id is of a call given up on (see abandon), once.
 func (c *stdioConn) late(id json.RawMessage) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.abandoned.take(jsonrpc.IDKey(id))
-}
-
-// takeID is take for a response's raw id. The ids sent are integers, and
-// an integer's key is its own text: looked up as such, it costs no string.
-func (c *stdioConn) takeID(id json.RawMessage) chan reply {
-	if len(id) == 0 || id[0] == '"' {
-		return c.take(jsonrpc.IDKey(id))
+	key, ok := sentID(id)
+	if !ok {
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch, ok := c.pending[string(id)]
-	if ok {
-		delete(c.pending, string(id))
-	}
-	return ch
+	return c.abandoned.take(key)
 }
 
 func (c *stdioConn) dispatch(line []byte) {
@@ -296,7 +301,10 @@ func (c *stdioConn) dispatch(line []byte) {
 	case msg.IsRequest():
 		c.admit(msg)
 	default:
-		ch := c.takeID(msg.ID)
+		var ch chan reply
+		if key, ok := sentID(msg.ID); ok {
+			ch = c.take(key)
+		}
 		if ch == nil {
 			if c.late(msg.ID) {
 				c.log.Debug("upstream answered a request after the aggregator gave up on it (timed out or cancelled); answer dropped",
@@ -445,7 +453,7 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		}
 		line = jsonrpc.AppendLine(nil, req)
 	}
-	key := strconv.FormatInt(id, 10)
+	key := id
 	ch := replies.Get().(chan reply)
 	c.mu.Lock()
 	if c.pending == nil {
