@@ -68,6 +68,11 @@ type remoteConn struct {
 	streamable bool
 	// streamSession is the session a GET stream last opened on.
 	streamSession atomic.Pointer[string]
+	// sse is set for a legacy SSE upstream; sseCalls are its requests
+	// awaiting their responses on its stream, by id (exchangeSSE).
+	sse      bool
+	sseMu    sync.Mutex
+	sseCalls map[int64]chan *jsonrpc.Message
 }
 
 // remoteOptions are the settings of a remote connection.
@@ -128,7 +133,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			sse.SetConnectionLostHandler(func(err error) {
 				go c.fail(fmt.Errorf("server %q: its SSE stream ended: %w", srv.ID, err))
 			})
-			c.t = sse
+			c.t, c.sse = sse, true
 		}
 	} else {
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(log), transport.WithHTTPBasicClient(c.client),
@@ -302,7 +307,12 @@ func (c *remoteConn) callRaw(ctx context.Context, cancel context.CancelCauseFunc
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", method, err)
 	}
-	m, err := c.exchange(ctx, cancel, id, method, raw, header)
+	var m *jsonrpc.Message
+	if c.sse {
+		m, err = c.exchangeSSE(ctx, id, method, raw)
+	} else {
+		m, err = c.exchange(ctx, cancel, id, method, raw, header)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,9 +52,80 @@ const (
 )
 
 // rawExchange reports whether a request of method goes out through
-// exchange.
+// exchange, or exchangeSSE.
 func (c *remoteConn) rawExchange(method string) bool {
-	return c.streamable && method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover)
+	return (c.streamable || c.sse) && method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover)
+}
+
+// exchangeSSE sends the request id to a legacy SSE upstream, in a POST to
+// the endpoint its stream named, and waits for the response on that stream,
+// where eventTap hands it over (streamResponse) before mcp-go would read
+// it. ctx bounds all of it; the connection's end (its stream lost) fails it.
+func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	sse, _ := c.t.(*transport.SSE)
+	u := sse.GetEndpoint()
+	if u == nil {
+		return nil, errors.New("its SSE stream has not named an endpoint yet")
+	}
+	answer := make(chan *jsonrpc.Message, 1)
+	c.sseMu.Lock()
+	if c.sseCalls == nil {
+		c.sseCalls = map[int64]chan *jsonrpc.Message{}
+	}
+	c.sseCalls[id] = answer
+	c.sseMu.Unlock()
+	defer func() {
+		c.sseMu.Lock()
+		delete(c.sseCalls, id)
+		c.sseMu.Unlock()
+	}()
+	body := jsonrpc.AppendRequestLine(nil, id, method, params)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body[:len(body)-1]))
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(req.Header, "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	// What the POST answers besides its status is not the response.
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return statusError(resp.StatusCode, text, method, strconv.AppendInt(nil, id, 10))
+	}
+	select {
+	case m := <-answer:
+		return m, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-c.closed:
+		return nil, c.closedErr()
+	}
+}
+
+// streamResponse hands a response that came on a legacy SSE upstream's
+// stream to the exchangeSSE awaiting it; any other response goes on to
+// mcp-go (the answer to initialize).
+func (c *remoteConn) streamResponse(m *jsonrpc.Message) bool {
+	if !c.sse {
+		return false
+	}
+	key, ok := sentID(m.ID)
+	if !ok {
+		return false
+	}
+	c.sseMu.Lock()
+	answer := c.sseCalls[key]
+	delete(c.sseCalls, key)
+	c.sseMu.Unlock()
+	if answer == nil {
+		return false
+	}
+	answer <- m // its one answer, into a buffer of one
+	return true
 }
 
 // exchange sends the request id and returns its response. ctx bounds all of

@@ -265,3 +265,27 @@ func TestRemoteGETStreamRefusedFromTheStart(t *testing.T) {
 	default:
 	}
 }
+
+func TestRemoteSSECallsKeepTheirAnswers(t *testing.T) {
+	t.Parallel()
+	f := &fakeSSE{out: make(chan []byte, 16), drop: make(chan struct{}), answer: func(req *jsonrpc.Message) []byte {
+		if bytes.Contains(req.Params, []byte(`"fail"`)) {
+			return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"no","data":{"n":%s,"f":1.50}}}`, req.ID, big)
+		}
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"content":[],"n":%s}}`, req.ID, big)
+	}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	inst := startRemote(t, config.TransportSSE, srv.URL+"/sse", Options{})
+	ctx := testContext(t)
+
+	raw, err := inst.CallTool(ctx, Call{Name: "ok"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"content":[],"n":`+big+`}`, string(raw))
+	_, err = inst.CallTool(ctx, Call{Name: "fail"})
+	var rpcErr *RPCError
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, &RPCError{Code: -32001, Message: "no", Data: json.RawMessage(`{"n":` + big + `,"f":1.50}`)}, rpcErr,
+		"the error's data as the upstream sent it")
+	require.NoError(t, inst.Ping(ctx))
+}

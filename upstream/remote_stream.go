@@ -18,6 +18,10 @@ type streamSink interface {
 	// streamRequested must not block either; ctx is the context of the HTTP
 	// exchange whose stream it is.
 	streamRequested(ctx context.Context, req *jsonrpc.Message)
+	// streamResponse takes a response out of the stream if it is one the
+	// sink awaits (a legacy SSE upstream's answer to a raw request), and
+	// reports whether it did; it must not block either.
+	streamResponse(m *jsonrpc.Message) bool
 }
 
 // eventTap reads an SSE response body the way mcp-go's transports do (lines
@@ -100,24 +104,29 @@ func (e *eventTap) line(line []byte) {
 	}
 }
 
-// end finishes the current event: a notification or request is handed to
-// the sink and leaves only its id and retry lines behind; anything else
-// goes on to mcp-go as it came.
+// end finishes the current event: a notification or request, or a
+// response the sink takes, is handed to the sink and leaves only its id and
+// retry lines behind; anything else goes on to mcp-go as it came.
 func (e *eventTap) end(blank bool) {
 	defer func() {
 		// data gets a new buffer: a message decoded from it keeps slices of it.
 		e.event, e.keep, e.kind, e.data = e.event[:0], e.keep[:0], "", nil
 	}()
-	if m := e.message(); m != nil {
+	m := e.message()
+	if m != nil && m.IsResponse() && !e.sink.streamResponse(m) {
+		m = nil
+	}
+	if m != nil {
 		if len(e.keep) > 0 {
 			e.out = append(e.out, e.keep...)
 			if blank {
 				e.out = append(e.out, '\n')
 			}
 		}
-		if m.IsNotification() {
+		switch {
+		case m.IsNotification():
 			e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(e.ctx)})
-		} else {
+		case m.IsRequest():
 			e.sink.streamRequested(e.ctx, m)
 		}
 		return
@@ -125,7 +134,7 @@ func (e *eventTap) end(blank bool) {
 	e.out = append(e.out, e.event...)
 }
 
-// message is the current event as a notification or request, or nil.
+// message is the current event as a JSON-RPC message, or nil.
 func (e *eventTap) message() *jsonrpc.Message {
 	if len(e.data) == 0 || (e.kind != "" && e.kind != "message") {
 		return nil
@@ -141,7 +150,7 @@ func (e *eventTap) message() *jsonrpc.Message {
 		data = b.Bytes()
 	}
 	m, err := jsonrpc.Decode(data)
-	if err != nil || m.IsResponse() {
+	if err != nil {
 		return nil
 	}
 	return m

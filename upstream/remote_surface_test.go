@@ -390,6 +390,8 @@ type recordingSink struct{ got []string }
 func (s *recordingSink) streamNotified(n Notification) {
 	s.got = append(s.got, "notification "+n.Method)
 }
+func (s *recordingSink) streamResponse(*jsonrpc.Message) bool { return false }
+
 func (s *recordingSink) streamRequested(_ context.Context, req *jsonrpc.Message) {
 	s.got = append(s.got, "request "+string(req.ID)+" "+req.Method)
 }

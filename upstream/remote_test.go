@@ -199,6 +199,9 @@ func TestRemoteCancellationDoesNotHoldTheCaller(t *testing.T) {
 type fakeSSE struct {
 	out  chan []byte
 	drop chan struct{}
+	// answer, when set, is the message that answers a tools/call; without
+	// it, tools/call is never answered.
+	answer func(req *jsonrpc.Message) []byte
 }
 
 func (f *fakeSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -231,8 +234,15 @@ func (f *fakeSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
 	case "tools/list":
 		result = `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`
+	case "ping":
+		result = `{}`
+	case "tools/call":
+		if f.answer != nil {
+			f.out <- f.answer(msg)
+		}
+		return
 	default:
-		return // tools/call is never answered; notifications need no answer
+		return // notifications need no answer
 	}
 	f.out <- (&jsonrpc.Message{ID: msg.ID, Result: json.RawMessage(result)}).Encode()
 }
