@@ -25,7 +25,9 @@ type Catalog struct {
 	entries  map[string]*Entry
 	byServer map[string][]*Entry // in upstream order
 	servers  []string            // commit order, for deterministic listing
-	list     json.RawMessage     // the tools array, rendered once per commit
+	// result is tools/list's result, {"tools":[...]}, rendered once per
+	// commit; list is its tools array.
+	result, list json.RawMessage
 }
 
 func emptyCatalog() *Catalog {
@@ -56,6 +58,10 @@ func (c *Catalog) Len() int { return len(c.entries) }
 
 // ToolsJSON is the JSON array answered to tools/list.
 func (c *Catalog) ToolsJSON() json.RawMessage { return c.list }
+
+// ToolsResult is tools/list's whole result. Like ToolsJSON, it is shared:
+// never write into it.
+func (c *Catalog) ToolsResult() json.RawMessage { return c.result }
 
 // Entries lists every entry in listing order.
 func (c *Catalog) Entries() []*Entry {
@@ -109,6 +115,7 @@ func (c *Catalog) withOrder(order []string) {
 
 func (c *Catalog) render() {
 	var b bytes.Buffer
+	b.WriteString(toolsResultPrefix)
 	b.WriteByte('[')
 	first := true
 	for _, s := range c.servers {
@@ -121,7 +128,20 @@ func (c *Catalog) render() {
 		}
 	}
 	b.WriteByte(']')
-	c.list = b.Bytes()
+	c.result, c.list = toolsResult(&b)
+}
+
+// toolsResultPrefix opens tools/list's result.
+const toolsResultPrefix = `{"tools":`
+
+// toolsResult closes the result b holds, toolsResultPrefix and a tools
+// array, and returns it and its array. Neither has room to append to: an
+// append copies, and never writes into what other requests share.
+func toolsResult(b *bytes.Buffer) (result, list json.RawMessage) {
+	b.WriteByte('}')
+	result = b.Bytes()
+	result = result[:len(result):len(result)]
+	return result, result[len(toolsResultPrefix) : len(result)-1 : len(result)-1]
 }
 
 // sameSurface reports whether two catalogs look the same to a client:

@@ -123,3 +123,19 @@ func TestCatalogSnapshot(t *testing.T) {
 	assert.Equal(t, `[{"name":"b_one"},{"name":"a_one"}]`, string(d.ToolsJSON()))
 	assert.Equal(t, `[]`, string(emptyCatalog().ToolsJSON()))
 }
+
+// TestToolsResultIsShared: tools/list's result is rendered once around the
+// tools array, and neither leaves room for an append to write into what
+// every request shares.
+func TestToolsResultIsShared(t *testing.T) {
+	c := emptyCatalog().withServer("a", []*Entry{entry("a", "x", `{"name":"x"}`), entry("a", "y", `{"name":"y"}`)})
+	c.render()
+	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()))
+	assert.Equal(t, `[{"name":"x"},{"name":"y"}]`, string(c.ToolsJSON()))
+	assert.Equal(t, len(c.ToolsResult()), cap(c.ToolsResult()))
+	assert.Equal(t, len(c.ToolsJSON()), cap(c.ToolsJSON()))
+	grown := withMember(c.ToolsResult(), "ttlMs", []byte("0"))
+	assert.Equal(t, `{"ttlMs":0,"tools":[{"name":"x"},{"name":"y"}]}`, string(grown))
+	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()), "unchanged")
+	assert.Equal(t, `{"tools":[]}`, string(emptyCatalog().ToolsResult()))
+}

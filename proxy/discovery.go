@@ -57,6 +57,7 @@ func discoveryEntries(d config.Discovery, cat *Catalog) []*Entry {
 type searchView struct {
 	index  *discovery.Index
 	listed json.RawMessage // the tools array of tools/list
+	result json.RawMessage // tools/list's result, around listed
 }
 
 // newSearchView builds the search mode view of cat; nil in mode all. The
@@ -75,14 +76,16 @@ func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchV
 	entries := cat.Entries()
 	tools := make([]discovery.Tool, 0, len(entries))
 	var listed bytes.Buffer
+	listed.WriteString(toolsResultPrefix)
 	listed.WriteByte('[')
+	empty := listed.Len()
 	for _, e := range entries {
 		pair := e.Server == adminServer && isDiscoveryTool(e.Original)
 		if !pair {
 			tools = append(tools, discovery.Tool{Name: e.Exported, Original: e.Original, Server: e.Server, Raw: e.Raw})
 		}
 		if e.Server == adminServer || alwaysListed(d.Always, e.Exported) {
-			if listed.Len() > 1 {
+			if listed.Len() > empty {
 				listed.WriteByte(',')
 			}
 			listed.Write(e.Raw)
@@ -93,7 +96,9 @@ func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchV
 	if prev != nil {
 		before = prev.index
 	}
-	return &searchView{index: discovery.Rebuild(before, tools), listed: listed.Bytes()}
+	v := &searchView{index: discovery.Rebuild(before, tools)}
+	v.result, v.listed = toolsResult(&listed)
+	return v
 }
 
 func alwaysListed(patterns []string, name string) bool {
@@ -120,4 +125,13 @@ func (st *state) listedTools() json.RawMessage {
 		return st.search.listed
 	}
 	return st.catalog.ToolsJSON()
+}
+
+// toolsResult is tools/list's result for a client without a profile,
+// rendered with the catalog: the list is not copied per request.
+func (st *state) toolsResult() json.RawMessage {
+	if st.search != nil {
+		return st.search.result
+	}
+	return st.catalog.ToolsResult()
 }

@@ -221,9 +221,13 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	if req.Session != nil {
 		p.clients.first.sawList(req.Session.Key())
 	}
-	tools := p.listed(p.current(), listTools, req.Client)
+	st := p.current()
+	if st.profileOf(req.Client) == nil {
+		return p.result(req, cacheable(req, st.toolsResult()))
+	}
+	tools := p.listed(st, listTools, req.Client)
 	body := make([]byte, 0, len(tools)+16)
-	body = append(body, `{"tools":`...)
+	body = append(body, toolsResultPrefix...)
 	body = append(body, tools...)
 	body = append(body, '}')
 	return p.result(req, cacheable(req, body))
