@@ -25,6 +25,9 @@ type Surface struct {
 	problems  []config.Problem
 
 	resourcesJSON, templatesJSON, promptsJSON json.RawMessage
+	// results are the whole list results, {"resources":[...]} and so on,
+	// by list; each of the lists above is the array inside its result.
+	results map[string]json.RawMessage
 	// items are the listed items of each list ("resources",
 	// "resourceTemplates", "prompts") with their server, for the lists of
 	// clients whose profile admits some servers only.
@@ -58,8 +61,26 @@ type surfaceCaps struct {
 
 func emptySurface() *Surface {
 	s := &Surface{resources: map[string]string{}, prompts: map[string]*promptEntry{}, items: map[string][]surfaceItem{}}
-	s.resourcesJSON, s.templatesJSON, s.promptsJSON = []byte("[]"), []byte("[]"), []byte("[]")
+	s.render([]byte("[]"), []byte("[]"), []byte("[]"))
 	return s
+}
+
+// render keeps each list inside its whole result, rendered once: a list
+// request then copies it only to encode it. Like the catalog's (see
+// toolsResult), neither slice leaves room for an append.
+func (s *Surface) render(resources, templates, prompts json.RawMessage) {
+	s.results = make(map[string]json.RawMessage, 3)
+	wrap := func(key string, list json.RawMessage) json.RawMessage {
+		result := make([]byte, 0, len(key)+len(list)+5)
+		result = append(append(append(result, `{"`...), key...), `":`...)
+		start := len(result)
+		result = append(append(result, list...), '}')
+		s.results[key] = result
+		return result[start : len(result)-1 : len(result)-1]
+	}
+	s.resourcesJSON = wrap(listResources, resources)
+	s.templatesJSON = wrap(listTemplates, templates)
+	s.promptsJSON = wrap(listPrompts, prompts)
 }
 
 // buildSurface renders the surface of servers, taken in order.
@@ -145,7 +166,7 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 			s.items[listPrompts] = append(s.items[listPrompts], surfaceItem{id, raw})
 		}
 	}
-	s.resourcesJSON, s.templatesJSON, s.promptsJSON = closeList(&res), closeList(&tpl), closeList(&prm)
+	s.render(closeList(&res), closeList(&tpl), closeList(&prm))
 	return s
 }
 

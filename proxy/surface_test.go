@@ -84,3 +84,18 @@ func TestReplaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"ref":{"type":"ref/prompt","name":"y"},"argument":{"name":"a","value":"b"}}`, string(out))
 }
+
+// TestSurfaceResultsAreShared: each list is rendered once inside its whole
+// result, with no room for an append to write into either.
+func TestSurfaceResultsAreShared(t *testing.T) {
+	s := emptySurface()
+	s.render(json.RawMessage(`[{"uri":"a://1"}]`), json.RawMessage(`[]`), json.RawMessage(`[{"name":"p"}]`))
+	assert.Equal(t, `{"resources":[{"uri":"a://1"}]}`, string(s.results[listResources]))
+	assert.Equal(t, `{"resourceTemplates":[]}`, string(s.results[listTemplates]))
+	assert.Equal(t, `{"prompts":[{"name":"p"}]}`, string(s.results[listPrompts]))
+	assert.Equal(t, `[{"uri":"a://1"}]`, string(s.resourcesJSON))
+	assert.Equal(t, `[{"name":"p"}]`, string(s.promptsJSON))
+	for _, b := range []json.RawMessage{s.resourcesJSON, s.templatesJSON, s.promptsJSON, s.results[listResources]} {
+		assert.Equal(t, len(b), cap(b))
+	}
+}
