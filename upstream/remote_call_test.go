@@ -289,3 +289,46 @@ func TestRemoteSSECallsKeepTheirAnswers(t *testing.T) {
 		"the error's data as the upstream sent it")
 	require.NoError(t, inst.Ping(ctx))
 }
+
+// TestRemoteCallOverHTTP2: the raw exchange over HTTP/2 and TLS, as most
+// remote servers speak: a JSON answer, and an event stream closed by the
+// aggregator once its response is in while the upstream keeps it open.
+func TestRemoteCallOverHTTP2(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	protos := make(chan int, 8)
+	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, r *http.Request, req *jsonrpc.Message) {
+		protos <- r.ProtoMajor
+		if bytes.Contains(req.Params, []byte(`"json"`)) {
+			writeJSON(w, req.ID, `{"content":[],"via":"json"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[],\"via\":\"sse\"}}\n\n", req.ID)
+		w.(http.Flusher).Flush()
+		select { // the stream stays open until the aggregator leaves
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}}}
+	srv := httptest.NewUnstartedServer(f)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ctx := testContext(t)
+	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL, Auth: config.ServerAuth{Type: config.ServerAuthOAuth}},
+		Options{Logger: newLogRecorder().logger(), Authorize: func(*config.Server, http.RoundTripper) (http.RoundTripper, error) {
+			return srv.Client().Transport, nil // trusts the test certificate; HTTP/2
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Close() })
+	for range 3 {
+		for _, via := range []string{"json", "sse"} {
+			raw, err := inst.CallTool(ctx, Call{Name: via})
+			require.NoError(t, err)
+			assert.Equal(t, `{"content":[],"via":"`+via+`"}`, string(raw))
+			assert.Equal(t, 2, <-protos)
+		}
+	}
+}
