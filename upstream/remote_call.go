@@ -26,7 +26,8 @@ import (
 // decode each message once more and start a goroutine per request to watch
 // for its own close. mcp-go keeps what opens and keeps the session:
 // initialize and server/discover (which record the session and the
-// protocol), the GET stream, and legacy SSE upstreams.
+// protocol), and the GET stream. A legacy SSE upstream's requests are raw
+// POSTs too, their responses taken off its stream (exchangeSSE).
 //
 // exchange does what mcp-go's SendRequest does with the exchange:
 //   - the session, the protocol version, the configured headers;
@@ -37,9 +38,9 @@ import (
 //     asks for (before 2026-07-28, SEP-1699);
 //   - an error status's body is the response when it is one.
 //
-// A 404 to a request that carried a session means the upstream no longer
-// knows it (sessionLost): the connection fails, so that the pool connects a
-// new instance instead of every later call failing the same way.
+// An error status that says the upstream no longer knows the session the
+// request carried (sessionLost) fails the connection, so that the pool
+// connects a new instance instead of every later call failing the same way.
 
 const (
 	// defaultResumeDelay is how long a stream the upstream ended is left
