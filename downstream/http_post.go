@@ -67,7 +67,7 @@ func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"batches are not supported: POST one JSON-RPC message at a time")
 	}
-	msg, err := jsonrpc.Decode(body)
+	msg, err := jsonrpc.DecodeOwned(body) // the body is read for this message alone
 	if err == nil {
 		return msg, nil
 	}

@@ -170,7 +170,7 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		if _, err := b.ReadFrom(resp.Body); err != nil {
 			return nil, err
 		}
-		m, err := jsonrpc.Decode(b.Bytes())
+		m, err := jsonrpc.DecodeOwned(b.Bytes())
 		if err != nil {
 			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
 		}

@@ -149,7 +149,7 @@ func (e *eventTap) message() *jsonrpc.Message {
 		}
 		data = b.Bytes()
 	}
-	m, err := jsonrpc.Decode(data)
+	m, err := jsonrpc.DecodeOwned(data) // data is this event's alone (see end)
 	if err != nil {
 		return nil
 	}

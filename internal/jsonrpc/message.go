@@ -86,8 +86,12 @@ func (e *DecodeError) Response() *Message {
 // message of every call comes through here, and encoding/json would scan
 // it twice and reflect over it. The message's members point into one copy
 // of data, never into data itself, which the caller may reuse.
-func Decode(data []byte) (*Message, error) {
-	data = bytes.Clone(data)
+func Decode(data []byte) (*Message, error) { return DecodeOwned(bytes.Clone(data)) }
+
+// DecodeOwned is Decode for data the caller hands over, such as a body read
+// for this message alone: the message's members point into data itself,
+// which the caller must neither change nor reuse, and no copy is made.
+func DecodeOwned(data []byte) (*Message, error) {
 	var version, id, method, params, result, errRaw []byte
 	obj := rawjson.NewObject(data)
 	for obj.Next() {

@@ -125,3 +125,17 @@ func TestDecodeDoesNotAliasItsInput(t *testing.T) {
 	assert.Equal(t, `"a"`, string(m.ID))
 	assert.Equal(t, `{"name":"x"}`, string(m.Params))
 }
+
+// TestDecodeOwned: DecodeOwned keeps the message in the caller's bytes;
+// Decode never does, so that the caller may reuse them.
+func TestDecodeOwned(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`)
+	owned, err := DecodeOwned(line)
+	require.NoError(t, err)
+	copied, err := Decode(line)
+	require.NoError(t, err)
+	assert.Equal(t, owned, copied)
+	line[len(line)-3] = '2' // {"a":2}
+	assert.Equal(t, `{"a":2}`, string(owned.Result), "points into the bytes handed over")
+	assert.Equal(t, `{"a":1}`, string(copied.Result), "a copy of its own")
+}
