@@ -163,14 +163,11 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 	}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
-		var b bytes.Buffer
-		if n := resp.ContentLength; n > 0 && n <= int64(errorBodyLimit) {
-			b.Grow(int(n))
-		}
-		if _, err := b.ReadFrom(resp.Body); err != nil {
+		data, err := readJSONBody(resp)
+		if err != nil {
 			return nil, err
 		}
-		m, err := jsonrpc.DecodeOwned(b.Bytes())
+		m, err := jsonrpc.DecodeOwned(data)
 		if err != nil {
 			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
 		}
@@ -184,6 +181,24 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		return nil, fmt.Errorf("it answered %s with content type %q; expected application/json or text/event-stream",
 			method, resp.Header.Get("Content-Type"))
 	}
+}
+
+// preallocated bounds the declared length a JSON body is read into at once.
+const preallocated = 1 << 20
+
+// readJSONBody reads a response body whole: into one buffer of the declared
+// length when there is one (the transport ends the body there), else as it
+// comes. The body under it bounds its size (limitedBody).
+func readJSONBody(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > preallocated {
+		return io.ReadAll(resp.Body)
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // setHeaders sets what every request of the connection carries besides its
