@@ -400,12 +400,10 @@ func (c *remoteConn) post(ctx context.Context, m *jsonrpc.Message) error {
 	defer cancel()
 	stop := context.AfterFunc(c.life, cancel)
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(m.Encode()))
+	req, _, err := c.newPost(ctx, endpoint, m.Encode(), nil)
 	if err != nil {
 		return err
 	}
-	c.setHeaders(req.Header, "application/json, text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
 		select {

@@ -80,13 +80,10 @@ func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, p
 		delete(c.sseCalls, id)
 		c.sseMu.Unlock()
 	}()
-	body := jsonrpc.AppendRequestLine(nil, id, method, params)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body[:len(body)-1]))
+	req, _, err := c.newPost(ctx, u.String(), requestBody(id, method, params), nil)
 	if err != nil {
 		return nil, err
 	}
-	c.setHeaders(req.Header, "application/json, text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -133,17 +130,10 @@ func (c *remoteConn) streamResponse(m *jsonrpc.Message) bool {
 // it, and cancel ends ctx; header, when not nil, is the request's own (it is
 // written to).
 func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params json.RawMessage, header http.Header) (*jsonrpc.Message, error) {
-	body := jsonrpc.AppendRequestLine(nil, id, method, params)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body[:len(body)-1]))
+	req, session, err := c.newPost(ctx, c.url, requestBody(id, method, params), header)
 	if err != nil {
 		return nil, err
 	}
-	if header == nil {
-		header = make(http.Header, 4+len(c.headers))
-	}
-	req.Header = header
-	session := c.setHeaders(header, "application/json, text/event-stream")
-	header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -199,6 +189,28 @@ func readJSONBody(resp *http.Response) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// requestBody is the request id as a POST carries it.
+func requestBody(id int64, method string, params json.RawMessage) []byte {
+	b := jsonrpc.AppendRequestLine(nil, id, method, params)
+	return b[:len(b)-1] // no newline
+}
+
+// newPost is a POST of one JSON message to url with what every request of
+// the connection carries (setHeaders), in header when it is not nil (it is
+// written to). It returns the session it names.
+func (c *remoteConn) newPost(ctx context.Context, url string, body []byte, header http.Header) (*http.Request, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	if header != nil {
+		req.Header = header
+	}
+	session := c.setHeaders(req.Header, "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	return req, session, nil
 }
 
 // setHeaders sets what every request of the connection carries besides its
@@ -306,7 +318,7 @@ type resumeCursor struct {
 func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.CancelCauseFunc, body io.ReadCloser, method string, want []byte) (*jsonrpc.Message, error) {
 	var cursor resumeCursor
 	for {
-		m, err := readStreamedResponse(body, &cursor, want, func(data []byte) { c.looseNotification(ctx, data) })
+		m, err := readStreamedResponse(body, &cursor, want)
 		if m != nil {
 			cancel(nil)
 			_ = body.Close()
@@ -333,9 +345,8 @@ func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.Cancel
 // SSE specification has them: lines end at "\n" ("\r" trimmed), an event at
 // a blank line, data lines are joined with "\n"; an event's id counts once
 // the event is dispatched. What the upstream sends besides its response was
-// taken out of the stream below (eventTap), unless it is not valid
-// JSON-RPC: the data of every other event goes to other.
-func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte, other func(data []byte)) (*jsonrpc.Message, error) {
+// taken out of the stream below (eventTap); what is left is let be.
+func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte) (*jsonrpc.Message, error) {
 	r := bufio.NewReader(body)
 	var data []byte
 	var id string
@@ -362,9 +373,6 @@ func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte, oth
 			}
 			if m := responseIn(data, want); m != nil {
 				return m, nil
-			}
-			if len(data) > 0 {
-				other(data)
 			}
 			data = data[:0]
 		case bytes.HasPrefix(text, []byte("data:")):
@@ -404,30 +412,6 @@ func responseIn(data, want []byte) *jsonrpc.Message {
 		return nil
 	}
 	return m
-}
-
-// looseNotification takes an event of a request's stream that is neither
-// its response nor valid JSON-RPC (eventTap took the valid messages out),
-// as mcp-go's transport would: a message with a method and no id is a
-// notification, whatever its "jsonrpc" member says. Its params stay as they
-// came; anything else is dropped.
-func (c *remoteConn) looseNotification(ctx context.Context, data []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if c.onNotify == nil || json.Unmarshal(data, &m) != nil || m.Method == "" || (len(m.ID) > 0 && string(m.ID) != "null") {
-		return
-	}
-	params := m.Params
-	if string(params) == "null" {
-		params = nil
-	}
-	if bytes.ContainsAny(params, "\r\n") {
-		params = oneLine(params)
-	}
-	c.onNotify(Notification{Method: m.Method, Params: params, flight: flightOf(ctx)})
 }
 
 // resume waits the reconnection time, then reopens the request's stream

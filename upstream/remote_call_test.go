@@ -48,6 +48,17 @@ func startSessionRemote(t *testing.T, f *sessionRemote, headers map[string]strin
 	return inst
 }
 
+// startStatusRemote starts an instance of a sessionRemote that answers
+// tools/call with status and body.
+func startStatusRemote(t *testing.T, status int, body string) *Instance {
+	t.Helper()
+	f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}}}
+	return startSessionRemote(t, f, nil, Options{})
+}
+
 func TestRemoteCallSendsTheSessionAndKeepsTheResult(t *testing.T) {
 	t.Parallel()
 	got := make(chan http.Header, 1)
@@ -123,11 +134,7 @@ func TestRemoteCallErrorStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
-				w.WriteHeader(tc.status)
-				_, _ = io.WriteString(w, tc.body)
-			}}}
-			inst := startSessionRemote(t, f, nil, Options{})
+			inst := startStatusRemote(t, tc.status, tc.body)
 			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
 			require.Error(t, err)
 			if tc.rpc != nil {
@@ -156,11 +163,7 @@ func TestRemoteSessionLostFailsTheConnection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
-				w.WriteHeader(tc.status)
-				_, _ = io.WriteString(w, tc.body)
-			}}}
-			inst := startSessionRemote(t, f, nil, Options{})
+			inst := startStatusRemote(t, tc.status, tc.body)
 			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
 			require.EqualError(t, err, fmt.Sprintf(`server "remote": it no longer knows the session (HTTP %d to tools/call); connecting again`, tc.status))
 			select {
@@ -195,13 +198,7 @@ func FuzzReadStreamedResponse(f *testing.F) {
 	want := []byte("7")
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		var cursor resumeCursor
-		others := 0
-		m, err := readStreamedResponse(bytes.NewReader(stream), &cursor, want, func(data []byte) {
-			if len(data) == 0 {
-				t.Fatal("an empty event's data was handed on")
-			}
-			others++
-		})
+		m, err := readStreamedResponse(bytes.NewReader(stream), &cursor, want)
 		switch {
 		case m != nil:
 			require.NoError(t, err)
@@ -330,5 +327,29 @@ func TestRemoteCallOverHTTP2(t *testing.T) {
 			assert.Equal(t, `{"content":[],"via":"`+via+`"}`, string(raw))
 			assert.Equal(t, 2, <-protos)
 		}
+	}
+}
+
+func TestRemoteCallBadAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, contentType, body, want string }{
+		{"content type", "text/plain", "hello",
+			`server "remote": it answered tools/call with content type "text/plain"; expected application/json or text/event-stream`},
+		{"not JSON-RPC", "application/json", `{"ok":true}`,
+			`server "remote": its response to tools/call is not a JSON-RPC response: invalid request: "jsonrpc" must be "2.0"`},
+		{"another id", "application/json", `{"jsonrpc":"2.0","id":999,"result":{}}`,
+			`server "remote": it answered tools/call (id 3) with a message that is not its response`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, _ *jsonrpc.Message) {
+				w.Header().Set("Content-Type", tc.contentType)
+				_, _ = io.WriteString(w, tc.body)
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.EqualError(t, err, tc.want)
+			require.NoError(t, inst.Ping(testContext(t)), "the connection still serves")
+		})
 	}
 }

@@ -26,8 +26,8 @@ type streamSink interface {
 
 // eventTap reads an SSE response body the way mcp-go's transports do (lines
 // end at "\n", an event at a blank line, data lines are joined with "\n")
-// and takes every event that is a JSON-RPC notification or request out of
-// it, handing the message, raw, to its sink; mcp-go then only ever sees the
+// and takes every event that is a JSON-RPC notification or request (or a
+// notification as leniently written as mcp-go accepts) out of it, handing the message, raw, to its sink; mcp-go then only ever sees the
 // rest (responses, the endpoint event, comments), byte for byte. Of an
 // event taken out, its id and retry lines stay, so that mcp-go's resumption
 // cursor still moves past it.
@@ -151,7 +151,26 @@ func (e *eventTap) message() *jsonrpc.Message {
 	}
 	m, err := jsonrpc.DecodeOwned(data) // data is this event's alone (see end)
 	if err != nil {
-		return nil
+		return looseNotification(data)
 	}
 	return m
+}
+
+// looseNotification reads data that is not valid JSON-RPC as mcp-go's
+// transports would: a message with a method and no id is a notification,
+// whatever its "jsonrpc" member says. Its params stay as they came; anything
+// else is nil.
+func looseNotification(data []byte) *jsonrpc.Message {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Method == "" || (len(m.ID) > 0 && string(m.ID) != "null") {
+		return nil
+	}
+	if string(m.Params) == "null" {
+		m.Params = nil
+	}
+	return &jsonrpc.Message{Method: m.Method, Params: m.Params}
 }
