@@ -27,7 +27,7 @@ const warmCalls = 20
 
 // route is one way from the benchmark client to an echo upstream.
 type route struct {
-	name string // direct, relay, bridge or proxied
+	name string // direct, relay, parser, bridge or proxied
 	c    *conn
 	// hop is the pid of the process between the client and the upstream (the relay, the
 	// bridge or the aggregator); 0 when there is none.
@@ -42,6 +42,7 @@ type route struct {
 //
 //	stdio-stdio  direct   client spawns the upstream, speaks stdio to it
 //	             relay    client spawns a relay, which spawns the upstream and only copies bytes
+//	             parser   as relay, but the hop decodes each message and maps its id
 //	             proxied  client spawns the aggregator over stdio, which spawns the upstream
 //	http-stdio   direct   as in stdio-stdio
 //	             bridge   HTTP to a bridge, which writes each POST body to the upstream's stdin
@@ -51,7 +52,9 @@ type route struct {
 //	             proxied  HTTP to the aggregator, which speaks HTTP to the upstream
 //
 // The relay and the bridge (helper_test.go, bridge_test.go) are the least one more stdio
-// or HTTP hop can cost. One op is one call on every route. Each run reports, per route,
+// or HTTP hop can cost. The parser (parser_test.go) is the least a stdio hop that reads
+// every message can cost: proxied/parser is the price of what the aggregator does with a
+// call once it has read it. One op is one call on every route. Each run reports, per route,
 // <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
 // in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
 // upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
@@ -68,10 +71,12 @@ func BenchmarkCall(b *testing.B) {
 			exe, args, env := helper(b, "echo", "stdio")
 			direct := dialStdio(b, newStderrLog(), env, exe, args...)
 			relay := dialStdio(b, newStderrLog(), env, exe, append([]string{"relay", exe}, args...)...)
+			parser := dialStdio(b, newStderrLog(), env, exe, append([]string{"parser", exe}, args...)...)
 			proxied, _ := dialStdioAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "relay", c: relay, hop: relay.pid},
+				{name: "parser", c: parser, hop: parser.pid},
 				{name: "proxied", c: proxied, hop: proxied.pid},
 			}
 		}},

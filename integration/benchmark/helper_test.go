@@ -16,6 +16,7 @@ import (
 //	echo http           the same over HTTP on a loopback port (echo_test.go)
 //	tools N             an mcp-go server with N tools on stdin/stdout (upstream_test.go)
 //	relay CMD ARGS...   starts CMD and copies bytes between it and stdin/stdout
+//	parser CMD ARGS...  starts CMD and passes messages, decoded and with ids mapped (parser_test.go)
 //	bridge URL          an HTTP server that forwards each request to URL (bridge_test.go)
 //	bridge CMD ARGS...  an HTTP server that writes each POST body to CMD's stdin (bridge_test.go)
 //
@@ -56,6 +57,8 @@ func serveHelper(args []string) int {
 		err = serveStdio(newToolsServer(n))
 	case role == "relay" && len(rest) > 0:
 		err = serveRelay(rest)
+	case role == "parser" && len(rest) > 0:
+		err = serveParser(rest)
 	case role == "bridge" && len(rest) > 0:
 		err = serveBridge(rest)
 	default:
