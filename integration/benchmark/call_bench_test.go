@@ -58,9 +58,9 @@ type route struct {
 // <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
 // in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
 // upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
-// the throughput ratios of that run,
-// proxied/relay or proxied/bridge, and proxied/direct. Read the ratios as the median over
-// -count runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
+// the throughput ratios of that run: proxied/relay or proxied/bridge, proxied/direct, and on
+// stdio-stdio proxied/parser and parser/relay. Read the ratios as the median over -count
+// runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
 func BenchmarkCall(b *testing.B) {
 	client := newHTTPClient()
 	pairs := []struct {
@@ -204,6 +204,10 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 		if r.name != "proxied" {
 			b.ReportMetric(rate["proxied"]/rate[r.name], "proxied/"+r.name)
 		}
+	}
+	if rate["parser"] > 0 && rate["relay"] > 0 {
+		// What reading every message costs a hop, against copying bytes.
+		b.ReportMetric(rate["parser"]/rate["relay"], "parser/relay")
 	}
 }
 
