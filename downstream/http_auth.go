@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"time"
-
-	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
 // clientKey carries the authenticated client's name in a request's context.
@@ -38,8 +36,7 @@ func (s *stdioSession) Client() string { return "" }
 // confirms, another client's session.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
 	if ClientOf(r.Context()) != s.client {
-		return refusal(http.StatusNotFound, jsonrpc.CodeInvalidRequest,
-			"session not found for this client: it ended, was never issued, or was opened with another client's credentials; send initialize without Mcp-Session-Id to start a new one")
+		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil
 }

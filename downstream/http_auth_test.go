@@ -2,8 +2,10 @@ package downstream
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +56,13 @@ func TestHTTPSessionBelongsToItsClient(t *testing.T) {
 			if method == http.MethodPost {
 				delete(hdr, "Accept")
 			}
-			requireRefused(t, s.request(t, method, list, hdr), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "another client")
+			// Word for word the answer to an id never issued: nothing
+			// confirms that the session exists.
+			unknown := maps.Clone(hdr)
+			unknown[headerSessionID] = strings.Repeat("0", len(id))
+			want := requireRefused(t, s.request(t, method, list, unknown), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
+			got := requireRefused(t, s.request(t, method, list, hdr), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
+			assert.Equal(t, want.Error, got.Error, "%s by client %q on alice's session", method, client)
 		}
 	}
 	resp = s.post(t, list, map[string]string{headerSessionID: id, "X-Client": "alice"})

@@ -139,3 +139,23 @@ func accepts(r *http.Request) (json, sse bool) {
 	}
 	return json, sse
 }
+
+// Guard gives an endpoint served beside the MCP one (probes, metrics, the
+// status pages, POST /drain) the MCP endpoint's Host and Origin checks: a
+// web page must neither read what the gateway runs, through a name it
+// re-pointed at loopback, nor stop it with a cross-site form post. A
+// refusal is plain text, as the endpoints' own answers are.
+func (t *HTTP) Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := checkHost(r)
+		if e == nil {
+			e = t.checkOrigin(r)
+		}
+		if e != nil {
+			t.log.Info("refused a request", "path", r.URL.Path, "method", r.Method, "status", e.status, "reason", e.err.Message)
+			http.Error(w, e.err.Message, e.status)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

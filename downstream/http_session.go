@@ -90,10 +90,11 @@ func (s *httpSession) answer(msg *jsonrpc.Message) bool {
 // too little to use one.
 func (s *httpSession) logID() string { return s.id[len(s.id)-32:][:8] } // of the random part, after any prefix
 
-// sessionGone is the answer to an id that names no open session.
+// sessionGone is the answer to an id that names no open session, and to
+// one that names another client's (checkClient).
 func sessionGone() *httpError {
 	return refusal(http.StatusNotFound, jsonrpc.CodeInvalidRequest,
-		"session not found: it ended or was never issued; send initialize without Mcp-Session-Id to start a new one")
+		"session not found: it ended, was never issued, or was opened with other credentials; send initialize without Mcp-Session-Id to start a new one")
 }
 
 // begin counts one piece of work on s; it fails once s ended, so nothing

@@ -32,20 +32,30 @@ func (g *gateway) handler() http.Handler {
 	mux.Handle("/mcp", g.protect(g.edge))
 	if g.drain != nil {
 		// Operators only: see drainer.endpoint.
-		mux.Handle("/drain", g.drain.endpoint(g.auth))
+		mux.Handle("/drain", g.guard(g.drain.endpoint(g.auth)))
 	}
-	// How an OAuth client learns where to get a token: open by nature.
+	// How an OAuth client learns where to get a token: open by nature, to
+	// web pages as well.
 	mux.Handle(auth.WellKnownPath, g.auth.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.auth.metadata())
 	if g.ops != nil {
 		// Probes answer without credentials: a load balancer or kubelet has none.
-		mux.Handle("/healthz", g.ops.Healthz())
-		mux.Handle("/readyz", g.probe(g.ops.Readyz(), g.ops.ReadyzBrief()))
-		mux.Handle("/metrics", g.protect(g.unrestricted(g.ops.Metrics())))
-		mux.Handle("/status", g.protect(g.unrestricted(g.ops.StatusPage())))
-		mux.Handle("/status.json", g.protect(g.unrestricted(g.ops.StatusJSON())))
+		mux.Handle("/healthz", g.guard(g.ops.Healthz()))
+		mux.Handle("/readyz", g.guard(g.probe(g.ops.Readyz(), g.ops.ReadyzBrief())))
+		mux.Handle("/metrics", g.guard(g.protect(g.unrestricted(g.ops.Metrics()))))
+		mux.Handle("/status", g.guard(g.protect(g.unrestricted(g.ops.StatusPage()))))
+		mux.Handle("/status.json", g.guard(g.protect(g.unrestricted(g.ops.StatusJSON()))))
 	}
 	return mux
+}
+
+// guard refuses what the MCP endpoint refuses under a foreign Host or
+// Origin (downstream.HTTP.Guard).
+func (g *gateway) guard(h http.Handler) http.Handler {
+	if g.edge == nil {
+		return h
+	}
+	return g.edge.Guard(h)
 }
 
 // protect wraps an endpoint that needs the client's credentials when
