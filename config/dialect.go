@@ -189,7 +189,11 @@ func newTranslation(d Dialect, file string, line int) *translation {
 func (t *translation) server(name string, key *yaml.Node, source string) *serverNotes {
 	id := t.uniqueID(name)
 	s := &serverNotes{problemList: problemList{file: t.problems.file, server: id}, fields: map[string]string{}, source: source, name: name}
-	if id != name {
+	switch {
+	case id == name:
+	case name == ReservedServerID:
+		s.warnf(key.Line, "", "%q is reserved for the aggregator's own admin tools; it is read as %q (rename it in the source to choose another id)", name, id)
+	default:
 		s.warnf(key.Line, "", "%q is not a valid server id here (1 to 64 letters, digits, '.', '_' or '-'); it is read as %q", safeName(name), id)
 	}
 	s.key = scalarNode(id, "!!str", key.Line)
@@ -199,7 +203,8 @@ func (t *translation) server(name string, key *yaml.Node, source string) *server
 	return s
 }
 
-// uniqueID turns a client's server name into a valid id not used yet in this file.
+// uniqueID turns a client's server name into a valid id not used yet in this file and
+// not the reserved one.
 func (t *translation) uniqueID(name string) string {
 	id := name
 	if !serverIDPattern.MatchString(id) {
@@ -224,12 +229,12 @@ func (t *translation) uniqueID(name string) string {
 			id = "server"
 		}
 	}
-	if prev, taken := t.notes[id]; !taken || prev.name == name {
+	if prev, taken := t.notes[id]; id != ReservedServerID && (!taken || prev.name == name) {
 		return id // a name written twice is the native reader's duplicate to report
 	}
 	for n := 2; ; n++ {
 		c := fmt.Sprintf("%s-%d", id, n)
-		if _, taken := t.notes[c]; !taken {
+		if prev, taken := t.notes[c]; !taken || prev.name == name {
 			return c
 		}
 	}

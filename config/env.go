@@ -14,6 +14,7 @@ type expansion struct {
 	value   string
 	fromEnv bool     // some reference was filled from the environment: treat value as secret
 	missing []string // referenced variables that are not set and have no default
+	taken   []string // the non-empty texts filled in from the environment, in order
 }
 
 // interpolate expands ${VAR} and ${VAR:-default} using lookup; "$$" is a literal "$" and
@@ -56,6 +57,9 @@ func interpolate(s string, lookup func(string) (string, bool)) (expansion, error
 		case ok && (v != "" || !hasDef):
 			out.WriteString(v)
 			x.fromEnv = true
+			if v != "" {
+				x.taken = append(x.taken, v)
+			}
 		case hasDef:
 			out.WriteString(def)
 		default:

@@ -14,21 +14,23 @@ func TestInterpolate(t *testing.T) {
 		in      string
 		want    string
 		fromEnv bool
+		taken   []string // what came from the environment
 		missing []string
 		err     string
 	}{
 		{in: "plain", want: "plain"},
-		{in: "https://${HOST}/api", want: "https://example.com/api", fromEnv: true},
+		{in: "https://${HOST}/api", want: "https://example.com/api", fromEnv: true, taken: []string{"example.com"}},
+		{in: "${HOST}:${UNSET:-8080}/${HOST}", want: "example.com:8080/example.com", fromEnv: true, taken: []string{"example.com", "example.com"}},
 		{in: "$${HOST}", want: "${HOST}"},
 		{in: "cost: $$5 and $5", want: "cost: $5 and $5"},
 		{in: "trailing $", want: "trailing $"},
 		{in: "$HOST", want: "$HOST"},
-		{in: "${DOLLAR}", want: "${HOST}", fromEnv: true}, // substituted text is not expanded again
+		{in: "${DOLLAR}", want: "${HOST}", fromEnv: true, taken: []string{"${HOST}"}}, // substituted text is not expanded again
 		{in: "${EMPTY}", want: "", fromEnv: true},
 		{in: "${EMPTY:-dflt}", want: "dflt"},
 		{in: "${UNSET:-a:-b}", want: "a:-b"},
 		{in: "${UNSET:-}", want: ""},
-		{in: "${HOST:-other}", want: "example.com", fromEnv: true},
+		{in: "${HOST:-other}", want: "example.com", fromEnv: true, taken: []string{"example.com"}},
 		{in: "${A}${B}", missing: []string{"A", "B"}},
 		{in: "${", err: "no closing }"},
 		{in: "x ${HOST", err: "no closing }"},
@@ -49,6 +51,7 @@ func TestInterpolate(t *testing.T) {
 			if tt.missing == nil {
 				assert.Equal(t, tt.want, x.value)
 				assert.Equal(t, tt.fromEnv, x.fromEnv)
+				assert.Equal(t, tt.taken, x.taken, "defaults and empty values are not taken from the environment")
 			}
 		})
 	}

@@ -16,6 +16,19 @@ type reader struct {
 	problemList
 	lookup  func(string) (string, bool)
 	envFile string // the server's env_file, quoted for messages (or a placeholder if secret)
+	// taken collects every text substituted from the environment or an env file, in
+	// whatever field: such texts are secrets wherever they end up (a URL path, an
+	// argument, a working directory) and are scrubbed from all output.
+	taken []string
+}
+
+// noteTaken records texts that came from the environment; empty ones are skipped.
+func (r *reader) noteTaken(values ...string) {
+	for _, v := range values {
+		if v != "" {
+			r.taken = append(r.taken, v)
+		}
+	}
 }
 
 // text is a string read from the config, with a note of whether it came from the
@@ -107,6 +120,7 @@ func (r *reader) expand(s string, line int, field string) (text, bool) {
 	if len(x.missing) > 0 {
 		return text{}, false
 	}
+	r.noteTaken(x.taken...)
 	return text{s: x.value, fromEnv: x.fromEnv}, true
 }
 

@@ -88,3 +88,53 @@ servers:
 	assert.Contains(t, all, "variable MISSING_ONE")
 	assert.Contains(t, all, "host variable ALSO_NOT_SET is not set")
 }
+
+// TestSecretsIncludeEveryExpandedText: a text that ${VAR} or {env: VAR} takes from the
+// host or an env file is a secret whichever field it lands in, a URL path or an argument
+// as much as a header, so Secrets and Server.FromEnv list it; defaults and literal
+// text written in the config are not listed.
+func TestSecretsIncludeEveryExpandedText(t *testing.T) {
+	env := map[string]string{
+		"PATHSEC": "pathsecret777",
+		"ARGSEC":  "argsecret4242",
+		"CMDSEC":  "cmd-secret-dir",
+		"HDRSEC":  "hdr-secret-99",
+		"SPACED":  "two words/and slash",
+		"EMPTY":   "",
+	}
+	dir := writeFiles(t, map[string]string{
+		".env": "FILESEC=file-secret-0451\n",
+		"mcp.yaml": `version: 1
+servers:
+  h:
+    truely-stateless: true
+    url: "http://127.0.0.1:1/${PATHSEC}/${SPACED}/mcp"
+    headers: {X-Key: "k-${HDRSEC}"}
+  a:
+    truely-stateless: true
+    env_file: .env
+    command: "/opt/${CMDSEC}/run"
+    args: ["--token=${ARGSEC}", "${FILESEC}", "${EMPTY}", "${UNSET:-default-arg-1}", "literal-arg-9"]
+    env: {E: {env: FILESEC}}
+`,
+	})
+	ws, problems := Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
+	require.NotNil(t, ws)
+	require.Empty(t, ws.Rejected, render(problems))
+
+	h, a := ws.Server("h"), ws.Server("a")
+	require.NotNil(t, h)
+	require.NotNil(t, a)
+	assert.Equal(t, []string{"pathsecret777", "two words/and slash", "hdr-secret-99"}, h.FromEnv)
+	assert.Equal(t, []string{"cmd-secret-dir", "argsecret4242", "file-secret-0451"}, a.FromEnv,
+		"each text once, empty values and defaults left out")
+
+	secrets := ws.Secrets()
+	for _, want := range []string{"pathsecret777", "argsecret4242", "cmd-secret-dir", "hdr-secret-99", "file-secret-0451",
+		"two words/and slash", "two%20words%2Fand%20slash", "two+words%2Fand+slash"} {
+		assert.Contains(t, secrets, want)
+	}
+	for _, not := range []string{"default-arg-1", "literal-arg-9", ""} {
+		assert.NotContains(t, secrets, not)
+	}
+}

@@ -28,6 +28,10 @@ const (
 
 var serverIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
+// ReservedServerID is the id under which the aggregator lists its own admin tools. A
+// configured server may not use it: its tools would be taken for the admin tools.
+const ReservedServerID = "mcp_admin"
+
 // serverDef is one server definition as read from one file, before workspace-wide
 // settings (admin defaults, allowed commands, naming pattern) are applied.
 type serverDef struct {
@@ -63,10 +67,15 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 	}
 	d := &serverDef{srv: srv}
 	r := &reader{problemList: problemList{file: fc.file, server: id}, lookup: fc.lookupEnv}
-	defer func() { d.problems = r.problemList }()
+	defer func() {
+		d.problems = r.problemList
+		srv.FromEnv = distinct(r.taken)
+	}()
 
 	if !serverIDPattern.MatchString(id) {
 		r.errorf(key.Line, "", "server id must be 1 to 64 letters, digits, '.', '_' or '-'; rename it")
+	} else if id == ReservedServerID {
+		r.errorf(key.Line, "", "server id %q is reserved for the aggregator's own admin tools; rename the server, e.g. to %q", id, id+"-2")
 	}
 	if !isMapping(n) {
 		r.errorf(n.Line, "", "a server must be a mapping of settings; add command: (stdio) or url: (streamable_http, sse)")
@@ -137,6 +146,7 @@ type serverReader struct {
 	f              map[string]pair
 	srv            *Server
 	commandFromEnv bool
+	cwd            *text // cwd as written (after ${VAR} expansion), if the config sets one
 }
 
 func (s *serverReader) has(key string) bool { _, ok := s.f[key]; return ok }
@@ -162,6 +172,7 @@ func (s *serverReader) scalars(fc fileContext) {
 	}
 	if p, ok := s.f["cwd"]; ok {
 		if t, ok := s.text(p.v, "cwd"); ok && t.s != "" {
+			s.cwd = &t
 			srv.Cwd = t.s
 			if !filepath.IsAbs(t.s) {
 				srv.Cwd = filepath.Join(fc.dir, t.s)
@@ -285,5 +296,6 @@ func (s *serverReader) envRef(n *yaml.Node, field string) (string, bool) {
 		s.errorf(p.v.Line, field, "host variable %s is not set; export it or %s", v.Value, s.envFileHint())
 		return "", false
 	}
+	s.noteTaken(val)
 	return val, true
 }

@@ -230,13 +230,14 @@ servers:
     transform:
       - prefix: '${PREFIX}'
 `
-	env := map[string]string{"BIN": "node", "ROOT": "/srv", "TIMEOUT": "5s", "PREFIX": "x_", "A": ""}
+	root := t.TempDir() // cwd must exist
+	env := map[string]string{"BIN": "node", "ROOT": root, "TIMEOUT": "5s", "PREFIX": "x_", "A": ""}
 	ws, problems := loadYAML(t, text, env)
 	require.Empty(t, problems, render(problems))
 	s := ws.Server("s")
 	assert.Equal(t, "node", s.Command)
-	assert.Equal(t, []string{"--root=/srv", "cost=$5"}, s.Args)
-	assert.Equal(t, "/srv", s.Cwd)
+	assert.Equal(t, []string{"--root=" + root, "cost=$5"}, s.Args)
+	assert.Equal(t, root, s.Cwd)
 	assert.Equal(t, map[string]string{"A": "dflt"}, s.Env, ":- applies to empty values too")
 	assert.Equal(t, "5s", s.RequestTimeout.String())
 	assert.Equal(t, []string{"x_*"}, s.Tools.Whitelist)

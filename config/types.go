@@ -95,7 +95,12 @@ type (
 		Transforms     []Transform
 		Lease          Lease
 		LeaseReminder  bool // default true
-		Hash           string
+		// FromEnv lists every text that ${VAR} or {env: VAR} filled in from the host
+		// environment or the env file, in any field (url, args, command, cwd, env,
+		// headers, ...): secret values, scrubbed from all output. Not hashed: the
+		// fields they were filled into are.
+		FromEnv []string
+		Hash    string
 	}
 
 	// Filter admits names (or URIs) by * patterns, as tools.whitelist and

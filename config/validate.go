@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -77,6 +80,7 @@ func (s *serverReader) checkTransport() {
 		if srv.Command == "" && !s.problemsFor("command") {
 			s.errorf(s.srv.Line, "command", "required for stdio transport; set command to the program that starts the server")
 		}
+		s.checkCwd()
 	default:
 		if srv.URL == "" && !s.problemsFor("url") {
 			s.errorf(s.srv.Line, "url", "required for %s transport; set url to the server's endpoint, e.g. https://example.com/mcp", srv.Transport)
@@ -85,6 +89,32 @@ func (s *serverReader) checkTransport() {
 		if p, ok := s.f["url"]; ok && srv.URL != "" {
 			s.checkURL(srv.URL, p.v.Line)
 		}
+	}
+}
+
+// checkCwd requires a configured cwd to be an existing directory: the process could not
+// start in anything else, and the operating system would blame the command for it. The
+// path is not echoed when it came from the environment.
+func (s *serverReader) checkCwd() {
+	if s.cwd == nil {
+		return
+	}
+	line := s.srv.Line
+	if p, ok := s.f["cwd"]; ok && p.v != nil {
+		line = p.v.Line
+	}
+	shown := s.cwd.quoted()
+	if !s.cwd.fromEnv && s.srv.Cwd != s.cwd.s {
+		shown += " (" + strconv.Quote(s.srv.Cwd) + ")"
+	}
+	info, err := os.Stat(s.srv.Cwd)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.errorf(line, "cwd", "directory %s does not exist (relative paths are relative to the config file's directory); create it or fix the path", shown)
+	case err != nil:
+		s.errorf(line, "cwd", "cannot use %s as the working directory (%v); fix the path or its permissions", shown, errorCause(err))
+	case !info.IsDir():
+		s.errorf(line, "cwd", "%s is not a directory; set cwd to the directory the server should run in", shown)
 	}
 }
 

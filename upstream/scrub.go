@@ -14,18 +14,29 @@ import (
 // redacted replaces a secret in error texts.
 const redacted = "<redacted>"
 
+// minScrubLen is the length from which a value of the server's is scrubbed from
+// what is said about it; shorter values are too common to be told apart.
+const minScrubLen = 4
+
 // Scrub removes a server's secrets from text: every value of its resolved
 // env and headers (which may come from the host environment or an env file),
-// and the credentials and query of its URL. Errors from network libraries
-// quote URLs whole, so anything said about a server goes through here
-// before it reaches a log, a problem or a client.
+// every text its config took from the environment into any other field (a URL
+// path, an argument, the command: config.Server.EnvSecrets), and the
+// credentials and query of its URL. Errors from network libraries quote URLs
+// whole, so anything said about a server goes through here before it reaches
+// a log, a problem or a client.
 func Scrub(srv *config.Server, text string) string {
 	var secrets []string
 	for _, m := range []map[string]string{srv.Env, srv.Headers} {
 		for _, v := range m {
-			if len(v) >= 4 { // shorter values are too common to be told apart
+			if len(v) >= minScrubLen {
 				secrets = append(secrets, v)
 			}
+		}
+	}
+	for _, v := range srv.EnvSecrets() {
+		if len(v) >= minScrubLen {
+			secrets = append(secrets, v)
 		}
 	}
 	if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {

@@ -38,3 +38,32 @@ func TestScrubbingLogger(t *testing.T) {
 	assert.NotContains(t, buf.String(), "ghp_abcdef")
 	assert.Contains(t, buf.String(), redacted)
 }
+
+// TestScrubValuesFromEnv: texts the config took from the environment are scrubbed
+// wherever they were put, a URL path or an argument included, also in the escaped form
+// a URL quotes them in; values under four characters are left alone.
+func TestScrubValuesFromEnv(t *testing.T) {
+	srv := &config.Server{
+		URL:     "http://127.0.0.1:1/pathsecret777/v1/mcp",
+		Args:    []string{"--token=argsecret4242"},
+		FromEnv: []string{"pathsecret777", "argsecret4242", "v1", "abc"},
+	}
+	text := `Post "http://127.0.0.1:1/pathsecret777/v1/mcp": dial tcp 127.0.0.1:1: connect: connection refused; arg is argsecret4242; abc`
+	got := Scrub(srv, text)
+	assert.NotContains(t, got, "pathsecret777")
+	assert.NotContains(t, got, "argsecret4242")
+	assert.Contains(t, got, "http://127.0.0.1:1/"+redacted+"/v1/mcp", "the host still says where; short values stay")
+	assert.Contains(t, got, "arg is "+redacted)
+	assert.True(t, strings.HasSuffix(got, "; abc"), "values under four characters are left alone: %s", got)
+
+	srv.FromEnv = []string{"sec ret/777"}
+	got = Scrub(srv, `Post "http://h/sec%20ret%2F777/mcp" and q=sec+ret%2F777 and sec ret/777`)
+	assert.NotContains(t, got, "sec%20ret%2F777")
+	assert.NotContains(t, got, "sec+ret%2F777")
+	assert.NotContains(t, got, "sec ret/777")
+
+	var buf strings.Builder
+	log := scrubbingLogger(slog.New(slog.NewTextHandler(&buf, nil)), &config.Server{ID: "a", FromEnv: []string{"argsecret4242"}})
+	log.Info("upstream stderr", "line", "arg is argsecret4242")
+	assert.NotContains(t, buf.String(), "argsecret4242", "an upstream echoing its argument is scrubbed")
+}

@@ -92,6 +92,11 @@ type stdioOptions struct {
 // startStdio spawns cmd in its own process group and starts reading its
 // stdout and stderr.
 func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOptions) (*stdioConn, error) {
+	// A missing working directory would fail the start with an error that names
+	// only the command; say what is really wrong, and spawn nothing.
+	if err := workDirError(cmd.Dir); err != nil {
+		return nil, err
+	}
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -111,6 +116,9 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	_ = stdinR.Close() // the child has its own copy
 	if err != nil {
 		_ = stdin.Close()
+		if dirErr := workDirError(cmd.Dir); dirErr != nil {
+			return nil, dirErr // removed between the check above and the start
+		}
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	if opts.maxMessage <= 0 {
