@@ -24,8 +24,8 @@ func Transient(err error) bool {
 		return false
 	case errors.As(err, &rpcErr), errors.As(err, &execErr), errors.Is(err, oauth.ErrLoginRequired):
 		return false
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-		return false
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+		return false // a cwd or command that is not there, or no directory
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return true
 	}
