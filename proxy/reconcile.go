@@ -120,7 +120,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	results := p.prepare(ctx, todo)
 
 	// Commit, in the order that avoids collisions: removed servers leave
-	// first, then new and changed ones take their names in config order.
+	// first, then new and changed ones take their names (see apply for how
+	// new servers share them out in config order).
 	cat := p.Catalog()
 	var retired []*runningServer
 	next := current
@@ -158,6 +159,29 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	// Servers are committed in waves: whatever is ready when a wave closes
 	// goes live together, so a quick reload notifies clients once, while one
 	// slow server never holds back the tools of the others.
+	//
+	// Names held before this reconcile (admin tools, running servers, the
+	// previous tools of a changed server) stay with their holder. Among the
+	// servers this reconcile starts from nothing, which on a fresh start is
+	// all of them, a name goes to the first in config order, whatever order
+	// they finish starting in. Waiting for every earlier server before
+	// applying a later one would give that too, but would let one slow or
+	// hanging server hold back all the servers after it. So each server is
+	// applied as soon as it is ready, and a new server that is ready late
+	// takes back the names that new servers later in the config got only by
+	// being ready first: those are planned again, after it, against the
+	// catalog it joined. Their tools stay as listed at start; only which
+	// names they export changes, and the warnings are taken from the final
+	// plans, so each names the server that keeps the name. Calls follow the
+	// name from the wave that moves it on; a client that listed in between
+	// hears tools/list_changed if the move changed what it lists.
+	fresh := map[string]int{} // new server -> its place among todo, which is in config order
+	for i, s := range todo {
+		if current[s.ID] == nil {
+			fresh[s.ID] = i
+		}
+	}
+	planned := map[string]naming.Plan{} // the last plan of each server started here
 	failed := map[string]string{}
 	apply := func(pr prepared) {
 		s := pr.cfg
@@ -169,9 +193,20 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			}
 			return
 		}
-		plan, entries := p.plan(s, pr.inst.Tools(), cat, ws.Naming.ValidPattern)
-		report.Problems = append(report.Problems, namingProblems(s, plan)...)
-		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
+		// The new servers after s in the config that are already placed make
+		// way for s, and are planned again after it.
+		before, base := cat, cat
+		var after []string
+		if i, ok := fresh[s.ID]; ok {
+			for _, t := range todo[i+1:] {
+				if _, isNew := fresh[t.ID]; isNew && next[t.ID] != nil {
+					after = append(after, t.ID)
+					base = base.withServer(t.ID, nil)
+				}
+			}
+		}
+		plan, entries := p.plan(s, pr.inst.Tools(), base, ws.Naming.ValidPattern)
+		planned[s.ID] = plan
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
@@ -183,8 +218,20 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			retired = append(retired, old)
 		}
 		next[s.ID] = rs
-		cat = cat.withServer(s.ID, entries)
+		cat = base.withServer(s.ID, entries)
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
+		for _, id := range after {
+			rs := next[id]
+			// Taking names away never makes a plan fail: a name owned
+			// elsewhere is a warning.
+			plan, entries := p.plan(rs.cfg, rs.tools, cat, ws.Naming.ValidPattern)
+			if len(before.Server(id)) != len(entries) {
+				p.log.Info("server gave up names to one before it in the config", "server", id, "by", s.ID, "tools", len(entries))
+			}
+			next[id] = rs.withTools(rs.cfg, rs.tools, plan)
+			planned[id] = plan
+			cat = cat.withServer(id, entries)
+		}
 	}
 	wave := func() {
 		settings.failed = maps.Clone(failed)
@@ -212,6 +259,12 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	wave()
+	for _, s := range todo {
+		if plan, ok := planned[s.ID]; ok {
+			report.Problems = append(report.Problems, namingProblems(s, plan)...)
+			report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
+		}
+	}
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
 	return report
