@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,4 +232,53 @@ func TestExplainOnlyRewritesDeadlines(t *testing.T) {
 	assert.Same(t, other, inst.explain(expired, other))
 	assert.Equal(t, context.DeadlineExceeded, inst.explain(context.Background(), context.DeadlineExceeded),
 		"a deadline that is not the caller's is passed through")
+}
+
+// TestLeaderExitEndsTheServerWhileAChildHoldsStdout: a server started through a
+// wrapper that leaves a child holding its stdout (here sh, which backgrounds a sleep
+// and then execs the server) is gone when the server process dies: the pending call
+// fails at once saying it exited, not at its deadline, and the child is stopped with
+// the rest of the group.
+func TestLeaderExitEndsTheServerWhileAChildHoldsStdout(t *testing.T) {
+	t.Parallel()
+	srv := demoServer("wrapped", "tools")
+	srv.Command, srv.Args = "/bin/sh", []string{"-c", `sleep 100000 & exec "$0"`, os.Args[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Close() })
+	pid := inst.PID()
+	child := childrenOf(pid)
+	require.Len(t, child, 1, "the wrapper's background child runs beside the server")
+
+	called := make(chan error, 1)
+	running := make(chan struct{}, 1)
+	began := time.Now()
+	go func() {
+		_, err := inst.CallTool(ctx, Call{Name: "slow", Arguments: json.RawMessage(`{"seconds":60,"steps":600}`),
+			ProgressToken: json.RawMessage(`1`), OnProgress: func(json.RawMessage) {
+				select {
+				case running <- struct{}{}:
+				default:
+				}
+			}})
+		called <- err
+	}()
+	select {
+	case <-running: // the server is working on the call
+	case <-time.After(waitTimeout):
+		t.Fatal("no progress from the slow call")
+	}
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	select {
+	case err = <-called:
+	case <-time.After(waitTimeout):
+		t.Fatal("the call is still pending after its server died")
+	}
+	require.ErrorIs(t, err, ErrClosed)
+	assert.Contains(t, err.Error(), `"wrapped" exited`, "the error says the server exited")
+	assert.Less(t, time.Since(began), 10*time.Second, "the call fails when the server dies, not at its deadline")
+	requireReaped(t, pid)
+	requireReaped(t, child[0])
 }

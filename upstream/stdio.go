@@ -71,7 +71,8 @@ type stdioConn struct {
 	stopped               chan struct{} // closed when nothing of the process group is left
 	closed                chan struct{}
 	closeOnce             sync.Once
-	failure               error // why the connection failed; set before closed is closed
+	lostOnce              sync.Once // lost reports the end once (read, watchLeader)
+	failure               error     // why the connection failed; set before closed is closed
 }
 
 // reply is what a pending call receives: a response, or why there is none.
@@ -134,6 +135,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		closed: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
+	go c.watchLeader()
 	if f, ok := stdout.(*os.File); ok {
 		go c.read(pipeio.New(f))
 	} else {
@@ -199,8 +201,40 @@ func (c *stdioConn) read(stdout io.Reader) {
 	}
 }
 
-// lost handles the end of stdout: the process exited or closed it.
+// leaderGrace is how long a server's stdout may stay open after the
+// process exited: its last words are read meanwhile, and with nothing else
+// holding stdout it ends at once.
+const leaderGrace = 500 * time.Millisecond
+
+// watchLeader ends the connection when the process it started exits, also
+// while something the server left behind (a wrapper's child, a helper it
+// forked) still holds stdout open, which would otherwise keep the reader
+// waiting, the calls pending until their deadlines and the dead leader
+// unreaped until pings failed. The server is that process: once it is gone,
+// so is the server, and its stragglers are stopped with it (lost).
+func (c *stdioConn) watchLeader() {
+	select {
+	case <-c.proc.exited:
+	case <-c.closed:
+		return
+	}
+	select {
+	case <-time.After(leaderGrace):
+		if !c.closing.Load() { // close stopped it, and says so itself
+			c.lost(io.EOF)
+		}
+	case <-c.closed:
+	}
+}
+
+// lost handles the end of the server: stdout ended (the process exited or
+// closed it), or the process exited while something else holds stdout
+// (watchLeader). Only the first report counts.
 func (c *stdioConn) lost(err error) {
+	c.lostOnce.Do(func() { c.lose(err) })
+}
+
+func (c *stdioConn) lose(err error) {
 	// Report how the process exited when that is quick to learn.
 	select {
 	case <-c.proc.exited:
