@@ -46,6 +46,9 @@ type Config struct {
 const (
 	minBackoff = 250 * time.Millisecond
 	maxBackoff = 30 * time.Second
+	// stableUptime is how long a restarted shared instance must serve for
+	// its failure to count as a crash rather than as a failed start.
+	stableUptime = 30 * time.Second
 )
 
 // defaultUsageInterval is how often a shared instance's RSS is checked.

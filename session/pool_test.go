@@ -511,3 +511,33 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"done after 5 steps"}]}`, string(res.raw))
 	requireReaped(t, g.Instance.PID())
 }
+
+// TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly: an instance that dies
+// right after each restart counts as a failed start, so the wait before the next
+// restart doubles each time (250 ms, 500 ms, 1 s, 2 s) instead of staying at the
+// first step for ever.
+func TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly(t *testing.T) {
+	t.Parallel()
+	f := newDemoFactory(t, "tools")
+	ev := newEvents()
+	first := f.first(t)
+	pool := NewPool(Config{Server: "tools", Stateless: true, OnEvent: ev.add}, f.start, first)
+	closePool(t, pool)
+
+	pid := first.PID()
+	seen := map[int]bool{pid: true}
+	var waits []time.Duration
+	for range 4 {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		ev.wait(t, "lost", func(e Event) bool { return e.PID == pid })
+		lost := time.Now()
+		restarted := ev.wait(t, "restarted", func(e Event) bool { return !seen[e.PID] })
+		waits = append(waits, time.Since(lost))
+		pid = restarted.PID
+		seen[pid] = true
+	}
+	t.Logf("waits before each restart: %v", waits)
+	for i, least := range []time.Duration{minBackoff, 2 * minBackoff, 4 * minBackoff, 8 * minBackoff} {
+		assert.GreaterOrEqual(t, waits[i], least-50*time.Millisecond, "restart %d came before its backoff", i+1)
+	}
+}

@@ -38,7 +38,7 @@ func (e *overRSS) Error() string {
 
 // watchShared supervises the shared instance. When it dies or stops
 // answering pings it is replaced, with capped exponential backoff between
-// failed starts; calls made while it is down fail at once with the reason.
+// failed starts and after instances that failed within stableUptime; calls made while it is down fail at once with the reason.
 // When it grows past limits.max_rss, a fresh instance is started first and
 // takes over between calls, while the old one finishes its calls.
 func (p *Pool) watchShared(rec *record) {
@@ -58,6 +58,15 @@ func (p *Pool) watchShared(rec *record) {
 				rec = fresh
 			}
 			continue
+		}
+		// An instance that served a while before it failed starts the
+		// backoff afresh; one that failed soon after it started counts as
+		// a failed start, so a server that crashes right after every start
+		// is restarted ever more slowly instead of four times a second.
+		if time.Since(rec.started) >= stableUptime {
+			backoff = minBackoff
+		} else if rec.restarts > 0 {
+			backoff = min(backoff*2, maxBackoff)
 		}
 		// Down first, so no call reaches the lost instance and status stops
 		// calling it healthy; then close it without holding up the restart
@@ -94,7 +103,6 @@ func (p *Pool) watchShared(rec *record) {
 				p.shared, p.down = rec, nil
 				p.mu.Unlock()
 				p.emit(Event{Kind: "restarted", Server: p.cfg.Server, PID: fresh.PID()})
-				backoff = minBackoff
 				break
 			}
 			p.mu.Unlock()
