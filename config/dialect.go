@@ -193,6 +193,9 @@ func (t *translation) server(name string, key *yaml.Node, source string) *server
 	case id == name:
 	case name == ReservedServerID:
 		s.warnf(key.Line, "", "%q is reserved for the aggregator's own admin tools; it is read as %q (rename it in the source to choose another id)", name, id)
+	case serverIDPattern.MatchString(name):
+		// Valid, but another server of the file was read as this id first.
+		s.warnf(key.Line, "", "%q is read as %q: another server of this file is already read as %q (rename one in the source to choose the ids)", name, id, name)
 	default:
 		s.warnf(key.Line, "", "%q is not a valid server id here (1 to 64 letters, digits, '.', '_' or '-'); it is read as %q", safeName(name), id)
 	}

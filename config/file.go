@@ -62,6 +62,7 @@ func parseFile(fc fileContext, data []byte) (res fileResult) {
 		return res
 	}
 	res.dialect = d
+	fc.dialect = d
 	if d == DialectNative {
 		parseNative(r, fc, root, &res)
 		return res

@@ -67,3 +67,16 @@ func TestImportRenamesReservedServerID(t *testing.T) {
 	require.False(t, HasErrors(problems), render(problems))
 	assert.NotNil(t, ws.Server("mcp_admin-2"), string(out))
 }
+
+// TestValidIDTakenByARenamedServer: a valid name read under another id, because an
+// unusable name before it was read as that id, is told so, not called invalid.
+func TestValidIDTakenByARenamedServer(t *testing.T) {
+	ws, problems := loadYAML(t, "{\"mcpServers\": {\n\"Brave Search\": {\"command\": \"node\"},\n\"Brave-Search\": {\"command\": \"npx\"}}}\n", nil)
+	require.NotNil(t, ws, render(problems))
+	assert.Equal(t, "node", ws.Server("Brave-Search").Command)
+	assert.Equal(t, "npx", ws.Server("Brave-Search-2").Command)
+	text := render(problems)
+	assert.Contains(t, text, `"Brave Search" is not a valid server id`)
+	assert.Contains(t, text, `"Brave-Search" is read as "Brave-Search-2": another server of this file is already read as "Brave-Search"`)
+	assert.NotContains(t, text, `"Brave-Search" is not a valid server id`)
+}

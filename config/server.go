@@ -48,6 +48,7 @@ type fileContext struct {
 	dir       string // absolute directory of the file
 	lookupEnv func(string) (string, bool)
 	readFile  func(string) ([]byte, error)
+	dialect   Dialect // the file's format; a fix that needs a native key says how to get one
 }
 
 // parseServer reads one entry of the servers mapping.
@@ -87,7 +88,7 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 	if p, ok := f["env_file"]; ok {
 		r.loadEnvFile(fc, p.v)
 	}
-	s := serverReader{reader: r, f: f, srv: srv}
+	s := serverReader{reader: r, f: f, srv: srv, foreign: fc.dialect != "" && fc.dialect != DialectNative}
 	s.scalars(fc)
 	s.maps()
 	s.tools()
@@ -147,6 +148,7 @@ type serverReader struct {
 	srv            *Server
 	commandFromEnv bool
 	cwd            *text // cwd as written (after ${VAR} expansion), if the config sets one
+	foreign        bool  // read from another client's config, which has no key for some settings
 }
 
 func (s *serverReader) has(key string) bool { _, ok := s.f[key]; return ok }

@@ -139,7 +139,12 @@ func (s *serverReader) checkURL(raw string, line int) {
 		return
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !s.srv.Insecure {
-		s.errorf(line, "url", "plain http:// to a non-loopback host sends requests and credentials unencrypted; use https://, or set insecure: true if you accept that")
+		optOut := "set insecure: true if you accept that"
+		if s.foreign {
+			// Another client's format has no such key.
+			optOut = "if you accept that, turn this file into mcp-aggregator YAML (mcp-aggregator import FILE) and set insecure: true on the server there"
+		}
+		s.errorf(line, "url", "plain http:// to a non-loopback host sends requests and credentials unencrypted; use https://, or %s", optOut)
 	}
 }
 

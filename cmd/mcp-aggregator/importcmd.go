@@ -46,14 +46,21 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	if out == nil {
 		return 1
 	}
+	// What check would say of the result, placed beside the first file so that
+	// relative paths resolve as they will.
+	beside := filepath.Join(filepath.Dir(files[0].Name), "mcp-aggregator.yaml")
+	ws, more := config.LoadBytes(beside, out, os.LookupEnv)
+	if errs > 0 && (ws == nil || len(ws.Servers)+len(ws.Rejected) == 0) {
+		// Nothing could be read: printing an empty config would let
+		// "import ... > mcp-aggregator.yaml" replace a config with nothing.
+		fmt.Fprintln(stderr, "error: no server could be read; nothing was printed")
+		return 1
+	}
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	// What check would say of the result, placed beside the first file so that
-	// relative paths resolve as they will.
-	beside := filepath.Join(filepath.Dir(files[0].Name), "mcp-aggregator.yaml")
-	if _, more := config.LoadBytes(beside, out, os.LookupEnv); len(more) > 0 {
+	if len(more) > 0 {
 		fmt.Fprintln(stderr, "checking the result:")
 		printProblems(stderr, more)
 	}

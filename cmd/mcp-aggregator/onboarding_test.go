@@ -176,9 +176,10 @@ func TestImportCommand(t *testing.T) {
 	assert.Contains(t, out, "  fs:\n    command: npx\n    args: [-y, fs]\n")
 	assert.Contains(t, out, "    transport: streamable_http\n")
 
-	_, errOut, code = runIn(t, dir, "import", write(t, filepath.Join(dir, "x.json"), `{"theme": 1}`))
+	out, errOut, code = runIn(t, dir, "import", write(t, filepath.Join(dir, "x.json"), `{"theme": 1}`))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not a config mcp-aggregator can read")
+	assert.Empty(t, out, "nothing read, nothing printed: `import x.json > mcp-aggregator.yaml` must not write an empty config")
 }
 
 func TestLoggerScrubsWhatConfigsHold(t *testing.T) {
