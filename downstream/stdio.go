@@ -269,7 +269,14 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.mu.Unlock()
 			cancel(nil)
 		}()
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(msg), Send: s.send, Cancel: cancel}
+		meta := metaVersion(msg.Params)
+		if meta != "" && !Supported(meta) && msg.Method != "initialize" {
+			// As over HTTP: a request that names a generation the
+			// server does not speak is refused, with those it does.
+			s.ob.push(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode(), true)
+			return
+		}
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(meta), Send: s.send, Cancel: cancel}
 		req.ClientCapabilities = s.capabilities(req)
 		if usesRequests(req) {
 			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
@@ -314,9 +321,9 @@ func (s *stdioSession) capabilities(req *Request) json.RawMessage {
 
 // version is the protocol a request speaks: its own _meta version (the
 // sessionless generation), else the one negotiated at initialize.
-func (s *stdioSession) version(msg *jsonrpc.Message) string {
-	if v := metaVersion(msg.Params); v != "" {
-		return v
+func (s *stdioSession) version(meta string) string {
+	if meta != "" {
+		return meta
 	}
 	if v := s.protocol.Load(); v != nil {
 		return *v

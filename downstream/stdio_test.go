@@ -182,6 +182,31 @@ func TestStdioSessionAndNegotiatedVersion(t *testing.T) {
 	assert.Equal(t, s, <-h.closed)
 }
 
+// TestStdioUnsupportedMetaVersion: a request whose _meta names a protocol version the
+// server does not speak is refused with -32022 and the versions it does, as over HTTP,
+// and reaches no handler.
+func TestStdioUnsupportedMetaVersion(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}}`)
+	m := p.next(t)
+	assert.Equal(t, "7", string(m["id"]))
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Supported []string `json:"supported"`
+			Requested string   `json:"requested"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(m["error"], &e), "%s", m["error"])
+	assert.Equal(t, codeUnsupportedVersion, e.Code)
+	assert.Equal(t, Versions, e.Data.Supported)
+	assert.Equal(t, "1999-01-01", e.Data.Requested)
+	p.send(t, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	assert.Equal(t, "8", string(p.next(t)["id"]), "the session goes on")
+	assert.EqualValues(t, 1, h.handled.Load(), "only ping reached the handler")
+}
+
 // A client that stops reading stops being read: requests in flight never
 // exceed MaxInFlight, so memory stays bounded however much it writes.
 func TestStdioClientThatStopsReading(t *testing.T) {
