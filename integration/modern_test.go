@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -123,6 +124,60 @@ servers:
 	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", ""))
 	assert.Equal(t, 2, modernCall(t, a.url, "c_increment", ""), "calls without a lease key share one anonymous lease")
 	assert.Equal(t, 1, strings.Count(a.log.String(), "without a lease key"), "the anonymous lease is reported once")
+}
+
+// TestModernSessionlessLeasesOverStdio: over stdio too, sessionless requests keep
+// their conversation's instance from call to call (named in _meta, or the anonymous
+// one), though the connection initialized no session.
+func TestModernSessionlessLeasesOverStdio(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  counter:
+    %s
+    transform: [{prefix: c_}]
+`, demoServer("counter")))
+	a.waitLoaded()
+	lines := bufio.NewReader(a.stdout)
+	id := 0
+	call := func(lease string) int {
+		t.Helper()
+		id++
+		meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+		if lease != "" {
+			meta["mcp-aggregator/lease"] = lease
+		}
+		req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
+			"params": map[string]any{"name": "c_increment", "arguments": map[string]any{}, "_meta": meta}})
+		require.NoError(t, err)
+		_, err = a.stdin.Write(append(req, '\n'))
+		require.NoError(t, err)
+		for {
+			line, err := lines.ReadBytes('\n')
+			require.NoError(t, err)
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Result struct {
+					Structured struct {
+						Value int `json:"value"`
+					} `json:"structuredContent"`
+				} `json:"result"`
+				Error json.RawMessage `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(line, &msg), "%s", line)
+			if string(msg.ID) != fmt.Sprint(id) {
+				continue // not the answer (none other is expected, but a notification may come)
+			}
+			require.Empty(t, msg.Error, "%s", line)
+			return msg.Result.Structured.Value
+		}
+	}
+	assert.Equal(t, 1, call("conv-a"))
+	assert.Equal(t, 2, call("conv-a"), "the conversation keeps its instance")
+	assert.Equal(t, 1, call("conv-b"), "another conversation has its own instance")
+	assert.Equal(t, 1, call(""))
+	assert.Equal(t, 2, call(""), "calls without a lease key share one anonymous lease")
+	assert.Equal(t, 3, call("conv-a"))
 }
 
 // TestModernListenerGetsListChanged: a 2026-07-28 client's subscriptions/listen

@@ -42,7 +42,13 @@ func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key sessio
 // client's own keys, so that two clients never share a lease, not even
 // the anonymous one or one named by the same _meta string.
 func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
-	return leaseKey(req.Client, req.Session, meta)
+	s := req.Session
+	if downstream.Modern(req.Protocol) {
+		// A sessionless request names its conversation in _meta, over stdio
+		// as over HTTP: the connection it came on is no session of its.
+		s = nil
+	}
+	return leaseKey(req.Client, s, meta)
 }
 
 func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {
