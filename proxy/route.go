@@ -146,6 +146,14 @@ func declares(capabilities json.RawMessage, name string) bool {
 	return ok && string(v) != "null" && string(v) != "false"
 }
 
+// urlMode reports whether elicitation/create params ask for URL mode.
+func urlMode(params json.RawMessage) bool {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Mode == "url"
+}
+
 // ask relays a server-to-client request through send, after checking that
 // the client declared the capability it needs.
 func ask(ctx context.Context, capabilities json.RawMessage, send func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error),
@@ -156,6 +164,10 @@ func ask(ctx context.Context, capabilities json.RawMessage, send func(context.Co
 	}
 	if !declares(capabilities, need) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client did not declare the %s capability; %s cannot be relayed to it", need, method)
+	}
+	if method == "elicitation/create" && urlMode(params) && !declaresURLElicitation(capabilities) {
+		// elicitation: {} is form mode alone; a URL must be asked for.
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client did not declare the elicitation.url capability; a URL-mode elicitation/create cannot be relayed to it")
 	}
 	if send == nil {
 		return nil, jsonrpc.Errorf(codeInternal, "the client's request has no stream to carry %s", method)

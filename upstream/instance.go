@@ -237,7 +237,11 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 // explain turns a bare context error into one that says what was waited for.
 func (i *Instance) explain(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return fmt.Errorf("no answer before connect_timeout; check that the command starts an MCP server on stdio, or raise connect_timeout: %w", err)
+		check := "check that the command starts an MCP server on stdio"
+		if _, stdio := i.conn.(*stdioConn); !stdio {
+			check = "check that url is the server's MCP endpoint and that it answers initialize"
+		}
+		return fmt.Errorf("no answer before connect_timeout; %s, or raise connect_timeout: %w", check, err)
 	}
 	return err
 }
