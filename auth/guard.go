@@ -56,7 +56,13 @@ type Guard struct {
 }
 
 // New returns a Guard for opts.
-func New(opts Options) *Guard {
+func New(opts Options) *Guard { return NewFrom(nil, opts) }
+
+// NewFrom returns a Guard for opts that keeps prev's verifier of access
+// tokens, with the issuer's keys it fetched, when the OAuth settings did
+// not change: editing the static tokens must not make every OAuth client
+// wait for a fetch, nor fail while the issuer is unreachable.
+func NewFrom(prev *Guard, opts Options) *Guard {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -76,6 +82,10 @@ func New(opts Options) *Guard {
 		opts.Now = time.Now
 	}
 	g := &Guard{opts: opts, log: opts.Logger, static: newStaticTokens(opts.Tokens)}
+	if prev != nil && prev.oauth != nil && sameOAuth(prev.opts.OAuth, opts.OAuth) {
+		g.oauth = prev.oauth
+		return g
+	}
 	if o := opts.OAuth; o != nil {
 		g.oauth = &oauthVerifier{issuer: o.Issuer, audience: o.Audience, scopes: o.RequiredScopes, leeway: opts.Leeway, now: opts.Now,
 			keys: &keySource{issuer: o.Issuer, client: opts.HTTPClient, log: opts.Logger, now: opts.Now,
@@ -90,13 +100,15 @@ func (g *Guard) Same(opts Options) bool {
 	if g == nil {
 		return false
 	}
-	if !maps.Equal(g.opts.Tokens, opts.Tokens) || (g.opts.OAuth == nil) != (opts.OAuth == nil) {
-		return false
+	return maps.Equal(g.opts.Tokens, opts.Tokens) && sameOAuth(g.opts.OAuth, opts.OAuth)
+}
+
+// sameOAuth reports whether two OAuth settings accept the same tokens.
+func sameOAuth(a, b *OAuth) bool {
+	if a == nil || b == nil {
+		return a == b
 	}
-	if a, b := g.opts.OAuth, opts.OAuth; a != nil {
-		return a.Issuer == b.Issuer && a.Audience == b.Audience && slices.Equal(a.RequiredScopes, b.RequiredScopes)
-	}
-	return true
+	return a.Issuer == b.Issuer && a.Audience == b.Audience && slices.Equal(a.RequiredScopes, b.RequiredScopes)
 }
 
 // Prefetch fetches the issuer's keys now, so that a misconfigured issuer
@@ -191,7 +203,7 @@ func (g *Guard) refuse(r *http.Request, status int, code, description string) *F
 	if code != "" {
 		params = append(params, param("error", code), param("error_description", description))
 	}
-	if g.oauth != nil && len(g.oauth.scopes) > 0 && (code == "" || code == "insufficient_scope") {
+	if g.oauth != nil && len(g.oauth.scopes) > 0 { // what to ask for, also after a bad token (MCP authorization)
 		params = append(params, param("scope", strings.Join(g.oauth.scopes, " ")))
 	}
 	challenge := "Bearer"

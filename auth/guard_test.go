@@ -131,6 +131,7 @@ func TestOAuthTokens(t *testing.T) {
 				assert.Contains(t, f.Challenge, `scope="mcp"`)
 			} else {
 				assert.Contains(t, f.Challenge, `error="invalid_token"`)
+				assert.Contains(t, f.Challenge, `scope="mcp"`, "what to ask for, also after a bad token")
 			}
 			assert.NotContains(t, f.Challenge, tc.token)
 		})
@@ -293,4 +294,35 @@ func TestOAuthIssuerDown(t *testing.T) {
 	f.Write(rec)
 	assert.Equal(t, "10", rec.Header().Get("Retry-After"))
 	assert.Empty(t, rec.Header().Get("WWW-Authenticate"))
+}
+
+// TestNewFromKeepsTheIssuersKeys: a guard rebuilt for other static tokens keeps the
+// keys the previous one fetched, so OAuth clients pass without a fetch, even while
+// the issuer is unreachable; other OAuth settings fetch afresh.
+func TestNewFromKeepsTheIssuersKeys(t *testing.T) {
+	rs := rsaKey(t, "rsa-1")
+	is := newTestIssuer(t, rs)
+	opts := Options{Tokens: map[string]string{"ci-bot": "ci-token-0123456789"},
+		OAuth: &OAuth{Issuer: is.srv.URL, Audience: audience, RequiredScopes: []string{"mcp"}}, MinRefetch: time.Hour}
+	g := New(opts)
+	token := is.mint(t, rs, audience, jwt.MapClaims{"scope": "mcp", "client_id": "jwt-client"})
+	client, f := g.Authenticate(request(token))
+	require.Nil(t, f, "%+v", f)
+	assert.Equal(t, "jwt-client", client)
+	require.Equal(t, int64(1), is.jwksCalls.Load())
+
+	is.srv.Close() // the issuer goes away
+	opts.Tokens = map[string]string{"ci-bot": "ci-token-0123456789", "laptop": "laptop-token-0123456789"}
+	next := NewFrom(g, opts)
+	client, f = next.Authenticate(request(token))
+	require.Nil(t, f, "a static token added must not cost the OAuth clients their keys: %+v", f)
+	assert.Equal(t, "jwt-client", client)
+	client, f = next.Authenticate(request("laptop-token-0123456789"))
+	require.Nil(t, f)
+	assert.Equal(t, "laptop", client)
+
+	opts.OAuth = &OAuth{Issuer: opts.OAuth.Issuer, Audience: "https://other.example.com/mcp", RequiredScopes: []string{"mcp"}}
+	other := NewFrom(next, opts)
+	_, f = other.Authenticate(request(token))
+	require.NotNil(t, f, "another audience is another verifier, with keys of its own to fetch")
 }

@@ -321,11 +321,11 @@ servers:
 		challenge string
 	}{
 		{"wrong audience", jwt.MapClaims{"aud": "https://other.example.com/mcp"}, 401,
-			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token is not meant for this resource (aud)"`},
+			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token is not meant for this resource (aud)", scope="mcp"`},
 		{"expired", jwt.MapClaims{"exp": time.Now().Add(-10 * time.Minute).Unix()}, 401,
-			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token has expired"`},
+			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token has expired", scope="mcp"`},
 		{"wrong issuer", jwt.MapClaims{"iss": "https://evil.example.com"}, 401,
-			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token is from another issuer (iss)"`},
+			`Bearer resource_metadata="` + metadataURL + `", error="invalid_token", error_description="the token is from another issuer (iss)", scope="mcp"`},
 		{"insufficient scope", jwt.MapClaims{"scope": "openid"}, 403,
 			`Bearer resource_metadata="` + metadataURL + `", error="insufficient_scope", error_description="the token lacks the scope mcp", scope="mcp"`},
 	}

@@ -33,7 +33,17 @@ func opsGet(t testing.TB, client *http.Client, url string) (int, http.Header, []
 // opsScrape fetches /metrics and parses the text exposition.
 func opsScrape(t testing.TB, a *aggregator) map[string]*dto.MetricFamily {
 	t.Helper()
-	code, header, body := opsGet(t, http.DefaultClient, opsBase(a)+"/metrics")
+	return opsScrapeAs(t, a, "")
+}
+
+// opsScrapeAs is opsScrape with a bearer token ("": none).
+func opsScrapeAs(t testing.TB, a *aggregator, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	client := http.DefaultClient
+	if token != "" {
+		client = &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+	}
+	code, header, body := opsGet(t, client, opsBase(a)+"/metrics")
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	require.Contains(t, header.Get("Content-Type"), "text/plain")
 	parser := expfmt.NewTextParser(model.UTF8Validation)

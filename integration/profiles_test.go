@@ -75,12 +75,28 @@ func TestProfilesFilterToolsAndCalls(t *testing.T) {
 
 	var status struct {
 		Servers []struct {
-			ID string `json:"id"`
+			ID    string `json:"id"`
+			Tools int    `json:"tools"`
 		} `json:"servers"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(firstText(t, ci.callToolResult("mcp_status", map[string]any{}))), &status))
 	require.Len(t, status.Servers, 1, "mcp_status shows ci-bot its profile's servers only")
 	assert.Equal(t, "demo", status.Servers[0].ID)
+	assert.Equal(t, 2, status.Servers[0].Tools, "the tools ci-bot sees, not how many the server exports")
+
+	// mcp_release of a server outside the profile reads as one that does not exist.
+	hidden := firstText(t, ci.callToolResult("mcp_release", map[string]any{"serverId": "counter"}))
+	missing := firstText(t, ci.callToolResult("mcp_release", map[string]any{"serverId": "no-such-server"}))
+	assert.Equal(t, strings.ReplaceAll(missing, "no-such-server", "counter"), hidden,
+		"nothing tells ci-bot that counter exists")
+
+	// The refused calls count as refused calls of those tools, not of an unknown one.
+	fams := opsScrapeAs(t, a, tok.laptop)
+	calls := "mcp_aggregator_tool_calls_total"
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "demo", "tool": "demo_add", "outcome": "error"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "counter", "tool": "counter_increment", "outcome": "error"}))
+	_, unknown := opsSeries(fams, calls, map[string]string{"server": "_unknown", "tool": "_unknown", "outcome": "error"})
+	assert.False(t, unknown, "a refused call of an exported tool is not an unknown tool's")
 }
 
 // errorMessage reads the message of a JSON-RPC error object.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -75,7 +76,9 @@ func (p *Proxy) release(st *state, inv invocation) json.RawMessage {
 		return textResult(true, `mcp_release needs {"serverId": "<id>"}; mcp_status lists the ids`)
 	}
 	rs := st.servers[args.ServerID]
-	if rs == nil {
+	if rs == nil || !st.profileOf(requestClient(inv.req)).server(args.ServerID) {
+		// A server outside the client's profile is answered as one that
+		// does not exist: nothing tells the client it is there.
 		return textResult(true, fmt.Sprintf("no server %q is running; mcp_status lists the ids", args.ServerID))
 	}
 	if rs.pool.Stateless() {
@@ -159,7 +162,11 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	}
 	sort.Strings(failedIDs)
 	for _, id := range failedIDs {
-		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + "; fix the config to retry"})
+		retry := "; fix the config to retry"
+		if strings.Contains(cur.failed[id], "mcp-aggregator login") {
+			retry = "; it starts once you log in as it says" // the token directory is watched
+		}
+		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + retry})
 	}
 	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())

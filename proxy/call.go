@@ -65,7 +65,8 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name), nil
 		}
 		if client := requestClient(inv.req); !st.profileOf(client).tool(entry) {
-			entry = nil // no call of the tool took place
+			// Counted as a refused call of that tool (outcome error): the
+			// name is one the catalog exports.
 			return nil, notInProfile(client, name), nil
 		}
 		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {

@@ -266,16 +266,27 @@ func (st *state) visibility(client string) func(name string) bool {
 // config is none of its business).
 func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	pr := st.profileOf(client)
-	if pr == nil || pr.servers == nil {
+	if pr == nil {
 		return s
 	}
 	servers := s.Servers[:0:0]
 	for _, srv := range s.Servers {
 		if pr.server(srv.ID) {
+			// Its tools as the client sees them, not how many the
+			// server exports.
+			srv.Tools = 0
+			for _, e := range st.catalog.Server(srv.ID) {
+				if pr.tool(e) {
+					srv.Tools++
+				}
+			}
 			servers = append(servers, srv)
 		}
 	}
 	s.Servers = servers
+	if pr.servers == nil {
+		return s
+	}
 	instances := s.Instances[:0:0]
 	for _, in := range s.Instances {
 		if pr.server(in.Server) {

@@ -101,7 +101,7 @@ func (a *access) apply(ws *config.Workspace) {
 	if cur.Same(opts) {
 		return
 	}
-	g := auth.New(opts)
+	g := auth.NewFrom(cur, opts) // the issuer's keys stay if only the static tokens changed
 	a.guard.Store(g)
 	a.endWithdrawn(cur, cfg)
 	mode := []string{}
