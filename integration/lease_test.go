@@ -800,3 +800,30 @@ func TestLeaseReleaseDuringCall(t *testing.T) {
 	waitGone(t, pid)
 	assert.NotEqual(t, pid, leasePID(t, c, "worker_pid"), "the next call leases a fresh instance")
 }
+
+// TestLeaseReminderAfterARead: when a session's first use of a leased server is a
+// resources/read, whose result has no room for it, the reminder comes with the first
+// tool result instead, and only there.
+func TestLeaseReminderAfterARead(t *testing.T) {
+	t.Parallel()
+	entry := nodeEntry(t, everythingEntry)
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  every:
+    command: node
+    args: [`+quoted(entry)+`, stdio]
+    transform: [{prefix: ev_}]
+    tools: {whitelist: ['echo']}
+`)
+	a.waitLoaded()
+	c := a.connect()
+	list := mustResult(t, c.mustRequest("resources/list", map[string]any{}), "list")["resources"].([]any)
+	require.NotEmpty(t, list)
+	uri := list[0].(map[string]any)["uri"].(string)
+	mustResult(t, c.mustRequest("resources/read", map[string]any{"uri": uri}), "read")
+	require.NotZero(t, leaseHeld(t, c, "every"), "the read leased an instance")
+
+	first := leaseCall(t, c, "ev_echo", map[string]any{"message": "hi"})
+	assert.Contains(t, first.reminder(), `{"serverId": "every"}`, "the first tool result carries the reminder: %s", first.Raw)
+	assert.Empty(t, leaseCall(t, c, "ev_echo", map[string]any{"message": "again"}).reminder(), "and no later one")
+}

@@ -185,6 +185,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if grant.Recycled {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", entry.Server))
 	}
+	if grant.First && !rs.pool.Stateless() {
+		grant.Announced() // with the reminder below, or with none when it is off
+	}
 	if grant.First && rs.cfg.LeaseReminder && !rs.pool.Stateless() {
 		notes = append(notes, fmt.Sprintf("You now hold a dedicated instance of MCP server %q for this session. When you no longer need its tools, call mcp_release with {\"serverId\": %q} to free it.", entry.Server, entry.Server))
 	}

@@ -41,6 +41,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 		default:
 			l.lastUsed = time.Now()
 			g := p.use(l.rec)
+			g.First = l.unannounced
 			p.mu.Unlock()
 			return g, nil
 		}
@@ -195,7 +196,8 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	rec.role, rec.key, rec.restarts = RoleLeased, key, l.restarts
 	l.rec, l.lastUsed = rec, time.Now()
 	g := p.use(rec)
-	g.First, g.Lost, g.Recycled = first || l.lost, l.lost, l.recycled
+	l.unannounced = l.unannounced || first || l.lost
+	g.First, g.Lost, g.Recycled = l.unannounced, l.lost, l.recycled
 	l.lost, l.recycled = false, false
 	p.mu.Unlock()
 	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})

@@ -23,6 +23,7 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 	g1 := acquire(t, pool, "a")
 	old := g1.Instance
 	assert.Equal(t, 1, counterValue(t, old, "increment"))
+	g1.Announced()
 	g1.Done()
 	g2 := acquire(t, pool, "a")
 	assert.Same(t, old, g2.Instance, "the second call still runs on it")

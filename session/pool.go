@@ -84,7 +84,8 @@ var ErrClosed = errors.New("server is being removed")
 type Grant struct {
 	Instance *upstream.Instance
 	// First is true on a session's first lease of this server (and after a
-	// lost instance, whose replacement is a new lease in all but name).
+	// lost instance, whose replacement is a new lease in all but name), on
+	// every grant until Announced says the session was told.
 	First bool
 	// Lost is true when the session's previous instance died and this one replaces it.
 	Lost bool
@@ -97,6 +98,20 @@ type Grant struct {
 
 // Done must be called when the call finishes.
 func (g *Grant) Done() { g.pool.callDone(g.rec) }
+
+// Announced records that the session was told it holds its lease (a tool
+// result carried the reminder): later grants of the lease are not First.
+func (g *Grant) Announced() {
+	if g.rec == nil || g.rec.role != RoleLeased {
+		return
+	}
+	p := g.pool
+	p.mu.Lock()
+	if l := p.leases[g.rec.key]; l != nil && l.rec == g.rec {
+		l.unannounced = false
+	}
+	p.mu.Unlock()
+}
 
 // record is the pool's account of one of its instances. Its fields are
 // guarded by the pool's mu.
@@ -121,6 +136,10 @@ type lease struct {
 	lost     bool // the previous instance died; said once
 	recycled bool // the previous instance was recycled; said once
 	restarts int
+	// unannounced: the session was not yet told it holds this lease (the
+	// first call may have been a read, whose result has no room to say so);
+	// grants say First until Announced.
+	unannounced bool
 }
 
 // Pool owns every instance of one server.

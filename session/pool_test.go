@@ -125,6 +125,13 @@ func TestStatefulLeases(t *testing.T) {
 	assert.Equal(t, 1, counterValue(t, a1.Instance, "increment"))
 	a1.Done()
 
+	// Until the session is told it holds the lease (a tool result carries the
+	// reminder), every grant says First: its first call may have been a read.
+	again := acquire(t, pool, "a")
+	assert.True(t, again.First, "not yet announced")
+	again.Announced()
+	again.Done()
+
 	a2 := acquire(t, pool, "a")
 	assert.Same(t, first, a2.Instance, "the same key keeps its instance")
 	assert.False(t, a2.First, "only the first grant of a lease is First")
@@ -358,6 +365,7 @@ func TestLeaseWhoseInstanceDiedIsReplacedAndSaysSo(t *testing.T) {
 	defer fresh.Done()
 	assert.True(t, fresh.Lost)
 	assert.True(t, fresh.First)
+	fresh.Announced()
 	assert.NotEqual(t, first.PID(), fresh.Instance.PID())
 	assert.Equal(t, 0, counterValue(t, fresh.Instance, "get"))
 	assert.Equal(t, first.PID(), ev.wait(t, "lost", forKey("a")).PID)
