@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,7 +190,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
 			p.tasks.remove(e) // the upstream no longer has it
 		}
-		return &jsonrpc.Message{Error: rpcErr}
+		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
 	}
 	// A result means the task ended; so does a terminal status.
 	p.tasks.touch(e, method == "tasks/result" || terminal(raw))
@@ -267,6 +269,21 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	default:
 		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, upstream.Scrub(rs.cfg, err.Error())), true
 	}
+}
+
+// taskIDsToClient is an upstream's error about task e with the upstream's
+// id of the task, wherever its text or data names it, replaced by the
+// client's: the client's id tells nothing of the upstream.
+func taskIDsToClient(rpcErr *jsonrpc.Error, e *taskEntry) *jsonrpc.Error {
+	if e.upstreamID == "" {
+		return rpcErr
+	}
+	out := *rpcErr
+	out.Message = strings.ReplaceAll(out.Message, e.upstreamID, e.id)
+	if len(out.Data) > 0 {
+		out.Data = bytes.ReplaceAll(out.Data, []byte(e.upstreamID), []byte(e.id))
+	}
+	return &out
 }
 
 // terminal reports whether a Task object is in a terminal status.
