@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +46,6 @@ import (
 type remoteConn struct {
 	server    string
 	url       string
-	headers   map[string]string
 	t         transport.Interface
 	client    *http.Client
 	log       *slog.Logger
@@ -73,6 +74,11 @@ type remoteConn struct {
 	sse      bool
 	sseMu    sync.Mutex
 	sseCalls map[int64]chan *jsonrpc.Message
+	// target is url, parsed (nil if it does not parse); refused carries,
+	// once, why the endpoint a legacy SSE upstream named was refused
+	// (streamEndpoint).
+	target  *url.URL
+	refused chan error
 }
 
 // remoteOptions are the settings of a remote connection.
@@ -91,9 +97,11 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 		maxMessage = jsonrpc.DefaultMaxMessage
 	}
 	life, end := context.WithCancel(context.Background())
+	target, _ := url.Parse(srv.URL) // mcp-go reports a URL that does not parse
 	c := &remoteConn{
-		server: srv.ID, url: srv.URL, headers: srv.Headers, log: log, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		server: srv.ID, url: srv.URL, log: log, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		life: life, end: end, requests: newSlots(maxServerRequests), notices: newSlots(maxNotices), closed: make(chan struct{}),
+		target: target, refused: make(chan error, 1),
 	}
 	// Enough idle connections that concurrent calls reuse them instead of
 	// opening (and leaving in TIME_WAIT) a connection per call; every body
@@ -117,15 +125,25 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			return nil, err
 		}
 	}
-	// A redirect of the endpoint to another origin is followed without the
-	// configured headers (the OAuth token, set per request, stays with the
-	// origin by itself).
-	c.client = sameorigin.Client(&http.Client{Transport: &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}},
-		sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
+	// The configured headers are set here, in the client, on every request
+	// to the server's own origin, and on nothing else: not by the request's
+	// builder. mcp-go's transports build some requests with them (initialize,
+	// the GET stream) and some without (the DELETE that ends the session),
+	// and the raw POSTs are built apart again; one place under all of them
+	// covers every request with no list of headers to keep in step. Since
+	// no request is built with them, a redirect to another origin has none
+	// to copy; the client's redirect policy drops them besides, and
+	// Authorization and cookies with them (the OAuth token, set per request
+	// by the authorizing transport, stays with the origin by itself).
+	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}
+	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
+	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
+	// What mcp-go logs itself goes to the instance's log, structured.
+	mcpLog := log.With("server", srv.ID)
 	var err error
 	if srv.Transport == config.TransportSSE {
 		var sse *transport.SSE
-		sse, err = transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(c.client))
+		sse, err = transport.NewSSE(srv.URL, transport.WithHTTPClient(c.client), transport.WithSSELogger(mcpLog))
 		if err == nil {
 			// Every response of a legacy SSE server comes down its one
 			// stream: once that is gone, pending calls would only wait for
@@ -136,7 +154,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			c.t, c.sse = sse, true
 		}
 	} else {
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPLogger(log), transport.WithHTTPBasicClient(c.client),
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(mcpLog), transport.WithHTTPBasicClient(c.client),
 			// The GET stream carries what the server sends outside any
 			// request, tools/list_changed above all.
 			transport.WithContinuousListening()}
@@ -155,14 +173,27 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	c.t.SetNotificationHandler(c.decodedNotification)
 	started := make(chan error, 1)
 	go func() { started <- c.t.Start(life) }()
+	// A refused SSE endpoint ends the wait at once, and says why: left
+	// alone, mcp-go would wait for an endpoint it accepts until ctx ends.
+	var refused error
 	select {
 	case err = <-started:
+	case refused = <-c.refused:
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	if err != nil {
+	if err != nil && refused == nil {
+		select {
+		case refused = <-c.refused: // the reason Start failed
+		default:
+		}
+	}
+	if err != nil || refused != nil {
 		end()
 		_ = c.t.Close()
+		if refused != nil {
+			return nil, refused // names no more of the URL than its origin
+		}
 		return nil, fmt.Errorf("connect %s: %w", srv.URL, err)
 	}
 	return c, nil
@@ -197,6 +228,58 @@ func (c *remoteConn) streamNotified(n Notification) {
 	if c.onNotify != nil {
 		c.onNotify(n)
 	}
+}
+
+// streamEndpoint vets the endpoint a legacy SSE upstream's stream names
+// (eventTap) before mcp-go reads it, and reports whether it goes on. One on
+// another origin than url is refused: the requests sent to it would carry
+// the server's credentials (its configured headers, its OAuth token) to
+// whoever that origin is. mcp-go refuses another host too, but only in a
+// line of its log, and then waits for an endpoint that never comes; here
+// the start fails at once, saying why, and a connection already up ends.
+func (c *remoteConn) streamEndpoint(data string) bool {
+	if !c.sse {
+		return true
+	}
+	err := c.vetEndpoint(data)
+	if err == nil {
+		return true
+	}
+	select {
+	case c.refused <- err:
+	default:
+	}
+	go c.fail(fmt.Errorf("server %q: %w", c.server, err))
+	return false
+}
+
+// vetEndpoint says what is wrong with data as the endpoint of a legacy SSE
+// upstream, or nil. Its errors name only origins and hosts: a URL's path
+// and query may carry secrets.
+func (c *remoteConn) vetEndpoint(data string) error {
+	own := sameorigin.Origin(c.target)
+	if own == "" {
+		return nil // mcp-go says what is wrong with url
+	}
+	u, err := c.target.Parse(data)
+	if err != nil {
+		return errors.New("its SSE stream named an endpoint that is not a URL; check that url is the server's SSE endpoint")
+	}
+	if theirs := sameorigin.Origin(u); theirs != own {
+		if theirs == "" {
+			theirs = "no origin"
+		}
+		return fmt.Errorf("its SSE endpoint is on another origin (%s) than its url (%s), and is refused so that the server's "+
+			"credentials stay with their origin; point url at an SSE server whose endpoint is on the same origin, "+
+			"or use the server's streamable HTTP endpoint (transport: streamable_http)", theirs, own)
+	}
+	if u.Host != c.target.Host {
+		// One origin written two ways (a default port spelled out, upper
+		// case): the SSE client compares the hosts as written.
+		return fmt.Errorf("its SSE endpoint writes its host as %q where url writes %q, which the SSE client does not accept; "+
+			"write url's host as the endpoint does", u.Host, c.target.Host)
+	}
+	return nil
 }
 
 // streamRequested takes a request of the upstream out of an event stream

@@ -214,8 +214,9 @@ func (c *remoteConn) newPost(ctx context.Context, url string, body []byte, heade
 }
 
 // setHeaders sets what every request of the connection carries besides its
-// body's type: accept, the protocol version, the session (before
-// 2026-07-28) and the configured headers. It returns the session sent.
+// body's type: accept, the protocol version and the session (before
+// 2026-07-28); the configured headers are the client's to add
+// (sameorigin.Headers in dialRemote). It returns the session sent.
 func (c *remoteConn) setHeaders(h http.Header, accept string) (session string) {
 	h.Set("Accept", accept)
 	version := c.protocolVersion()
@@ -225,9 +226,6 @@ func (c *remoteConn) setHeaders(h http.Header, accept string) (session string) {
 	if s := c.t.GetSessionId(); s != "" && !mcp.IsModernProtocol(version) {
 		session = s
 		h.Set(transport.HeaderKeySessionID, s)
-	}
-	for k, v := range c.headers {
-		h.Set(k, v)
 	}
 	return session
 }

@@ -24,6 +24,14 @@ type streamSink interface {
 	streamResponse(m *jsonrpc.Message) bool
 }
 
+// endpointSink is a streamSink that also vets the endpoint event of a
+// legacy SSE stream before mcp-go reads it.
+type endpointSink interface {
+	// streamEndpoint is given the event's data and reports whether the
+	// event goes on to mcp-go; it must not block.
+	streamEndpoint(data string) bool
+}
+
 // eventTap reads an SSE response body the way mcp-go's transports do (lines
 // end at "\n", an event at a blank line, data lines are joined with "\n")
 // and takes every event that is a JSON-RPC notification or request (or a
@@ -112,6 +120,11 @@ func (e *eventTap) end(blank bool) {
 		// data gets a new buffer: a message decoded from it keeps slices of it.
 		e.event, e.keep, e.kind, e.data = e.event[:0], e.keep[:0], "", nil
 	}()
+	if e.kind == "endpoint" && len(e.data) > 0 {
+		if s, ok := e.sink.(endpointSink); ok && !s.streamEndpoint(string(e.data)) {
+			return // refused: mcp-go never sees it
+		}
+	}
 	m := e.message()
 	if m != nil && m.IsResponse() && !e.sink.streamResponse(m) {
 		m = nil
