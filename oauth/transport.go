@@ -13,9 +13,9 @@ import (
 
 // bearer is the HTTP transport of one server that needs OAuth. Requests to
 // the server's origin carry its access token; a 401 is answered by one
-// refresh and one retry. Requests to any other origin (an SSE endpoint
-// elsewhere, a redirect) carry no Authorization header at all: the token is
-// for that server alone.
+// refresh and one retry. Requests to any other origin (a redirect; an SSE
+// endpoint elsewhere is refused before any request) carry no Authorization
+// header at all: the token is for that server alone.
 type bearer struct {
 	cred   *credential
 	server *config.Server
