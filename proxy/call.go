@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -62,7 +64,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		st = p.current()
 		entry, ok = st.catalog.Lookup(name)
 		if !ok {
-			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names", name), nil
+			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s", name, st.awaitingLogin(requestClient(inv.req))), nil
 		}
 		if client := requestClient(inv.req); !st.profileOf(client).tool(entry) {
 			// Counted as a refused call of that tool (outcome error): the
@@ -195,6 +197,25 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		raw = appendText(raw, notes)
 	}
 	return raw, nil, nil
+}
+
+// awaitingLogin names the servers of client's profile that could not
+// start for want of a login, whose tools are missing until then: a tool
+// the caller expects may be one of theirs. "" when there are none.
+func (st *state) awaitingLogin(client string) string {
+	pr := st.profileOf(client)
+	var ids []string
+	for id, why := range st.failed {
+		if pr.server(id) && strings.Contains(why, "mcp-aggregator login") {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, "; server %q waits for a login (mcp-aggregator login %s, on the gateway's machine) and its tools are missing until then", id, id)
+	}
+	return b.String()
 }
 
 // appendText adds text items to a result's content, leaving everything else as is.

@@ -21,3 +21,18 @@ func TestTaskErrorsNameTheClientsID(t *testing.T) {
 	assert.Equal(t, in.Code, out.Code)
 	assert.Equal(t, "Task 48af24dad088da83 has no result stored", in.Message, "the upstream's error is not changed in place")
 }
+
+// TestUnknownToolNamesServersAwaitingLogin: an unknown tool's error names the servers
+// of the caller's profile that wait for a login, whose tools are missing until then,
+// and no others.
+func TestUnknownToolNamesServersAwaitingLogin(t *testing.T) {
+	st := &state{failed: map[string]string{
+		"lin":   "not logged in; run `mcp-aggregator login lin`",
+		"other": "could not start: exec: not found",
+	}}
+	hint := st.awaitingLogin("")
+	assert.Contains(t, hint, `server "lin" waits for a login (mcp-aggregator login lin`)
+	assert.NotContains(t, hint, "other")
+	st.profiles = map[string]*profile{"alice": {servers: map[string]bool{"other": true}}}
+	assert.Empty(t, st.awaitingLogin("alice"), "a server outside the profile is not named")
+}
