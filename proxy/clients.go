@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -16,7 +17,40 @@ type clients struct {
 	sessions  map[string]downstream.Session
 	listeners map[*listener]struct{}
 	first     firstLoad // who hears of tool list changes during the first load
+	// offered is what each session was offered at its initialize; pending
+	// holds the offers of sessions not registered yet (an initialize being
+	// answered), with when they were made.
+	offered map[string]offer
+	pending map[string]pendingOffer
 }
+
+// offer is the part of the capabilities offered at a session's initialize
+// that decides which notifications the session may be sent.
+type offer struct {
+	resources, subscribe, prompts bool
+}
+
+// has reports whether the offer includes the list of kind ("tools",
+// "resources", "prompts"); tools are always offered.
+func (o offer) has(kind string) bool {
+	switch kind {
+	case "resources":
+		return o.resources
+	case "prompts":
+		return o.prompts
+	}
+	return true
+}
+
+type pendingOffer struct {
+	offer
+	at time.Time
+}
+
+// pendingOfferTTL is how long the offer of a session that never registers
+// (its initialize failed, or its client went away) is kept: far longer than
+// an initialize takes to be answered.
+const pendingOfferTTL = time.Minute
 
 // listener is one subscriptions/listen stream.
 type listener struct {
@@ -82,11 +116,46 @@ func (f listenFilter) wants(kind string) bool {
 func (c *clients) init() {
 	c.sessions = map[string]downstream.Session{}
 	c.listeners = map[*listener]struct{}{}
+	c.offered = map[string]offer{}
+	c.pending = map[string]pendingOffer{}
+}
+
+// offer records what the session with key is offered by the initialize
+// being answered. A session registers after its initialize is answered, so
+// the offer waits in pending until add; a later initialize on a registered
+// session replaces what it was offered.
+func (c *clients) offer(key string, o offer) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.sessions[key]; ok {
+		c.offered[key] = o
+		return
+	}
+	for k, p := range c.pending {
+		if now.Sub(p.at) > pendingOfferTTL {
+			delete(c.pending, k) // its session never registered
+		}
+	}
+	c.pending[key] = pendingOffer{offer: o, at: now}
+}
+
+// offerOf is what the session with key was offered; nothing beyond tools
+// when it never initialized.
+func (c *clients) offerOf(key string) offer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offered[key]
 }
 
 func (c *clients) add(s downstream.Session) {
 	c.mu.Lock()
-	c.sessions[s.Key()] = s
+	key := s.Key()
+	c.sessions[key] = s
+	if p, ok := c.pending[key]; ok {
+		c.offered[key] = p.offer
+		delete(c.pending, key)
+	}
 	c.mu.Unlock()
 }
 
@@ -94,8 +163,10 @@ func (c *clients) remove(s downstream.Session) {
 	c.mu.Lock()
 	if c.sessions[s.Key()] == s {
 		delete(c.sessions, s.Key())
+		delete(c.offered, s.Key())
 		c.first.forget(s.Key())
 	}
+	delete(c.pending, s.Key())
 	c.mu.Unlock()
 }
 
@@ -128,8 +199,9 @@ func (c *clients) endListeners() {
 	}
 }
 
-// changed tells every session, and every listener that asked for it, that
-// the list of kind ("tools", "resources", "prompts") changed. Delivery only
+// changed tells every session that was offered the list of kind ("tools",
+// "resources", "prompts") at its initialize, and every listener that asked
+// for it and was granted it, that the list changed. Delivery only
 // queues (Notify and Send never block), so one slow client never delays
 // the others.
 func (c *clients) changed(kind string) { c.changedFor(kind, nil) }
@@ -145,6 +217,9 @@ func (c *clients) changedFor(kind string, affected func(client string) bool) {
 	for _, s := range c.sessions {
 		if kind == "tools" && !c.first.notifies(s.Key()) {
 			continue
+		}
+		if !c.offered[s.Key()].has(kind) {
+			continue // a capability the session was never offered
 		}
 		sessions = append(sessions, s)
 	}

@@ -35,11 +35,11 @@ func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.
 	case "tools/list":
 		return p.toolsList(ctx, req)
 	case "initialize":
-		return p.initialize(req)
+		return p.initialize(ctx, req)
 	case "ping":
 		return p.result(req, []byte(`{}`))
 	case "server/discover":
-		return p.discover(req)
+		return p.discover(ctx, req)
 	case "subscriptions/listen":
 		return p.listen(ctx, req)
 	case "resources/list":
@@ -152,8 +152,13 @@ func (p *Proxy) serverInfo() map[string]string {
 // capabilities is what the aggregator offers: tools always, and what the
 // enabled servers offer together.
 func (p *Proxy) capabilities() map[string]any {
+	return offeredCapabilities(p.current().surface.caps)
+}
+
+// offeredCapabilities is the capabilities object for what the enabled servers
+// offer together.
+func offeredCapabilities(c surfaceCaps) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
-	c := p.current().surface.caps
 	if c.resources {
 		caps["resources"] = map[string]any{"subscribe": c.subscribe, "listChanged": true}
 	}
@@ -169,7 +174,7 @@ func (p *Proxy) capabilities() map[string]any {
 	return caps
 }
 
-func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
+func (p *Proxy) initialize(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 	var params struct {
 		Version string `json:"protocolVersion"`
 	}
@@ -182,7 +187,17 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if !downstream.Supported(version) || downstream.Modern(version) {
 		version = downstream.LatestSessionVersion
 	}
-	caps := p.capabilities()
+	// What is offered here is what the session gets for its lifetime, so a
+	// client that initializes as the aggregator starts (IDEs do) should not
+	// be offered tools alone because its servers have not answered yet: wait
+	// for the first load, within the bound tools/list has.
+	p.awaitLoad(ctx)
+	c := p.current().surface.caps
+	caps := offeredCapabilities(c)
+	if req.Session != nil {
+		// The session hears of list changes only for what it is offered.
+		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts})
+	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
 	if tasks := p.tasksCapability(); tasks != nil {
 		caps["tasks"] = tasks
@@ -195,7 +210,8 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	return &jsonrpc.Message{Result: body}
 }
 
-func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
+func (p *Proxy) discover(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	p.awaitLoad(ctx) // as initialize: not tools alone because servers are starting
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": downstream.Versions,
 		"capabilities":      p.capabilities(),

@@ -9,6 +9,11 @@ import "sync"
 // every tool twice (Gemini CLI prints a line per tool). So until the first
 // load is done, only sessions that were sent a tool list, which may have
 // missed tools, hear that the list changed; after it, every session does.
+//
+// initialize and server/discover wait for the first load the same way, with
+// the same bound (awaitLoad): what they offer is what the client goes by for
+// the rest of the session, and servers still starting would be missing
+// from it.
 type firstLoad struct {
 	mu     sync.Mutex
 	done   bool

@@ -293,7 +293,8 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 		}
 	}
 	for _, s := range targets {
-		if p.subs.subscribed(s.Key(), server, head.URI) {
+		// Only to a session offered resource subscriptions at its initialize.
+		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe {
 			s.Notify(msg)
 		}
 	}

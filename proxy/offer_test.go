@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// withSurfaceCaps makes p's running state offer caps, as a commit of
+// servers that have them would.
+func withSurfaceCaps(p *Proxy, caps surfaceCaps) {
+	next := p.current().with()
+	surface := *next.surface
+	surface.caps = caps
+	next.surface = &surface
+	p.publish(next)
+}
+
+// initializeSession answers an initialize for s and registers s, as a
+// transport does, and returns the capabilities offered.
+func initializeSession(t *testing.T, p *Proxy, s downstream.Session) map[string]json.RawMessage {
+	t.Helper()
+	msg := &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "initialize",
+		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{}}`)}
+	resp := p.Handle(context.Background(), &downstream.Request{Msg: msg, Session: s, Send: func(*jsonrpc.Message) bool { return true }})
+	require.NotNil(t, resp)
+	require.Nil(t, resp.Error)
+	p.SessionOpened(s)
+	var res struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &res))
+	return res.Capabilities
+}
+
+// sentMethods drains what s was sent so far.
+func sentMethods(s notifySession) []string {
+	var out []string
+	for {
+		select {
+		case m := <-s.sent:
+			out = append(out, m.Method)
+		default:
+			return out
+		}
+	}
+}
+
+// A session hears that the resource or prompt list changed only when it was
+// offered resources or prompts at its initialize; tools always.
+func TestListChangedOnlyForOfferedCapabilities(t *testing.T) {
+	p := newTestProxy(t)
+	p.MarkLoaded()
+
+	bare := notifySession{fakeSession: "bare", sent: make(chan *jsonrpc.Message, 8)}
+	caps := initializeSession(t, p, bare)
+	assert.NotContains(t, caps, "resources")
+	assert.NotContains(t, caps, "prompts")
+
+	withSurfaceCaps(p, surfaceCaps{resources: true, subscribe: true, prompts: true})
+	full := notifySession{fakeSession: "full", sent: make(chan *jsonrpc.Message, 8)}
+	caps = initializeSession(t, p, full)
+	assert.Contains(t, caps, "resources")
+	assert.Contains(t, caps, "prompts")
+
+	for _, kind := range []string{"resources", "prompts", "tools"} {
+		p.clients.changed(kind)
+	}
+	assert.Equal(t, []string{"notifications/tools/list_changed"}, sentMethods(bare),
+		"a session offered tools alone hears of tools alone")
+	assert.Equal(t, []string{"notifications/resources/list_changed", "notifications/prompts/list_changed", "notifications/tools/list_changed"},
+		sentMethods(full))
+	assert.True(t, p.clients.offerOf("full").subscribe)
+	assert.False(t, p.clients.offerOf("bare").subscribe, "no resources/updated for a session not offered subscriptions")
+
+	p.SessionClosed(full)
+	assert.Equal(t, offer{}, p.clients.offerOf("full"), "a closed session's offer is dropped")
+}
+
+// The offer of a session that never registers (its initialize was answered,
+// but the session did not open) is dropped in time, not kept forever.
+func TestPendingOfferExpires(t *testing.T) {
+	var c clients
+	c.init()
+	c.offer("ghost", offer{resources: true})
+	p := c.pending["ghost"]
+	p.at = time.Now().Add(-2 * pendingOfferTTL)
+	c.pending["ghost"] = p
+	c.offer("next", offer{prompts: true})
+	assert.NotContains(t, c.pending, "ghost")
+	assert.Contains(t, c.pending, "next")
+	c.add(fakeSession("next"))
+	assert.Empty(t, c.pending)
+	assert.True(t, c.offerOf("next").prompts)
+}
+
+// initialize and server/discover wait for the first load before they say
+// what is offered, so that a client that connects as the aggregator starts
+// is not offered tools alone.
+func TestInitializeWaitsForFirstLoad(t *testing.T) {
+	for _, method := range []string{"initialize", "server/discover"} {
+		t.Run(method, func(t *testing.T) {
+			p := newTestProxy(t)
+			protocol, params := "", `{"protocolVersion":"2025-11-25","capabilities":{}}`
+			if method == "server/discover" {
+				protocol, params = "2026-07-28", ""
+			}
+			done := make(chan *jsonrpc.Message, 1)
+			msg := &jsonrpc.Message{ID: json.RawMessage(`1`), Method: method}
+			if params != "" {
+				msg.Params = json.RawMessage(params)
+			}
+			go func() {
+				done <- p.Handle(context.Background(), &downstream.Request{Msg: msg, Protocol: protocol, Send: func(*jsonrpc.Message) bool { return true }})
+			}()
+			select {
+			case <-done:
+				t.Fatalf("%s answered before the first load was done", method)
+			case <-time.After(200 * time.Millisecond):
+			}
+			withSurfaceCaps(p, surfaceCaps{resources: true, prompts: true})
+			p.MarkLoaded()
+			select {
+			case resp := <-done:
+				require.NotNil(t, resp)
+				require.Nil(t, resp.Error)
+				caps := string(members(t, resp.Result)["capabilities"])
+				assert.Contains(t, caps, `"resources"`)
+				assert.Contains(t, caps, `"prompts"`)
+			case <-time.After(waitTimeout):
+				t.Fatalf("%s did not answer after the first load", method)
+			}
+		})
+	}
+}
+
+// A first load that does not end keeps initialize waiting no longer than
+// tools/list waits.
+func TestInitializeFirstLoadBound(t *testing.T) {
+	p := newTestProxy(t)
+	start := time.Now()
+	resp := handle(t, p, "", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{}}`)
+	took := time.Since(start)
+	require.Nil(t, resp.Error)
+	assert.GreaterOrEqual(t, took, firstListWait)
+	assert.Less(t, took, firstListWait+2*time.Second)
+}
