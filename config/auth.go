@@ -105,7 +105,17 @@ func readAuth(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) *A
 		a.OAuth = readOAuth(r, p.v)
 	}
 	if p, ok := f["operators"]; ok {
-		a.Operators = readOperators(r, p.v, a)
+		// The clients written under tokens, also those whose token could
+		// not be read (a variable not set): their problem is said there.
+		var written map[string]bool
+		if t, ok := f["tokens"]; ok && t.v != nil && t.v.Kind == yaml.MappingNode {
+			written = map[string]bool{}
+			own, merged := mappingPairs(t.v)
+			for _, pr := range append(own, merged...) {
+				written[pr.key] = true
+			}
+		}
+		a.Operators = readOperators(r, p.v, a, written)
 	}
 	if !a.Enabled() && !HasErrors(r.problems[before:]) {
 		// An empty tokens mapping must not pass for authentication.
@@ -222,12 +232,13 @@ func tokenValue(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node, 
 // readOperators reads http.auth.operators: names of clients that a token
 // or OAuth authenticates. A name no static token has, while OAuth is not
 // set, could never match and is an error.
-func readOperators(r *reader, n *yaml.Node, a *Auth) []string {
+func readOperators(r *reader, n *yaml.Node, a *Auth, written map[string]bool) []string {
 	items, _ := r.list(n, "http.auth.operators")
 	var out []string
 	for i, t := range items {
 		field := fmt.Sprintf("http.auth.operators[%d]", i)
 		_, isToken := a.Tokens[t.s]
+		isToken = isToken || written[t.s]
 		switch {
 		case !clientNamePattern.MatchString(t.s) && a.OAuth == nil:
 			r.errorf(deref(n).Line, field, "%q is not a client name; use 1 to 64 letters, digits, '.', '_', '@' or '-', as in http.auth.tokens", safeName(t.s))

@@ -96,3 +96,16 @@ func TestProfilesFollowLaterFile(t *testing.T) {
 	assert.Equal(t, []string{"fs"}, ws.Profiles["bot"].Servers, "a later file's profiles replace the earlier ones")
 	assert.Equal(t, "0123456789abcdef0123", ws.HTTP.Auth.Tokens["bot"], "auth of the earlier file stays")
 }
+
+// TestOperatorWhoseTokenIsUnset: an operator whose token's variable is not set is
+// still a client of http.auth.tokens: the one problem is the unset variable.
+func TestOperatorWhoseTokenIsUnset(t *testing.T) {
+	_, problems := loadYAML(t, "version: 1\nhttp: {auth: {tokens: {ops: {env: NOPE}, bot: {env: GOOD}}, operators: [ops]}}"+accessServers,
+		map[string]string{"GOOD": "0123456789abcdef0123"})
+	text := render(problems)
+	assert.Contains(t, text, "NOPE is not set")
+	assert.NotContains(t, text, "is no client of http.auth.tokens")
+	_, problems = loadYAML(t, "version: 1\nhttp: {auth: {tokens: {bot: {env: GOOD}}, operators: [opz]}}"+accessServers,
+		map[string]string{"GOOD": "0123456789abcdef0123"})
+	assert.Contains(t, render(problems), `"opz" is no client of http.auth.tokens`, "a name written nowhere is still an error")
+}

@@ -60,6 +60,7 @@ func TestOnboardingDemoFallback(t *testing.T) {
 	var out catalogOutput
 	require.NoError(t, json.Unmarshal([]byte(tools.stdout), &out), tools.stdout)
 	assert.True(t, anyToolNamed(out.Tools, "demo_echo"), "tools lists what check checked")
+	assert.True(t, anyContains(out.Notes, "no config found in "+dir), "the JSON says so too: %q", out.Notes)
 }
 
 // TestOnboardingTwoDefaultFiles: with both default files present, the one ignored is
