@@ -79,7 +79,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // definitions read as their servers wrote them
+		enc.SetEscapeHTML(false)                                           // definitions read as their servers wrote them
 		notes := append(append([]string{}, src.notes...), report.Notes...) // how the config was found, then what was done
 		_ = enc.Encode(map[string]any{"tools": out, "problems": texts, "notes": notes})
 	} else {
