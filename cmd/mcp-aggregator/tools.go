@@ -79,8 +79,9 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)                                           // definitions read as their servers wrote them
-		notes := append(append([]string{}, src.notes...), report.Notes...) // how the config was found, then what was done
+		enc.SetEscapeHTML(false) // definitions read as their servers wrote them
+		// How the config was found, then what was done with it.
+		notes := append(append([]string{}, src.notes...), report.Notes...)
 		_ = enc.Encode(map[string]any{"tools": out, "problems": texts, "notes": notes})
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
