@@ -72,21 +72,31 @@ func serveHelper(args []string) int {
 	return 0
 }
 
+// startChild starts command with its stderr on ours, and returns the pipes to its
+// stdin and from its stdout.
+func startChild(command []string) (cmd *exec.Cmd, in, out *os.File, err error) {
+	cmd = exec.Command(command[0], command[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdin.(*os.File), stdout.(*os.File), nil
+}
+
 // serveRelay starts command and copies bytes from stdin to its stdin and from its stdout
 // to stdout, and nothing else: the least one more stdio process between a client and its
 // upstream can cost. It returns when the command's stdout ends.
 func serveRelay(command []string) error {
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startChild(command)
 	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
 		return err
 	}
 	go func() {

@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
@@ -23,20 +22,11 @@ import (
 // reading it. It returns when the command's stdout ends.
 func serveParser(command []string) error {
 	runtime.GOMAXPROCS(1)
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startChild(command)
 	if err != nil {
 		return err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	toUpstream, fromUpstream := pipeio.New(in.(*os.File)), pipeio.New(out.(*os.File))
+	toUpstream, fromUpstream := pipeio.New(in), pipeio.New(out)
 	fromClient, toClient := pollable(os.Stdin, 0), pollable(os.Stdout, 1)
 	var (
 		mu   sync.Mutex
