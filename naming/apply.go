@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Apply builds the plan for one server. upstream lists the tool names the server reported,
@@ -136,10 +137,30 @@ func (p *planner) add(isError bool, tool, field, format string, args ...any) {
 	p.plan.Problems = append(p.plan.Problems, Problem{
 		Error:   isError,
 		Server:  p.rules.Server,
-		Tool:    tool,
+		Tool:    shorten(tool, maxShownName),
 		Field:   field,
-		Message: fmt.Sprintf(format, args...),
+		Message: shorten(fmt.Sprintf(format, args...), maxShownMessage),
 	})
+}
+
+// A problem quotes what an upstream sent, which may be of any length: a
+// name or a message is cut to these many bytes, saying how long it was.
+const (
+	maxShownName    = 200
+	maxShownMessage = 2048
+)
+
+// shorten cuts s to at most max bytes (at a rune boundary), saying how many
+// there were.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 // compilePattern compiles the validity rule, defaulting to DefaultValidPattern.

@@ -265,3 +265,17 @@ func TestPlanSummaryBothFilters(t *testing.T) {
 	plan := Plan{Offered: 5, Excluded: []Exclusion{{Tool: "a", By: "tools.blacklist", Pattern: "a*"}, {Tool: "b", By: "tools.whitelist"}}}
 	assert.Equal(t, "2 of 5 tools excluded: 1 by tools.whitelist: b; 1 by tools.blacklist: a", plan.Summary())
 }
+
+// TestProblemsQuoteBoundedNames: a name an upstream sends may be of any length; the
+// problem about it quotes its start and says how long it was.
+func TestProblemsQuoteBoundedNames(t *testing.T) {
+	long := strings.Repeat("é", 2500) // 5000 bytes, never a valid name
+	plan := Apply(Rules{Server: "s"}, []string{long, "ok"}, nil)
+	assert.Equal(t, []string{"ok"}, exported(plan))
+	require.Len(t, plan.Problems, 1)
+	p := plan.Problems[0]
+	assert.LessOrEqual(t, len(p.Tool), maxShownName+len("… (5000 bytes)"))
+	assert.Contains(t, p.Tool, "(5000 bytes)")
+	assert.LessOrEqual(t, len(p.Message), maxShownMessage+len("… (99999 bytes)"))
+	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(p.Tool, "… (5000 bytes)")), "cut at a rune boundary")
+}

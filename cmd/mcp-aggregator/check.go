@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // check validates the config without starting any upstream: it finds the config as
@@ -74,8 +75,10 @@ func missingCommands(ws *config.Workspace, hostPath string) []config.Problem {
 			path = p
 		}
 		if _, err := findCommand(s.Command, s.Cwd, path); err != nil {
+			// The command may hold text from the environment: scrubbed as
+			// everything said about a server is.
 			out = append(out, config.Problem{Severity: config.SeverityWarning, File: s.File, Line: s.Line, Server: s.ID, Field: "command",
-				Message: fmt.Sprintf("%s; the server will fail to start: install it, or give its full path", err)})
+				Message: upstream.Scrub(s, fmt.Sprintf("%s; the server will fail to start: install it, or give its full path", err))})
 		}
 	}
 	return out

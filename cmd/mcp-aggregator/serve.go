@@ -219,11 +219,17 @@ func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logg
 			log.Warn(pr.String())
 		}
 	}
-	names := make([]string, 0, p.Catalog().Len())
-	for _, e := range p.Catalog().Entries() {
+	// One line, of bounded length however many tools the upstreams export.
+	const shown = 100
+	entries := p.Catalog().Entries()
+	names := make([]string, 0, min(len(entries), shown)+1)
+	for _, e := range entries[:min(len(entries), shown)] {
 		names = append(names, e.Exported)
 	}
-	log.Info("exporting tools", "count", len(names), "tools", strings.Join(names, ", "), "version", report.Version)
+	if len(entries) > shown {
+		names = append(names, fmt.Sprintf("… (%d more; tools/list or mcp-aggregator tools lists them)", len(entries)-shown))
+	}
+	log.Info("exporting tools", "count", len(entries), "tools", strings.Join(names, ", "), "version", report.Version)
 	if ws != nil {
 		for _, s := range ws.Servers {
 			if s.Required && contains(report.Failed, s.ID) {
