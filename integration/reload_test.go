@@ -485,3 +485,36 @@ func callFailure(o relOutcome, text string) string {
 	}
 	return ""
 }
+
+// TestReloadWhileAnUpstreamIsSlowToRelist: an upstream that announces a tools change and
+// then never answers the tools/list it caused holds up no reload (of its own server or
+// another), and no shutdown: the aggregator asks it without holding the reload lock, and
+// stops within the shutdown bound (the harness asserts a clean exit in time).
+func TestReloadWhileAnUpstreamIsSlowToRelist(t *testing.T) {
+	t.Parallel()
+	config := func(extra string) string {
+		return `version: 1
+servers:
+  slow:
+    truely-stateless: true
+    connect_timeout: 10m
+    ` + demoServer("misbehave", "slow-relist") + `
+    transform: [{prefix: slow_}]
+  demo:
+    truely-stateless: true
+    ` + demoServer("tools") + `
+    transform: [{prefix: demo_}]
+    tools: {whitelist: [echo` + extra + `]}
+`
+	}
+	r := newReloadRig(t, stdioTransport, config(""))
+	// The call makes the upstream announce a change; the re-list it causes
+	// never gets an answer.
+	assert.Equal(t, "pong", firstText(t, r.c.callToolResult("slow_ping_tool", map[string]any{})))
+	require.Eventually(t, func() bool { return r.a.log.containsLine("slow-relist: not answering tools/list") },
+		reloadWait, 10*time.Millisecond, "the upstream was never asked to re-list")
+
+	r.save(config(", add"))
+	r.waitReload()
+	assert.Contains(t, r.names(), "demo_add", "the reload went through while the re-list waits")
+}

@@ -433,19 +433,25 @@ func (p *Proxy) retire(servers []*runningServer) {
 // instance of the server's current pool may cause it: a retiring instance's
 // notification is ignored.
 func (p *Proxy) relist(id string, inst *upstream.Instance) {
-	p.reloadMu.Lock()
-	defer p.reloadMu.Unlock()
-	st := p.current()
-	rs := st.servers[id]
+	rs := p.current().servers[id]
 	if rs == nil || !rs.pool.Owns(inst) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rs.cfg.ConnectTimeout)
+	// The upstream is asked without reloadMu held: a slow answer must hold up
+	// no reload, no other server's update and no shutdown. What it answered
+	// is applied only if the instance still serves the server by then.
+	ctx, cancel := context.WithTimeout(p.life, rs.cfg.ConnectTimeout)
 	defer cancel()
 	tools, err := inst.ListTools(ctx)
 	if err != nil {
 		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", upstream.Scrub(rs.cfg, err.Error()))
 		return
+	}
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	st := p.current()
+	if rs = st.servers[id]; rs == nil || !rs.pool.Owns(inst) {
+		return // replaced or removed meanwhile: its tools came with it
 	}
 	cat := st.catalog
 	plan, entries := p.plan(rs.cfg, tools, cat, st.pattern)
@@ -468,28 +474,42 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 // relistSurface re-reads a server's resources and templates, or prompts,
 // after the upstream said they changed, and commits the result.
 func (p *Proxy) relistSurface(id string, inst *upstream.Instance, kind string) {
-	p.reloadMu.Lock()
-	defer p.reloadMu.Unlock()
-	st := p.current()
-	rs := st.servers[id]
+	rs := p.current().servers[id]
 	if rs == nil || !rs.pool.Owns(inst) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rs.cfg.ConnectTimeout)
+	// Asked without reloadMu held, as relist does.
+	ctx, cancel := context.WithTimeout(p.life, rs.cfg.ConnectTimeout)
 	defer cancel()
-	updated := *rs
-	var err error
+	var (
+		prompts   []upstream.Prompt
+		resources []upstream.Resource
+		templates []upstream.ResourceTemplate
+		err       error
+	)
 	if kind == "prompts" {
-		updated.prompts, err = inst.ListPrompts(ctx)
+		prompts, err = inst.ListPrompts(ctx)
 	} else {
-		updated.resources, err = inst.ListResources(ctx)
+		resources, err = inst.ListResources(ctx)
 		if err == nil {
-			updated.templates, err = inst.ListResourceTemplates(ctx)
+			templates, err = inst.ListResourceTemplates(ctx)
 		}
 	}
 	if err != nil {
 		p.log.Warn("re-listing after list_changed failed; keeping the previous list", "server", id, "kind", kind, "err", upstream.Scrub(rs.cfg, err.Error()))
 		return
+	}
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	st := p.current()
+	if rs = st.servers[id]; rs == nil || !rs.pool.Owns(inst) {
+		return
+	}
+	updated := *rs
+	if kind == "prompts" {
+		updated.prompts = prompts
+	} else {
+		updated.resources, updated.templates = resources, templates
 	}
 	next := maps.Clone(st.servers)
 	next[id] = &updated

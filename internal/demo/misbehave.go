@@ -35,6 +35,7 @@ var misbehaveModes = map[string]string{
 	"crash-after":       "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
 	"sleeper":           "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
 	"flood":             "floods notifications/tools/list_changed or big progress on request; see floodServer",
+	"slow-relist":       "every tools/call first sends notifications/tools/list_changed; every tools/list after the first is never answered",
 }
 
 func misbehaveModeNames() string {
@@ -53,6 +54,7 @@ type misbehaveServer struct {
 	count     int // the N of crash-after N and ping-flood N
 	calls     int
 	unsolicit int
+	lists     int // tools/list requests seen (slow-relist)
 }
 
 func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
@@ -198,6 +200,11 @@ func (s *misbehaveServer) handle(line []byte) error {
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
+		s.lists++
+		if s.mode == "slow-relist" && s.lists > 1 {
+			fmt.Fprintln(s.errOut, "slow-relist: not answering tools/list")
+			return nil
+		}
 		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{noArgTool("ping_tool", `Returns "pong".`)}})
 	case "tools/call":
 		s.calls++
@@ -228,6 +235,10 @@ func (s *misbehaveServer) handle(line []byte) error {
 			return s.conn.write(line, true)
 		case "ping-flood":
 			if err := s.pingFlood(); err != nil {
+				return err
+			}
+		case "slow-relist":
+			if err := s.conn.write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n"), false); err != nil {
 				return err
 			}
 		}
