@@ -35,6 +35,16 @@ type Prompt struct {
 // whose cursors never end cannot keep the aggregator listing for ever.
 const maxListPages = 1000
 
+// Bounds of one whole list, over all its pages: each page is bounded by the
+// message limit, and these keep a server whose pages are each within it
+// from growing the aggregator without end. They are far above what a real
+// server lists (the largest catalogs have thousands of tools, of a few KiB
+// each).
+var (
+	maxListItems = 50_000
+	maxListBytes = 64 << 20
+)
+
 // listing names one of the upstream's lists: the method that pages through
 // it, the result member that holds the items, and the member of an item
 // that identifies it.
@@ -61,6 +71,7 @@ type listItem struct {
 func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 	var items []listItem
 	cursor := ""
+	total := 0 // bytes of the pages so far
 	for page := 0; ; page++ {
 		var params any
 		if cursor != "" {
@@ -69,6 +80,10 @@ func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 		raw, err := i.conn.call(ctx, l.method, params)
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %s: %w", i.server, l.method, i.explain(ctx, err))
+		}
+		if total += len(raw); total > maxListBytes {
+			return nil, fmt.Errorf("server %q: %s: the list is over %d MiB after %d pages; the aggregator takes no more of one list (filter the server's tools on the server's side, or fix its pagination)",
+				i.server, l.method, maxListBytes>>20, page+1)
 		}
 		var res map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &res); err != nil {
@@ -88,6 +103,10 @@ func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 				continue
 			}
 			items = append(items, listItem{key: key, raw: item})
+		}
+		if len(items) > maxListItems {
+			return nil, fmt.Errorf("server %q: %s: the list has over %d items after %d pages; the aggregator takes no more of one list (filter on the server's side, or fix its pagination)",
+				i.server, l.method, maxListItems, page+1)
 		}
 		var next string
 		if v, ok := res["nextCursor"]; ok && string(v) != "null" {
