@@ -36,6 +36,11 @@ type HTTPOptions struct {
 	// scheme and host (http.allowed_origins). A request without Origin is
 	// always accepted.
 	AllowedOrigins []string
+	// MaxSessions caps the sessions open at once (default 10,000;
+	// --max-sessions): an initialize over it is refused with 503 and
+	// Retry-After, so that clients that never end their sessions cannot
+	// grow the gateway without bound before the idle TTL ends them.
+	MaxSessions int
 	// MaxConnsPerClient caps the open connections of one remote IP under
 	// Serve (default 256). Connections over the
 	// cap are answered 429 at once, without reading from them, and closed.
@@ -68,6 +73,10 @@ type HTTPOptions struct {
 	SessionIDPrefix string
 }
 
+// DefaultMaxSessions is how many sessions may be open at once unless
+// HTTPOptions.MaxSessions says otherwise.
+const DefaultMaxSessions = 10_000
+
 // withDefaults returns o with every unset field at its default.
 func (o HTTPOptions) withDefaults() HTTPOptions {
 	def := func(v *time.Duration, d time.Duration) {
@@ -85,6 +94,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	}
 	if o.MaxConnsPerClient <= 0 {
 		o.MaxConnsPerClient = 256
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 256

@@ -134,6 +134,14 @@ func (t *HTTP) initialize(p *post) {
 		t.refuse(p.w, p.r, e.withID(p.msg.ID))
 		return
 	}
+	if n := t.Sessions(); n >= t.opts.MaxSessions {
+		t.log.Warn("refused a new session: the gateway holds its maximum of open sessions", "sessions", n, "max", t.opts.MaxSessions)
+		p.w.Header().Set("Retry-After", "10")
+		t.refuse(p.w, p.r, refusal(http.StatusServiceUnavailable, jsonrpc.CodeInternalError,
+			"the gateway holds its maximum of %d open sessions; try again shortly (clients end sessions with DELETE, idle ones end after --session-idle-ttl; an operator can raise --max-sessions)",
+			t.opts.MaxSessions).withID(p.msg.ID))
+		return
+	}
 	s := t.newSession()
 	s.client = ClientOf(p.r.Context())
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
