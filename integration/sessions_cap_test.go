@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,7 +34,11 @@ func TestSessionsAreCapped(t *testing.T) {
 	assert.Empty(t, r.header.Get("Mcp-Session-Id"), "a refused initialize opens no session")
 	assert.Contains(t, string(r.body), "maximum of 3 open sessions")
 	assert.Contains(t, string(r.body), "--max-sessions")
-	assert.True(t, a.log.containsLine("refused a new session", "max=3"), "%s", a.log)
+	// The log is read from the aggregator's stderr as it comes: wait for the line.
+	_, logged := a.log.waitLine(func(line string) bool {
+		return strings.Contains(line, "refused a new session") && strings.Contains(line, "max=3")
+	}, callTimeout, a.exited)
+	assert.True(t, logged, "%s", a.log)
 
 	corePostDelete(t, a.url, ids[0])
 	r = corePost(t, a.url, "", initialize, nil)

@@ -35,11 +35,11 @@ func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.
 	case "tools/list":
 		return p.toolsList(ctx, req)
 	case "initialize":
-		return p.initialize(ctx, req)
+		return p.initialize(req)
 	case "ping":
 		return p.result(req, []byte(`{}`))
 	case "server/discover":
-		return p.discover(ctx, req)
+		return p.discover(req)
 	case "subscriptions/listen":
 		return p.listen(ctx, req)
 	case "resources/list":
@@ -155,6 +155,23 @@ func (p *Proxy) capabilities() map[string]any {
 	return offeredCapabilities(p.current().surface.caps)
 }
 
+// offerable is what initialize and server/discover offer: what the enabled
+// servers offer together, and, while the first load still runs, every list
+// the aggregator serves. A session keeps what it was offered for its life,
+// and initialize must not wait for a slow upstream (SPEC §7), so a client
+// that initializes as the gateway starts (IDEs do) is offered what servers
+// still starting may bring; a list no server fills is answered empty.
+// Tasks are offered only as the servers declare them.
+func (p *Proxy) offerable() surfaceCaps {
+	c := p.current().surface.caps
+	select {
+	case <-p.loaded:
+	default:
+		c.resources, c.subscribe, c.prompts, c.completions, c.logging = true, true, true, true, true
+	}
+	return c
+}
+
 // offeredCapabilities is the capabilities object for what the enabled servers
 // offer together.
 func offeredCapabilities(c surfaceCaps) map[string]any {
@@ -174,7 +191,7 @@ func offeredCapabilities(c surfaceCaps) map[string]any {
 	return caps
 }
 
-func (p *Proxy) initialize(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	var params struct {
 		Version string `json:"protocolVersion"`
 	}
@@ -187,12 +204,7 @@ func (p *Proxy) initialize(ctx context.Context, req *downstream.Request) *jsonrp
 	if !downstream.Supported(version) || downstream.Modern(version) {
 		version = downstream.LatestSessionVersion
 	}
-	// What is offered here is what the session gets for its lifetime, so a
-	// client that initializes as the aggregator starts (IDEs do) should not
-	// be offered tools alone because its servers have not answered yet: wait
-	// for the first load, within the bound tools/list has.
-	p.awaitLoad(ctx)
-	c := p.current().surface.caps
+	c := p.offerable()
 	caps := offeredCapabilities(c)
 	if req.Session != nil {
 		// The session hears of list changes only for what it is offered.
@@ -210,11 +222,10 @@ func (p *Proxy) initialize(ctx context.Context, req *downstream.Request) *jsonrp
 	return &jsonrpc.Message{Result: body}
 }
 
-func (p *Proxy) discover(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	p.awaitLoad(ctx) // as initialize: not tools alone because servers are starting
+func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": downstream.Versions,
-		"capabilities":      p.capabilities(),
+		"capabilities":      offeredCapabilities(p.offerable()),
 		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": p.serverInfo()},
 	})
 	return p.result(req, cacheable(req, body))

@@ -10,10 +10,9 @@ import "sync"
 // load is done, only sessions that were sent a tool list, which may have
 // missed tools, hear that the list changed; after it, every session does.
 //
-// initialize and server/discover wait for the first load the same way, with
-// the same bound (awaitLoad): what they offer is what the client goes by for
-// the rest of the session, and servers still starting would be missing
-// from it.
+// initialize and server/discover do not wait for it: while it runs they
+// offer every list the aggregator serves (Proxy.offerable), since what they
+// offer is what the client goes by for the rest of the session.
 type firstLoad struct {
 	mu     sync.Mutex
 	done   bool

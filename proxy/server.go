@@ -96,10 +96,9 @@ func New(opts Options) *Proxy {
 	return p
 }
 
-// firstListWait bounds how long an initialize, a server/discover, a
-// tools/list or a tools/call waits for the first config load to finish;
-// servers slower than that arrive later with tools/list_changed (and are
-// not in the capabilities already offered).
+// firstListWait bounds how long a tools/list or tools/call waits for the
+// first config load to finish; servers slower than that arrive later with
+// tools/list_changed. initialize never waits (see offerable).
 const firstListWait = 3 * time.Second
 
 func (p *Proxy) awaitLoad(ctx context.Context) {

@@ -145,8 +145,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	// Upstreams start while the downstream is already served: a slow or
-	// broken server delays the client's initialize by the first-load bound
-	// at most (proxy.firstListWait).
+	// broken server never delays the client's initialize.
 	// The load stops early if the downstream goes away while upstreams start.
 	loadCtx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
