@@ -251,8 +251,17 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
 	}
 	if !ok {
+		why := "and more than one server offers resources"
+		switch {
+		case len(surface.caps.resourceServers) == 0:
+			why = "and no server offers resources"
+		case req.Msg.Method != "resources/read" && len(surface.caps.subscribeServers) == 0:
+			why = "and no server offers resource subscriptions"
+		case req.Msg.Method != "resources/read" && len(surface.caps.subscribeServers) > 1:
+			why = "and more than one server offers resource subscriptions"
+		}
 		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeResourceNotFound,
-			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, and more than one server offers resources; call resources/list and resources/templates/list", params.URI),
+			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, %s; call resources/list and resources/templates/list", params.URI, why),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
 	}
 	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
@@ -35,4 +36,15 @@ func TestUnknownToolNamesServersAwaitingLogin(t *testing.T) {
 	assert.NotContains(t, hint, "other")
 	st.profiles = map[string]*profile{"alice": {servers: map[string]bool{"other": true}}}
 	assert.Empty(t, st.awaitingLogin("alice"), "a server outside the profile is not named")
+}
+
+// TestUnknownResourceSaysWhy: a URI no server lists, with no server to ask, is -32002
+// with the reason that fits: no server offers resources (as while the first load runs).
+func TestUnknownResourceSaysWhy(t *testing.T) {
+	p := newTestProxy(t)
+	p.MarkLoaded()
+	resp := handle(t, p, "", "resources/read", `{"uri":"x://y"}`)
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, codeResourceNotFound, resp.Error.Code)
+	assert.Contains(t, resp.Error.Message, "no server offers resources")
 }
