@@ -171,18 +171,24 @@ func TestRemoteSSEConfiguredHeaders(t *testing.T) {
 	assertCredentials(t, "POST to the endpoint", log.of(http.MethodPost))
 }
 
-// TestRemoteSSEEndpointOnAnotherOriginFailsTheStart: a legacy SSE server
-// whose stream names an endpoint on another origin is refused at once,
-// with an error that names both origins and nothing else of the URLs, and
-// the other origin is sent nothing.
-func TestRemoteSSEEndpointOnAnotherOriginFailsTheStart(t *testing.T) {
-	t.Parallel()
+// otherOrigin is a server on another origin that counts what reaches it.
+func otherOrigin(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	var hits atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	t.Cleanup(other.Close)
+	return other, &hits
+}
+
+// TestRemoteSSEEndpointOnAnotherOriginFailsTheStart: a legacy SSE server
+// whose stream names an endpoint on another origin is refused at once,
+// with an error that names both origins and nothing else of the URLs, and
+// the other origin is sent nothing.
+func TestRemoteSSEEndpointOnAnotherOriginFailsTheStart(t *testing.T) {
+	t.Parallel()
+	other, hits := otherOrigin(t)
 	sse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = fmt.Fprintf(w, "event: endpoint\ndata: %s/message?session=endpoint-secret\n\n", other.URL)
@@ -223,12 +229,7 @@ func TestRemoteSSEEndpointOnAnotherOriginFailsTheStart(t *testing.T) {
 // the origins, and the other origin is sent nothing.
 func TestRemoteSSEEndpointMovedToAnotherOriginEndsTheConnection(t *testing.T) {
 	t.Parallel()
-	var hits atomic.Int32
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(other.Close)
+	other, hits := otherOrigin(t)
 	move := make(chan struct{})
 	f := &fakeSSE{out: make(chan []byte, 16), drop: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
