@@ -149,12 +149,6 @@ func (p *Proxy) serverInfo() map[string]string {
 	return map[string]string{"name": "mcp-aggregator", "version": p.opts.Version}
 }
 
-// capabilities is what the aggregator offers: tools always, and what the
-// enabled servers offer together.
-func (p *Proxy) capabilities() map[string]any {
-	return offeredCapabilities(p.current().surface.caps)
-}
-
 // offerable is what initialize and server/discover offer: what the enabled
 // servers offer together, and, while the first load still runs, every list
 // the aggregator serves. A session keeps what it was offered for its life,
