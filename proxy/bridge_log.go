@@ -53,7 +53,8 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 	c := &requestCaller{p: p, req: req}
 	if req.Session == nil || downstream.Modern(req.Protocol) {
 		c.level = metaString(req.Msg.Params, downstream.MetaLogLevel)
-	} else {
+	} else if p.clients.offerOf(req.Session.Key()).logging {
+		// A session not offered logging takes no log messages: none is asked for.
 		rank, set := p.levels.get(req.Session.Key())
 		if !set {
 			rank = defaultLogLevel
@@ -92,11 +93,7 @@ func (p *Proxy) logToRequest(req *downstream.Request, level int, msg *jsonrpc.Me
 		}
 		return
 	}
-	min, set := p.levels.get(req.Session.Key())
-	if !set {
-		min = defaultLogLevel
-	}
-	if level >= min {
+	if p.takesLog(req.Session, level) {
 		req.Send(msg)
 	}
 }

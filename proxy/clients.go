@@ -28,6 +28,9 @@ type clients struct {
 // that decides which notifications the session may be sent.
 type offer struct {
 	resources, subscribe, prompts bool
+	// logging: the session may be sent log messages (notifications/message),
+	// which only a server that declared logging may send.
+	logging bool
 }
 
 // has reports whether the offer includes the list of kind ("tools",

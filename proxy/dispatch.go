@@ -201,8 +201,9 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	c := p.offerable()
 	caps := offeredCapabilities(c)
 	if req.Session != nil {
-		// The session hears of list changes only for what it is offered.
-		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts})
+		// The session hears of list changes, and gets log messages, only
+		// for what it is offered.
+		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
 	if tasks := p.tasksCapability(); tasks != nil {

@@ -213,13 +213,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		params = p.relatedOut(params, inst, owner)
 	}
 	msg := &jsonrpc.Message{Method: "notifications/message", Params: params}
-	wants := func(session string) bool {
-		min, set := p.levels.get(session)
-		if !set {
-			min = defaultLogLevel
-		}
-		return level >= min
-	}
+	wants := func(s downstream.Session) bool { return p.takesLog(s, level) }
 	if req := p.inflight.only(inst); req != nil && (!related || sameSession(req.Session, owner)) {
 		if req.Session == nil || downstream.Modern(req.Protocol) {
 			// 2026-07-28: the request's own level, and nothing without one
@@ -228,7 +222,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 			if !ok || level < reqLevel || req.Send(msg) {
 				return
 			}
-		} else if !wants(req.Session.Key()) || req.Send(msg) {
+		} else if !wants(req.Session) || req.Send(msg) {
 			return
 		}
 		// The request's stream took no more: its response went out as the
@@ -237,7 +231,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		p.log.Debug("an upstream log message came as its request ended; sent outside the request", "server", server)
 	}
 	if related {
-		if owner != nil && wants(owner.Key()) {
+		if owner != nil && wants(owner) {
 			owner.Notify(msg)
 		}
 		return
@@ -253,14 +247,14 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	}
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
-			if s := p.clients.byLeaseKey(string(key)); s != nil && wants(s.Key()) {
+			if s := p.clients.byLeaseKey(string(key)); s != nil && wants(s) {
 				s.Notify(msg)
 			}
 		}
 		return
 	}
 	for _, s := range p.clients.all() {
-		if wants(s.Key()) && p.current().profileOf(s.Client()).server(server) {
+		if wants(s) && p.current().profileOf(s.Client()).server(server) {
 			s.Notify(msg)
 		}
 	}

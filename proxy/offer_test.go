@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // withSurfaceCaps makes p's running state offer caps, as a commit of
@@ -135,5 +136,40 @@ func TestInitializeDuringTheFirstLoad(t *testing.T) {
 			assert.Contains(t, after, `"prompts"`)
 			assert.NotContains(t, after, `"resources"`, "once loaded, what the servers offer")
 		})
+	}
+}
+
+// Log messages go only to sessions offered logging at their initialize: a
+// server that did not declare logging must not send them, even when a server
+// added later logs. A session not offered logging asks upstreams for none.
+func TestLogMessagesOnlyForSessionsOfferedLogging(t *testing.T) {
+	p := newTestProxy(t)
+	p.MarkLoaded()
+
+	bare := notifySession{fakeSession: "bare", sent: make(chan *jsonrpc.Message, 8)}
+	caps := initializeSession(t, p, bare)
+	require.NotContains(t, caps, "logging")
+
+	withSurfaceCaps(p, surfaceCaps{logging: true})
+	full := notifySession{fakeSession: "full", sent: make(chan *jsonrpc.Message, 8)}
+	caps = initializeSession(t, p, full)
+	require.Contains(t, caps, "logging")
+
+	msg := &jsonrpc.Message{Method: "notifications/message", Params: json.RawMessage(`{"level":"error","data":"x"}`)}
+	for _, s := range []notifySession{bare, full} {
+		var sent []*jsonrpc.Message
+		call := &jsonrpc.Message{ID: json.RawMessage(`2`), Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`)}
+		req := &downstream.Request{Msg: call, Session: s, Protocol: "2025-11-25",
+			Send: func(m *jsonrpc.Message) bool { sent = append(sent, m); return true }}
+		p.logToRequest(req, logLevels["error"], msg)
+		level := upstream.CallerOf(p.withCallerLogLevel(context.Background(), req)).LogLevel()
+		if s == bare {
+			assert.Empty(t, sent, "a session not offered logging got a log message")
+			assert.Empty(t, level, "a session not offered logging asks for log messages")
+		} else {
+			assert.Len(t, sent, 1)
+			assert.Equal(t, "info", level)
+		}
+		assert.Equal(t, s == full, p.wantsLog(s, msg.Params))
 	}
 }

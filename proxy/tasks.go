@@ -557,20 +557,30 @@ func (p *Proxy) heldNoteOut(s downstream.Session, e *taskEntry, method string, p
 	if s == nil {
 		return
 	}
-	if method == "notifications/message" && !p.wantsLog(s.Key(), params) {
+	if method == "notifications/message" && !p.wantsLog(s, params) {
 		return
 	}
 	s.Notify(&jsonrpc.Message{Method: method, Params: out})
 }
 
-// wantsLog reports whether a session's log level lets a log message with
-// params through.
-func (p *Proxy) wantsLog(session string, params []byte) bool {
+// wantsLog reports whether session s takes a log message with params.
+func (p *Proxy) wantsLog(s downstream.Session, params []byte) bool {
 	level, ok := logLevels[logLevelOf(params)]
 	if !ok {
 		level = logLevels["info"]
 	}
-	min, set := p.levels.get(session)
+	return p.takesLog(s, level)
+}
+
+// takesLog reports whether session s takes a log message of level: it was
+// offered logging at its initialize (a server that did not declare logging
+// must not send log messages), and level is at least the one it set with
+// logging/setLevel, or the default.
+func (p *Proxy) takesLog(s downstream.Session, level int) bool {
+	if !p.clients.offerOf(s.Key()).logging {
+		return false
+	}
+	min, set := p.levels.get(s.Key())
 	if !set {
 		min = defaultLogLevel
 	}
