@@ -64,6 +64,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		st = p.current()
 		entry, ok = st.catalog.Lookup(name)
 		if !ok {
+			if offer := p.unknownToolLoginOffer(ctx, inv.req, st, name); offer != nil {
+				return nil, offer, nil
+			}
 			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s", name, st.awaitingLogin(requestClient(inv.req))), nil
 		}
 		if client := requestClient(inv.req); !st.profileOf(client).tool(entry) {
@@ -203,6 +206,16 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 // start for want of a login, whose tools are missing until then: a tool
 // the caller expects may be one of theirs. "" when there are none.
 func (st *state) awaitingLogin(client string) string {
+	var b strings.Builder
+	for _, id := range st.awaitingLoginIDs(client) {
+		fmt.Fprintf(&b, "; server %q waits for a login (mcp-aggregator login %s, on the gateway's machine) and its tools are missing until then", id, id)
+	}
+	return b.String()
+}
+
+// awaitingLoginIDs are the ids, sorted, of the servers of client's profile
+// that could not start for want of a login.
+func (st *state) awaitingLoginIDs(client string) []string {
 	pr := st.profileOf(client)
 	var ids []string
 	for id, why := range st.failed {
@@ -211,11 +224,7 @@ func (st *state) awaitingLogin(client string) string {
 		}
 	}
 	sort.Strings(ids)
-	var b strings.Builder
-	for _, id := range ids {
-		fmt.Fprintf(&b, "; server %q waits for a login (mcp-aggregator login %s, on the gateway's machine) and its tools are missing until then", id, id)
-	}
-	return b.String()
+	return ids
 }
 
 // appendText adds text items to a result's content, leaving everything else as is.

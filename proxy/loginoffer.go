@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -87,21 +88,67 @@ const codeURLElicitationRequired = -32042
 // URL elicitation, when the client declared URL-mode elicitation and the
 // aggregator can run the login; nil otherwise.
 func (p *Proxy) loginOffer(ctx context.Context, req *downstream.Request, server string, err error) *jsonrpc.Error {
-	if p.opts.OfferLogin == nil || !errors.Is(err, oauth.ErrLoginRequired) || !declaresURLElicitation(capabilitiesOf(req)) {
+	if !errors.Is(err, oauth.ErrLoginRequired) {
 		return nil
-	}
-	url, id, done, offerErr := p.opts.OfferLogin(ctx, server)
-	if offerErr != nil {
-		p.log.Warn("could not offer the client a login", "server", server, "err", offerErr)
-		return nil
-	}
-	if req != nil {
-		notifyWhenDone(req.Session, done, id)
 	}
 	message := fmt.Sprintf("MCP server %q needs you to log in. Open the link, approve the access, then try again.", server)
-	data, _ := rawjson.Marshal(map[string]any{"elicitations": []any{map[string]string{
-		"mode": "url", "elicitationId": id, "url": url, "message": message,
-	}}})
+	return p.offerLogins(ctx, req, []string{server}, message)
+}
+
+// unknownToolLoginOffer answers a call of a tool no server exports, while
+// servers of the caller's profile wait for a login and export nothing until
+// then, with the logins of those servers as URL elicitations: the tool may
+// well be one of theirs, and the client has no other way to be offered the
+// login. nil when no server waits, or the client cannot be offered one.
+func (p *Proxy) unknownToolLoginOffer(ctx context.Context, req *downstream.Request, st *state, tool string) *jsonrpc.Error {
+	if p.opts.OfferLogin == nil || !declaresURLElicitation(capabilitiesOf(req)) {
+		return nil
+	}
+	servers := st.awaitingLoginIDs(requestClient(req))
+	if len(servers) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(servers))
+	for i, id := range servers {
+		quoted[i] = fmt.Sprintf("%q", id)
+	}
+	message := fmt.Sprintf("unknown tool %q: no server exports it. MCP server %s needs you to log in, and its tools are missing until then. Open the link, approve the access, then list the tools again.",
+		tool, strings.Join(quoted, ", "))
+	if len(servers) > 1 {
+		message = fmt.Sprintf("unknown tool %q: no server exports it. MCP servers %s need you to log in, and their tools are missing until then. Open the links, approve the access, then list the tools again.",
+			tool, strings.Join(quoted, ", "))
+	}
+	return p.offerLogins(ctx, req, servers, message)
+}
+
+// offerLogins is the URL elicitation of the logins of servers, with
+// message, when the client declared URL-mode elicitation and the aggregator
+// can run at least one of the logins; nil otherwise.
+func (p *Proxy) offerLogins(ctx context.Context, req *downstream.Request, servers []string, message string) *jsonrpc.Error {
+	if p.opts.OfferLogin == nil || !declaresURLElicitation(capabilitiesOf(req)) {
+		return nil
+	}
+	var elicitations []any
+	for _, server := range servers {
+		url, id, done, err := p.opts.OfferLogin(ctx, server)
+		if err != nil {
+			p.log.Warn("could not offer the client a login", "server", server, "err", err)
+			continue
+		}
+		if req != nil {
+			notifyWhenDone(req.Session, done, id)
+		}
+		elicitations = append(elicitations, map[string]string{"mode": "url", "elicitationId": id, "url": url,
+			"message": fmt.Sprintf("Log in to MCP server %q: open the link and approve the access.", server)})
+	}
+	if len(elicitations) == 0 {
+		return nil
+	}
+	if len(servers) == 1 {
+		// One login: its elicitation says what the error says.
+		elicitations[0].(map[string]string)["message"] = message
+	}
+	data, _ := rawjson.Marshal(map[string]any{"elicitations": elicitations})
 	return &jsonrpc.Error{Code: codeURLElicitationRequired, Message: message, Data: data}
 }
 

@@ -218,6 +218,13 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 		}
 		ok = true
 		a.log.Info("logged in through a client's browser", "server", server)
+		// The keyring knows the login already, so the watch on the stored
+		// logins sees nothing new; a server that could not start without
+		// it starts with the reload (running servers are not touched).
+		select {
+		case a.changed <- struct{}{}:
+		default:
+		}
 	}()
 	wait := time.NewTimer(offerWait)
 	defer wait.Stop()

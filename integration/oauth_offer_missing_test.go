@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A server that waits for a login exports no tools, so no call of one of its
+// tools can fail for want of that login. A client that declared URL-mode
+// elicitation and calls a tool no server exports is offered the login
+// instead (-32042); once it is done, the server starts, its tools appear,
+// and the call goes through. A client that cannot be offered a login gets
+// the unknown-tool error, which names the server and the login command.
+func TestOAuthLoginOfferedForMissingTools(t *testing.T) {
+	t.Parallel()
+	as := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, as)
+	_, env := loginHome(t)
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth}
+    transform: [{prefix: sec_}]
+`, up.url))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+
+	plain := a.newClient()
+	plain.wire.(*httpWire).hc.Transport = withAuthorization{base: plain.wire.(*httpWire).hc.Transport}
+	plain.initialize()
+	refused := plain.callTool("sec_whoami", map[string]any{})
+	var unknown struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(refused.Error, &unknown), "a call of a missing tool fails: %s", refused.Result)
+	assert.Equal(t, -32602, unknown.Code)
+	assert.Contains(t, unknown.Message, `server "secured" waits for a login (mcp-aggregator login secured`)
+
+	e := a.newClient()
+	e.wire.(*httpWire).hc.Transport = withAuthorization{base: e.wire.(*httpWire).hc.Transport}
+	init := e.mustRequest("initialize", map[string]any{
+		"protocolVersion": protocolVersion,
+		"capabilities":    map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
+		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
+	})
+	require.Empty(t, init.Error)
+	e.wire.negotiated(protocolVersion)
+	require.NoError(t, e.notify("notifications/initialized", nil))
+	listen(t, a, e)
+	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status"}, toolNames(t, e.listTools()))
+
+	offer := e.callTool("sec_whoami", map[string]any{})
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    struct {
+			Elicitations []struct {
+				Mode, ElicitationID, URL, Message string
+			} `json:"elicitations"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(offer.Error, &rpcErr), "the call of a missing tool fails: %s", offer.Result)
+	assert.Equal(t, -32042, rpcErr.Code, "URLElicitationRequiredError: %s", offer.Error)
+	assert.Contains(t, rpcErr.Message, `unknown tool "sec_whoami"`)
+	assert.Contains(t, rpcErr.Message, `MCP server "secured" needs you to log in`)
+	require.Len(t, rpcErr.Data.Elicitations, 1, "%s", offer.Error)
+	el := rpcErr.Data.Elicitations[0]
+	assert.Equal(t, "url", el.Mode)
+	assert.NotEmpty(t, el.ElicitationID)
+	require.True(t, strings.HasPrefix(el.URL, as.issuer+"/authorize?"), "the authorization URL: %s", el.URL)
+
+	resp, err := http.Get(el.URL) // the person approves in the browser
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	complete, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/elicitation/complete" }, startTimeout)
+	require.True(t, ok, "no notifications/elicitation/complete after the login; stderr:\n%s", a.log)
+	assert.JSONEq(t, fmt.Sprintf(`{"elicitationId":%q}`, el.ElicitationID), string(complete.Params))
+	_, ok = e.waitNotification(func(n notification) bool { return n.Method == "notifications/tools/list_changed" }, startTimeout)
+	require.True(t, ok, "no tools/list_changed once the server started; stderr:\n%s", a.log)
+	assert.Contains(t, toolNames(t, e.listTools()), "sec_whoami")
+	assert.Equal(t, oauthSubject, firstText(t, e.callToolResult("sec_whoami", map[string]any{})))
+
+	// With nothing waiting for a login, a missing tool is just that.
+	typo := e.callTool("sec_whoamii", map[string]any{})
+	require.NoError(t, json.Unmarshal(typo.Error, &unknown), "%s", typo.Result)
+	assert.Equal(t, -32602, unknown.Code)
+	assert.NotContains(t, unknown.Message, "login")
+}
