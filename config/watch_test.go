@@ -65,16 +65,22 @@ func TestWatchBurstIsOneSignal(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := Watch(ctx, []string{path}, 100*time.Millisecond, time.Hour)
+	// The quiet period is far longer than the burst takes even on a loaded
+	// machine: writes closer together than it make one signal.
+	const quiet = time.Second
+	ch, err := Watch(ctx, []string{path}, quiet, time.Hour)
 	require.NoError(t, err)
+	last := time.Now()
 	for i := 0; i < 10; i++ {
 		require.NoError(t, os.WriteFile(path, []byte("version: 1\n#"+string(rune('a'+i))+"\n"), 0o600))
+		require.Less(t, time.Since(last), quiet/2, "the burst itself was not one: two writes came %s apart", time.Since(last))
+		last = time.Now()
 	}
 	waitSignal(t, ch, 5*time.Second)
 	select {
 	case <-ch:
 		t.Fatal("a burst of writes produced more than one signal")
-	case <-time.After(400 * time.Millisecond):
+	case <-time.After(quiet + quiet/2): // a second signal would come a quiet period after the last event
 	}
 }
 
