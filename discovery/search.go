@@ -1,9 +1,60 @@
 package discovery
 
 import (
+	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
+
+// Bounds of a query: what a search reads of its text. A request says in a
+// few words what a tool should do, or names it; a longer text costs more
+// to search and finds nothing better.
+const (
+	MaxQueryBytes = 2048
+	MaxQueryWords = 64
+)
+
+// CheckQuery reports a query text over MaxQueryBytes or MaxQueryWords,
+// saying which and how to fix it. Search reads at most that much of any
+// query; CheckQuery lets a caller refuse the rest instead.
+func CheckQuery(text string) error {
+	const fix = "say in a few words what the tool should do, or give its name"
+	if len(text) > MaxQueryBytes {
+		return fmt.Errorf("query is %d bytes, over the %d a search reads; %s", len(text), MaxQueryBytes, fix)
+	}
+	words := 0
+	eachWord(text, func([]byte) { words++ })
+	if words > MaxQueryWords {
+		return fmt.Errorf("query has %d words, over the %d a search reads; %s", words, MaxQueryWords, fix)
+	}
+	return nil
+}
+
+// clipQuery is at most MaxQueryBytes of text, cut before a character
+// that would not fit. (The scoring reads no word past the
+// MaxQueryWords-th of it.)
+func clipQuery(text string) string {
+	if len(text) <= MaxQueryBytes {
+		return text
+	}
+	cut := MaxQueryBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
+
+// eachQueryWord is eachWord over the first MaxQueryWords words of text.
+func eachQueryWord(text string, fn func(word []byte)) {
+	n := 0
+	eachWord(text, func(w []byte) {
+		if n < MaxQueryWords {
+			fn(w)
+		}
+		n++
+	})
+}
 
 // Name match tiers: a query that names a tool finds it first, whatever
 // the text search thinks of other tools.
@@ -40,7 +91,7 @@ func (ix *Index) Search(q Query) []Hit {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	text := strings.TrimSpace(q.Text)
+	text := strings.TrimSpace(clipQuery(q.Text))
 	if text == "" || len(ix.docs) == 0 {
 		return nil
 	}
@@ -132,7 +183,7 @@ func tierOf(key string, keys []string, typos int) (tier, edits int) {
 func (ix *Index) scoreText(text string, scores []float64) {
 	weights := map[string]float64{}
 	stems := stemmer{}
-	eachWord(text, func(w []byte) {
+	eachQueryWord(text, func(w []byte) {
 		term := stems.term(w)
 		if term == "" || weights[term] == weightTerm {
 			return
@@ -202,7 +253,7 @@ func (ix *Index) scoreText(text string, scores []float64) {
 // querySynonyms maps each word of text that has synonyms to them.
 func querySynonyms(text string) map[string][]string {
 	out := map[string][]string{}
-	eachWord(text, func(w []byte) {
+	eachQueryWord(text, func(w []byte) {
 		if also, ok := synonyms[string(w)]; ok {
 			out[string(w)] = also
 		}

@@ -36,6 +36,9 @@ func searchTools(ix *discovery.Index, rawArgs json.RawMessage, visible func(name
 	if err := json.Unmarshal(rawArgs, &args); err != nil || strings.TrimSpace(args.Query) == "" {
 		return textResult(true, `mcp_search_tools needs {"query": "<what you want to do, or a tool name>"} and optionally "limit" (1 to 50, default 5)`)
 	}
+	if err := discovery.CheckQuery(args.Query); err != nil {
+		return textResult(true, "mcp_search_tools: "+err.Error())
+	}
 	limit := discovery.DefaultLimit
 	if args.Limit != nil {
 		l := *args.Limit

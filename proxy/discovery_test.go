@@ -126,6 +126,15 @@ func TestDiscoverySearchMode(t *testing.T) {
 			assert.True(t, r.IsError, "%v", args)
 		}
 		assert.LessOrEqual(t, len(search(t, c, map[string]any{"query": "a", "limit": 500}).names()), maxSearchLimit)
+
+		// A query over the bounds is refused with what is too long, and not
+		// echoed back.
+		huge := strings.Repeat("zebra ", 20000)
+		r := search(t, c, map[string]any{"query": huge})
+		assert.True(t, r.IsError)
+		require.Len(t, r.Content, 1)
+		assert.Contains(t, r.Content[0].Text, "mcp_search_tools: query is 120000 bytes, over the 2048 a search reads")
+		assert.Less(t, len(r.Content[0].Text), 300)
 	})
 
 	t.Run("mcp_call_tool answers exactly what the tool answers", func(t *testing.T) {

@@ -315,6 +315,9 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if _, ok := p.Catalog().Lookup(params.Name); !ok {
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 	}
+	if bad := leaseNameError(req, params.Meta); bad != nil {
+		return bad
+	}
 	inv := invocation{name: params.Name, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -49,6 +50,28 @@ func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key s
 		s = nil
 	}
 	return leaseKey(req.Client, s, meta)
+}
+
+// maxLeaseName bounds the conversation name a sessionless request gives
+// under LeaseMetaKey: it is kept, with the lease, for as long as the lease.
+const maxLeaseName = 256
+
+// leaseNameError refuses a request whose lease name, the one its leases
+// would be kept under, is longer than maxLeaseName; nil otherwise.
+func leaseNameError(req *downstream.Request, meta map[string]json.RawMessage) *jsonrpc.Message {
+	raw, ok := meta[LeaseMetaKey]
+	if !ok || len(raw) <= maxLeaseName+2 { // a JSON string is at least its text and two quotes
+		return nil
+	}
+	if req.Session != nil && req.Session.Key() != "" && !downstream.Modern(req.Protocol) {
+		return nil // a session's leases are the session's: the name is not used
+	}
+	var name string
+	if json.Unmarshal(raw, &name) != nil || len(name) <= maxLeaseName {
+		return nil
+	}
+	return failure(jsonrpc.CodeInvalidParams, "_meta[%q] is %d bytes, over the %d a lease name may have; name the conversation with a shorter id (a UUID will do)",
+		LeaseMetaKey, len(name), maxLeaseName)
 }
 
 func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {

@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -60,4 +62,29 @@ func TestLeaseKey(t *testing.T) {
 		})
 	}
 	assert.NotEqual(t, sessionKey("x"), session.Key("meta:x"), "a meta key cannot impersonate a session")
+}
+
+// A sessionless request's lease name is bounded: one over maxLeaseName is
+// refused, naming the key and the bound, before any lease is taken. A
+// session's request is not refused for a name it does not use.
+func TestLeaseNameBounded(t *testing.T) {
+	long := strings.Repeat("c", maxLeaseName+1)
+	meta := map[string]json.RawMessage{LeaseMetaKey: mustJSON(long)}
+	msg := &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call"}
+	modern := &downstream.Request{Msg: msg, Protocol: "2026-07-28"}
+	bad := leaseNameError(modern, meta)
+	require.NotNil(t, bad)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, bad.Error.Code)
+	assert.Contains(t, bad.Error.Message, `_meta["`+LeaseMetaKey+`"] is 257 bytes, over the 256`)
+
+	assert.Nil(t, leaseNameError(modern, map[string]json.RawMessage{LeaseMetaKey: mustJSON(long[:maxLeaseName])}))
+	legacy := &downstream.Request{Msg: msg, Protocol: "2025-11-25", Session: fakeSession("s")}
+	assert.Nil(t, leaseNameError(legacy, meta))
+
+	p := newTestProxy(t)
+	params, _ := json.Marshal(map[string]any{"name": "mcp_status", "_meta": map[string]string{LeaseMetaKey: long}})
+	resp := p.Handle(context.Background(), &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`2`), Method: "tools/call", Params: params},
+		Protocol: "2026-07-28", Send: func(*jsonrpc.Message) bool { return true }})
+	require.NotNil(t, resp.Error, "%s", resp.Result)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
 }

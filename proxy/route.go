@@ -24,6 +24,9 @@ const codeResourceNotFound = -32002
 func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) (resp *jsonrpc.Message) {
 	method := req.Msg.Method
 	meta := requestMeta(params)
+	if bad := leaseNameError(req, meta); bad != nil {
+		return bad
+	}
 	key, _ := LeaseKeyOf(req, meta)
 	var (
 		rs    *runningServer

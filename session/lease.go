@@ -12,16 +12,29 @@ import (
 // cap it refuses at once, or waits up to lease.queue_timeout for room.
 func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 	var queue *time.Timer // runs once the session first hits a cap
+	p.mu.Lock()
+	p.acquiring[key]++
+	p.mu.Unlock()
 	defer func() {
 		if queue != nil {
 			queue.Stop()
 		}
+		p.mu.Lock()
+		if p.acquiring[key]--; p.acquiring[key] <= 0 {
+			delete(p.acquiring, key)
+			delete(p.ended, key)
+		}
+		p.mu.Unlock()
 	}()
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return nil, ErrClosed
+		}
+		if p.ended[key] {
+			p.mu.Unlock()
+			return nil, ErrSessionEnded
 		}
 		l := p.leases[key]
 		var retired *record
@@ -172,17 +185,21 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 		}
 		rec = newRecord(inst, RoleLeased)
 	}
-	if p.closed || (l != nil && p.leases[key] != l) {
-		// The pool closed, or the lease ended (mcp_release) while its new
-		// instance started: the instance has no slot to run in.
-		ended := p.closed
+	if p.closed || p.ended[key] || (l != nil && p.leases[key] != l) {
+		// The pool closed, the session ended, or the lease ended
+		// (mcp_release) while its new instance started: the instance has
+		// no slot to run in.
+		closed, ended := p.closed, p.ended[key]
 		if l == nil {
 			p.freeSlot()
 		}
 		p.mu.Unlock()
 		_ = rec.inst.Close()
-		if ended {
+		switch {
+		case closed:
 			return nil, nil, ErrClosed
+		case ended:
+			return nil, nil, ErrSessionEnded
 		}
 		return nil, nil, nil
 	}
@@ -213,10 +230,18 @@ func (p *Pool) Release(key Key) bool {
 
 // end ends key's lease. Its instance keeps its slot until it is closed, so
 // the caps count every process that still runs.
-func (p *Pool) end(key Key, why string) bool {
+func (p *Pool) end(key Key, why string) bool { return p.endIf(key, why, nil) }
+
+// endIf is end, if the lease still meets cond (nil: any lease)
+// when it is looked at under the lock.
+func (p *Pool) endIf(key Key, why string, cond func(*lease) bool) bool {
 	p.mu.Lock()
+	if why == "session-ended" && p.acquiring[key] > 0 {
+		// Calls of the session wait for its instance: they get none.
+		p.ended[key] = true
+	}
 	l := p.leases[key]
-	if l == nil {
+	if l == nil || (cond != nil && !cond(l)) {
 		p.mu.Unlock()
 		return false
 	}
@@ -332,8 +357,16 @@ func (p *Pool) expire(now time.Time) {
 		p.spares = kept
 	}
 	p.mu.Unlock()
+	if p.afterIdleScan != nil {
+		p.afterIdleScan()
+	}
+	// A call may take a lease between the look above and its end: it is
+	// ended only if it is still idle then.
+	stillIdle := func(l *lease) bool {
+		return (l.rec == nil || l.rec.inflight == 0) && now.Sub(l.lastUsed) >= p.cfg.IdleTTL
+	}
 	for _, k := range idle {
-		p.end(k, "expired")
+		p.endIf(k, "expired", stillIdle)
 	}
 	for _, r := range recycled {
 		p.retire(r, false, "recycled")

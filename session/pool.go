@@ -77,6 +77,10 @@ var ErrLimitReached = errors.New("limits.max_instances reached")
 // drainLimit bounds how long a retired instance waits for its calls in flight.
 const drainLimit = 30 * time.Second
 
+// ErrSessionEnded is returned to the calls of a session that ended while
+// they waited for its instance.
+var ErrSessionEnded = errors.New("the session ended; initialize a new one")
+
 // ErrClosed is returned by a Pool that is shutting down.
 var ErrClosed = errors.New("server is being removed")
 
@@ -154,15 +158,23 @@ type Pool struct {
 	leases   map[Key]*lease
 	draining map[*record]bool      // retired instances, until closed
 	pending  map[Key]chan struct{} // keys whose instance is starting
-	live     int                   // slots held (see Ledger)
-	starting int                   // spares being started
-	freed    chan struct{}         // closed and replaced whenever a slot frees
-	closed   bool
-	drained  chan struct{}
-	inflight int
-	stopTTL  chan struct{}
-	stop     chan struct{} // closed by Close: retired instances stop waiting for calls
-	wg       sync.WaitGroup
+	// acquiring counts the Acquire calls of each key under way; ended
+	// marks keys whose session ended while one was, so that none of them
+	// leases an instance to a session that is gone.
+	acquiring map[Key]int
+	ended     map[Key]bool
+	// afterIdleScan, if set, runs between expire's look for idle leases
+	// and their end (tests).
+	afterIdleScan func()
+	live          int           // slots held (see Ledger)
+	starting      int           // spares being started
+	freed         chan struct{} // closed and replaced whenever a slot frees
+	closed        bool
+	drained       chan struct{}
+	inflight      int
+	stopTTL       chan struct{}
+	stop          chan struct{} // closed by Close: retired instances stop waiting for calls
+	wg            sync.WaitGroup
 	// Shared instance recovery.
 	down      error     // why the shared instance is down, while it is
 	restartAt time.Time // when the next restart is due
@@ -179,7 +191,7 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 		cfg.UsageInterval = defaultUsageInterval
 	}
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
-		pending: map[Key]chan struct{}{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{})}
+		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{})}
 	p.ledger.add(p)
 	if first != nil {
 		p.live = 1
