@@ -139,6 +139,8 @@ type routeTally struct {
 	elapsed time.Duration // the route's own turns only
 	// CPU time used during the route's turns by each process on it.
 	cpu processCPU
+	// System calls of the hop and of the upstream during the route's turns.
+	hopIO, upstreamIO ioCount
 }
 
 // processCPU is CPU time of the three processes of a route.
@@ -172,6 +174,7 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 			i := (round + k) % len(routes) // each route goes first in some rounds
 			r, t := routes[i], &tallies[i]
 			cpu0 := routeCPU(b, r)
+			hop0, up0 := processIO(b, r.hop), processIO(b, r.upstream)
 			start := time.Now()
 			samples, err := sendRequests(r.c, n, inflight, "tools/call", params)
 			t.elapsed += time.Since(start)
@@ -179,6 +182,8 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 				b.Fatalf("%s: %v", r.name, err)
 			}
 			t.cpu = t.cpu.add(routeCPU(b, r).sub(cpu0))
+			t.hopIO = t.hopIO.add(processIO(b, r.hop).sub(hop0))
+			t.upstreamIO = t.upstreamIO.add(processIO(b, r.upstream).sub(up0))
 			t.samples = append(t.samples, samples...)
 		}
 	}
@@ -192,7 +197,13 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 		perCall := func(d time.Duration) float64 { return micros(d) / float64(b.N) }
 		if r.hop != 0 {
 			b.ReportMetric(perCall(t.cpu.hop), r.name+"-cpu-µs/call")
+			// How many messages each read and write of the hop carries: a hop
+			// that moves several per system call saves its own CPU and the
+			// wake-ups of the processes on either side.
+			b.ReportMetric(float64(t.hopIO.reads)/float64(b.N), r.name+"-reads/call")
+			b.ReportMetric(float64(t.hopIO.writes)/float64(b.N), r.name+"-writes/call")
 		}
+		b.ReportMetric(float64(t.upstreamIO.reads)/float64(b.N), r.name+"-upstream-reads/call")
 		b.ReportMetric(perCall(t.cpu.client), r.name+"-client-cpu-µs/call")
 		b.ReportMetric(perCall(t.cpu.upstream), r.name+"-upstream-cpu-µs/call")
 		// What the whole route costs the machine per call: when the routes

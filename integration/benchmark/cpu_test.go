@@ -130,3 +130,39 @@ func TestCPUTimeOfThisProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, after, before)
 }
+
+// ioCount is how many read and write system calls a process has made (the
+// syscr and syscw lines of /proc/PID/io); a read that found nothing counts.
+type ioCount struct{ reads, writes int64 }
+
+func (a ioCount) sub(b ioCount) ioCount { return ioCount{a.reads - b.reads, a.writes - b.writes} }
+func (a ioCount) add(b ioCount) ioCount { return ioCount{a.reads + b.reads, a.writes + b.writes} }
+
+// processIO is pid's ioCount so far; zero for pid 0 (no such process on the route).
+func processIO(b *testing.B, pid int) ioCount {
+	if pid == 0 {
+		return ioCount{}
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		b.Fatalf("process %d: %v", pid, err)
+	}
+	var c ioCount
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		name, value, ok := bytes.Cut(line, []byte(": "))
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(string(value), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch string(name) {
+		case "syscr":
+			c.reads = n
+		case "syscw":
+			c.writes = n
+		}
+	}
+	return c
+}
