@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os/exec"
 	"strings"
@@ -17,9 +18,12 @@ import (
 func Transient(err error) bool {
 	var rpcErr *RPCError
 	var execErr *exec.Error
+	var violation *protocolError
 	switch {
 	case err == nil:
 		return false
+	case errors.As(err, &violation):
+		return false // the server answers as it did; asking again changes nothing
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return false
 	case errors.As(err, &rpcErr), errors.As(err, &execErr), errors.Is(err, oauth.ErrLoginRequired):
@@ -36,4 +40,16 @@ func Transient(err error) bool {
 		}
 	}
 	return true
+}
+
+// protocolError is an answer of the upstream that breaks the MCP protocol
+// in a way the aggregator cannot work around: the same server gives the same
+// answer when asked again.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return e.msg }
+
+// violation returns a protocolError with a formatted message.
+func violation(format string, args ...any) error {
+	return &protocolError{msg: fmt.Sprintf(format, args...)}
 }

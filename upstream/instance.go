@@ -9,10 +9,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -216,6 +219,13 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	if err := json.Unmarshal(raw, &res); err != nil || res.ProtocolVersion == "" {
 		return fmt.Errorf("server %q: initialize: the result has no protocolVersion; is this an MCP server?", i.server)
 	}
+	if !slices.Contains(mcp.LegacyProtocolVersions(), res.ProtocolVersion) {
+		// The initialize handshake negotiates only the versions that have
+		// it; the client disconnects from a server whose version it does
+		// not speak.
+		return violation("server %q: initialize: the server answered with protocol version %q, which the aggregator does not speak over initialize (it speaks %s); set protocol: to a version the server supports",
+			i.server, preview([]byte(res.ProtocolVersion)), strings.Join(mcp.LegacyProtocolVersions(), ", "))
+	}
 	i.protocol = res.ProtocolVersion
 	i.caps = parseCapabilities(res.Capabilities)
 	if rc, ok := i.conn.(*remoteConn); ok {
@@ -226,12 +236,35 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	}
 	if i.caps.Logging {
 		// Everything the upstream logs is wanted: each downstream session
-		// has its own level, and the proxy filters for it.
-		if _, err := i.conn.call(ctx, "logging/setLevel", json.RawMessage(`{"level":"debug"}`)); err != nil {
+		// has its own level, and the proxy filters for it. It is not worth
+		// the start: the wait for the answer gets a slice of the budget,
+		// and the lists the rest.
+		setCtx, cancel := context.WithTimeout(ctx, setLevelBudget(ctx))
+		_, err := i.conn.call(setCtx, "logging/setLevel", json.RawMessage(`{"level":"debug"}`))
+		late := setCtx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case err == nil:
+		case late:
+			i.log.Warn("upstream declares logging but did not answer logging/setLevel debug in time; starting without it, it sends what it sends", "server", i.server)
+		default:
 			i.log.Warn("upstream declares logging but refused logging/setLevel debug; it sends what it sends", "server", i.server, "err", err)
 		}
 	}
 	return nil
+}
+
+// maxSetLevelWait bounds the wait for the answer to logging/setLevel at start.
+const maxSetLevelWait = 5 * time.Second
+
+// setLevelBudget is how long logging/setLevel may take at start: at most
+// maxSetLevelWait and a quarter of what is left of ctx, which the lists need.
+func setLevelBudget(ctx context.Context) time.Duration {
+	wait := maxSetLevelWait
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline)/4)
+	}
+	return wait
 }
 
 // explain turns a bare context error into one that says what was waited for.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -46,18 +47,85 @@ var (
 )
 
 // listing names one of the upstream's lists: the method that pages through
-// it, the result member that holds the items, and the member of an item
-// that identifies it.
+// it, the result member that holds the items, the member of an item that
+// identifies it, and what else an item needs to be relayed (nil: nothing).
 type listing struct {
 	method, items, key string
+	// vet says why an item, as its members, cannot be relayed, or "".
+	vet func(members map[string]json.RawMessage) string
 }
 
 var (
-	toolsListing     = listing{"tools/list", "tools", "name"}
-	resourcesListing = listing{"resources/list", "resources", "uri"}
-	templatesListing = listing{"resources/templates/list", "resourceTemplates", "uriTemplate"}
-	promptsListing   = listing{"prompts/list", "prompts", "name"}
+	toolsListing     = listing{"tools/list", "tools", "name", vetTool}
+	resourcesListing = listing{"resources/list", "resources", "uri", nil}
+	templatesListing = listing{"resources/templates/list", "resourceTemplates", "uriTemplate", nil}
+	promptsListing   = listing{"prompts/list", "prompts", "name", nil}
 )
+
+// vetTool says why a tool cannot be relayed: MCP requires its inputSchema,
+// and its outputSchema when it has one, to be a JSON Schema object whose
+// type is "object". Clients that check the schema of tools/list (the
+// official SDKs do) reject the whole list over one such tool, and with it
+// the tools of every other server.
+func vetTool(members map[string]json.RawMessage) string {
+	if why := objectSchema(members["inputSchema"]); why != "" {
+		return "its inputSchema " + why
+	}
+	if out, ok := members["outputSchema"]; ok && string(out) != "null" {
+		if why := objectSchema(out); why != "" {
+			return "its outputSchema " + why
+		}
+	}
+	return ""
+}
+
+// objectSchema says why raw is not a JSON Schema object of type "object",
+// or "".
+func objectSchema(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "is missing"
+	}
+	var schema map[string]json.RawMessage
+	if json.Unmarshal(raw, &schema) != nil || schema == nil {
+		return "is " + jsonKind(raw) + `, not a JSON Schema object`
+	}
+	var typ string
+	if json.Unmarshal(schema["type"], &typ) != nil || typ != "object" {
+		return `does not have "type": "object"`
+	}
+	return ""
+}
+
+// leftOut gathers the items of a list that cannot be relayed, to say so in
+// one warning per reason rather than one per item.
+type leftOut struct {
+	names map[string][]string // by reason: the first few keys
+	count map[string]int      // by reason
+}
+
+// maxLeftOutNames is how many keys a warning about left-out items names.
+const maxLeftOutNames = 10
+
+func (l *leftOut) add(why, key string) {
+	if l.count == nil {
+		l.names, l.count = map[string][]string{}, map[string]int{}
+	}
+	l.count[why]++
+	if key != "" && len(l.names[why]) < maxLeftOutNames {
+		l.names[why] = append(l.names[why], preview([]byte(key)))
+	}
+}
+
+// warn logs one warning per reason.
+func (l *leftOut) warn(i *Instance, lst listing) {
+	for why, n := range l.count {
+		args := []any{"server", i.server, "method", lst.method, "count", n}
+		if names := l.names[why]; len(names) > 0 {
+			args = append(args, lst.key+"s", strings.Join(names, ", "))
+		}
+		i.log.Warn(fmt.Sprintf("upstream listed items that break the MCP schema; left out (%s)", why), args...)
+	}
+}
 
 // listItem is one item of a list: its key and its raw definition.
 type listItem struct {
@@ -71,7 +139,10 @@ type listItem struct {
 func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 	var items []listItem
 	cursor := ""
-	total := 0 // bytes of the pages so far
+	seen := map[string]bool{} // the cursors asked for so far
+	total := 0                // bytes of the pages so far
+	var skipped leftOut
+	defer skipped.warn(i, l)
 	for page := 0; ; page++ {
 		var params any
 		if cursor != "" {
@@ -99,8 +170,14 @@ func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 			var head map[string]json.RawMessage
 			var key string
 			if json.Unmarshal(item, &head) != nil || json.Unmarshal(head[l.key], &key) != nil || key == "" {
-				i.log.Warn(fmt.Sprintf("upstream listed an item without a %s; ignored", l.key), "server", i.server, "method", l.method)
+				skipped.add(fmt.Sprintf("no %s", l.key), "")
 				continue
+			}
+			if l.vet != nil {
+				if why := l.vet(head); why != "" {
+					skipped.add(why, key)
+					continue
+				}
 			}
 			items = append(items, listItem{key: key, raw: item})
 		}
@@ -117,9 +194,14 @@ func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 		if next == "" || next == cursor {
 			return items, nil
 		}
-		if page >= maxListPages {
-			return nil, fmt.Errorf("server %q: %s: more than %d pages; the server's pagination does not end", i.server, l.method, maxListPages)
+		if seen[next] {
+			return nil, violation("server %q: %s: page %d names the cursor %q of an earlier page as the next one; the server's pagination loops (fix its cursors, or have it list everything on one page)",
+				i.server, l.method, page+1, preview([]byte(next)))
 		}
+		if page >= maxListPages {
+			return nil, violation("server %q: %s: more than %d pages; the server's pagination does not end", i.server, l.method, maxListPages)
+		}
+		seen[cursor] = true
 		cursor = next
 	}
 }

@@ -139,7 +139,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
 	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
 	// What mcp-go logs itself goes to the instance's log, structured.
-	mcpLog := log.With("server", srv.ID)
+	mcpLog := slog.New(noStreamNotice{log.Handler()}).With("server", srv.ID)
 	var err error
 	if srv.Transport == config.TransportSSE {
 		var sse *transport.SSE
@@ -558,4 +558,32 @@ func dialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	return pipeio.NewConn(c), nil
+}
+
+// noStreamNotice passes on what mcp-go logs, except that its error for a
+// server that answers the GET stream with 405 becomes an info line: the
+// protocol lets a server offer no stream, and such a server is not failing.
+type noStreamNotice struct{ slog.Handler }
+
+func (h noStreamNotice) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelError && r.Message == "server does not support listening" {
+		if !h.Handler.Enabled(ctx, slog.LevelInfo) {
+			return nil
+		}
+		quiet := slog.NewRecord(r.Time, slog.LevelInfo, "server offers no GET stream (HTTP 405); it sends only what answers a request", r.PC)
+		r.Attrs(func(a slog.Attr) bool {
+			quiet.AddAttrs(a)
+			return true
+		})
+		r = quiet
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h noStreamNotice) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return noStreamNotice{h.Handler.WithAttrs(attrs)}
+}
+
+func (h noStreamNotice) WithGroup(name string) slog.Handler {
+	return noStreamNotice{h.Handler.WithGroup(name)}
 }

@@ -151,13 +151,18 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		}
 		return statusError(resp.StatusCode, body, method, want)
 	}
+	if resp.StatusCode == http.StatusAccepted && resp.Header.Get("Content-Type") == "" {
+		// 202 acknowledges a notification or a response; a request is
+		// answered with its response, on a JSON body or an event stream.
+		return nil, fmt.Errorf("it answered %s with HTTP 202 Accepted and no response; a server answers every request (check that url is the server's MCP endpoint)", method)
+	}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
 		data, err := readJSONBody(resp)
 		if err != nil {
 			return nil, err
 		}
-		m, err := jsonrpc.DecodeOwned(data)
+		m, err := jsonrpc.DecodeOwned(bytes.TrimPrefix(data, utf8BOM))
 		if err != nil {
 			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
 		}

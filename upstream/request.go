@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -280,6 +281,12 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 	} else {
 		raw, err = i.conn.call(ctx, r.Method, p)
 	}
+	if err == nil && !isObject(raw) {
+		// Every MCP result is an object; what is not cannot be relayed as
+		// one, and a client would fail on it without naming the server.
+		return nil, violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
+			i.server, r.Method, jsonKind(raw))
+	}
 	if err == nil && release != nil && r.KeepProgress != nil && r.KeepProgress(raw, release) {
 		release = nil // the caller's now
 	}
@@ -367,4 +374,31 @@ func (i *Instance) withdrawn(params json.RawMessage) {
 	if s != nil {
 		s.cancel()
 	}
+}
+
+// isObject reports whether raw, valid JSON, is an object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// jsonKind names the kind of the JSON value raw, for an error text.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "empty"
+	}
+	switch raw[0] {
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case '{':
+		return "an object"
+	}
+	return "a number"
 }

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"time"
 )
 
 // maxStderrLine is how much of one stderr line of an upstream is kept for the
@@ -50,4 +53,52 @@ func stderrLines(r io.Reader, limit int, fn func(line []byte, cut int64)) {
 			break
 		}
 	}
+}
+
+// How many stderr lines of one upstream the log takes: a burst of
+// stderrBurst, then stderrRate a second. What is beyond is read and left
+// out, and the count said, so that a server that floods its stderr cannot
+// flood the aggregator's log.
+const (
+	stderrBurst = 2000
+	stderrRate  = 200
+)
+
+// lineBudget is a token bucket of log lines, for one reader: a burst, then
+// a rate a second. The zero value is the budget of stderr lines.
+type lineBudget struct {
+	burst, rate float64 // 0: stderrBurst, stderrRate
+	tokens      float64
+	last        time.Time // of the last refill; zero: never used
+	dropped     int       // lines left out since the last report
+	reported    time.Time
+}
+
+// take reports whether one more line may be logged at now.
+func (b *lineBudget) take(now time.Time) bool {
+	if b.burst == 0 {
+		b.burst, b.rate = stderrBurst, stderrRate
+	}
+	if b.last.IsZero() {
+		b.tokens, b.last, b.reported = b.burst, now, now
+	}
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true
+	}
+	b.dropped++
+	return false
+}
+
+// report logs msg with how many lines were left out, at most once a second
+// unless final.
+func (b *lineBudget) report(now time.Time, final bool, log *slog.Logger, server, msg string) {
+	if b.dropped == 0 || (!final && now.Sub(b.reported) < time.Second) {
+		return
+	}
+	log.Warn(msg, "server", server, "left_out", b.dropped,
+		"limit", fmt.Sprintf("%.0f lines, then %.0f a second", b.burst, b.rate))
+	b.dropped, b.reported = 0, now
 }

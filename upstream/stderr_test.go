@@ -84,3 +84,32 @@ func TestLongStderrLineIsCutInTheLog(t *testing.T) {
 	assert.Less(t, len(line), maxStderrLine+200, "only the limit is kept")
 	require.Contains(t, rec.waitFor(t, "long line written"), "line=long line written", "the next line arrives whole")
 }
+
+// TestStderrFloodIsBounded: a server that writes more to stderr than the log
+// takes has the rest read and left out, and the number left out said.
+func TestStderrFloodIsBounded(t *testing.T) {
+	const lines = 10 * stderrBurst
+	var in strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&in, "noise %d\n", i)
+	}
+	rec := newLogRecorder()
+	c := &stdioConn{server: "loud", log: rec.logger()}
+	c.logStderr(strings.NewReader(in.String()))
+	logged, leftOut := 0, 0
+	for _, l := range rec.lines {
+		switch {
+		case strings.HasPrefix(l, "INFO upstream stderr server=loud line=noise "):
+			logged++
+		case strings.HasPrefix(l, "WARN upstream writes to stderr faster than the log takes; lines left out server=loud left_out="):
+			var n int
+			_, err := fmt.Sscanf(l[strings.Index(l, "left_out=")+len("left_out="):], "%d", &n)
+			require.NoError(t, err, l)
+			leftOut += n
+		}
+	}
+	assert.GreaterOrEqual(t, logged, stderrBurst, "the burst is logged")
+	assert.Less(t, logged, lines/2, "the flood is not")
+	assert.Equal(t, lines, logged+leftOut, "every line is logged or counted")
+	assert.Contains(t, rec.lines[0], "line=noise 0", "lines are logged from the first")
+}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,8 +62,11 @@ type stdioConn struct {
 	rejects   slots // "too many concurrent requests" answers being written
 	notices   slots // cancellation notices being written
 	dropped   throttledLog
-	life      context.Context // ends when the connection fails
-	end       context.CancelFunc
+	// junkBudget bounds the warnings about what the upstream wrote to
+	// stdout for no call; used by the reader only.
+	junkBudget lineBudget
+	life       context.Context // ends when the connection fails
+	end        context.CancelFunc
 
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
@@ -194,6 +198,7 @@ func (c *stdioConn) read(stdout io.Reader) {
 		// Declared here: errors.As would move it to the heap for every line.
 		var tooLong *jsonrpc.TooLongError
 		if !errors.As(err, &tooLong) {
+			c.junkBudget.report(time.Now(), true, c.log, c.server, junkLeftOut)
 			c.lost(err)
 			return
 		}
@@ -274,8 +279,37 @@ func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 			return
 		}
 	}
-	c.log.Warn("upstream sent a message over the size limit; dropped", "server", c.server,
+	c.junk("upstream sent a message over the size limit; dropped", "server", c.server,
 		"bytes", e.Size, "limit", e.Limit, "id", string(id), "start", preview(e.Head))
+}
+
+// utf8BOM is the byte order mark some runtimes write before their first line.
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// malformedAnswer fails at once the pending call that a message that could
+// not be decoded answers, when the message is a JSON object with the id of
+// one and no method: the call would otherwise wait for its deadline for an
+// answer that already came. It reports whether there was such a call.
+func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	if json.Unmarshal(line, &head) != nil || head.Method != nil {
+		return false
+	}
+	key, ok := sentID(head.ID)
+	if !ok {
+		return false
+	}
+	ch := c.take(key)
+	if ch == nil {
+		return false
+	}
+	c.log.Warn("upstream answered a request with a malformed response", "server", c.server,
+		"id", string(head.ID), "bytes", len(line), "start", preview(line), "err", decodeErr)
+	ch <- reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)}
+	return true
 }
 
 // sentID reads a response's id as one the connection may have sent: a
@@ -328,10 +362,16 @@ func (c *stdioConn) late(id json.RawMessage) bool {
 }
 
 func (c *stdioConn) dispatch(line []byte) {
+	// Some runtimes start their output with a byte order mark; it is no part
+	// of the message.
+	line = bytes.TrimPrefix(line, utf8BOM)
 	// The reader reuses line for the next one; Decode copies what it keeps.
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
-		c.log.Warn("upstream wrote a line that is not JSON-RPC; ignored", "server", c.server,
+		if c.malformedAnswer(line, err) {
+			return
+		}
+		c.junk("upstream wrote a line that is not JSON-RPC; ignored", "server", c.server,
 			"bytes", len(line), "start", preview(line), "err", err)
 		return
 	}
@@ -347,13 +387,26 @@ func (c *stdioConn) dispatch(line []byte) {
 		if key, ok := sentID(msg.ID); ok {
 			ch = c.take(key)
 		}
+		if ch == nil && len(msg.ID) > 2 && msg.ID[0] == '"' {
+			// The id of a pending call, written as a string: not the id
+			// sent, so not its answer, but the call is told at once rather
+			// than left to wait for one that will not come.
+			if key, ok := sentID(msg.ID[1 : len(msg.ID)-1]); ok {
+				if ch := c.take(key); ch != nil {
+					c.log.Warn("upstream answered a request with its integer id written as a string", "server", c.server, "id", string(msg.ID))
+					ch <- reply{err: fmt.Errorf("server %q answered request %d with the id %s, a string; JSON-RPC 2.0 requires the id exactly as sent, so the answer cannot be taken (report it to the server's maintainers)",
+						c.server, key, msg.ID)}
+					return
+				}
+			}
+		}
 		if ch == nil {
 			if c.late(msg.ID) {
 				c.log.Debug("upstream answered a request after the aggregator gave up on it (timed out or cancelled); answer dropped",
 					"server", c.server, "id", string(msg.ID))
 				return
 			}
-			c.log.Warn("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
+			c.junk("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
 			return
 		}
 		ch <- reply{msg: msg}
@@ -573,11 +626,45 @@ func (c *stdioConn) shutdown() {
 }
 
 func (c *stdioConn) logStderr(stderr io.Reader) {
+	var budget lineBudget
 	stderrLines(stderr, maxStderrLine, func(line []byte, cut int64) {
+		now := time.Now()
+		if !budget.take(now) {
+			return // read all the same: a server blocked on stderr stops
+		}
+		budget.report(now, false, c.log, c.server, stderrLeftOut)
 		text := string(line)
 		if cut > 0 {
 			text += fmt.Sprintf("… (%d more bytes)", cut)
 		}
 		c.log.Info("upstream stderr", "server", c.server, "line", text)
 	})
+	budget.report(time.Now(), true, c.log, c.server, stderrLeftOut)
 }
+
+const stderrLeftOut = "upstream writes to stderr faster than the log takes; lines left out"
+
+// Warnings about what an upstream wrote to stdout that is not for any call
+// (lines that are not JSON-RPC, answers to ids never sent, oversized
+// messages) are logged a burst of junkBurst, then junkRate a second: a
+// server that prints to stdout without end does not flood the log.
+const (
+	junkBurst = 100
+	junkRate  = 10
+)
+
+// junk logs a warning about what the upstream wrote to stdout within the
+// junk budget. Only the reader calls it.
+func (c *stdioConn) junk(msg string, args ...any) {
+	now := time.Now()
+	if c.junkBudget.burst == 0 {
+		c.junkBudget.burst, c.junkBudget.rate = junkBurst, junkRate
+	}
+	if !c.junkBudget.take(now) {
+		return
+	}
+	c.junkBudget.report(now, false, c.log, c.server, junkLeftOut)
+	c.log.Warn(msg, args...)
+}
+
+const junkLeftOut = "upstream writes to stdout what is not for the aggregator faster than the log takes; warnings left out"

@@ -36,6 +36,15 @@ var misbehaveModes = map[string]string{
 	"sleeper":           "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
 	"flood":             "floods notifications/tools/list_changed or big progress on request; see floodServer",
 	"slow-relist":       "every tools/call first sends notifications/tools/list_changed; every tools/list after the first is never answered",
+	"bom":               "writes a UTF-8 byte order mark before its first line on stdout",
+	"init-version":      "init-version V: answers initialize with protocolVersion V, whatever was asked",
+	"null-result":       "answers tools/call with \"result\": null",
+	"array-result":      "answers tools/call with a result that is an array",
+	"bad-error":         "answers tools/call with an error member that is a string, not an error object",
+	"string-id":         "answers tools/call with its integer id written as a string",
+	"cursor-cycle":      "tools/list pages never end: their nextCursor goes a, b, a, b, ...",
+	"hang-setlevel":     "declares logging and never answers logging/setLevel",
+	"bad-schemas":       "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
 }
 
 func misbehaveModeNames() string {
@@ -51,7 +60,8 @@ type misbehaveServer struct {
 	mode      string
 	conn      *lineConn
 	errOut    io.Writer
-	count     int // the N of crash-after N and ping-flood N
+	count     int    // the N of crash-after N and ping-flood N
+	version   string // the V of init-version V
 	calls     int
 	unsolicit int
 	lists     int // tools/list requests seen (slow-relist)
@@ -76,6 +86,11 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 			return fmt.Errorf("demo: misbehave %s: count must be a positive integer, got %q", mode, args[1])
 		}
 		s.count = n
+	case "init-version":
+		if len(args) != 2 {
+			return fmt.Errorf("demo: misbehave init-version needs a protocol version, e.g. init-version 1999-01-01")
+		}
+		s.version = args[1]
 	default:
 		if len(args) != 1 {
 			return fmt.Errorf("demo: misbehave %s takes no further arguments, got %q", mode, args[1:])
@@ -110,6 +125,16 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 	case "noise":
 		s.conn.beforeResponse = func(w io.Writer) error {
 			_, err := io.WriteString(w, "this is not json\n{\"jsonrpc\":\n")
+			return err
+		}
+	case "bom":
+		bom := true
+		s.conn.beforeResponse = func(w io.Writer) error {
+			if !bom {
+				return nil
+			}
+			bom = false
+			_, err := io.WriteString(w, "\uFEFF")
 			return err
 		}
 	case "unknown-id":
@@ -195,17 +220,50 @@ func (s *misbehaveServer) handle(line []byte) error {
 			fmt.Fprintln(s.errOut, "exiting during initialize")
 			exitProcess(3)
 			return nil
+		case "hang-setlevel":
+			result, err := initializeResult(m.Params, "demo-misbehave")
+			if err != nil {
+				return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
+			}
+			result["capabilities"] = map[string]any{"tools": map[string]any{}, "logging": map[string]any{}}
+			return s.conn.respondValue(m.ID, result)
+		case "init-version":
+			result, err := initializeResult(m.Params, "demo-misbehave")
+			if err != nil {
+				return s.conn.failCode(m.ID, codeInvalidParams, "invalid initialize params: "+err.Error())
+			}
+			result["protocolVersion"] = s.version
+			return s.conn.respondValue(m.ID, result)
 		}
 		return s.conn.answerInitialize(m, "demo-misbehave")
 	case "ping":
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
+	case "logging/setLevel":
+		if s.mode != "hang-setlevel" {
+			return s.conn.failCode(m.ID, codeMethodNotFound, "method not found: "+m.Method)
+		}
+		fmt.Fprintln(s.errOut, "hang-setlevel: not answering logging/setLevel")
+		return nil
 	case "tools/list":
 		s.lists++
 		if s.mode == "slow-relist" && s.lists > 1 {
 			fmt.Fprintln(s.errOut, "slow-relist: not answering tools/list")
 			return nil
 		}
-		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{noArgTool("ping_tool", `Returns "pong".`)}})
+		page := map[string]any{"tools": []any{noArgTool("ping_tool", `Returns "pong".`)}}
+		if s.mode == "bad-schemas" {
+			page["tools"] = append(page["tools"].([]any),
+				map[string]any{"name": "no_schema", "description": "Has no inputSchema."},
+				map[string]any{"name": "array_schema", "description": "Takes an array.", "inputSchema": map[string]any{"type": "array"}})
+		}
+		if s.mode == "cursor-cycle" {
+			var p struct {
+				Cursor string `json:"cursor"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			page["nextCursor"] = map[string]string{"": "a", "a": "b", "b": "a"}[p.Cursor]
+		}
+		return s.conn.respondValue(m.ID, page)
 	case "tools/call":
 		s.calls++
 		if s.mode == "crash-after" && s.calls == s.count {
@@ -237,6 +295,19 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err := s.pingFlood(); err != nil {
 				return err
 			}
+		case "null-result":
+			return s.conn.respond(m.ID, json.RawMessage(`null`))
+		case "array-result":
+			return s.conn.respond(m.ID, json.RawMessage(`[{"type":"text","text":"pong"}]`))
+		case "bad-error":
+			line := append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"error":"boom"}`+"\n"...)
+			return s.conn.write(line, true)
+		case "string-id":
+			id, err := marshal(string(m.ID))
+			if err != nil {
+				return err
+			}
+			return s.conn.respondValue(id, textResult("pong"))
 		case "slow-relist":
 			if err := s.conn.write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n"), false); err != nil {
 				return err

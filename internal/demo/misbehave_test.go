@@ -1,10 +1,13 @@
 package demo
 
 import (
+	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,4 +132,73 @@ func TestMisbehaveLongStderrLine(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, pattern(hugeLineBytes), first)
 	assert.Equal(t, "long line written\n", rest)
+}
+
+func TestMisbehaveInitVersion(t *testing.T) {
+	c := start(t, "misbehave", "init-version", "1999-01-01")
+	init := c.initialize("2025-06-18")
+	assert.Equal(t, "1999-01-01", init["protocolVersion"])
+	assert.Equal(t, "pong", c.callTool("ping_tool", nil).Content[0].Text)
+
+	err := Run(t.Context(), "misbehave", []string{"init-version"}, strings.NewReader(""), io.Discard, nil)
+	assert.ErrorContains(t, err, "init-version needs a protocol version")
+}
+
+func TestMisbehaveCursorCycle(t *testing.T) {
+	c := start(t, "misbehave", "cursor-cycle")
+	c.initialize("2025-06-18")
+	var cursors []string
+	var params any
+	for range 4 {
+		var page struct {
+			NextCursor string `json:"nextCursor"`
+		}
+		require.NoError(t, json.Unmarshal(c.mustCall("tools/list", params), &page))
+		cursors = append(cursors, page.NextCursor)
+		params = map[string]any{"cursor": page.NextCursor}
+	}
+	assert.Equal(t, []string{"a", "b", "a", "b"}, cursors)
+}
+
+func TestMisbehaveMalformedAnswers(t *testing.T) {
+	for mode, want := range map[string]string{
+		"null-result":  `null`,
+		"array-result": `[{"type":"text","text":"pong"}]`,
+		"string-id":    `{"content":[{"type":"text","text":"pong"}]}`,
+	} {
+		t.Run(mode, func(t *testing.T) {
+			c := start(t, "misbehave", mode)
+			c.initialize("2025-06-18")
+			if mode == "string-id" {
+				// The answer's id is the one sent, in quotes: it finds no request.
+				id, _ := c.request("tools/call", map[string]any{"name": "ping_tool"})
+				m := c.nextUnmatched()
+				assert.Equal(t, strconv.Quote(strconv.Itoa(id)), string(m.ID))
+				assert.JSONEq(t, want, string(m.Result))
+				return
+			}
+			r := c.call("tools/call", map[string]any{"name": "ping_tool"})
+			require.Nil(t, r.err)
+			assert.JSONEq(t, want, string(r.result))
+		})
+	}
+}
+
+func TestMisbehaveBOM(t *testing.T) {
+	c := start(t, "misbehave", "bom")
+	c.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	select {
+	case line := <-c.garbage:
+		assert.True(t, strings.HasPrefix(line, "\uFEFF{"), "first line %q", line)
+	case <-time.After(waitTimeout):
+		t.Fatal("no first line")
+	}
+	// Only the first line has the mark.
+	assert.Equal(t, []string{"ping_tool"}, toolNames(t, c.mustCall("tools/list", nil)))
+}
+
+func TestMisbehaveBadSchemas(t *testing.T) {
+	c := start(t, "misbehave", "bad-schemas")
+	c.initialize("2025-06-18")
+	assert.Equal(t, []string{"ping_tool", "no_schema", "array_schema"}, toolNames(t, c.mustCall("tools/list", nil)))
 }

@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestUpstreamProtocolViolations runs upstreams that break the protocol in
+// ways a real server does (a byte order mark before its output, a protocol
+// version the handshake cannot negotiate, cursors that loop, tools without a
+// valid inputSchema, results that are no object, ids written as strings,
+// malformed error objects) beside a healthy one.
+// Each is dealt with on its own: what can be read is read, what cannot fails at
+// once with an error that names the server and what it did, a server that cannot
+// work is not started again and again, and the healthy one serves throughout.
+func TestUpstreamProtocolViolations(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  demo:
+    truely-stateless: true
+    `+demoServer("tools")+`
+    transform: [{prefix: demo_}]
+  bom:
+    truely-stateless: true
+    `+demoServer("misbehave", "bom")+`
+    transform: [{prefix: bom_}]
+  oldver:
+    truely-stateless: true
+    `+demoServer("misbehave", "init-version", "1999-01-01")+`
+    transform: [{prefix: oldver_}]
+  loop:
+    truely-stateless: true
+    `+demoServer("misbehave", "cursor-cycle")+`
+    transform: [{prefix: loop_}]
+  nullres:
+    truely-stateless: true
+    `+demoServer("misbehave", "null-result")+`
+    transform: [{prefix: nullres_}]
+  strid:
+    truely-stateless: true
+    `+demoServer("misbehave", "string-id")+`
+    transform: [{prefix: strid_}]
+    request_timeout: 60s
+  baderr:
+    truely-stateless: true
+    `+demoServer("misbehave", "bad-error")+`
+    transform: [{prefix: baderr_}]
+    request_timeout: 60s
+  schemas:
+    truely-stateless: true
+    `+demoServer("misbehave", "bad-schemas")+`
+    transform: [{prefix: schemas_}]
+`)
+	a.waitLoaded()
+	c := a.connect()
+
+	names := toolNames(t, c.listTools())
+	assert.Subset(t, names, []string{"demo_echo", "bom_ping_tool", "nullres_ping_tool", "strid_ping_tool", "baderr_ping_tool", "schemas_ping_tool"})
+	// A client that checks tools/list against the MCP schema would reject the
+	// whole list over one of these, and every server's tools with it.
+	assert.NotContains(t, names, "schemas_no_schema")
+	assert.NotContains(t, names, "schemas_array_schema")
+	relLogLine(t, a, startTimeout, "left out (its inputSchema is missing)", "server=schemas", "names=no_schema")
+	relLogLine(t, a, startTimeout, `left out (its inputSchema does not have \"type\": \"object\")`, "server=schemas", "names=array_schema")
+	for _, n := range names {
+		assert.False(t, strings.HasPrefix(n, "oldver_") || strings.HasPrefix(n, "loop_"), "tool %s of a server that cannot work is exported", n)
+	}
+
+	assert.Equal(t, []string{"pong"}, relTexts(t, relResult(t, relCall(c, "bom_ping_tool", map[string]any{}, nil))),
+		"a server whose output starts with a byte order mark is served")
+
+	for _, tc := range []struct{ tool, want string }{
+		{"nullres_ping_tool", `server "nullres": its result for tools/call is null, not a JSON object`},
+		{"strid_ping_tool", `with the id "`},
+		{"baderr_ping_tool", `server "baderr" sent a malformed response`},
+	} {
+		o := relCall(c, tc.tool, map[string]any{}, nil)
+		assert.Contains(t, relErrorMessage(t, o), tc.want, tc.tool)
+		relAssertFast(t, o, tc.tool)
+	}
+
+	problems := strings.Join(relStatus(t, c).Problems, "\n")
+	assert.Contains(t, problems, `server "oldver": initialize: the server answered with protocol version "1999-01-01"`)
+	assert.Contains(t, problems, "set protocol:")
+	assert.Contains(t, problems, `server "loop": tools/list: page 3 names the cursor "a" of an earlier page as the next one; the server's pagination loops`)
+	for _, server := range []string{"oldver", "loop"} {
+		assert.Zero(t, relCountLines(a, `msg="starting server failed; retrying"`, "server="+server),
+			"server %s is started again though it answers the same every time", server)
+	}
+
+	assert.Equal(t, []string{"hi"}, relTexts(t, relResult(t, relCall(c, "demo_echo", map[string]any{"text": "hi"}, nil))),
+		"the healthy server serves beside them")
+}
