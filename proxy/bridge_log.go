@@ -37,7 +37,11 @@ type requestCaller struct {
 func (c *requestCaller) LogLevel() string { return c.level }
 
 func (c *requestCaller) Log(inst *upstream.Instance, params json.RawMessage) {
-	level, msg := logNotification(inst.Server(), params)
+	level, msg, ok := logNotification(inst.Server(), params)
+	if !ok {
+		c.p.badLogLevel(inst.Server(), params)
+		return
+	}
 	c.p.logToRequest(c.req, level, msg)
 }
 
@@ -65,22 +69,23 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 }
 
 // logNotification is an upstream's log message as the aggregator relays it
-// to a request, and its level's rank.
-func logNotification(server string, params json.RawMessage) (int, *jsonrpc.Message) {
+// to a request, and its level's rank; ok is false for a message whose level
+// is none of MCP's, which a client that checks messages against the schema
+// would reject: such a message is not relayed.
+func logNotification(server string, params json.RawMessage) (level int, msg *jsonrpc.Message, ok bool) {
 	var head struct {
 		Level  string          `json:"level"`
 		Logger json.RawMessage `json:"logger"`
 	}
 	_ = json.Unmarshal(params, &head)
-	level, ok := logLevels[head.Level]
-	if !ok {
-		level = logLevels["info"]
+	if level, ok = logLevels[head.Level]; !ok {
+		return 0, nil, false
 	}
 	if len(head.Logger) == 0 {
 		// Say which server spoke; the upstream's own logger name is kept.
 		params = withMember(params, "logger", mustJSON(server))
 	}
-	return level, &jsonrpc.Message{Method: "notifications/message", Params: params}
+	return level, &jsonrpc.Message{Method: "notifications/message", Params: params}, true
 }
 
 // logToRequest sends a log message that belongs to req on its stream, when

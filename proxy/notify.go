@@ -190,20 +190,22 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 	}
 }
 
+// badLogLevel drops a log message whose level is none of MCP's.
+func (p *Proxy) badLogLevel(server string, params json.RawMessage) {
+	level, _ := stringAt(params, []string{"level"})
+	if len(level) > 40 {
+		level = level[:40] + "…"
+	}
+	p.log.Debug("upstream sent a log message whose level is none of MCP's; dropped", "server", server, "level", level)
+}
+
 func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.RawMessage) {
-	var head struct {
-		Level  string          `json:"level"`
-		Logger json.RawMessage `json:"logger"`
-	}
-	_ = json.Unmarshal(params, &head)
-	level, ok := logLevels[head.Level]
+	level, msg, ok := logNotification(server, params)
 	if !ok {
-		level = logLevels["info"]
+		p.badLogLevel(server, params)
+		return
 	}
-	if len(head.Logger) == 0 {
-		// Say which server spoke; the upstream's own logger name is kept.
-		params = withMember(params, "logger", mustJSON(server))
-	}
+	params = msg.Params
 	// A message about a task is its owner's alone, under the owner's id.
 	owner, related, held := p.relatedNote(inst, "notifications/message", params)
 	if held {
@@ -212,7 +214,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	if related {
 		params = p.relatedOut(params, inst, owner)
 	}
-	msg := &jsonrpc.Message{Method: "notifications/message", Params: params}
+	msg = &jsonrpc.Message{Method: "notifications/message", Params: params}
 	wants := func(s downstream.Session) bool { return p.takesLog(s, level) }
 	if req := p.inflight.only(inst); req != nil && (!related || sameSession(req.Session, owner)) {
 		if req.Session == nil || downstream.Modern(req.Protocol) {

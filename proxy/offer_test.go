@@ -173,3 +173,22 @@ func TestLogMessagesOnlyForSessionsOfferedLogging(t *testing.T) {
 		assert.Equal(t, s == full, p.wantsLog(s, msg.Params))
 	}
 }
+
+// A log message whose level is none of MCP's is not relayed: a client that
+// checks messages against the schema would reject it.
+func TestLogMessageWithUnknownLevelIsDropped(t *testing.T) {
+	p := newTestProxy(t)
+	p.MarkLoaded()
+	withSurfaceCaps(p, surfaceCaps{logging: true})
+	s := notifySession{fakeSession: "s", sent: make(chan *jsonrpc.Message, 8)}
+	initializeSession(t, p, s)
+
+	_, _, ok := logNotification("srv", json.RawMessage(`{"level":"loud","data":"x"}`))
+	assert.False(t, ok)
+	assert.False(t, p.wantsLog(s, []byte(`{"level":"loud","data":"x"}`)))
+	level, msg, ok := logNotification("srv", json.RawMessage(`{"level":"warning","data":"x"}`))
+	require.True(t, ok)
+	assert.Equal(t, logLevels["warning"], level)
+	assert.JSONEq(t, `{"level":"warning","data":"x","logger":"srv"}`, string(msg.Params))
+	assert.True(t, p.wantsLog(s, []byte(`{"level":"warning","data":"x"}`)))
+}

@@ -563,13 +563,11 @@ func (p *Proxy) heldNoteOut(s downstream.Session, e *taskEntry, method string, p
 	s.Notify(&jsonrpc.Message{Method: method, Params: out})
 }
 
-// wantsLog reports whether session s takes a log message with params.
+// wantsLog reports whether session s takes a log message with params; none
+// whose level is none of MCP's.
 func (p *Proxy) wantsLog(s downstream.Session, params []byte) bool {
 	level, ok := logLevels[logLevelOf(params)]
-	if !ok {
-		level = logLevels["info"]
-	}
-	return p.takesLog(s, level)
+	return ok && p.takesLog(s, level)
 }
 
 // takesLog reports whether session s takes a log message of level: it was
