@@ -137,7 +137,9 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// by the authorizing transport, stays with the origin by itself).
 	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}
 	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
-	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
+	// A redirect elsewhere takes no credentials along, and a request's body
+	// (a call's arguments) is not sent to an origin the config did not name.
+	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers), RefuseBody: true})
 	// What mcp-go logs itself goes to the instance's log, structured.
 	mcpLog := slog.New(noStreamNotice{log.Handler()}).With("server", srv.ID)
 	var err error

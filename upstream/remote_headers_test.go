@@ -135,22 +135,31 @@ func TestRemoteConfiguredHeadersGoWithEveryRequest(t *testing.T) {
 }
 
 // TestRemoteConfiguredHeadersStayWithTheOriginOnEveryRequest: a server
-// whose URL redirects everything (307) to another origin gets its
-// configured headers on every request, the redirect target on none, the
-// GET stream and the DELETE included.
+// whose URL redirects its GET stream and its DELETE (307) to another origin
+// gets its configured headers on every request, the redirect target on
+// none. (A POST, whose body is the user's, is not sent to another origin at
+// all: TestRemoteRedirectElsewhereKeepsTheBody.)
 func TestRemoteConfiguredHeadersStayWithTheOriginOnEveryRequest(t *testing.T) {
 	t.Parallel()
 	elsewhere := &headerLog{}
 	other := sessionServer(elsewhere)
 	t.Cleanup(other.Close)
 	own := &headerLog{}
+	serve := sessionServer(&headerLog{})
+	t.Cleanup(serve.Close)
 	origin := httptest.NewServer(own.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			serve.Config.Handler.ServeHTTP(w, r)
+			return
+		}
 		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	})))
 	t.Cleanup(origin.Close)
 	startWithHeaders(t, config.TransportHTTP, origin.URL+"/mcp", elsewhere)
 
-	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+	assertCredentials(t, "POST to the server's origin", own.of(http.MethodPost))
+	assert.Empty(t, elsewhere.of(http.MethodPost))
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		assertCredentials(t, method+" to the server's origin", own.of(method))
 		assertNoCredentials(t, method+" redirected to another origin", elsewhere.of(method))
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,4 +74,45 @@ func TestHeadersWithNothingToAdd(t *testing.T) {
 	base := http.DefaultTransport
 	assert.Same(t, base, Headers(base, "", map[string]string{"X": "y"}))
 	assert.Same(t, base, Headers(base, "http://example.com:80", nil))
+}
+
+// TestRefuseBodyKeepsTheBodyAtItsOrigin: with RefuseBody, a redirect that
+// would send a request's body to another origin fails, naming both, and the
+// other origin gets nothing; one within the origin is followed.
+func TestRefuseBodyKeepsTheBodyAtItsOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var reached []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached = append(reached, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+	}))
+	t.Cleanup(other.Close)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/target", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/mcp", http.StatusPermanentRedirect)
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	own := httptest.NewServer(mux)
+	t.Cleanup(own.Close)
+	client := Client(&http.Client{}, Policy{RefuseBody: true})
+
+	u, err := url.Parse(own.URL)
+	require.NoError(t, err)
+	o, err := url.Parse(other.URL)
+	require.NoError(t, err)
+	_, err = client.Post(own.URL+"/away", "application/json", strings.NewReader(`{"secret":1}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), Origin(u)+" redirected the request to "+Origin(o)+", another origin")
+	mu.Lock()
+	assert.Empty(t, reached, "the other origin was sent the request")
+	mu.Unlock()
+
+	resp, err := client.Post(own.URL+"/moved", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err, "a redirect within the origin is followed")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
 }

@@ -46,6 +46,11 @@ type Policy struct {
 	// redirect itself. For requests whose body is a secret (a code
 	// exchange, a client secret).
 	NoBody bool
+	// RefuseBody: such a redirect fails the request with an error naming
+	// both origins. For requests whose body is the user's data (the
+	// arguments of a tool call), which the origin configured was trusted
+	// with and another was not.
+	RefuseBody bool
 }
 
 // HeaderNames are the names of the headers of a config's headers: map.
@@ -70,9 +75,16 @@ func Client(client *http.Client, p Policy) *http.Client {
 	names := append([]string{"Authorization", "Proxy-Authorization", "Cookie"}, p.Headers...)
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) > 0 && Origin(req.URL) != Origin(via[0].URL) {
-			if p.NoBody && req.Body != nil && req.Body != http.NoBody {
-				_ = req.Body.Close()
-				return http.ErrUseLastResponse
+			if req.Body != nil && req.Body != http.NoBody {
+				switch {
+				case p.NoBody:
+					_ = req.Body.Close()
+					return http.ErrUseLastResponse
+				case p.RefuseBody:
+					_ = req.Body.Close()
+					return fmt.Errorf("%s redirected the request to %s, another origin; its body is not sent there (set url: to where the server is)",
+						Origin(via[0].URL), Origin(req.URL))
+				}
 			}
 			// The headers of each hop are copied from the first request
 			// again, so a hop back to the first origin gets them back.
