@@ -45,6 +45,12 @@ type HTTPOptions struct {
 	// Serve (default 256). Connections over the
 	// cap are answered 429 at once, without reading from them, and closed.
 	MaxConnsPerClient int
+	// MaxHeaderBytes bounds a request's headers under Serve (default
+	// 64 KiB): a connection sending its headers slowly holds what arrived
+	// of them until BodyReadTimeout, so the bound is what each of up to
+	// MaxConnsPerClient connections per client may cost. Larger headers are
+	// answered 431.
+	MaxHeaderBytes int
 	// BodyReadTimeout bounds the arrival of a request's headers, and then of
 	// its whole body (default 30s).
 	BodyReadTimeout time.Duration
@@ -73,6 +79,11 @@ type HTTPOptions struct {
 	SessionIDPrefix string
 }
 
+// DefaultMaxHeaderBytes bounds a request's headers unless
+// HTTPOptions.MaxHeaderBytes says otherwise: far above what MCP clients
+// send (a bearer token, the Mcp-* headers), far below net/http's 1 MiB.
+const DefaultMaxHeaderBytes = 64 << 10
+
 // DefaultMaxSessions is how many sessions may be open at once unless
 // HTTPOptions.MaxSessions says otherwise.
 const DefaultMaxSessions = 10_000
@@ -91,6 +102,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	def(&o.Heartbeat, 25*time.Second)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBody
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if o.MaxConnsPerClient <= 0 {
 		o.MaxConnsPerClient = 256
@@ -214,6 +228,13 @@ func (t *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
+	if corsHeaders(w, r) {
+		return // a browser's preflight, from an allowed origin
+	}
+	if e := checkRepeated(r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		t.servePost(w, r)
@@ -236,6 +257,7 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: t.opts.BodyReadTimeout,
+		MaxHeaderBytes:    t.opts.MaxHeaderBytes,
 		// No ReadTimeout: it would cut long streams. The body's read is
 		// bounded per request (readBody). WriteTimeout gives every request a
 		// fresh write deadline; the MCP endpoint then bounds each of its
@@ -329,7 +351,7 @@ func (t *HTTP) refuse(w http.ResponseWriter, r *http.Request, e *httpError) {
 	if id == nil {
 		id = []byte("null")
 	}
-	t.log.Debug("refused a request", "method", r.Method, "status", e.status, "reason", e.err.Message)
+	t.log.Debug("refused a request", "method", clip(r.Method), "status", e.status, "reason", clip(e.err.Message))
 	writeJSON(w, e.status, jsonrpc.Failure(id, e.err))
 }
 

@@ -85,6 +85,24 @@ func normalizeOrigin(s string) (string, bool) {
 	return scheme + "://" + host, true
 }
 
+// singleHeaders are the transport's headers that carry one value. Sent
+// twice, the server would act on one and an intermediary might route on the
+// other, which is what the checks of Mcp-Method and Mcp-Name against the
+// body exist to prevent.
+var singleHeaders = [...]string{headerSessionID, headerProtocol, headerMethod, headerName, headerLastEventID, HeaderLease}
+
+// checkRepeated refuses a request that sends one of singleHeaders more
+// than once.
+func checkRepeated(r *http.Request) *httpError {
+	for _, name := range singleHeaders {
+		if n := len(r.Header.Values(name)); n > 1 {
+			return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+				"the %s header appears %d times: send it once", name, n)
+		}
+	}
+	return nil
+}
+
 // jsonContent reports whether the request body is declared as JSON.
 func jsonContent(r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
@@ -152,7 +170,7 @@ func (t *HTTP) Guard(h http.Handler) http.Handler {
 			e = t.checkOrigin(r)
 		}
 		if e != nil {
-			t.log.Info("refused a request", "path", r.URL.Path, "method", r.Method, "status", e.status, "reason", e.err.Message)
+			t.log.Info("refused a request", "path", clip(r.URL.Path), "method", clip(r.Method), "status", e.status, "reason", clip(e.err.Message))
 			http.Error(w, e.err.Message, e.status)
 			return
 		}

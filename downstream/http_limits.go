@@ -45,50 +45,83 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	}
 }
 
+// eagerBody is the largest declared body allocated whole before it has
+// arrived. A larger one is read in chunks as its bytes come, so that a
+// client declaring the cap and sending a byte holds a chunk of memory, not
+// the cap, for as long as its body may take.
+const eagerBody = 256 << 10
+
+// bodyChunk is the size of the pieces a body of unknown or large length is
+// read in.
+const bodyChunk = 64 << 10
+
 // readAtMost reads a body without the doubling a growing buffer costs: a
-// declared length is allocated once; otherwise the body is read in chunks
-// and joined at the end, so a body refused at the cap has cost one cap.
+// small declared length is allocated once; otherwise the body is read in
+// chunks as it arrives and joined at the end, so what a body holds is in
+// proportion to what arrived, and a body refused at the cap has cost one
+// cap.
 func readAtMost(r io.Reader, declared int64) ([]byte, error) {
-	if declared >= 0 {
+	if declared >= 0 && declared <= eagerBody {
 		body := make([]byte, declared)
 		if _, err := io.ReadFull(r, body); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, io.ErrUnexpectedEOF
-			}
 			return nil, err
 		}
-		// Nothing may follow the declared length; reading on reports it.
-		var one [1]byte
-		if n, err := r.Read(one[:]); n > 0 || (err != nil && !errors.Is(err, io.EOF)) {
-			if err == nil {
-				err = errors.New("the body is longer than its Content-Length")
-			}
+		if err := atEnd(r); err != nil {
 			return nil, err
 		}
 		return body, nil
 	}
-	const chunk = 64 << 10
 	var chunks [][]byte
 	total := 0
 	for {
-		buf := make([]byte, chunk)
-		n, err := io.ReadFull(r, buf)
+		buf := make([]byte, bodyChunk)
+		n, err := fill(r, buf)
 		if n > 0 {
 			chunks = append(chunks, buf[:n])
 			total += n
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	if declared >= 0 && int64(total) != declared {
+		return nil, io.ErrUnexpectedEOF
+	}
 	body := make([]byte, 0, total)
 	for _, c := range chunks {
 		body = append(body, c...)
 	}
 	return body, nil
+}
+
+// fill reads into buf until it is full or r fails; io.EOF is r's own end.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// atEnd reports an error when r has more than its declared length: nothing
+// may follow it.
+func atEnd(r io.Reader) error {
+	var one [1]byte
+	n, err := r.Read(one[:])
+	switch {
+	case n > 0:
+		return errors.New("the body is longer than its Content-Length")
+	case err != nil && !errors.Is(err, io.EOF):
+		return err
+	}
+	return nil
 }
 
 func tooLarge(limit int64) *httpError {

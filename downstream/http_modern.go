@@ -66,6 +66,8 @@ func checkModern(r *http.Request, msg *jsonrpc.Message) *httpError {
 	switch {
 	case r.Header.Get(headerLastEventID) != "":
 		return mismatch("Last-Event-ID is not supported from protocol 2026-07-28 on: streams cannot be resumed; send the request again with a new id")
+	case header != "" && !Supported(header):
+		return unsupportedVersion(msg.ID, header)
 	case header == "":
 		return mismatch("the MCP-Protocol-Version header is required and must equal params._meta[%q] (%q)", MetaProtocolVersion, meta)
 	case meta == "":

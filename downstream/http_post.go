@@ -38,7 +38,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 	acceptJSON, acceptSSE := accepts(r)
 	if !acceptJSON && !acceptSSE {
 		t.refuse(w, r, refusal(http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest,
-			"Accept must list application/json and text/event-stream"))
+			"Accept admits neither application/json nor text/event-stream: list both, as MCP clients must"))
 		return
 	}
 	body, e := t.readBody(w, r)
@@ -63,20 +63,15 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+	if b := bytes.TrimLeft(bytes.TrimPrefix(body, bom), " \t\r\n"); len(b) > 0 && b[0] == '[' {
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"batches are not supported: POST one JSON-RPC message at a time")
 	}
-	msg, err := jsonrpc.DecodeOwned(body) // the body is read for this message alone
-	if err == nil {
-		return msg, nil
-	}
-	// Declared here: errors.As would move it to the heap for every message.
-	var de *jsonrpc.DecodeError
-	if errors.As(err, &de) {
+	msg, de := decodeClient(body, true) // the body is read for this message alone
+	if de != nil {
 		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
 	}
-	return nil, refusal(http.StatusBadRequest, jsonrpc.CodeParseError, "%v", err)
+	return msg, nil
 }
 
 // postSession serves a message of the session-based generation.
@@ -97,7 +92,7 @@ func (t *HTTP) postSession(p *post) {
 	case msg.IsResponse():
 		// It completes a request the server sent; nothing else hears of it.
 		if !s.answer(msg) {
-			t.log.Info("dropped a client response that no request awaits", "session", s.logID(), "id", string(msg.ID))
+			t.log.Info("dropped a client response that no request awaits", "session", s.logID(), "id", clip(string(msg.ID)))
 		}
 		p.w.WriteHeader(http.StatusAccepted)
 	case msg.Method == "notifications/cancelled":
@@ -216,7 +211,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			heartbeat: t.opts.Heartbeat, fail: func(err error) {
 				out.close()
 				cancel(errWriteFailed)
-				t.log.Debug("a response could not be written", "method", req.Msg.Method, "err", err)
+				t.log.Debug("a response could not be written", "method", clip(req.Msg.Method), "err", err)
 			}}
 		out.started = w.start
 		req.Send = out.offer
@@ -352,7 +347,7 @@ func (t *HTTP) ask(life context.Context, p *post, s *httpSession, out *outbox) f
 func (t *HTTP) handle(ctx context.Context, req *Request) (resp *jsonrpc.Message) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.log.Error("the handler panicked", "method", req.Msg.Method, "panic", v, "stack", string(debug.Stack()))
+			t.log.Error("the handler panicked", "method", clip(req.Msg.Method), "panic", v, "stack", string(debug.Stack()))
 			resp = jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error while serving %s", req.Msg.Method))
 		}
 	}()

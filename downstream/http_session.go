@@ -294,10 +294,24 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 	return s, nil
 }
 
+// checkVersionHeader refuses a GET or DELETE whose MCP-Protocol-Version
+// names a version the transport does not serve (a missing one is the
+// oldest clients' way).
+func checkVersionHeader(r *http.Request) *httpError {
+	if v := r.Header.Get(headerProtocol); v != "" && !Supported(v) {
+		return unsupportedVersion(nil, v)
+	}
+	return nil
+}
+
 // serveGet serves a session's standalone stream: what Notify queues, as SSE
 // events in order, with heartbeats, until the client leaves, the session
 // ends, a write fails or the client falls a whole queue behind.
 func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
+	if e := checkVersionHeader(r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
 	if Modern(r.Header.Get(headerProtocol)) {
 		w.Header().Set("Allow", http.MethodPost)
 		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
@@ -359,6 +373,10 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 
 // serveDelete ends the session the request names.
 func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if e := checkVersionHeader(r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
 	if Modern(r.Header.Get(headerProtocol)) {
 		w.Header().Set("Allow", http.MethodPost)
 		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,10 @@ type StdioOptions struct {
 	MaxMessage int
 	// MaxInFlight bounds requests being served or waiting to be written;
 	// reading pauses while it is reached, so a client that stops reading
-	// its results stops being read. Zero means 256.
+	// its results stops being read. When it is reached while the client
+	// reads, a further request is refused after a short wait instead, so
+	// that the client's answers and cancellations behind it are read.
+	// Zero means 256.
 	MaxInFlight int
 	// QueueSize bounds queued notifications (progress, list_changed); more
 	// are dropped. Zero means 1024.
@@ -131,6 +135,10 @@ type stdioSession struct {
 	send     func(*jsonrpc.Message) bool // Notify, made once
 	detached context.Context             // the session's context without its end, for requests (see start)
 
+	// initialized is where the connection's one initialize stands: none
+	// yet (or only failed ones), one being served, or one that succeeded.
+	initialized atomic.Int32
+
 	mu    sync.Mutex
 	calls map[string]inFlight // in-flight requests by id
 	wg    sync.WaitGroup
@@ -194,21 +202,19 @@ func (s *stdioSession) read(ctx context.Context) {
 			s.inErr <- err
 			return
 		}
-		msg, derr := jsonrpc.Decode(line)
-		if derr != nil {
-			var de *jsonrpc.DecodeError
-			if errors.As(derr, &de) {
-				s.reject(de.ID, de.Code, de.Reason)
-			}
+		msg, de := decodeClient(line, false)
+		if de != nil {
+			s.reject(de.ID, de.Code, de.Reason)
 			continue
 		}
 		switch {
 		case msg.IsRequest():
-			select {
-			case s.slots <- struct{}{}: // backpressure: wait for a slot
-			case <-ctx.Done():
-				s.inErr <- ctx.Err()
-				return
+			if !s.acquire(ctx, msg) {
+				if ctx.Err() != nil {
+					s.inErr <- ctx.Err()
+					return
+				}
+				continue // refused: reading goes on
 			}
 			if serve := s.start(ctx, msg); serve != nil {
 				s.workers.run(s.follow)
@@ -219,12 +225,56 @@ func (s *stdioSession) read(ctx context.Context) {
 			// A response completes the request it answers; it is never a
 			// notification for the Handler.
 			if !s.asks.deliver(msg) {
-				s.log.Info("dropped a client response that no request awaits", "id", string(msg.ID))
+				s.log.Info("dropped a client response that no request awaits", "id", clip(string(msg.ID)))
 			}
 		case msg.Method == "notifications/cancelled":
 			s.cancel(msg.Params)
 		default:
-			s.h.Notified(ctx, s, msg)
+			s.notified(ctx, msg)
+		}
+	}
+}
+
+// slotWait is how long a request waits for a slot before the reader tells
+// a full house of requests being served from a client that stopped
+// reading (see acquire).
+const slotWait = 250 * time.Millisecond
+
+// codeBusy is the error of a request refused because MaxInFlight requests
+// are in flight: JSON-RPC's range for server errors.
+const codeBusy = -32000
+
+// acquire takes a slot for msg, a request. While every slot is taken it
+// waits, as long as output to the client is backed up: a client that stops
+// reading its results stops being read. Otherwise the requests in flight
+// are still being served, possibly waiting for an answer of the client's
+// (a response to Ask, a cancellation) that comes after msg on the input;
+// so after slotWait msg is refused, and reading goes on. It returns false
+// when msg was refused or ctx ended.
+func (s *stdioSession) acquire(ctx context.Context, msg *jsonrpc.Message) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	wait := time.NewTimer(slotWait)
+	defer wait.Stop()
+	for {
+		select {
+		case s.slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-wait.C:
+			if s.ob.backedUp() {
+				wait.Reset(slotWait)
+				continue
+			}
+			s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(msg.ID)))
+			// Not a response in the queue's sense: it holds no slot.
+			s.ob.push(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(codeBusy,
+				"too many requests in flight: at most %d at once; wait for a response before sending another request", cap(s.slots))).Encode(), false)
+			return false
 		}
 	}
 }
@@ -234,7 +284,7 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 	if id == nil {
 		id = []byte("null")
 	}
-	s.log.Warn("invalid message from the client", "reason", reason)
+	s.log.Warn("invalid message from the client", "reason", clip(reason))
 	s.ob.push(jsonrpc.Failure(id, &jsonrpc.Error{Code: code, Message: reason}).Encode(), false)
 }
 
@@ -269,8 +319,17 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.mu.Unlock()
 			cancel(nil)
 		}()
+		initialize := msg.Method == "initialize"
+		if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
+			// As over HTTP: a session is initialized once; a second
+			// initialize would change its version and capabilities under
+			// the requests already made with them.
+			s.ob.push(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode(), true)
+			return
+		}
 		meta := metaVersion(msg.Params)
-		if meta != "" && !Supported(meta) && msg.Method != "initialize" {
+		if meta != "" && !Supported(meta) && !initialize {
 			// As over HTTP: a request that names a generation the
 			// server does not speak is refused, with those it does.
 			s.ob.push(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode(), true)
@@ -285,13 +344,20 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 				return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 			}
 		}
-		resp := s.h.Handle(rctx, req)
+		resp := s.handle(rctx, req)
+		if initialize {
+			if resp != nil && resp.Error == nil {
+				s.initialized.Store(initDone)
+			} else {
+				s.initialized.Store(initNone) // the client may try again
+			}
+		}
 		if resp == nil {
 			<-s.slots
 			return
 		}
 		resp.ID = msg.ID
-		if msg.Method == "initialize" && resp.Error == nil {
+		if initialize && resp.Error == nil {
 			if v := negotiated(resp.Result); v != "" {
 				s.protocol.Store(&v)
 			}
@@ -305,6 +371,36 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 		}
 		s.ob.push(resp.Encode(), true)
 	}
+}
+
+// Where a stdio connection's initialize stands (stdioSession.initialized).
+const (
+	initNone int32 = iota
+	initRunning
+	initDone
+)
+
+// handle calls the Handler; a panic becomes an internal error response
+// rather than the end of the process, as over HTTP.
+func (s *stdioSession) handle(ctx context.Context, req *Request) (resp *jsonrpc.Message) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("the handler panicked", "method", clip(req.Msg.Method), "panic", v, "stack", string(debug.Stack()))
+			resp = jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error while serving %s", clip(req.Msg.Method)))
+		}
+	}()
+	return s.h.Handle(ctx, req)
+}
+
+// notified passes a notification to the Handler; a panic is logged, and
+// the connection goes on.
+func (s *stdioSession) notified(ctx context.Context, msg *jsonrpc.Message) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("the handler panicked on a notification", "method", clip(msg.Method), "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	s.h.Notified(ctx, s, msg)
 }
 
 // capabilities are the client capabilities a request carries: its own at
@@ -555,6 +651,14 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 			}
 		}
 	}
+}
+
+// backedUp reports whether messages wait to be written, or a write is
+// under way: with a client that reads, the queue is empty most of the time.
+func (o *lineQueue) backedUp() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.writing || len(o.queue) > 0
 }
 
 // flushWait waits until the writer found the queue empty, up to limit.

@@ -10,6 +10,11 @@ import (
 // own bound, so that both accept exactly what encoding/json accepts.
 const maxDepth = 10000
 
+// recurseDepth is how deep skipValue recurses; deeper containers are
+// scanned without recursion (skipNested). Messages seldom nest this deep,
+// and recursion is the faster way for those that do not.
+const recurseDepth = 64
+
 // errSyntax is what the scanner reports for bytes that are not JSON.
 var errSyntax = errors.New("rawjson: invalid JSON")
 
@@ -200,8 +205,14 @@ func skipValue(d []byte, i, depth int) (int, bool) {
 		end, _, ok := skipString(d, i)
 		return end, ok
 	case c == '{':
+		if depth >= recurseDepth {
+			return skipNested(d, i, depth)
+		}
 		return skipObject(d, i, depth+1)
 	case c == '[':
+		if depth >= recurseDepth {
+			return skipNested(d, i, depth)
+		}
 		return skipArray(d, i, depth+1)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return skipNumber(d, i)
@@ -213,6 +224,115 @@ func skipValue(d []byte, i, depth int) (int, bool) {
 		return skipLiteral(d, i, "null")
 	}
 	return i, false
+}
+
+// skipNested is skipValue for a value nested recurseDepth or more deep. It
+// keeps the containers it is inside of on a stack of its own rather than
+// recursing, so that a value nested ten thousand deep costs a few
+// kilobytes, not megabytes of goroutine stack that would stay with the
+// goroutine serving it.
+func skipNested(d []byte, i, depth int) (int, bool) {
+	var small [32]bool
+	open := small[:0] // the containers open within the value: true for an object
+	for {
+		// i is at the start of a value.
+		if i >= len(d) {
+			return i, false
+		}
+		var ok bool
+		switch c := d[i]; {
+		case c == '{' || c == '[':
+			if depth+len(open)+1 > maxDepth {
+				return i, false
+			}
+			closing := byte(']')
+			if c == '{' {
+				closing = '}'
+			}
+			i = skipSpace(d, i+1)
+			if i < len(d) && d[i] == closing {
+				i++
+				break
+			}
+			open = append(open, c == '{')
+			if c == '{' {
+				if i, ok = skipKey(d, i); !ok {
+					return i, false
+				}
+			}
+			continue
+		case c == '"':
+			if i, _, ok = skipString(d, i); !ok {
+				return i, false
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			if i, ok = skipNumber(d, i); !ok {
+				return i, false
+			}
+		case c == 't':
+			if i, ok = skipLiteral(d, i, "true"); !ok {
+				return i, false
+			}
+		case c == 'f':
+			if i, ok = skipLiteral(d, i, "false"); !ok {
+				return i, false
+			}
+		case c == 'n':
+			if i, ok = skipLiteral(d, i, "null"); !ok {
+				return i, false
+			}
+		default:
+			return i, false
+		}
+		// A value ended at i: close the containers it ends, then go on to
+		// the next value of the innermost one still open.
+		for {
+			if len(open) == 0 {
+				return i, true
+			}
+			i = skipSpace(d, i)
+			if i == len(d) {
+				return i, false
+			}
+			object := open[len(open)-1]
+			closing := byte(']')
+			if object {
+				closing = '}'
+			}
+			if d[i] == closing {
+				i++
+				open = open[:len(open)-1]
+				continue
+			}
+			if d[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(d, i+1)
+			if object {
+				if i, ok = skipKey(d, i); !ok {
+					return i, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// skipKey skips an object member's name and its colon from d[i], and the
+// whitespace after it: it returns where the member's value starts.
+func skipKey(d []byte, i int) (int, bool) {
+	if i == len(d) || d[i] != '"' {
+		return i, false
+	}
+	end, _, ok := skipString(d, i)
+	if !ok {
+		return end, false
+	}
+	i = skipSpace(d, end)
+	if i == len(d) || d[i] != ':' {
+		return i, false
+	}
+	return skipSpace(d, i+1), true
 }
 
 func skipLiteral(d []byte, i int, lit string) (int, bool) {
