@@ -1,6 +1,10 @@
 package config
 
-import "os"
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
 
 // Empty is the workspace of an absent config: no servers, default settings.
 func Empty() *Workspace {
@@ -29,7 +33,9 @@ func LoadExisting(paths []string, lookupEnv func(string) (string, bool)) (*Works
 	return ws, append(problems, more...)
 }
 
+// fileExists reports whether anything is at p: a directory or an unreadable
+// file there is a mistake that Load reports, not an absent file.
 func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
+	_, err := os.Stat(p)
+	return !errors.Is(err, fs.ErrNotExist)
 }

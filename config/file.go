@@ -115,7 +115,11 @@ func decodeDocument(r *reader, data []byte) (root *yaml.Node, isJSON, ok bool) {
 	doc, err := decodeYAML(data)
 	if err != nil {
 		line, msg := yamlSyntaxError(data, err)
-		r.errorf(line, "", "invalid YAML: %s; fix the syntax on that line", msg)
+		fix := "fix the syntax on that line"
+		if tabIndented(data, line) {
+			fix = "indent that line with spaces: YAML does not allow tabs in indentation"
+		}
+		r.errorf(line, "", "invalid YAML: %s; %s", msg, fix)
 		return nil, false, false
 	}
 	if doc.more {

@@ -118,7 +118,11 @@ func importServers(servers *yaml.Node, t *translation, file string) {
 		if n := t.notes[p.key]; n != nil {
 			comment = append(comment, fmt.Sprintf("from %s line %d: %s", filepath.Base(file), p.k.Line, n.source))
 			for _, pr := range n.problems {
-				comment = append(comment, "note: "+strings.ReplaceAll(pr.Message, "\n", " "))
+				msg := pr.Message
+				if pr.Field != "" {
+					msg = pr.Field + ": " + msg
+				}
+				comment = append(comment, "note: "+strings.ReplaceAll(msg, "\n", " "))
 			}
 		} else {
 			comment = append(comment, fmt.Sprintf("from %s line %d", filepath.Base(file), p.k.Line))

@@ -98,6 +98,15 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
 		Discovery: Discovery{Mode: DiscoveryAll},
 	}
+	// Every env_file a server names, read or not, is watched with the config.
+	seenEnvFile := map[string]bool{}
+	envFile := func(path string) ([]byte, error) {
+		if !seenEnvFile[path] {
+			seenEnvFile[path] = true
+			ws.EnvFiles = append(ws.EnvFiles, path)
+		}
+		return readFile(path)
+	}
 	var (
 		problems []Problem
 		fatal    bool
@@ -118,7 +127,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		if err != nil {
 			dir = filepath.Dir(src.name)
 		}
-		res := parseFile(fileContext{file: src.name, dir: dir, lookupEnv: lookupEnv, readFile: readFile}, src.data)
+		res := parseFile(fileContext{file: src.name, dir: dir, lookupEnv: lookupEnv, readFile: envFile}, src.data)
 		problems = append(problems, res.problems.problems...)
 		fatal = fatal || res.problems.hasErrors()
 		if res.dialect != "" {
@@ -159,9 +168,12 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 // readProblem describes a config file that could not be read.
 func readProblem(src source) Problem {
 	p := Problem{Severity: SeverityError, File: src.name}
-	if errors.Is(src.err, fs.ErrNotExist) {
+	switch st, err := os.Stat(src.name); {
+	case errors.Is(src.err, fs.ErrNotExist):
 		p.Message = "file does not exist; create it, or stop passing it with --config"
-	} else {
+	case err == nil && st.IsDir():
+		p.Message = fmt.Sprintf("is a directory, not a config file; name the file in it, such as %s", filepath.Join(src.name, "mcp-aggregator.yaml"))
+	default:
 		p.Message = fmt.Sprintf("cannot read the file (%v); check its permissions", errorCause(src.err))
 	}
 	return p

@@ -13,6 +13,7 @@ type (
 		Sources   []Source  // what each file that could be read was read as
 		Servers   []*Server // valid servers in config order (later files replace earlier ids in place)
 		Rejected  []string  // ids of servers present in the config but rejected by a per-server error
+		EnvFiles  []string  // absolute paths of the env_files the servers name, present or not
 		Limits    Limits
 		Security  Security
 		Naming    Naming

@@ -3,8 +3,10 @@ package config
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -15,7 +17,8 @@ import (
 // directory, not the file, because editors save by writing a temporary file
 // and renaming it over the original, which leaves a watch on the file
 // itself blind. A poll of mtime and size every poll interval backs the
-// watch up on filesystems where events do not arrive. The channel holds at
+// watch up on filesystems where events do not arrive, and for files in a directory
+// that cannot be watched. The channel holds at
 // most one pending signal; it is closed when ctx ends.
 func Watch(ctx context.Context, paths []string, debounce, poll time.Duration) (<-chan struct{}, error) {
 	return watchWith(ctx, paths, debounce, poll, true)
@@ -41,10 +44,9 @@ func watchWith(ctx context.Context, paths []string, debounce, poll time.Duration
 		if !events {
 			break
 		}
-		if err := w.Add(d); err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("watch directory %s: %w", d, err)
-		}
+		// A directory that cannot be watched (one that does not exist yet,
+		// say) is left to the poll, which sees its files appear.
+		_ = w.Add(d)
 	}
 	out := make(chan struct{}, 1)
 	last := snapshot(files) // before returning, so no change can slip between
@@ -95,10 +97,11 @@ func watchWith(ctx context.Context, paths []string, debounce, poll time.Duration
 	return out, nil
 }
 
-// snapshot summarizes the files' existence, mtime and size.
+// snapshot summarizes the files' existence, mtime and size, in the order of their
+// names, so that unchanged files give the same summary every time.
 func snapshot(files map[string]bool) string {
 	s := ""
-	for f := range files {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		if st, err := os.Stat(f); err == nil {
 			s += fmt.Sprintf("%s|%d|%d;", f, st.ModTime().UnixNano(), st.Size())
 		} else {

@@ -55,3 +55,18 @@ func lineEnds(data []byte) []int {
 	}
 	return ends
 }
+
+// tabIndented reports whether line (1-based) of data is indented with a tab.
+func tabIndented(data []byte, line int) bool {
+	ends := lineEnds(data)
+	if line < 1 || line > len(ends) {
+		return false
+	}
+	start := 0
+	if line > 1 {
+		start = ends[line-2]
+	}
+	text := data[start:ends[line-1]]
+	indent := text[:len(text)-len(bytes.TrimLeft(text, " \t"))]
+	return bytes.IndexByte(indent, '\t') >= 0
+}

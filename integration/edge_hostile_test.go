@@ -202,3 +202,42 @@ func TestEdgeHeadersAndBrowserPages(t *testing.T) {
 	assert.Contains(t, r.header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id")
 	assert.NotEmpty(t, r.header.Get("Mcp-Session-Id"))
 }
+
+// TestEdgeBrowserPageWithAuth: with http.auth, a page of an allowed origin
+// gets its CORS preflight answered (a browser sends no credentials with
+// one), while the request itself still needs its token, and the page may
+// read the refusal; a page of another origin gets no preflight.
+func TestEdgeBrowserPageWithAuth(t *testing.T) {
+	t.Parallel()
+	const app = "https://app.example"
+	token := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, "version: 1\nhttp:\n  allowed_origins: ['"+app+"']\n  auth: {tokens: {page: {env: PAGE_TOKEN}}}\nservers:\n  demo:\n    truely-stateless: true\n    "+demoServer("tools")+"\n")},
+		env:     []string{"PAGE_TOKEN=" + token}})
+	a.waitLoaded()
+
+	preflight := func(origin string) coreHTTPReply {
+		req, err := http.NewRequest(http.MethodOptions, a.url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		return coreDo(t, req)
+	}
+	r := preflight(app)
+	assert.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+	assert.Equal(t, app, r.header.Get("Access-Control-Allow-Origin"))
+	assert.Equal(t, "authorization, content-type", r.header.Get("Access-Control-Allow-Headers"))
+	r = preflight("https://evil.example")
+	assert.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
+	assert.Empty(t, r.header.Get("Access-Control-Allow-Origin"))
+
+	initialize := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion +
+		`","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`)
+	r = corePost(t, a.url, "", initialize, map[string]string{"Origin": app})
+	assert.Equal(t, http.StatusUnauthorized, r.status, "%s", r.body)
+	assert.Equal(t, app, r.header.Get("Access-Control-Allow-Origin"), "the page may read the refusal")
+	r = corePost(t, a.url, "", initialize, map[string]string{"Origin": app, "Authorization": "Bearer " + token})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.NotEmpty(t, r.header.Get("Mcp-Session-Id"))
+}

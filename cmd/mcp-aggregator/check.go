@@ -22,6 +22,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
+	if _, err := c.logger(stderr); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
 	src := resolveConfig(c.configs, os.Getenv)
 	var notes []config.Problem
 	for _, n := range src.notes {

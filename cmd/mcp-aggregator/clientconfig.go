@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -108,11 +109,12 @@ func clientConfig(args []string, stdout, stderr io.Writer) int {
 	if ok, code := parse(fs, args[1:], stderr); !ok {
 		return code
 	}
-
-	command, err := os.Executable()
-	if err == nil {
-		command, err = filepath.EvalSymlinks(command)
+	if strings.TrimSpace(*name) == "" {
+		fmt.Fprintln(stderr, "client-config: --name is empty; give the name the client should show, such as mcp-aggregator")
+		return 2
 	}
+
+	command, err := selfPath()
 	if err != nil {
 		fmt.Fprintln(stderr, "client-config: cannot tell where this binary is:", err)
 		return 1
@@ -142,6 +144,34 @@ func clientConfig(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "# "+client.where)
 	fmt.Fprint(stdout, client.render(*name, command, args, abs))
 	return 0
+}
+
+// selfPath is the absolute path a client should start this binary by: the one
+// the command line named it by (the user's PATH, or a path) when that leads to
+// this very file, since a package manager's symlink there outlives an upgrade
+// that replaces its target; else the executable itself, symlinks resolved.
+func selfPath() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(os.Args) == 0 || os.Args[0] == "" {
+		return exe, nil
+	}
+	named, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		return exe, nil
+	}
+	if named, err = filepath.Abs(named); err != nil {
+		return exe, nil
+	}
+	if real, err := filepath.EvalSymlinks(named); err != nil || real != exe {
+		return exe, nil
+	}
+	return named, nil
 }
 
 // jsonSnippet renders {"<container>": {"<name>": server}} as indented JSON.

@@ -67,7 +67,7 @@ func resolveConfig(flags []string, getenv func(string) string) source {
 	return source{demo: true, origin: "demo", notes: []string{fmt.Sprintf(
 		"no config found in %s (no --config, no %s, neither %s there): using the built-in demo config; "+
 			"point at yours with --config FILE or %s=FILE (an IDE starts the aggregator in a directory of its own choosing, so use absolute paths)",
-		wd, configEnvVar, defaults, configEnvVar)}}
+		wd, configEnvVar, strings.Join(config.DefaultPaths(), " nor "), configEnvVar)}}
 }
 
 // discover resolves the config for a long-running command and logs what the user

@@ -29,7 +29,10 @@ func (g *gateway) handler() http.Handler {
 	if g.auth != nil {
 		g.auth.edge.Store(g.edge) // sessions of withdrawn clients end there
 	}
-	mux.Handle("/mcp", g.protect(g.edge))
+	// A browser page of an allowed origin gets its CORS preflight answered
+	// before authentication: a browser sends no credentials with one. A
+	// foreign Host or Origin is refused before authentication too.
+	mux.Handle("/mcp", g.edge.CORS(g.guard(g.protect(g.edge))))
 	if g.drain != nil {
 		// Operators only: see drainer.endpoint.
 		mux.Handle("/drain", g.guard(g.drain.endpoint(g.auth)))

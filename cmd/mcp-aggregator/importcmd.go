@@ -12,8 +12,8 @@ import (
 
 // importConfigs prints the config files given, of any dialect, as one commented
 // mcp-aggregator YAML document, and on stderr what the translation noticed and what
-// checking the result finds (a variable that is not set, say). It exits 1 when a file
-// cannot be read at all.
+// checking the result finds (a variable that is not set, say). It exits 1, printing
+// nothing, when a file cannot be read at all or the files define no server.
 func importConfigs(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.Usage = func() {
@@ -50,10 +50,14 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	// relative paths resolve as they will.
 	beside := filepath.Join(filepath.Dir(files[0].Name), "mcp-aggregator.yaml")
 	ws, more := config.LoadBytes(beside, out, os.LookupEnv)
-	if errs > 0 && (ws == nil || len(ws.Servers)+len(ws.Rejected) == 0) {
-		// Nothing could be read: printing an empty config would let
-		// "import ... > mcp-aggregator.yaml" replace a config with nothing.
-		fmt.Fprintln(stderr, "error: no server could be read; nothing was printed")
+	if ws == nil || len(ws.Servers)+len(ws.Rejected) == 0 {
+		// No server to import: an empty config written over a watched one
+		// would stop every server it runs, where an empty file is refused.
+		if errs > 0 {
+			fmt.Fprintln(stderr, "error: no server could be read; nothing was printed")
+		} else {
+			fmt.Fprintln(stderr, "error: the files define no server to import (none, or only disabled ones); nothing was printed")
+		}
 		return 1
 	}
 	if _, err := stdout.Write(out); err != nil {

@@ -116,6 +116,10 @@ func oauthCommand(name string, args []string, stdout, stderr io.Writer, flags fu
 	if !ok {
 		return "", nil, nil, code
 	}
+	if _, err := c.logger(stderr); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return "", nil, nil, 2
+	}
 	srv, store, code := oauthServer(name, &c, id, stdout, stderr)
 	return id, srv, store, code
 }

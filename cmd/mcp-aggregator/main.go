@@ -29,7 +29,8 @@ Usage:
   mcp-aggregator [serve] [--config FILE]... [--http ADDR]  serve (stdio by default; --http serves http://ADDR/mcp)
   mcp-aggregator check   [--config FILE]...                validate the config, print problems; exit 1 on any error
   mcp-aggregator tools   [--config FILE]... [--json]       start the upstreams, print the exported catalog
-  mcp-aggregator client-config CLIENT [--config FILE]...   print what to add to CLIENT's config to use this binary
+  mcp-aggregator client-config CLIENT [--config FILE]... [--name NAME]
+                                                           print what to add to CLIENT's config to use this binary
                                                            (claude-code, claude-desktop, cursor, vscode, gemini, codex, inspector)
   mcp-aggregator import FILE...                            print a client's config (mcpServers JSON, VS Code,
                                                            TENEX, HoloDeck, chatagent) as mcp-aggregator YAML
@@ -44,6 +45,7 @@ like PATH); else the first of ./mcp-aggregator.yaml and ./.minds/mcp.yaml in
 the working directory; with none, every command uses a built-in demo config.
 A file may be mcp-aggregator YAML or the config of another MCP client.
 
+Exit status: 0 ok; 1 config errors or a failure; 2 a command line that cannot be used.
 Run 'mcp-aggregator COMMAND --help' for a command's flags.
 `
 
@@ -68,6 +70,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "tools":
 		return tools(args, stdout, stderr)
 	case "version":
+		if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "-help" {
+			fmt.Fprintf(stderr, "version: unexpected argument %q\n", args[0])
+			return 2
+		}
 		fmt.Fprintln(stdout, "mcp-aggregator", buildVersion())
 		return 0
 	case "client-config":
@@ -138,6 +144,13 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	// Every line, whatever it is about, is scrubbed of every secret the loaded
 	// configs hold (see source.load).
 	return slog.New(c.secrets.Handler(h)), nil
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {

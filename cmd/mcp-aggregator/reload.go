@@ -4,8 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
@@ -20,35 +21,61 @@ const (
 	reloadPoll     = time.Second
 )
 
-// watchConfig starts watching the config files (nil for the demo, or when
-// they cannot be watched). Started before the first load, it sees a change
-// made at any time after the files were read.
-func watchConfig(ctx context.Context, src source, log *slog.Logger) <-chan struct{} {
+// watchConfig starts watching the config files and the env files they name
+// (nil for the demo, or when they cannot be watched). Started before the
+// first load, it sees a change made at any time after the files were read.
+func watchConfig(ctx context.Context, src source, envFiles []string, log *slog.Logger) <-chan struct{} {
 	if src.demo {
 		return nil
 	}
-	changed, err := config.Watch(ctx, src.paths, reloadDebounce, reloadPoll)
+	paths := append(append([]string(nil), src.paths...), envFiles...)
+	changed, err := config.Watch(ctx, paths, reloadDebounce, reloadPoll)
 	if err != nil {
 		log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
 		return nil
 	}
+	log.Debug("watching for changes", "files", strings.Join(paths, string(filepath.ListSeparator)))
 	return changed
 }
 
-// watchAndReload reloads the config whenever changed fires or the process
-// receives SIGHUP, until ctx ends. A changed stored login (logins) reloads
-// too: the servers that were waiting for it start.
-func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed, logins <-chan struct{}, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// configWatch is the running watch of the config files and of the env files
+// the last good config names.
+type configWatch struct {
+	src      source
+	log      *slog.Logger
+	cancel   context.CancelFunc
+	envFiles []string
+	changed  <-chan struct{}
+}
+
+func startWatch(ctx context.Context, src source, envFiles []string, log *slog.Logger) *configWatch {
+	wctx, cancel := context.WithCancel(ctx)
+	return &configWatch{src: src, log: log, cancel: cancel, envFiles: envFiles,
+		changed: watchConfig(wctx, src, envFiles, log)}
+}
+
+// follow watches the env files ws names, when they are not those watched
+// already; a rejected config (nil) keeps the watch as it is.
+func (w *configWatch) follow(ctx context.Context, ws *config.Workspace) {
+	if ws == nil || slices.Equal(ws.EnvFiles, w.envFiles) {
+		return
+	}
+	w.cancel()
+	*w = *startWatch(ctx, w.src, ws.EnvFiles, w.log)
+}
+
+// watchAndReload reloads the config whenever the watch fires or hup (SIGHUP)
+// delivers, until ctx ends. A changed stored login (logins) reloads too: the
+// servers that were waiting for it start.
+func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins <-chan struct{}, hup <-chan os.Signal, log *slog.Logger) {
+	defer func() { w.cancel() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 			log.Info("SIGHUP: reloading config")
-		case _, ok := <-changed:
+		case _, ok := <-w.changed:
 			if !ok {
 				return
 			}
@@ -56,22 +83,48 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, src source, changed, lo
 		case <-logins:
 			log.Info("a stored OAuth login changed: reloading")
 		}
-		reload(ctx, p, src, log)
+		w.follow(ctx, reload(ctx, p, w.src, log))
 	}
 }
 
-func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) {
+// reload loads the config and applies it; it returns the workspace loaded, nil
+// when it was rejected.
+func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *config.Workspace {
 	ws, problems := src.loadLive()
 	if ws == nil {
-		log.Error("config rejected; keeping the last good config")
+		log.Error("config rejected; keeping the last good config until the errors below are fixed")
 	}
+	running := p.Servers()
 	report := p.Reconcile(ctx, ws, problems)
-	for _, pr := range report.Problems {
+	logProblems(log, report.Problems)
+	logRejected(log, ws, running)
+	log.Info("reload done", "changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed)
+	return ws
+}
+
+// logProblems logs each problem at its severity.
+func logProblems(log *slog.Logger, problems []config.Problem) {
+	for _, pr := range problems {
 		if pr.Severity == config.SeverityError {
 			log.Error(pr.String())
 		} else {
 			log.Warn(pr.String())
 		}
 	}
-	log.Info("reload done", "changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed)
+}
+
+// logRejected says, for each server whose definition has errors, what runs
+// instead: the last good definition of a server that was running (running
+// lists the servers of the last good config), else nothing.
+func logRejected(log *slog.Logger, ws *config.Workspace, running []string) {
+	if ws == nil {
+		return
+	}
+	for _, id := range ws.Rejected {
+		if slices.Contains(running, id) {
+			log.Warn("server definition has errors; the server keeps its last good instance and tools until they are fixed", "server", id)
+		} else {
+			log.Warn("server definition has errors; the server is not started until they are fixed", "server", id)
+		}
+	}
 }

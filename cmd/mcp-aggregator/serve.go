@@ -61,6 +61,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "serve: --drain-grace %s: use a positive duration such as 30s\n", *drainGrace)
 		return 2
 	}
+	if err := checkHTTPAddr(*httpAddr); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
 	if err := tlsFlags(*tlsCert, *tlsKey, *httpAddr); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
@@ -70,6 +74,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
+	// SIGHUP means "reload" from the first moment on: one that arrives while
+	// the upstreams start is answered with a reload once they have, never by
+	// the default action of ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	src := c.discover(log)
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
@@ -79,6 +89,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		tlsConfig = certs.config()
+	}
+	// The address is taken before anything starts: one that is in use stops
+	// the start at once, with nothing to close. Connections wait in the
+	// backlog until the gateway serves them.
+	var ln net.Listener
+	if *httpAddr != "" {
+		ln, err = net.Listen("tcp", listenAddr(*httpAddr))
+		if err != nil {
+			log.Error("cannot listen", "addr", *httpAddr, "err", err)
+			return 1
+		}
+		defer ln.Close() // a no-op once the server has taken it
 	}
 	recorder := ops.NewRecorder(recentReloads)
 
@@ -151,12 +173,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancelLoad()
 	loaded := make(chan int, 1)
 	go func() {
-		changes := watchConfig(loadCtx, src, log) // before the load, so no save after it is missed
-		code := initialLoad(loadCtx, p, src, log)
+		watch := startWatch(loadCtx, src, nil, log) // before the load, so no save after it is missed
+		code, ws := initialLoad(loadCtx, p, src, log)
 		loaded <- code
-		if code == 0 {
-			watchAndReload(loadCtx, p, src, changes, upAuth.changed, log)
+		if code != 0 {
+			watch.cancel()
+			return
 		}
+		watch.follow(loadCtx, ws)
+		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log)
 	}()
 
 	if *httpAddr == "" {
@@ -174,14 +199,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		case err := <-errc:
 			cancelLoad()
-			return stdioDone(err, log)
+			return stdioDone(ctx, err, log)
 		}
 		err := <-errc
 		cancelLoad()
-		return stdioDone(err, log)
+		return stdioDone(ctx, err, log)
 	}
 	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth, drain: drain,
-		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets, Draining: drain.draining})}, *httpAddr, loaded, log)
+		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets, Draining: drain.draining})}, ln, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see upstream.Supervisor),
@@ -197,28 +222,33 @@ func startSupervisor(log *slog.Logger, noCgroups bool) *upstream.Supervisor {
 	return upstream.NewSupervisor(opts)
 }
 
-func stdioDone(err error, log *slog.Logger) int {
+// stdioDone logs why the stdio server stopped and returns the exit code: 0
+// for the client closing stdin or a stop signal (ctx done), 1 for a failure.
+func stdioDone(ctx context.Context, err error, log *slog.Logger) int {
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		log.Error("stdio transport failed", "err", err)
 		return 1
+	}
+	if ctx.Err() != nil {
+		log.Info("stop signal: shutting down")
+		return 0
 	}
 	log.Info("downstream closed; shutting down")
 	return 0
 }
 
 // initialLoad loads the config and starts every upstream. It returns a
-// non-zero exit code when a required server could not start.
-func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) int {
+// non-zero exit code when a required server could not start, and the
+// workspace loaded (nil when it was rejected).
+func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) (int, *config.Workspace) {
 	defer p.MarkLoaded()
 	ws, problems := src.loadLive()
-	report := p.Reconcile(ctx, ws, problems)
-	for _, pr := range report.Problems {
-		if pr.Severity == config.SeverityError {
-			log.Error(pr.String())
-		} else {
-			log.Warn(pr.String())
-		}
+	if ws == nil {
+		log.Error("config rejected; serving no upstream server until the errors below are fixed (the config is reloaded when it changes, or on SIGHUP)")
 	}
+	report := p.Reconcile(ctx, ws, problems)
+	logProblems(log, report.Problems)
+	logRejected(log, ws, nil)
 	// One line, of bounded length however many tools the upstreams export.
 	const shown = 100
 	entries := p.Catalog().Entries()
@@ -235,11 +265,11 @@ func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logg
 			if s.Required && contains(report.Failed, s.ID) {
 				log.Error("a required server could not start; exiting", "server", s.ID,
 					"fix", "repair the server or set required: false to serve without it")
-				return 1
+				return 1, ws
 			}
 		}
 	}
-	return 0
+	return 0, ws
 }
 
 func contains(list []string, s string) bool {
@@ -249,6 +279,22 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkHTTPAddr rejects a --http value that names no address to listen on.
+func checkHTTPAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	const want = "use HOST:PORT, :PORT or PORT, such as 127.0.0.1:8080"
+	_, port, err := net.SplitHostPort(listenAddr(addr))
+	if err != nil {
+		return fmt.Errorf("--http %q is not an address to listen on; %s", addr, want)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("--http %q: %q is not a port; %s", addr, port, want)
+	}
+	return nil
 }
 
 // listenAddr binds loopback unless the address names a host.
@@ -264,13 +310,8 @@ func listenAddr(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func serveHTTP(ctx context.Context, gw *gateway, addr string, loaded <-chan int, log *slog.Logger) int {
+func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan int, log *slog.Logger) int {
 	edge := gw.edge
-	ln, err := net.Listen("tcp", listenAddr(addr))
-	if err != nil {
-		log.Error("cannot listen", "addr", addr, "err", err)
-		return 1
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- edge.Serve(ln, gw.handler()) }()
 	// Tests and scripts read this line to learn the port.

@@ -34,7 +34,11 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
-	c.logLevel = "error"
+	if !flagSet(fs, "log-level") {
+		// The catalog and its problems are the output; the log says more
+		// only when asked to.
+		c.logLevel = "error"
+	}
 	log, err := c.logger(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
