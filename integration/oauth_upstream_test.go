@@ -771,7 +771,7 @@ servers:
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, "tools: %s", out)
 	assert.Equal(t, 1, exitErr.ExitCode())
-	assert.Contains(t, string(out), `server "secured": could not start: server "secured": not logged in; run `+"`mcp-aggregator login secured`")
+	assert.Contains(t, string(out), `server "secured": could not start: not logged in; run `+"`mcp-aggregator login secured`")
 
 	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
 	require.Equal(t, 0, code, "login failed; stdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
@@ -61,8 +62,10 @@ func rulesFor(s *config.Server, pattern string) naming.Rules {
 }
 
 func startProblem(s *config.Server, err error) config.Problem {
+	// The problem names the server already; the error mostly does too.
+	why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", s.ID))
 	return config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID,
-		Message: fmt.Sprintf("could not start: %v", err)}
+		Message: "could not start: " + why}
 }
 
 // exclusionNotes says what the filters kept out of s's catalog, in at most one line.
@@ -80,7 +83,7 @@ func namingProblems(s *config.Server, plan naming.Plan) []config.Problem {
 		if np.Error {
 			sev = config.SeverityError
 		}
-		out = append(out, config.Problem{Severity: sev, File: s.File, Server: s.ID, Tool: np.Tool, Field: np.Field, Message: np.Message})
+		out = append(out, config.Problem{Severity: sev, File: s.File, Line: s.Line, Server: s.ID, Tool: np.Tool, Field: np.Field, Message: np.Message})
 	}
 	return out
 }

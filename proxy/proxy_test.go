@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -444,4 +445,28 @@ servers:
 	for _, e := range p.Catalog().Entries() {
 		assert.Contains(t, []string{"good", adminServer}, e.Server)
 	}
+}
+
+// A reload that comes after Close starts nothing: no one would stop it.
+func TestReconcileAfterCloseStartsNothing(t *testing.T) {
+	p := newTestProxy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	p.Close(ctx)
+	report := reconcile(t, p, load(t, t.TempDir(), baseServers()))
+	assert.Empty(t, report.Failed)
+	assert.Empty(t, p.Status(anonymousKey).Servers, "a server was started after Close")
+	assert.Equal(t, 2, p.Catalog().Len(), "only the admin tools")
+}
+
+// A server's problems carry its line, and say its name once.
+func TestServerProblemsNameTheServerOnce(t *testing.T) {
+	s := &config.Server{ID: "c", File: "c.yaml", Line: 7}
+	pr := startProblem(s, fmt.Errorf(`server "c": start /bin/nope: no such file`))
+	assert.Equal(t, 7, pr.Line)
+	assert.Equal(t, "could not start: start /bin/nope: no such file", pr.Message)
+	assert.Equal(t, 1, strings.Count(pr.String(), `server "c"`), "%s", pr.String())
+	named := namingProblems(s, naming.Plan{Problems: []naming.Problem{{Tool: "env", Message: "bad"}}})
+	require.Len(t, named, 1)
+	assert.Equal(t, 7, named[0].Line)
 }

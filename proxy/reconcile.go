@@ -76,6 +76,12 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	defer p.reloadMu.Unlock()
 	defer p.MarkLoaded()
 	report := Report{Problems: append([]config.Problem(nil), loadProblems...)}
+	if p.closed.Load() {
+		// Close has taken every server down, or is doing so: a reload that
+		// comes after it starts nothing that nobody would stop.
+		report.Version = p.Version()
+		return report
+	}
 	defer func(start time.Time) { p.observeReload(start, ws, report) }(time.Now())
 	if ws == nil {
 		report.Version = p.Version()
