@@ -83,9 +83,9 @@ servers:
 	}
 
 	problems := strings.Join(relStatus(t, c).Problems, "\n")
-	assert.Contains(t, problems, `server "oldver": initialize: the server answered with protocol version "1999-01-01"`)
+	assert.Contains(t, problems, `server "oldver": could not start: initialize: the server answered with protocol version "1999-01-01"`)
 	assert.Contains(t, problems, "set protocol:")
-	assert.Contains(t, problems, `server "loop": tools/list: page 3 names the cursor "a" of an earlier page as the next one; the server's pagination loops`)
+	assert.Contains(t, problems, `server "loop": could not start: tools/list: page 3 names the cursor "a" of an earlier page as the next one; the server's pagination loops`)
 	for _, server := range []string{"oldver", "loop"} {
 		assert.Zero(t, relCountLines(a, `msg="starting server failed; retrying"`, "server="+server),
 			"server %s is started again though it answers the same every time", server)

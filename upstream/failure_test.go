@@ -186,6 +186,7 @@ func TestInitializeFailures(t *testing.T) {
 		assert.Contains(t, err.Error(), `"quitter"`)
 		assert.Contains(t, err.Error(), "initialize")
 		assert.Contains(t, err.Error(), "exit status 3")
+		assert.Contains(t, err.Error(), `its last words on stderr: "exiting during initialize"`, "the error says why, without the log")
 		requireReaped(t, tracked.wait(t, '+'))
 	})
 

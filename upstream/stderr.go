@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // maxStderrLine is how much of one stderr line of an upstream is kept for the
@@ -101,4 +105,50 @@ func (b *lineBudget) report(now time.Time, final bool, log *slog.Logger, server,
 	log.Warn(msg, "server", server, "left_out", b.dropped,
 		"limit", fmt.Sprintf("%.0f lines, then %.0f a second", b.burst, b.rate))
 	b.dropped, b.reported = 0, now
+}
+
+// stderrTail keeps the last lines an upstream wrote to stderr, each cut
+// short, to say why it exited: a server that fails at start mostly says why
+// there, and the error then tells the operator without the log.
+type stderrTail struct {
+	mu    sync.Mutex
+	lines [tailLines]string
+	next  int // where the next line goes
+	n     int // lines kept
+}
+
+// How many stderr lines an exit error quotes, and how much of each.
+const (
+	tailLines = 3
+	tailBytes = 200
+)
+
+func (t *stderrTail) add(line []byte) {
+	if len(line) > tailBytes {
+		cut := tailBytes
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = append(line[:cut:cut], "…"...)
+	}
+	t.mu.Lock()
+	t.lines[t.next] = string(line)
+	t.next = (t.next + 1) % tailLines
+	t.n = min(t.n+1, tailLines)
+	t.mu.Unlock()
+}
+
+// said renders the kept lines, oldest first, to follow an exit status; ""
+// when the server wrote nothing to stderr.
+func (t *stderrTail) said() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		return ""
+	}
+	quoted := make([]string, 0, t.n)
+	for i := range t.n {
+		quoted = append(quoted, strconv.Quote(t.lines[(t.next-t.n+i+tailLines)%tailLines]))
+	}
+	return "; its last words on stderr: " + strings.Join(quoted, " | ")
 }

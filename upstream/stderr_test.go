@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,7 +95,7 @@ func TestStderrFloodIsBounded(t *testing.T) {
 		fmt.Fprintf(&in, "noise %d\n", i)
 	}
 	rec := newLogRecorder()
-	c := &stdioConn{server: "loud", log: rec.logger()}
+	c := &stdioConn{server: "loud", log: rec.logger(), stderrDone: make(chan struct{})}
 	c.logStderr(strings.NewReader(in.String()))
 	logged, leftOut := 0, 0
 	for _, l := range rec.lines {
@@ -112,4 +113,21 @@ func TestStderrFloodIsBounded(t *testing.T) {
 	assert.Less(t, logged, lines/2, "the flood is not")
 	assert.Equal(t, lines, logged+leftOut, "every line is logged or counted")
 	assert.Contains(t, rec.lines[0], "line=noise 0", "lines are logged from the first")
+}
+
+// The last stderr lines kept for an exit error: the newest few, oldest
+// first, each cut short without splitting a character.
+func TestStderrTail(t *testing.T) {
+	var tail stderrTail
+	assert.Empty(t, tail.said())
+	tail.add([]byte("one"))
+	assert.Equal(t, `; its last words on stderr: "one"`, tail.said())
+	for _, l := range []string{"two", "three", "four"} {
+		tail.add([]byte(l))
+	}
+	assert.Equal(t, `; its last words on stderr: "two" | "three" | "four"`, tail.said())
+	tail.add([]byte(strings.Repeat("é", tailBytes)))
+	last := tail.lines[(tail.next+tailLines-1)%tailLines]
+	assert.True(t, utf8.ValidString(last))
+	assert.LessOrEqual(t, len(last), tailBytes+len("…"))
 }

@@ -70,13 +70,17 @@ type stdioConn struct {
 
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
-	stopOnce              sync.Once
-	closing               atomic.Bool   // close was called: an exit is expected
-	stopped               chan struct{} // closed when nothing of the process group is left
-	closed                chan struct{}
-	closeOnce             sync.Once
-	lostOnce              sync.Once // lost reports the end once (read, watchLeader)
-	failure               error     // why the connection failed; set before closed is closed
+	// lastWords are the last lines the server wrote to stderr, said when
+	// it exits; stderrDone is closed once its stderr ended.
+	lastWords  stderrTail
+	stderrDone chan struct{}
+	stopOnce   sync.Once
+	closing    atomic.Bool   // close was called: an exit is expected
+	stopped    chan struct{} // closed when nothing of the process group is left
+	closed     chan struct{}
+	closeOnce  sync.Once
+	lostOnce   sync.Once // lost reports the end once (read, watchLeader)
+	failure    error     // why the connection failed; set before closed is closed
 }
 
 // reply is what a pending call receives: a response, or why there is none.
@@ -136,7 +140,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
 		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace,
-		closed: make(chan struct{}), stopped: make(chan struct{}),
+		closed: make(chan struct{}), stopped: make(chan struct{}), stderrDone: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
 	go c.watchLeader()
@@ -243,7 +247,13 @@ func (c *stdioConn) lose(err error) {
 	// Report how the process exited when that is quick to learn.
 	select {
 	case <-c.proc.exited:
-		err = fmt.Errorf("server %q exited: %s", c.server, c.proc.status)
+		// What it said last is most often why; its stderr ends about when
+		// it exits.
+		select {
+		case <-c.stderrDone:
+		case <-time.After(100 * time.Millisecond):
+		}
+		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.status, c.lastWords.said())
 	case <-time.After(100 * time.Millisecond):
 		if !errors.Is(err, io.EOF) {
 			err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
@@ -626,8 +636,10 @@ func (c *stdioConn) shutdown() {
 }
 
 func (c *stdioConn) logStderr(stderr io.Reader) {
+	defer close(c.stderrDone)
 	var budget lineBudget
 	stderrLines(stderr, maxStderrLine, func(line []byte, cut int64) {
+		c.lastWords.add(line)
 		now := time.Now()
 		if !budget.take(now) {
 			return // read all the same: a server blocked on stderr stops
