@@ -152,6 +152,9 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 		_ = inst.Close()
 		return nil, err
 	}
+	if c, ok := inst.conn.(*stdioConn); ok {
+		c.started.Store(true)
+	}
 	inst.follow()
 	return inst, nil
 }

@@ -71,9 +71,13 @@ type stdioConn struct {
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
 	// lastWords are the last lines the server wrote to stderr, said when
-	// it exits; stderrDone is closed once its stderr ended.
+	// it exits while it starts; stderrDone is closed once its stderr ended.
+	// Once it has started (started), an exit says no more than its status:
+	// its calls' errors go to clients, and what it wrote to stderr while
+	// serving may be about any client's calls (it is in the log).
 	lastWords  stderrTail
 	stderrDone chan struct{}
+	started    atomic.Bool
 	stopOnce   sync.Once
 	closing    atomic.Bool   // close was called: an exit is expected
 	stopped    chan struct{} // closed when nothing of the process group is left
@@ -249,11 +253,15 @@ func (c *stdioConn) lose(err error) {
 	case <-c.proc.exited:
 		// What it said last is most often why; its stderr ends about when
 		// it exits.
-		select {
-		case <-c.stderrDone:
-		case <-time.After(100 * time.Millisecond):
+		said := ""
+		if !c.started.Load() {
+			select {
+			case <-c.stderrDone:
+			case <-time.After(100 * time.Millisecond):
+			}
+			said = c.lastWords.said()
 		}
-		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.status, c.lastWords.said())
+		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.status, said)
 	case <-time.After(100 * time.Millisecond):
 		if !errors.Is(err, io.EOF) {
 			err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
