@@ -60,8 +60,11 @@ type listener struct {
 	id     json.RawMessage // the listen request's id: the subscription id
 	client string          // the authenticated client that opened it
 	filter listenFilter
-	send   func(*jsonrpc.Message) bool
-	end    chan struct{} // closed when the server ends the subscription
+	// servers maps each URI of filter.ResourceSubscriptions to the server
+	// subscribed to it for this stream (guarded by the clients' lock).
+	servers map[string]string
+	send    func(*jsonrpc.Message) bool
+	end     chan struct{} // closed when the server ends the subscription
 
 	mu     sync.Mutex
 	acked  bool
@@ -192,6 +195,35 @@ func (c *clients) unlisten(l *listener) {
 	c.mu.Unlock()
 }
 
+// subscribeListener records the resources a listen stream is subscribed
+// to, each with the server that serves it.
+func (c *clients) subscribeListener(l *listener, uris []string, servers map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.filter.ResourceSubscriptions = uris
+	l.servers = servers
+}
+
+// filterOf is what a listen stream was granted.
+func (c *clients) filterOf(l *listener) listenFilter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.filter
+}
+
+// listenerHolds reports whether a registered listen stream other than
+// except is subscribed to uri on server.
+func (c *clients) listenerHolds(server, uri string, except *listener) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l := range c.listeners {
+		if l != except && l.servers[uri] == server && server != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // endListeners ends every listen stream gracefully (shutdown).
 func (c *clients) endListeners() {
 	c.mu.Lock()
@@ -284,21 +316,18 @@ func (c *clients) byLeaseKey(leaseKey string) downstream.Session {
 	return c.sessions[key]
 }
 
-// resourceUpdated tells the listen streams subscribed to uri.
-func (c *clients) resourceUpdated(uri string, params json.RawMessage) {
+// resourceUpdated tells the listen streams subscribed to uri on server,
+// each under its own subscription id.
+func (c *clients) resourceUpdated(server, uri string, params json.RawMessage) {
 	c.mu.Lock()
 	var targets []*listener
 	for l := range c.listeners {
-		for _, u := range l.filter.ResourceSubscriptions {
-			if u == uri {
-				targets = append(targets, l)
-				break
-			}
+		if l.servers[uri] == server {
+			targets = append(targets, l)
 		}
 	}
 	c.mu.Unlock()
 	for _, l := range targets {
-		l.deliver(&jsonrpc.Message{Method: "notifications/resources/updated",
-			Params: withMember(params, "_meta", subscriptionMeta(l.id, nil)[len(`{"_meta":`):len(subscriptionMeta(l.id, nil))-1])})
+		l.deliver(&jsonrpc.Message{Method: "notifications/resources/updated", Params: withSubscriptionID(params, l.id)})
 	}
 }

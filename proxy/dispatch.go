@@ -375,7 +375,13 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 			return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications must be an object: %v", err)
 		}
 	}
+	// The resources it names need their owners known, as reads do.
+	if len(params.Notifications.ResourceSubscriptions) > 0 {
+		p.awaitLoad(ctx)
+	}
 	filter := p.current().narrowListen(req.Client, p.granted(params.Notifications))
+	uris := filter.ResourceSubscriptions
+	filter.ResourceSubscriptions = nil
 	l := &listener{id: req.Msg.ID, client: req.Client, filter: filter, send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
@@ -384,9 +390,16 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	} else {
 		p.clients.listen(l)
 		defer p.clients.unlisten(l)
+		// The resources it names are subscribed upstream before the
+		// acknowledgement, which names those whose updates will come.
+		kept, servers := p.listenSubscribe(ctx, req, uris)
+		p.clients.subscribeListener(l, kept, servers)
+		if len(servers) > 0 {
+			defer p.listenUnsubscribe(ctx, req, l, servers)
+		}
 	}
 	ack := &jsonrpc.Message{Method: "notifications/subscriptions/acknowledged",
-		Params: subscriptionMeta(l.id, map[string]any{"notifications": l.filter})}
+		Params: subscriptionMeta(l.id, map[string]any{"notifications": p.clients.filterOf(l)})}
 	if !l.acknowledge(ack) {
 		return failure(jsonrpc.CodeInvalidRequest, "subscriptions/listen needs a stream: accept text/event-stream")
 	}
@@ -398,9 +411,10 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	return p.result(req, subscriptionMeta(l.id, nil))
 }
 
-// granted is the part of a listen filter the aggregator can honour.
+// granted is the part of a listen filter the aggregator can honour: as
+// initialize offers, every list while the first load still runs.
 func (p *Proxy) granted(want listenFilter) listenFilter {
-	c := p.current().surface.caps
+	c := p.offerable()
 	got := listenFilter{ToolsListChanged: want.ToolsListChanged}
 	got.PromptsListChanged = want.PromptsListChanged && c.prompts
 	got.ResourcesListChanged = want.ResourcesListChanged && c.resources

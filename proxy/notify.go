@@ -269,7 +269,9 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	if json.Unmarshal(params, &head) != nil || head.URI == "" {
 		return
 	}
-	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: params}
+	// A session is no subscription stream: the upstream's subscription id,
+	// should it name one, is not the session's to see.
+	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: withSubscriptionID(params, nil)}
 	rs := p.current().servers[server]
 	if rs == nil {
 		return
@@ -294,7 +296,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 			s.Notify(msg)
 		}
 	}
-	p.clients.resourceUpdated(head.URI, params)
+	p.clients.resourceUpdated(server, head.URI, params)
 }
 
 // rootsChanged passes a session's notifications/roots/list_changed to the

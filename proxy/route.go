@@ -270,6 +270,12 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
 		return refused
 	}
+	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session.Key()) {
+		// The shared instance goes on sending the updates others still
+		// subscribe to; this session no longer hears of them.
+		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		return p.result(req, []byte(`{}`))
+	}
 	resp := p.forward(ctx, req, server, req.Msg.Params)
 	if resp != nil && resp.Error == nil && req.Session != nil {
 		switch req.Msg.Method {
@@ -283,6 +289,14 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		resp.Result = cacheable(req, resp.Result)
 	}
 	return resp
+}
+
+// sharedSubscription reports whether session's subscription to uri on
+// server is one of several on the same instance: the server's instance is
+// shared, and another session or a listen stream subscribes to uri too.
+func (p *Proxy) sharedSubscription(server, uri, session string) bool {
+	rs := p.current().servers[server]
+	return rs != nil && rs.pool.Stateless() && p.subs.subscribed(session, server, uri) && p.subscriptionHeld(server, uri, session, nil)
 }
 
 // promptsGet routes prompts/get by exported name, sent upstream under the

@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+)
+
+// Resource subscriptions are an upstream's, per upstream session: one
+// resources/unsubscribe ends a URI's updates for everyone the instance
+// serves. The aggregator subscribes an instance on behalf of every session
+// and listen stream that asks, and unsubscribes it only when the last of
+// them no longer does.
+
+// listenUnsubscribeTimeout bounds each resources/unsubscribe sent when a
+// listen stream ends.
+const listenUnsubscribeTimeout = 10 * time.Second
+
+// heldByOther reports whether a session other than session is subscribed
+// to uri on server.
+func (s *subscriptions) heldByOther(session, server, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := server + "\x00" + uri
+	for other, set := range s.by {
+		if other != session && set[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// subscriptionHeld reports whether a session other than session, or a
+// listen stream other than l, holds a subscription to uri on server.
+func (p *Proxy) subscriptionHeld(server, uri, session string, l *listener) bool {
+	return p.subs.heldByOther(session, server, uri) || p.clients.listenerHolds(server, uri, l)
+}
+
+// subscriptionRequest is req, the subscriptions/listen request, turned
+// into a resources/subscribe or resources/unsubscribe of uri: the same
+// caller and lease, no other parameter.
+func subscriptionRequest(req *downstream.Request, method, uri string) *downstream.Request {
+	params := []byte(`{"uri":`)
+	params = rawjson.AppendString(params, uri)
+	if lease, ok := requestMeta(req.Msg.Params)[LeaseMetaKey]; ok {
+		params = append(params, `,"_meta":{`...)
+		params = rawjson.AppendString(params, LeaseMetaKey)
+		params = append(params, ':')
+		params = append(params, lease...)
+		params = append(params, '}')
+	}
+	params = append(params, '}')
+	sub := *req
+	sub.Msg = &jsonrpc.Message{ID: req.Msg.ID, Method: method, Params: params}
+	return &sub
+}
+
+// listenSubscribe subscribes, for the listen stream req opened, the owner
+// of each URI of uris, and returns those it subscribed with their servers.
+// A URI no server serves, or whose subscription its server refused, is
+// left out: the acknowledgement names only what the stream will hear of.
+func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, uris []string) ([]string, map[string]string) {
+	if len(uris) == 0 {
+		return nil, nil
+	}
+	kept := make([]string, 0, len(uris))
+	servers := make(map[string]string, len(uris))
+	for _, uri := range uris {
+		if _, dup := servers[uri]; dup {
+			continue
+		}
+		surface := p.current().surface
+		server, ok := surface.resourceOwner(uri)
+		if !ok {
+			server, ok = surface.soleServer(true)
+		}
+		if rs := p.current().servers[server]; !ok || rs == nil || !rs.caps.ResourcesSubscribe {
+			continue
+		}
+		sub := subscriptionRequest(req, "resources/subscribe", uri)
+		if p.current().serverRefused(sub, server, "resource "+uri) != nil {
+			continue
+		}
+		if resp := p.forward(ctx, sub, server, sub.Msg.Params); resp == nil || resp.Error != nil {
+			continue
+		}
+		kept = append(kept, uri)
+		servers[uri] = server
+	}
+	return kept, servers
+}
+
+// listenUnsubscribe ends the upstream subscriptions of a listen stream that
+// ended, except those a session or another stream still holds.
+func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, l *listener, servers map[string]string) {
+	for uri, server := range servers {
+		if p.closed.Load() {
+			return // the instances close with the aggregator
+		}
+		if p.subscriptionHeld(server, uri, "", l) {
+			continue
+		}
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenUnsubscribeTimeout)
+		sub := subscriptionRequest(req, "resources/unsubscribe", uri)
+		p.forward(uctx, sub, server, sub.Msg.Params)
+		cancel()
+	}
+}
+
+// withSubscriptionID returns notification params whose _meta names id as
+// the subscription it is delivered on, or, with id nil, names none: an
+// upstream's own subscription id belongs to the aggregator's listen stream
+// upstream, never to a client. Every other member keeps its bytes.
+func withSubscriptionID(params json.RawMessage, id json.RawMessage) json.RawMessage {
+	if rawjson.Member(params, "_meta") == nil {
+		if id == nil {
+			return params
+		}
+		return withMember(params, "_meta", subscriptionMeta(id, nil)[len(`{"_meta":`):len(subscriptionMeta(id, nil))-1])
+	}
+	out := make([]byte, 0, len(params)+len(id)+48)
+	out = append(out, '{')
+	obj := rawjson.NewObject(params)
+	first := true
+	for obj.Next() {
+		value := obj.Value()
+		if string(obj.Name()) == "_meta" {
+			meta, only := metaWithout(value, downstream.MetaSubscriptionID)
+			switch {
+			case id != nil:
+				if len(meta) > 2 {
+					meta = append(meta[:len(meta)-1], ',')
+				} else {
+					meta = meta[:1]
+				}
+				meta = rawjson.AppendString(meta, downstream.MetaSubscriptionID)
+				meta = append(meta, ':')
+				meta = append(meta, id...)
+				meta = append(meta, '}')
+			case only:
+				continue // it named the upstream's subscription and nothing else
+			}
+			value = meta
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = rawjson.AppendString(out, string(obj.Name()))
+		out = append(out, ':')
+		out = append(out, value...)
+	}
+	if obj.Err() != nil {
+		return params
+	}
+	return append(out, '}')
+}
+
+// metaWithout returns the object meta without its member name, and whether
+// name was its only member. A _meta that is not an object is kept.
+func metaWithout(meta []byte, name string) ([]byte, bool) {
+	out := []byte{'{'}
+	obj := rawjson.NewObject(meta)
+	found, others := false, 0
+	for obj.Next() {
+		if string(obj.Name()) == name {
+			found = true
+			continue
+		}
+		if others > 0 {
+			out = append(out, ',')
+		}
+		others++
+		out = rawjson.AppendString(out, string(obj.Name()))
+		out = append(out, ':')
+		out = append(out, obj.Value()...)
+	}
+	if obj.Err() != nil {
+		return append([]byte(nil), meta...), false
+	}
+	return append(out, '}'), found && others == 0
+}
