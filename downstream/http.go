@@ -41,6 +41,15 @@ type HTTPOptions struct {
 	// Retry-After, so that clients that never end their sessions cannot
 	// grow the gateway without bound before the idle TTL ends them.
 	MaxSessions int
+	// MaxSessionsPerClient caps the sessions one authenticated client (see
+	// WithClient) holds at once (default DefaultMaxSessionsPerClient;
+	// --max-sessions-per-client; negative: no cap beyond MaxSessions): an
+	// initialize of a client at its cap is refused with 429 and
+	// Retry-After, so that one client cannot take every session of
+	// MaxSessions and lock the others out until the idle TTL. Requests
+	// without authentication name no client and are not told apart, so
+	// only MaxSessions bounds their sessions.
+	MaxSessionsPerClient int
 	// MaxConnsPerClient caps the open connections of one remote IP under
 	// Serve (default 256). Connections over the
 	// cap are answered 429 at once, without reading from them, and closed.
@@ -88,6 +97,14 @@ const DefaultMaxHeaderBytes = 64 << 10
 // HTTPOptions.MaxSessions says otherwise.
 const DefaultMaxSessions = 10_000
 
+// DefaultMaxSessionsPerClient is how many sessions one authenticated
+// client may hold at once unless HTTPOptions.MaxSessionsPerClient says
+// otherwise. A client opens a session per conversation or agent it runs,
+// so even a busy agent host holds tens to hundreds; a thousand leaves it
+// ample room while a client that leaks sessions takes at most a tenth of
+// DefaultMaxSessions, so ten such clients are needed to lock the rest out.
+const DefaultMaxSessionsPerClient = 1000
+
 // withDefaults returns o with every unset field at its default.
 func (o HTTPOptions) withDefaults() HTTPOptions {
 	def := func(v *time.Duration, d time.Duration) {
@@ -111,6 +128,12 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	switch {
+	case o.MaxSessionsPerClient == 0:
+		o.MaxSessionsPerClient = DefaultMaxSessionsPerClient
+	case o.MaxSessionsPerClient < 0:
+		o.MaxSessionsPerClient = 0 // no cap of its own
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 256
@@ -151,10 +174,15 @@ type HTTP struct {
 	// mu guards the registry below. Lock order: mu before a session's mu.
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	closed   bool           // Shutdown began: nothing new is registered
-	servers  []*http.Server // started by Serve
-	sweeping bool           // the idle sweeper runs
-	ending   sync.WaitGroup // ended sessions whose SessionClosed has not returned
+	// perClient counts, per authenticated client, its open sessions and
+	// the initializes of it being served (each holds a place until its
+	// session opens or it fails), so that concurrent initializes cannot
+	// pass MaxSessionsPerClient together.
+	perClient map[string]int
+	closed    bool           // Shutdown began: nothing new is registered
+	servers   []*http.Server // started by Serve
+	sweeping  bool           // the idle sweeper runs
+	ending    sync.WaitGroup // ended sessions whose SessionClosed has not returned
 
 	draining atomic.Bool  // Drain was called: no new sessions (http_drain.go)
 	inflight atomic.Int64 // requests being served (InFlight)
@@ -172,7 +200,7 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), perClient: make(map[string]int)}
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)

@@ -19,9 +19,15 @@ import (
 // gateway's authentication: the X-Client header names the client.
 func serveAuthenticated(t *testing.T, h *httpFake) *httpServer {
 	t.Helper()
+	return serveAuthenticatedWith(t, h, HTTPOptions{})
+}
+
+// serveAuthenticatedWith is serveAuthenticated with opts.
+func serveAuthenticatedWith(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	tr := NewHTTP(h, HTTPOptions{})
+	tr := NewHTTP(h, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr.ServeHTTP(w, r.WithContext(WithClient(r.Context(), r.Header.Get("X-Client"))))
@@ -75,7 +81,7 @@ func TestHTTPSessionBelongsToItsClient(t *testing.T) {
 func TestHTTPSessionlessRequestNamesItsClient(t *testing.T) {
 	h := newHTTPFake()
 	s := serveAuthenticated(t, h)
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	resp := s.post(t, body, map[string]string{"X-Client": "carol", headerProtocol: "2026-07-28", headerMethod: "tools/list"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	readMessage(t, resp)

@@ -16,7 +16,7 @@ import (
 
 // leaseCall is a sessionless tools/call naming lease in _meta ("" names none).
 func leaseCall(lease string) string {
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
 	if lease != "" {
 		meta += `,"` + MetaLease + `":"` + lease + `"`
 	}

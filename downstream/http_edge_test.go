@@ -42,12 +42,14 @@ func TestHTTPRepeatedTransportHeadersAreRefused(t *testing.T) {
 		header string
 		values []string
 		body   string
+		code   int
 	}{
-		{"Mcp-Method", []string{"tools/call", "tools/list"}, call},
-		{"Mcp-Name", []string{"echo", "delete_everything"}, call},
-		{"Mcp-Protocol-Version", []string{"2026-07-28", "2025-11-25"}, call},
-		{"Mcp-Lease", []string{"a", "b"}, call},
-		{"Mcp-Session-Id", []string{id, "another"}, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`},
+		// Headers protocol 2026-07-28 mirrors from the body: a malformed header.
+		{"Mcp-Method", []string{"tools/call", "tools/list"}, call, codeHeaderMismatch},
+		{"Mcp-Name", []string{"echo", "delete_everything"}, call, codeHeaderMismatch},
+		{"Mcp-Protocol-Version", []string{"2026-07-28", "2025-11-25"}, call, codeHeaderMismatch},
+		{"Mcp-Lease", []string{"a", "b"}, call, jsonrpc.CodeInvalidRequest},
+		{"Mcp-Session-Id", []string{id, "another"}, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, jsonrpc.CodeInvalidRequest},
 	} {
 		t.Run(tc.header, func(t *testing.T) {
 			hdr := base()
@@ -55,13 +57,18 @@ func TestHTTPRepeatedTransportHeadersAreRefused(t *testing.T) {
 				hdr = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 			}
 			hdr[tc.header] = tc.values
-			requireRefused(t, s.rawRequest(t, http.MethodPost, tc.body, hdr), http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			requireRefused(t, s.rawRequest(t, http.MethodPost, tc.body, hdr), http.StatusBadRequest, tc.code,
 				"the "+tc.header+" header appears 2 times: send it once")
 		})
 	}
 	// Spelled in another case, the name is the same header.
 	hdr := base()
 	hdr["mcp-method"] = []string{"tools/list"}
+	requireRefused(t, s.rawRequest(t, http.MethodPost, call, hdr), http.StatusBadRequest, codeHeaderMismatch, "appears 2 times")
+	// The session generation has no HeaderMismatch.
+	hdr = base()
+	hdr["Mcp-Protocol-Version"] = []string{"2025-11-25"}
+	hdr["Mcp-Method"] = []string{"tools/call", "tools/list"}
 	requireRefused(t, s.rawRequest(t, http.MethodPost, call, hdr), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "appears 2 times")
 	// A GET stream and a DELETE name one session too.
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {

@@ -93,14 +93,26 @@ var singleHeaders = [...]string{headerSessionID, headerProtocol, headerMethod, h
 
 // checkRepeated refuses a request that sends one of singleHeaders more
 // than once.
+// A header of those protocol 2026-07-28 mirrors from the body
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name) sent twice by a request of
+// that generation is a malformed header, -32020 (HeaderMismatch).
 func checkRepeated(r *http.Request) *httpError {
 	for _, name := range singleHeaders {
 		if n := len(r.Header.Values(name)); n > 1 {
-			return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-				"the %s header appears %d times: send it once", name, n)
+			code := jsonrpc.CodeInvalidRequest
+			if mirrored(name) && slices.ContainsFunc(r.Header.Values(headerProtocol), Modern) {
+				code = codeHeaderMismatch
+			}
+			return refusal(http.StatusBadRequest, code, "the %s header appears %d times: send it once", name, n)
 		}
 	}
 	return nil
+}
+
+// mirrored reports whether protocol 2026-07-28 defines a header as a copy
+// of a member of the body.
+func mirrored(header string) bool {
+	return header == headerProtocol || header == headerMethod || header == headerName
 }
 
 // jsonContent reports whether the request body is declared as JSON.

@@ -42,6 +42,14 @@ func (t *HTTP) postModern(p *post) {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
 	}
+	if err := checkModernRequest(msg); err != nil {
+		status := http.StatusBadRequest
+		if err.Code == jsonrpc.CodeMethodNotFound {
+			status = http.StatusNotFound
+		}
+		t.refuse(p.w, p.r, (&httpError{status: status, err: err}).withID(msg.ID))
+		return
+	}
 	if e := checkLeaseHeader(p.r, msg.Params); e != nil {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
@@ -63,15 +71,17 @@ func checkModern(r *http.Request, msg *jsonrpc.Message) *httpError {
 	mismatch := func(format string, args ...any) *httpError {
 		return refusal(http.StatusBadRequest, codeHeaderMismatch, format, args...)
 	}
+	// Last-Event-ID is ignored: streams of this generation cannot be
+	// resumed, and a request that carries one is served as a new one.
 	switch {
-	case r.Header.Get(headerLastEventID) != "":
-		return mismatch("Last-Event-ID is not supported from protocol 2026-07-28 on: streams cannot be resumed; send the request again with a new id")
 	case header != "" && !Supported(header):
 		return unsupportedVersion(msg.ID, header)
 	case header == "":
 		return mismatch("the MCP-Protocol-Version header is required and must equal params._meta[%q] (%q)", MetaProtocolVersion, meta)
 	case meta == "":
-		return mismatch("params._meta[%q] is required and must equal the MCP-Protocol-Version header (%q)", MetaProtocolVersion, header)
+		// A required member of _meta is missing: the request is malformed.
+		return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidParams,
+			"params._meta[%q] is required and must equal the MCP-Protocol-Version header (%q)", MetaProtocolVersion, header)
 	case header != meta:
 		return mismatch("the MCP-Protocol-Version header %q does not match params._meta[%q] %q", header, MetaProtocolVersion, meta)
 	case !Supported(meta):
@@ -99,6 +109,8 @@ func checkModern(r *http.Request, msg *jsonrpc.Message) *httpError {
 	}
 	decoded, ok := mcp.DecodeHeaderValue(got) // =?base64?...?= carries what a header cannot
 	switch {
+	case !headerSafe(got):
+		return mismatch("the Mcp-Name header has characters a header value cannot carry: send a name outside visible ASCII as =?base64?...?= of its UTF-8")
 	case !ok:
 		return mismatch("the Mcp-Name header %q is not valid base64 inside =?base64?...?=", got)
 	case decoded != want:
@@ -107,12 +119,23 @@ func checkModern(r *http.Request, msg *jsonrpc.Message) *httpError {
 	return nil
 }
 
+// headerSafe reports whether v has only what a header value may carry
+// plain: visible ASCII, space and tab.
+func headerSafe(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
 // nameField is the params member a method mirrors in Mcp-Name, or "".
 func nameField(method string) string {
 	switch method {
 	case "tools/call", "prompts/get":
 		return "name"
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read":
 		return "uri"
 	}
 	return ""
@@ -129,4 +152,44 @@ func unsupportedVersion(id json.RawMessage, version string) *httpError {
 		Message: fmt.Sprintf("protocol version %q is not supported: use one of %s", version, strings.Join(Versions, ", ")),
 		Data:    data,
 	}}
+}
+
+// modernMethods are the requests protocol 2026-07-28 defines for a client
+// to send. The session generation's others (initialize, ping,
+// logging/setLevel, resources/subscribe and unsubscribe, tasks/*) have no
+// meaning without a session and are not served in this generation.
+var modernMethods = map[string]bool{
+	"server/discover": true, "subscriptions/listen": true, "completion/complete": true,
+	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+}
+
+// modernInstead says what a request of the session generation becomes in
+// protocol 2026-07-28.
+var modernInstead = map[string]string{
+	"initialize":            "open a session with initialize without the 2026-07-28 MCP-Protocol-Version header and _meta, or send requests directly (server/discover lists what is served)",
+	"ping":                  "send server/discover to check the server is there",
+	"logging/setLevel":      "name the level in each request's _meta[\"" + MetaLogLevel + "\"]",
+	"resources/subscribe":   "list the URI in params.notifications.resourceSubscriptions of a subscriptions/listen request",
+	"resources/unsubscribe": "close the subscriptions/listen stream that names the URI",
+}
+
+// checkModernRequest checks what a sessionless (2026-07-28) request must
+// carry besides its version, over every transport: a method of the
+// generation (else -32601), and the client capabilities in _meta, an
+// object, {} when it declares none (else -32602).
+func checkModernRequest(msg *jsonrpc.Message) *jsonrpc.Error {
+	if !modernMethods[msg.Method] {
+		if instead, ok := modernInstead[msg.Method]; ok {
+			return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s is not part of protocol 2026-07-28: %s", clip(msg.Method), instead)
+		}
+		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s is not part of protocol 2026-07-28", clip(msg.Method))
+	}
+	caps := members(msg.Params)["_meta"]
+	raw, ok := members(caps)[MetaClientCapabilities]
+	if !ok || members(raw) == nil && string(raw) != "{}" {
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+			"params._meta[%q] is required: an object of the capabilities the client has for this request ({} when none)", MetaClientCapabilities)
+	}
+	return nil
 }

@@ -16,7 +16,7 @@ import (
 // modernBody is a 2026-07-28 request whose params carry version in _meta
 // beside extra members.
 func modernBody(method, version, extra string) string {
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `"}`
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `","io.modelcontextprotocol/clientCapabilities":{}}`
 	if version == "" {
 		meta = `"_meta":{}`
 	}
@@ -69,8 +69,7 @@ func TestHTTPModernRequests(t *testing.T) {
 		{"name not a string", modernBody("tools/call", "2026-07-28", `"name":5`), modernHeaders("tools/call", "5"), http.StatusBadRequest, jsonrpc.CodeInvalidParams, "params.name"},
 		{"version header missing", call, with(modernHeaders("tools/call", "echo"), headerProtocol, ""), http.StatusBadRequest, codeHeaderMismatch, "MCP-Protocol-Version header is required"},
 		{"version header differs", call, with(modernHeaders("tools/call", "echo"), headerProtocol, "2025-11-25"), http.StatusBadRequest, codeHeaderMismatch, "does not match"},
-		{"version meta missing", modernBody("tools/call", "", `"name":"echo"`), modernHeaders("tools/call", "echo"), http.StatusBadRequest, codeHeaderMismatch, "is required"},
-		{"last event id", call, with(modernHeaders("tools/call", "echo"), headerLastEventID, "3"), http.StatusBadRequest, codeHeaderMismatch, "Last-Event-ID"},
+		{"version meta missing", modernBody("tools/call", "", `"name":"echo"`), modernHeaders("tools/call", "echo"), http.StatusBadRequest, jsonrpc.CodeInvalidParams, "is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(h.seen())

@@ -137,8 +137,24 @@ func (t *HTTP) initialize(p *post) {
 			t.opts.MaxSessions).withID(p.msg.ID))
 		return
 	}
+	client := ClientOf(p.r.Context())
+	if held, ok := t.holdClientPlace(client); !ok {
+		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(client), "sessions", held, "max", t.opts.MaxSessionsPerClient)
+		p.w.Header().Set("Retry-After", "10")
+		t.refuse(p.w, p.r, refusal(http.StatusTooManyRequests, jsonrpc.CodeInternalError,
+			"client %q holds its maximum of %d open sessions (--max-sessions-per-client); end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl), or an operator can raise --max-sessions-per-client",
+			client, t.opts.MaxSessionsPerClient).withID(p.msg.ID))
+		return
+	}
 	s := t.newSession()
-	s.client = ClientOf(p.r.Context())
+	s.client = client
+	// The place is the session's once it is registered (endSession gives
+	// it back); an initialize that opens nothing gives it back here.
+	defer func() {
+		if !p.opened {
+			t.releaseClientPlace(client)
+		}
+	}()
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
 	s.caps = initCapabilities(p.msg.Params)
 	p.fresh = s

@@ -436,7 +436,7 @@ func TestHTTPHandlerPanicIsAnInternalError(t *testing.T) {
 	h := newHTTPFake()
 	h.handle = func(context.Context, *Request) *jsonrpc.Message { panic("boom") }
 	s := serveHTTP(t, h, HTTPOptions{})
-	resp := s.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	resp := s.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		map[string]string{headerProtocol: "2026-07-28", headerMethod: "tools/list"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	msg := readMessage(t, resp)

@@ -335,6 +335,12 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			s.ob.push(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode(), true)
 			return
 		}
+		if Modern(meta) && !initialize {
+			if err := checkModernRequest(msg); err != nil {
+				s.ob.push(jsonrpc.Failure(msg.ID, err).Encode(), true)
+				return
+			}
+		}
 		req := &Request{Msg: msg, Session: s, Protocol: s.version(meta), Send: s.send, Cancel: cancel}
 		req.ClientCapabilities = s.capabilities(req)
 		if usesRequests(req) {

@@ -173,7 +173,7 @@ func TestStdioSessionAndNegotiatedVersion(t *testing.T) {
 	assert.Equal(t, "stdio", s.Key())
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	assert.Equal(t, "notifications/initialized", (<-h.notified).Method)
-	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	assert.Contains(t, string(p.next(t)["result"]), `"protocol":"2026-07-28"`)
 	assert.True(t, s.Notify(&jsonrpc.Message{Method: "notifications/tools/list_changed"}))
 	assert.Equal(t, `"notifications/tools/list_changed"`, string(p.next(t)["method"]))

@@ -144,7 +144,7 @@ func TestEdgeRepeatedRoutingHeaders(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, demoToolsConfig())
 	a.waitLoaded()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	for _, header := range []string{"Mcp-Name", "Mcp-Method"} {
 		req, err := http.NewRequest(http.MethodPost, a.url, strings.NewReader(body))
 		require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestEdgeRepeatedRoutingHeaders(t *testing.T) {
 		r := coreDo(t, req)
 		assert.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 		m := coreMessage(t, r)
-		assert.Equal(t, -32600, coreErrorCode(m.Error))
+		assert.Equal(t, -32020, coreErrorCode(m.Error), "a malformed mirrored header (2026-07-28)")
 		assert.Contains(t, string(m.Error), "the "+header+" header appears 2 times")
 	}
 }

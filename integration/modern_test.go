@@ -143,7 +143,7 @@ servers:
 	call := func(lease string) int {
 		t.Helper()
 		id++
-		meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+		meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 		if lease != "" {
 			meta["mcp-aggregator/lease"] = lease
 		}

@@ -97,7 +97,7 @@ type inputAsk struct {
 	key    string
 	method string
 	params json.RawMessage
-	answer chan json.RawMessage // buffered for the one answer
+	answer chan *jsonrpc.Message // buffered for the one answer: the client's result, or a refusal
 }
 
 // bridgeable reports whether a request is served through the bridge: the
@@ -221,6 +221,12 @@ func (b *bridge) ended(x *exchange, resp *jsonrpc.Message) *jsonrpc.Message {
 func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	x.mu.Lock()
 	for _, a := range x.queued {
+		// Capabilities are the request's own in this generation: the
+		// client waiting now is asked only for what it declares now.
+		if refusal := undeclared(x.waiter, a); refusal != nil {
+			a.answer <- &jsonrpc.Message{Error: refusal}
+			continue
+		}
 		x.seq++
 		a.key = "input-" + strconv.Itoa(x.seq)
 		x.open = append(x.open, a)
@@ -256,6 +262,24 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	})
 	x.mu.Unlock()
 	return &jsonrpc.Message{Result: body}, true
+}
+
+// undeclared is the refusal of an upstream request that the client
+// request waiting now did not declare the capability for (nil when it
+// did, or when none waits).
+func undeclared(waiter *downstream.Request, a *inputAsk) *jsonrpc.Error {
+	if waiter == nil {
+		return nil
+	}
+	caps := waiter.ClientCapabilities
+	need := capabilityOf(a.method)
+	switch {
+	case need != "" && !declares(caps, need):
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client's retry did not declare the %s capability; %s cannot be relayed to it", need, a.method)
+	case a.method == "elicitation/create" && urlMode(a.params) && !declaresURLElicitation(caps):
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client's retry did not declare the elicitation.url capability; a URL-mode elicitation/create cannot be relayed to it")
+	}
+	return nil
 }
 
 // inputRequired renders the result that hands the client the upstream's
@@ -361,7 +385,7 @@ func (b *bridge) resume(ctx context.Context, req *downstream.Request, state stri
 	open := x.open[:0]
 	for _, a := range x.open {
 		if v, ok := answers[a.key]; ok {
-			a.answer <- v
+			a.answer <- &jsonrpc.Message{Result: v}
 			continue
 		}
 		open = append(open, a) // unanswered: asked again
@@ -411,7 +435,7 @@ func (x *exchange) attachLocked(req *downstream.Request) {
 // ask is the held request's Ask: it queues the upstream's request for the
 // client's next round and waits for the answer the retry brings.
 func (x *exchange) ask(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-	a := &inputAsk{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	a := &inputAsk{method: method, params: params, answer: make(chan *jsonrpc.Message, 1)}
 	x.mu.Lock()
 	if len(x.queued)+len(x.open) >= maxOpenInputs {
 		x.mu.Unlock()
@@ -424,8 +448,8 @@ func (x *exchange) ask(ctx context.Context, method string, params json.RawMessag
 	default:
 	}
 	select {
-	case v := <-a.answer:
-		return &jsonrpc.Message{Result: v}, nil
+	case m := <-a.answer:
+		return m, nil
 	case <-ctx.Done():
 		x.withdraw(a)
 		return nil, ctx.Err()
@@ -449,6 +473,27 @@ func without(list []*inputAsk, a *inputAsk) []*inputAsk {
 	return list
 }
 
+// wantsLog reports whether the client request waiting takes a log message
+// of the level params name: each request of protocol 2026-07-28 names its
+// own level in _meta, and one that names none takes no log messages, so
+// the level of the request that started the exchange does not carry over
+// to its retries.
+func wantsLog(w *downstream.Request, params json.RawMessage) bool {
+	if w.Msg == nil {
+		return false
+	}
+	want, ok := logLevels[metaString(w.Msg.Params, downstream.MetaLogLevel)]
+	if !ok {
+		return false
+	}
+	var head struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(params, &head)
+	got, ok := logLevels[head.Level]
+	return ok && got >= want
+}
+
 // send is the held request's Send: what belongs to the request (progress)
 // goes on the stream of the client request waiting now, progress under
 // that request's token; between rounds it is dropped.
@@ -457,6 +502,9 @@ func (x *exchange) send(msg *jsonrpc.Message) bool {
 	w, token := x.waiter, x.token
 	x.mu.Unlock()
 	if w == nil || w.Send == nil {
+		return false
+	}
+	if msg.Method == "notifications/message" && !wantsLog(w, msg.Params) {
 		return false
 	}
 	if msg.Method == "notifications/progress" {

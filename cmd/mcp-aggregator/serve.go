@@ -40,6 +40,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
 	maxSessions := fs.Int("max-sessions", downstream.DefaultMaxSessions, "with --http: refuse a new session (503) while this many are open")
+	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of an http.auth client while it holds this many; 0: no cap beyond --max-sessions")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
@@ -56,6 +57,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !downstream.ValidSessionIDPrefix(*idPrefix) {
 		fmt.Fprintf(stderr, "serve: --session-id-prefix %q: use 1 to 32 letters, digits, '.', '_' or '-', such as r1-\n", *idPrefix)
 		return 2
+	}
+	if *maxPerClient < 0 {
+		fmt.Fprintf(stderr, "serve: --max-sessions-per-client %d: use a count of sessions, or 0 for no cap beyond --max-sessions\n", *maxPerClient)
+		return 2
+	}
+	if *maxPerClient == 0 {
+		*maxPerClient = -1 // the transport's "no cap of its own"
 	}
 	if *drainGrace <= 0 {
 		fmt.Fprintf(stderr, "serve: --drain-grace %s: use a positive duration such as 30s\n", *drainGrace)
@@ -156,7 +164,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
-			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions})
+			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
