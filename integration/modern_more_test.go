@@ -2,9 +2,11 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,4 +146,40 @@ func TestModernMoreStdioRequestChecks(t *testing.T) {
 	require.NoError(t, json.Unmarshal(m.Result, &discover))
 	assert.Equal(t, "complete", discover.ResultType)
 	assert.Contains(t, discover.SupportedVersions, modernVersion)
+}
+
+// TestModernListenEndsGracefullyOnShutdown: a gateway that stops ends a
+// subscriptions/listen stream with its final result, not by cutting it.
+func TestModernListenEndsGracefullyOnShutdown(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, demoToolsConfig())
+	a.waitLoaded()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := modernPost(ctx, a.url, "subscriptions/listen", "",
+		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
+	}()
+	ack, ok := <-events
+	require.True(t, ok, "the listen stream closed")
+	require.Contains(t, ack, "notifications/subscriptions/acknowledged")
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	var last string
+	for ev := range events {
+		last = ev
+	}
+	var final struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(last), &final), "the stream's last event: %q", last)
+	assert.JSONEq(t, `1`, string(final.ID), "the stream ends with the listen request's result: %s", last)
+	assert.NotEmpty(t, final.Result, "%s", last)
 }

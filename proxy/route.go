@@ -263,7 +263,11 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		case req.Msg.Method != "resources/read" && len(surface.caps.subscribeServers) > 1:
 			why = "and more than one server offers resource subscriptions"
 		}
-		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeResourceNotFound,
+		code := codeResourceNotFound
+		if downstream.Modern(req.Protocol) {
+			code = jsonrpc.CodeInvalidParams // 2026-07-28 has no -32002: an unknown URI is an invalid param
+		}
+		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: code,
 			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, %s; call resources/list and resources/templates/list", params.URI, why),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
 	}

@@ -139,6 +139,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	return downstream.ServeStdio(ctx, p, in, out, downstream.StdioOptions{Logger: p.log})
 }
 
+// EndListeners ends every subscriptions/listen stream with its final
+// result, as Close does first: a gateway that stops calls it before its
+// HTTP server cancels what is left, so that the streams end gracefully.
+func (p *Proxy) EndListeners() { p.clients.endListeners() }
+
 // closeBudget is the part of a shutdown grace kept for closing instances
 // (close stdin, SIGTERM, SIGKILL) after in-flight calls had their time.
 const closeBudget = 5 * time.Second

@@ -47,4 +47,10 @@ func TestUnknownResourceSaysWhy(t *testing.T) {
 	require.NotNil(t, resp.Error)
 	assert.Equal(t, codeResourceNotFound, resp.Error.Code)
 	assert.Contains(t, resp.Error.Message, "no server offers resources")
+
+	// 2026-07-28 has no -32002: the URI is an invalid param there.
+	resp = handle(t, p, "2026-07-28", "resources/read", `{"uri":"x://y"}`)
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
+	assert.Contains(t, resp.Error.Message, "no server offers resources")
 }

@@ -361,6 +361,9 @@ func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan 
 		gw.drain.wait(signalled)
 	}
 	log.Info("shutting down")
+	// Listen streams get their final result while the server still writes
+	// to them; its shutdown then finds them done rather than cut.
+	gw.proxy.EndListeners()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	_ = edge.Shutdown(sctx)
