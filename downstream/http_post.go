@@ -98,7 +98,7 @@ func (t *HTTP) postSession(p *post) {
 	case msg.Method == "notifications/cancelled":
 		// Applied here, not passed on: it cancels the request's context.
 		if id := cancelledID(msg.Params); jsonrpc.ValidID(id) {
-			s.cancelRequest(jsonrpc.IDKey(id))
+			s.cancelRequest(jsonrpc.IDKey(id), msg.Params)
 		}
 		p.w.WriteHeader(http.StatusAccepted)
 	default: // another notification

@@ -147,14 +147,14 @@ func (s *httpSession) endRequest(id json.RawMessage) {
 	s.end()
 }
 
-// cancelRequest applies notifications/cancelled.
-func (s *httpSession) cancelRequest(key string) {
+// cancelRequest applies notifications/cancelled, whose params are params.
+func (s *httpSession) cancelRequest(key string, params json.RawMessage) {
 	s.mu.Lock()
 	cancel := s.inflight[key]
 	s.lastUsed = time.Now()
 	s.mu.Unlock()
 	if cancel != nil {
-		cancel(errCancelled)
+		cancel(cancelCause(params))
 	}
 }
 

@@ -43,6 +43,32 @@ func cancelledID(params json.RawMessage) json.RawMessage {
 	return p.ID
 }
 
+// clientCancel is why a request ends when its client cancelled it with
+// notifications/cancelled: the reason the client gave, which goes on to the
+// upstream's cancellation as it was given. It is errCancelled.
+type clientCancel struct{ reason string }
+
+func (c *clientCancel) Error() string {
+	if c.reason == "" {
+		return errCancelled.Error()
+	}
+	return c.reason
+}
+
+func (c *clientCancel) Is(target error) bool { return target == errCancelled }
+
+// CancelReason is the reason the client gave, "" for none.
+func (c *clientCancel) CancelReason() string { return c.reason }
+
+// cancelCause is the cause of a cancellation with params.
+func cancelCause(params json.RawMessage) error {
+	var p struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return &clientCancel{reason: p.Reason}
+}
+
 // initCapabilities reads capabilities from initialize params (nil when
 // absent or null), kept raw.
 func initCapabilities(params json.RawMessage) json.RawMessage {

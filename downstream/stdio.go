@@ -442,7 +442,7 @@ func (s *stdioSession) cancel(params []byte) {
 	call, ok := s.calls[jsonrpc.IDKey(id)]
 	s.mu.Unlock()
 	if ok {
-		call.cancel(nil)
+		call.cancel(cancelCause(params))
 	}
 }
 

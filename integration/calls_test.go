@@ -251,3 +251,33 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	})
 }
+
+// TestCancellationReasonReachesTheUpstream: the reason a client gives in
+// notifications/cancelled is the reason the upstream is given, over stdio
+// and HTTP.
+func TestCancellationReasonReachesTheUpstream(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, tr transport) {
+		a := serveConfig(t, tr, "version: 1\nservers:\n  surface:\n    truely-stateless: true\n    "+demoServer("surface")+"\n")
+		a.waitLoaded()
+		c := a.connect()
+		id := c.newID()
+		ctx, stopWaiting := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.request(ctx, id, "tools/call", map[string]any{"name": "wait", "arguments": map[string]any{"ms": 60000}})
+		}()
+		defer func() {
+			stopWaiting()
+			<-done
+		}()
+		_, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "wait: started") }, startTimeout, a.exited)
+		require.True(t, ok, "the call never reached the upstream:\n%s", a.log)
+		reason := "the user pressed stop (" + string(tr) + ")"
+		require.NoError(t, c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": reason}))
+		want := fmt.Sprintf("wait: cancelled, reason %q", reason)
+		_, ok = a.log.waitLine(func(line string) bool { return strings.Contains(line, strings.ReplaceAll(want, `"`, `\"`)) }, startTimeout, a.exited)
+		assert.True(t, ok, "the upstream was not given the client's reason (%s):\n%s", want, a.log)
+	})
+}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -103,6 +104,16 @@ func (t *throttledLog) warn(log *slog.Logger, msg string, args ...any) {
 // returns at its deadline even when the upstream does not read. A notice is
 // advisory: with every slot of notices taken, the upstream is not keeping up
 // anyway, and none is sent.
+// cancelReason is the reason a cancellation gives the upstream: the one the
+// client gave when it cancelled (a cause with CancelReason), else why.
+func cancelReason(why error) string {
+	var client interface{ CancelReason() string }
+	if errors.As(why, &client) {
+		return client.CancelReason()
+	}
+	return why.Error()
+}
+
 func cancelNotice(notices slots, life context.Context, notify func(context.Context, string, any) error, id int64, why error) {
 	if !notices.take() {
 		return
@@ -111,6 +122,6 @@ func cancelNotice(notices slots, life context.Context, notify func(context.Conte
 		defer notices.release()
 		ctx, cancel := context.WithTimeout(life, noticeTimeout)
 		defer cancel()
-		_ = notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: why.Error()})
+		_ = notify(ctx, "notifications/cancelled", cancelledParams{RequestID: id, Reason: cancelReason(why)})
 	}()
 }

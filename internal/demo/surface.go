@@ -36,6 +36,8 @@ import (
 //   - notify {notifications: [{method, params}], repeat}: sends each
 //     notification repeat times (once by default), in order, then answers.
 //   - wait {ms}: answers after ms milliseconds; cancelled, it never answers.
+//     It says on stderr when it starts waiting, and the reason of a
+//     cancellation.
 //   - levels: answers {"levels": [...]}, the level of every
 //     logging/setLevel so far, in order.
 //   - meta: answers {"meta": ...}, the request's params._meta as received
@@ -46,6 +48,7 @@ import (
 // notifications/resources/updated for the URI after its answer.
 type surfaceServer struct {
 	conn        *lineConn
+	errOut      io.Writer
 	failLists   bool
 	noLogging   bool
 	rejectLevel bool
@@ -64,8 +67,8 @@ const surfacePageSize = 2
 // surfaceBig is an integer beyond float64's exact range.
 const surfaceBig = "12345678901234567890"
 
-func runSurface(ctx context.Context, args []string, in io.Reader, out io.Writer, _ io.Writer) error {
-	s := &surfaceServer{conn: &lineConn{out: out}, answers: map[string]chan *jsonrpc.Message{}, waiting: map[string]context.CancelFunc{}}
+func runSurface(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
+	s := &surfaceServer{conn: &lineConn{out: out}, errOut: errOut, answers: map[string]chan *jsonrpc.Message{}, waiting: map[string]context.CancelFunc{}}
 	for _, arg := range args {
 		switch arg {
 		case "fail-lists":
@@ -105,11 +108,13 @@ func (s *surfaceServer) handle(ctx context.Context, line []byte) error {
 		if m.Method == "notifications/cancelled" {
 			var p struct {
 				RequestID json.RawMessage `json:"requestId"`
+				Reason    string          `json:"reason"`
 			}
 			_ = json.Unmarshal(m.Params, &p)
 			s.mu.Lock()
 			if stop := s.waiting[jsonrpc.IDKey(p.RequestID)]; stop != nil {
 				stop()
+				fmt.Fprintf(s.errOut, "wait: cancelled, reason %q\n", p.Reason)
 			}
 			s.mu.Unlock()
 		}
@@ -299,6 +304,7 @@ func (s *surfaceServer) call(ctx context.Context, m message) error {
 		s.mu.Lock()
 		s.waiting[key] = stop
 		s.mu.Unlock()
+		fmt.Fprintln(s.errOut, "wait: started")
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
