@@ -85,6 +85,11 @@ servers:
 	problems := strings.Join(relStatus(t, c).Problems, "\n")
 	assert.Contains(t, problems, `server "oldver": could not start: initialize: the server answered with protocol version "1999-01-01"`)
 	assert.Contains(t, problems, "set protocol:")
+	// What a server's tool list left out is a problem of that server too,
+	// where an operator looks (mcp_status, the status page, tools).
+	assert.Contains(t, problems, `warning: `)
+	assert.Contains(t, problems, `server "schemas": tools/list: 1 item(s) left out, as they break the MCP schema (its inputSchema is missing): no_schema`)
+	assert.Contains(t, problems, `server "schemas": tools/list: 1 item(s) left out, as they break the MCP schema (its inputSchema does not have "type": "object"): array_schema`)
 	assert.Contains(t, problems, `server "loop": could not start: tools/list: page 3 names the cursor "a" of an earlier page as the next one; the server's pagination loops`)
 	for _, server := range []string{"oldver", "loop"} {
 		assert.Zero(t, relCountLines(a, `msg="starting server failed; retrying"`, "server="+server),

@@ -76,6 +76,16 @@ func exclusionNotes(s *config.Server, plan naming.Plan) []string {
 	return nil
 }
 
+// leftOutProblems are warnings about what a server's tool list left out
+// (tools whose schemas break MCP, which clients would reject).
+func leftOutProblems(s *config.Server, notes []string) []config.Problem {
+	out := make([]config.Problem, 0, len(notes))
+	for _, note := range notes {
+		out = append(out, config.Problem{Severity: config.SeverityWarning, File: s.File, Line: s.Line, Server: s.ID, Message: note})
+	}
+	return out
+}
+
 func namingProblems(s *config.Server, plan naming.Plan) []config.Problem {
 	out := make([]config.Problem, 0, len(plan.Problems))
 	for _, np := range plan.Problems {

@@ -30,6 +30,7 @@ type runningServer struct {
 	resources []upstream.Resource
 	templates []upstream.ResourceTemplate
 	prompts   []upstream.Prompt
+	leftOut   []string // what its tool list left out (upstream.Instance.LeftOut)
 }
 
 // withTools returns a copy of rs with another tool list and plan.
@@ -42,6 +43,7 @@ func (rs *runningServer) withTools(cfg *config.Server, tools []upstream.Tool, pl
 // fromInstance fills what inst declared and listed.
 func (rs *runningServer) fromInstance(inst *upstream.Instance) *runningServer {
 	rs.caps, rs.resources, rs.templates, rs.prompts = inst.Capabilities(), inst.Resources(), inst.ResourceTemplates(), inst.Prompts()
+	rs.leftOut = inst.LeftOut()
 	return rs
 }
 
@@ -143,6 +145,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		old := next[s.ID]
 		plan, entries := p.plan(s, old.tools, cat.withServer(s.ID, nil), ws.Naming.ValidPattern)
 		report.Problems = append(report.Problems, namingProblems(s, plan)...)
+		report.Problems = append(report.Problems, leftOutProblems(s, old.leftOut)...)
 		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
@@ -155,6 +158,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	for id, rs := range next {
 		if desired[id] && !contains(todo, id) && !contains(replan, id) {
 			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
+			report.Problems = append(report.Problems, leftOutProblems(rs.cfg, rs.leftOut)...)
 		}
 	}
 	order := make([]string, 0, len(ws.Servers))
@@ -213,6 +217,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 		plan, entries := p.plan(s, pr.inst.Tools(), base, ws.Naming.ValidPattern)
 		planned[s.ID] = plan
+		report.Problems = append(report.Problems, leftOutProblems(s, pr.inst.LeftOut())...)
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
@@ -466,6 +471,7 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 		return
 	}
 	updated := rs.withTools(rs.cfg, tools, plan)
+	updated.leftOut = inst.LeftOut()
 	next := maps.Clone(st.servers)
 	order := make([]string, 0, len(st.servers))
 	next[id] = updated

@@ -68,6 +68,7 @@ type Options struct {
 
 // Instance is one running, initialized upstream server.
 type Instance struct {
+	leftOut   atomic.Pointer[[]string] // see LeftOut
 	server    string
 	conn      conn
 	pid       int

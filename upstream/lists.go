@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -116,6 +117,24 @@ func (l *leftOut) add(why, key string) {
 	}
 }
 
+// notes says, one line per reason, what was left out of the list.
+func (l *leftOut) notes(lst listing) []string {
+	reasons := make([]string, 0, len(l.count))
+	for why := range l.count {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	out := make([]string, 0, len(reasons))
+	for _, why := range reasons {
+		note := fmt.Sprintf("%s: %d item(s) left out, as they break the MCP schema (%s)", lst.method, l.count[why], why)
+		if names := l.names[why]; len(names) > 0 {
+			note += ": " + strings.Join(names, ", ")
+		}
+		out = append(out, note)
+	}
+	return out
+}
+
 // warn logs one warning per reason.
 func (l *leftOut) warn(i *Instance, lst listing) {
 	for why, n := range l.count {
@@ -143,6 +162,9 @@ func (i *Instance) list(ctx context.Context, l listing) ([]listItem, error) {
 	total := 0                // bytes of the pages so far
 	var skipped leftOut
 	defer skipped.warn(i, l)
+	if l.method == toolsListing.method {
+		defer func() { i.setLeftOut(skipped.notes(l)) }()
+	}
 	for page := 0; ; page++ {
 		var params any
 		if cursor != "" {
@@ -299,6 +321,23 @@ func (i *Instance) listAtStart(ctx context.Context) error {
 	}
 	wg.Wait()
 	return toolsErr
+}
+
+// LeftOut says what the latest tools/list of the instance left out, one
+// line per reason (tools whose schemas break MCP); nil for nothing.
+func (i *Instance) LeftOut() []string {
+	if p := i.leftOut.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (i *Instance) setLeftOut(notes []string) {
+	if len(notes) == 0 {
+		i.leftOut.Store(nil)
+		return
+	}
+	i.leftOut.Store(&notes)
 }
 
 // Tools is the tool list fetched when the instance started.
