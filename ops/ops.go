@@ -49,6 +49,9 @@ func New(p *proxy.Proxy, rec *Recorder, opts Options) *Ops {
 		opts.Logger = slog.Default()
 	}
 	o := &Ops{proxy: p, rec: rec, opts: opts, started: time.Now(), registry: prometheus.NewRegistry()}
+	rec.mu.Lock()
+	rec.catalog = p.Catalog
+	rec.mu.Unlock()
 	o.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -39,6 +39,13 @@ type Recorder struct {
 	mu              sync.Mutex
 	durationServers map[string]bool // server labels of durations; under mu
 	perServer       map[string]bool // server labels of restarts and crashes set up by sync; under mu
+	// catalog, when set, lets newSeries prune series itself once they
+	// outnumber what the catalog can account for, so that reloads and
+	// re-lists that replace entries hold no memory between scrapes, or
+	// without any. entries counts series; pruneAt is when to look next.
+	catalog func() *proxy.Catalog
+	entries int
+	pruneAt int
 
 	recent reloadRing
 }
@@ -79,6 +86,7 @@ func NewRecorder(keep int) *Recorder {
 			Help: "Upstream instances lost unexpectedly (exited, closed the connection, or failed two pings in a row).",
 		}, []string{"server"}),
 		recent:          reloadRing{keep: max(keep, 1)},
+		pruneAt:         minPruneAt,
 		durationServers: map[string]bool{},
 		perServer:       map[string]bool{},
 	}
@@ -117,9 +125,16 @@ func (r *Recorder) newSeries(e *proxy.Entry) *toolSeries {
 	}
 	s.duration = r.durations.WithLabelValues(s.server)
 	r.durationServers[s.server] = true
+	if r.catalog != nil && r.entries >= r.pruneAt {
+		r.prune(r.catalog())
+	}
 	r.series.Store(e, s)
+	r.entries++
 	return s
 }
+
+// minPruneAt is the fewest series at which newSeries prunes.
+const minPruneAt = 256
 
 func (r *Recorder) resolve(s *toolSeries, outcome proxy.CallOutcome) *counter {
 	r.mu.Lock()
@@ -174,6 +189,7 @@ func (r *Recorder) prune(cat *proxy.Catalog) {
 			return true
 		}
 		r.series.Delete(e)
+		r.entries--
 		if cur, ok := cat.Lookup(e.Exported); ok && cur.Server == e.Server {
 			// The same server still exports the name: a newer entry shares
 			// the label values, so they stay.
@@ -182,6 +198,9 @@ func (r *Recorder) prune(cat *proxy.Catalog) {
 		r.calls.DeletePartialMatch(prometheus.Labels{"server": s.server, "tool": s.tool})
 		return true
 	})
+	// Pruned again once the series have doubled: amortised, a call pays
+	// nothing for it.
+	r.pruneAt = max(2*r.entries, minPruneAt)
 	// A server gone from the catalog takes its durations along.
 	for sv := range r.durationServers {
 		if !servers[sv] {

@@ -105,3 +105,27 @@ func TestReloadRingOrder(t *testing.T) {
 		assert.Equal(t, strings.Join(want, ""), strings.Join(got, ""))
 	}
 }
+
+// TestRecorderHoldsNoReplacedEntriesWithoutScrapes: every reload or re-list
+// that replaces a server's tools makes new catalog entries; a gateway that
+// nobody scrapes must not keep the old ones (and all they point to) for
+// ever. The label series stay what the catalog exports.
+func TestRecorderHoldsNoReplacedEntriesWithoutScrapes(t *testing.T) {
+	r := newRig(t)
+	r.load(t, demoConfig(""))
+	echo, ok := r.proxy.Catalog().Lookup("echo")
+	require.True(t, ok, "the demo tools server exports echo")
+	r.rec.ToolCalled(echo, proxy.CallOK, time.Millisecond)
+	for range 10 * minPruneAt {
+		// What a reload that changes the server leaves behind: an entry of
+		// the same tool the catalog no longer holds.
+		old := &proxy.Entry{Server: "tools", Exported: "echo", Original: "echo"}
+		r.rec.ToolCalled(old, proxy.CallOK, time.Millisecond)
+	}
+	held := 0
+	r.rec.series.Range(func(any, any) bool { held++; return true })
+	assert.LessOrEqual(t, held, 2*minPruneAt, "series held for entries")
+	_, stillHeld := r.rec.series.Load(echo)
+	assert.True(t, stillHeld, "the catalog's own entry keeps its series")
+	assert.Equal(t, 1, testutil.CollectAndCount(r.rec.calls), "one label series: tools/echo/ok")
+}

@@ -166,21 +166,32 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	}
 	mine := make(chan struct{})
 	p.pending[key] = mine
+	// Close waits for this start, so that the slot it holds is given back
+	// once, by whichever of the two comes last. Added under mu, so that it
+	// is ordered before Close's Wait.
+	p.wg.Add(1)
 	defer func() {
 		p.mu.Lock()
 		delete(p.pending, key)
 		p.mu.Unlock()
 		close(mine)
+		p.wg.Done()
 	}()
 	if rec == nil {
 		p.mu.Unlock()
-		inst, err := p.factory(ctx)
+		sctx, cancel := p.startCtx(ctx)
+		inst, err := p.factory(sctx)
+		cancel()
 		p.mu.Lock()
 		if err != nil {
 			if l == nil {
 				p.freeSlot()
 			}
+			closed := p.closed
 			p.mu.Unlock()
+			if closed {
+				return nil, nil, ErrClosed
+			}
 			return nil, nil, err
 		}
 		rec = newRecord(inst, RoleLeased)
@@ -289,16 +300,18 @@ func (p *Pool) refill() {
 
 func (p *Pool) startSpare() {
 	defer p.wg.Done()
-	inst, err := p.factory(context.Background())
+	inst, err := p.factory(p.life)
 	p.mu.Lock()
 	p.starting--
 	if err != nil || p.closed {
+		closed := p.closed
 		p.freeSlot()
 		p.mu.Unlock()
-		if err != nil {
-			p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
-		} else {
+		switch {
+		case err == nil:
 			_ = inst.Close()
+		case !closed:
+			p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
 		}
 		return
 	}

@@ -159,9 +159,9 @@ func (l *Ledger) Instances() []InstanceInfo {
 		infos, is := p.instances()
 		out, insts = append(out, infos...), append(insts, is...)
 	}
-	// Measured outside every lock: it reads /proc.
-	for i, inst := range insts {
-		out[i].Usage = inst.Usage()
+	// Measured outside every lock, from one read of /proc for all.
+	for i, u := range upstream.Usages(insts) {
+		out[i].Usage = u
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Server != out[j].Server {

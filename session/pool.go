@@ -170,11 +170,17 @@ type Pool struct {
 	starting      int           // spares being started
 	freed         chan struct{} // closed and replaced whenever a slot frees
 	closed        bool
+	settled       bool // Close gave every slot back to the ledger
 	drained       chan struct{}
 	inflight      int
 	stopTTL       chan struct{}
 	stop          chan struct{} // closed by Close: retired instances stop waiting for calls
-	wg            sync.WaitGroup
+	// life is cancelled when Close begins: instances still starting (a
+	// spare, a shared restart, a lease's) are abandoned and killed rather
+	// than waited for.
+	life    context.Context
+	endLife context.CancelFunc
+	wg      sync.WaitGroup
 	// Shared instance recovery.
 	down      error     // why the shared instance is down, while it is
 	restartAt time.Time // when the next restart is due
@@ -192,6 +198,7 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 	}
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
 		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{})}
+	p.life, p.endLife = context.WithCancel(context.Background())
 	p.ledger.add(p)
 	if first != nil {
 		p.live = 1
@@ -283,8 +290,12 @@ func (p *Pool) takeSlot() error {
 	return nil
 }
 
-// freeSlot gives a slot back. Callers hold mu.
+// freeSlot gives a slot back. Callers hold mu. Once Close has given back
+// every slot, a late one (an instance retired as Close ran) was among them.
 func (p *Pool) freeSlot() {
+	if p.settled {
+		return
+	}
 	p.live--
 	p.ledger.give(1)
 	p.signalFreed()
@@ -450,6 +461,7 @@ func (p *Pool) Close(ctx context.Context) {
 	}
 	p.closed = true
 	close(p.stopTTL) // also stops watchShared
+	p.endLife()      // and every start under way
 	var drained chan struct{}
 	if p.inflight > 0 {
 		drained = make(chan struct{})
@@ -488,9 +500,17 @@ func (p *Pool) Close(ctx context.Context) {
 	p.wg.Wait()
 	p.mu.Lock()
 	p.ledger.give(p.live)
-	p.live = 0
+	p.live, p.settled = 0, true
 	p.mu.Unlock()
 	p.ledger.remove(p)
+}
+
+// startCtx is ctx, cancelled also when the pool closes, for starting an
+// instance on a caller's behalf.
+func (p *Pool) startCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(p.life, func() { cancel(ErrClosed) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 func (p *Pool) emit(e Event) {

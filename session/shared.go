@@ -88,7 +88,7 @@ func (p *Pool) watchShared(rec *record) {
 				return
 			case <-time.After(backoff):
 			}
-			fresh, err := p.factory(context.Background())
+			fresh, err := p.factory(p.life)
 			p.mu.Lock()
 			if p.closed {
 				p.mu.Unlock()
@@ -118,7 +118,7 @@ func (p *Pool) watchShared(rec *record) {
 // instance closes once its calls finish. If the successor cannot start, the
 // old instance serves on and is measured again later.
 func (p *Pool) replaceShared(old *record, reason error) *record {
-	fresh, err := p.factory(context.Background())
+	fresh, err := p.factory(p.life)
 	if err != nil {
 		p.emit(Event{Kind: "spawn-failed", Server: p.cfg.Server, Err: err})
 		return nil

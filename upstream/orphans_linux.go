@@ -88,13 +88,15 @@ func (c *childTable) reapOrphans() {
 // sweep reaps every dead orphan of an upstream among our children. A dead
 // child counts as such an orphan when we did not fork it and it is known to
 // be an upstream's: it was seen alive as one, it is in an upstream's process
-// group, or it is in another session than ours (a daemon that called
-// setsid(), or a descendant of one). Code of this process that forks with
-// exec.Cmd outside this package and puts the child in a new session must not
-// run beside a Supervisor.
+// group, or it is outside our own process group (a daemon that called
+// setsid() or setpgid(), or a descendant of one), which a child this
+// process forked elsewhere does not leave unless asked to. Code of this
+// process that forks with exec.Cmd outside this package and puts the child
+// in a new process group or session must not run beside a Supervisor.
 func (c *childTable) sweep() {
 	self := os.Getpid()
 	ourSession, _ := unix.Getsid(0)
+	ourGroup := unix.Getpgrp()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range procTable() {
@@ -102,7 +104,7 @@ func (c *childTable) sweep() {
 			continue
 		}
 		start, seen := c.seen[e.pid]
-		if (seen && start == e.start) || c.groups[e.pgrp] || e.sid != ourSession {
+		if (seen && start == e.start) || c.groups[e.pgrp] || e.pgrp != ourGroup || e.sid != ourSession {
 			var status unix.WaitStatus
 			_, _ = unix.Wait4(e.pid, &status, unix.WNOHANG, nil)
 			delete(c.seen, e.pid)

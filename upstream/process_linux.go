@@ -23,6 +23,9 @@ func groupAttr(cg *cgroupDir) *syscall.SysProcAttr {
 // (the group's id) stays reserved until reap.
 func (p *process) watchExit() {
 	defer close(p.exited)
+	if p.pollExit() {
+		return
+	}
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, p.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -34,6 +37,48 @@ func (p *process) watchExit() {
 		}
 		return
 	}
+}
+
+// pollExit waits for the leader's exit through a pidfd in the runtime's
+// poller, so that a running instance holds no thread blocked in waitid: a
+// blocking wait each would keep as many threads as instances ever ran at
+// once for the rest of the process's life. It reports false, having
+// waited for nothing, where pidfds cannot be waited on so (before Linux
+// 5.4).
+func (p *process) pollExit() bool {
+	fd, err := unix.PidfdOpen(p.pgid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var info unix.Siginfo
+	var werr error
+	exited := false
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			info = unix.Siginfo{}
+			werr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+			if werr != unix.EINTR {
+				break
+			}
+		}
+		exited = werr == nil && (*childInfo)(unsafe.Pointer(&info)).Pid != 0
+		// Done on an error too; waitid(P_PIDFD) unknown to the kernel is
+		// told apart below.
+		return werr != nil || exited
+	})
+	switch {
+	case err != nil || werr == unix.EINVAL:
+		return false
+	case exited:
+		p.status = exitStatus(&info)
+	}
+	return true
 }
 
 // othersAlive reports whether a process of the instance other than the
@@ -57,8 +102,11 @@ func (p *process) signalOthers(sig syscall.Signal) {
 // or its process group, those carrying its tag, and whatever descends from
 // any of them. Orphans among them that were re-parented to us are noted, so
 // that they are reaped when they die.
-func (p *process) members() []procInfo {
-	table := procTable()
+func (p *process) members() []procInfo { return p.membersIn(procTable()) }
+
+// membersIn is members, found in table, a look at the process table taken
+// by the caller.
+func (p *process) membersIn(table []procInfo) []procInfo {
 	self := os.Getpid()
 	in := map[int]bool{}
 	inCgroup := map[int]bool{}
@@ -112,13 +160,25 @@ func (p *process) members() []procInfo {
 
 // usage sums the resident memory of the instance's processes; nothing is
 // left of an instance whose leader was reaped.
-func (p *process) usage() Usage {
+func (p *process) usage() Usage { return p.usageIn(nil) }
+
+// procSnapshot is one look at the process table, shared by the
+// measurements of several instances.
+type procSnapshot []procInfo
+
+func newProcSnapshot() procSnapshot { return procTable() }
+
+// usageIn is usage, measured in snap (nil: a fresh look).
+func (p *process) usageIn(snap procSnapshot) Usage {
 	var u Usage
 	if p.reaped.Load() {
 		return u
 	}
+	if snap == nil {
+		snap = procTable()
+	}
 	page := int64(os.Getpagesize())
-	for _, m := range p.members() {
+	for _, m := range p.membersIn(snap) {
 		u.Processes++
 		u.RSS += m.rss * page
 	}

@@ -40,3 +40,9 @@ func (p *process) signalOthers(syscall.Signal) {}
 
 // usage is not measured outside Linux.
 func (p *process) usage() Usage { return Usage{} }
+
+type procSnapshot struct{}
+
+func newProcSnapshot() procSnapshot { return procSnapshot{} }
+
+func (p *process) usageIn(procSnapshot) Usage { return Usage{} }

@@ -97,9 +97,15 @@ func sleepInGroup(t *testing.T) (*exec.Cmd, <-chan error) {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
+	// Started as the upstreams are, so that its exit status stays its
+	// Wait's: a subreaper reaps children of other groups it did not start.
+	require.NoError(t, spawn(cmd))
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		children.reaped(cmd.Process.Pid)
+		exited <- err
+	}()
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	return cmd, exited
 }
