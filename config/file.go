@@ -23,6 +23,7 @@ const SupportedVersion = 1
 type fileResult struct {
 	problems problemList // workspace-level problems
 	servers  []*serverDef
+	hostVars []string // host variables the workspace settings read (http.auth tokens)
 	settings settings
 	dialect  Dialect // the shape the file was read as; "" when it could not be read
 }
@@ -146,7 +147,7 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}
 	res.settings = readSettings(r, f)
-	res.settings.access = readAccess(r, fc.lookupEnv, f)
+	res.settings.access = readAccess(r, recordingLookup(fc.lookupEnv, &res.hostVars), f)
 	if p, ok := f["servers"]; ok {
 		res.servers = readServers(r, fc, p.v)
 	}

@@ -24,6 +24,7 @@ func hashServer(s *Server, validPattern string) string {
 	w.str("cwd", s.Cwd)
 	w.dict("env", s.Env)
 	w.list("inherit_env", s.InheritEnv)
+	w.list("withheld", s.Withheld)
 	w.str("url", s.URL)
 	w.dict("headers", s.Headers)
 	w.str("auth.type", string(s.Auth.Type))

@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 )
 
 // DefaultPaths returns the places a config is looked for when none is given, in order of
@@ -115,6 +118,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		// where the profiles in effect were read, for their problems
 		profileFile  string
 		profileLines map[string]int
+		wsVars       []string // host variables the workspace settings read
 	)
 	for _, src := range srcs {
 		ws.Files = append(ws.Files, src.name)
@@ -128,6 +132,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 			dir = filepath.Dir(src.name)
 		}
 		res := parseFile(fileContext{file: src.name, dir: dir, lookupEnv: lookupEnv, readFile: envFile}, src.data)
+		wsVars = append(wsVars, res.hostVars...)
 		problems = append(problems, res.problems.problems...)
 		fatal = fatal || res.problems.hasErrors()
 		if res.dialect != "" {
@@ -147,6 +152,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 	}
 
+	withhold(defs, wsVars)
 	for _, d := range defs {
 		finish(d, ws)
 		problems = append(problems, d.problems.problems...)
@@ -236,4 +242,39 @@ func finish(d *serverDef, ws *Workspace) {
 	}
 	checkAllowedCommand(d, ws.Security.AllowedCommands)
 	d.srv.Hash = hashServer(d.srv, ws.Naming.ValidPattern)
+}
+
+// withhold sets the Withheld of each server whose inherit_env has a * pattern
+// (true is "*"): the host variables the workspace settings (wsVars) and the
+// other servers read for their secrets, less those the server reads itself.
+// Other servers inherit by exact names alone, which Withheld never limits, so
+// theirs stays empty and their hash unchanged when the rest of the config
+// reads another variable.
+func withhold(defs []*serverDef, wsVars []string) {
+	for _, d := range defs {
+		if !slices.ContainsFunc(d.srv.InheritEnv, func(p string) bool { return strings.Contains(p, "*") }) {
+			continue
+		}
+		own := make(map[string]bool, len(d.srv.HostVars))
+		for _, name := range d.srv.HostVars {
+			own[name] = true
+		}
+		var out []string
+		add := func(names []string) {
+			for _, name := range names {
+				if !own[name] {
+					out = append(out, name)
+				}
+			}
+		}
+		add(wsVars)
+		for _, other := range defs {
+			if other != d {
+				add(other.srv.HostVars)
+			}
+		}
+		out = distinct(out)
+		sort.Strings(out)
+		d.srv.Withheld = out
+	}
 }

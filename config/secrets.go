@@ -1,10 +1,14 @@
 package config
 
-import "net/url"
+import (
+	"encoding/base64"
+	"net/url"
+	"strings"
+)
 
 // Secrets returns every value of the workspace that may be a secret: the static tokens
 // of http.auth, each server's env and header values (from the host, an env file or
-// written in the config), the credentials and query of its URL, and every text that
+// written in the config; HeaderSecrets), the credentials and query of its URL, and every text that
 // ${VAR} or {env: VAR} took from the environment into any of its fields (FromEnv), so
 // that a secret placed in a URL path or an argument is covered too. Logs are scrubbed
 // of all of them, whichever server a line is about: a value one server holds may show
@@ -18,18 +22,21 @@ func (w *Workspace) Secrets() []string {
 		out = append(out, token)
 	}
 	for _, s := range w.Servers {
-		for _, m := range []map[string]string{s.Env, s.Headers} {
-			for _, v := range m {
-				out = append(out, v)
-			}
+		for _, v := range s.Env {
+			out = append(out, v)
 		}
+		out = append(out, s.HeaderSecrets()...)
 		out = append(out, s.EnvSecrets()...)
 		if s.Auth.ClientSecret != "" {
 			out = append(out, s.Auth.ClientSecret)
 		}
 		if u, err := url.Parse(s.URL); err == nil && s.URL != "" {
 			if u.User != nil {
-				out = append(out, u.User.String())
+				// The user name alone too: it may be the key (https://KEY:@host),
+				// and Go's HTTP client quotes a URL with the password starred, not
+				// the name.
+				name, _, _ := strings.Cut(u.User.String(), ":")
+				out = append(out, u.User.String(), name, u.User.Username())
 				if p, ok := u.User.Password(); ok {
 					out = append(out, p)
 				}
@@ -43,6 +50,38 @@ func (w *Workspace) Secrets() []string {
 		}
 	}
 	return out
+}
+
+// HeaderSecrets returns the server's header values and, of an Authorization or
+// Proxy-Authorization value ("Bearer TOKEN", "Basic BASE64"), the credential alone, and
+// of a Basic one also the user:password it encodes and the password: a server that
+// refuses a token tends to quote it without its scheme.
+func (s *Server) HeaderSecrets() []string {
+	if s == nil || len(s.Headers) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(s.Headers))
+	for name, v := range s.Headers {
+		out = append(out, v)
+		if !strings.EqualFold(name, "Authorization") && !strings.EqualFold(name, "Proxy-Authorization") {
+			continue
+		}
+		scheme, credential, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if credential = strings.TrimSpace(credential); !ok || credential == "" {
+			continue
+		}
+		out = append(out, credential)
+		if !strings.EqualFold(scheme, "Basic") {
+			continue
+		}
+		if pair, err := base64.StdEncoding.DecodeString(credential); err == nil {
+			out = append(out, string(pair))
+			if _, password, ok := strings.Cut(string(pair), ":"); ok {
+				out = append(out, password)
+			}
+		}
+	}
+	return distinct(out)
 }
 
 // EnvSecrets returns the texts the server's config took from the environment
@@ -79,4 +118,23 @@ func distinct(values []string) []string {
 		}
 	}
 	return out
+}
+
+// SecretName reports whether a variable's name says it holds a secret, as
+// AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN or NPM_AUTH do.
+func SecretName(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, word := range strings.FieldsFunc(upper, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		switch word {
+		case "TOKEN", "SECRET", "KEY", "APIKEY", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE",
+			"CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "COOKIE", "SESSION", "PRIVATE":
+			return true
+		}
+	}
+	for _, end := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD"} {
+		if strings.HasSuffix(upper, end) {
+			return true
+		}
+	}
+	return false
 }

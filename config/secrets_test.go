@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,4 +138,80 @@ servers:
 	for _, not := range []string{"default-arg-1", "literal-arg-9", ""} {
 		assert.NotContains(t, secrets, not)
 	}
+}
+
+// TestHeaderSecretsIncludeTheCredential: a server that refuses a token quotes it
+// without its scheme, so the credential of an Authorization header is a secret alone,
+// and so are the user:password a Basic one encodes and its password.
+func TestHeaderSecretsIncludeTheCredential(t *testing.T) {
+	srv := &Server{Headers: map[string]string{
+		"authorization":       "Bearer tok-3b8e61f0",
+		"Proxy-Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("proxyuser:pw-9a2c7d")),
+		"X-Title":             "My Agent",
+	}}
+	got := srv.HeaderSecrets()
+	for _, want := range []string{"Bearer tok-3b8e61f0", "tok-3b8e61f0", "proxyuser:pw-9a2c7d", "pw-9a2c7d", "My Agent"} {
+		assert.Contains(t, got, want)
+	}
+	assert.NotContains(t, got, "Agent", "only authorization headers have a scheme and a credential")
+	assert.Nil(t, (&Server{}).HeaderSecrets())
+
+	ws := &Workspace{Servers: []*Server{srv}}
+	assert.Contains(t, ws.Secrets(), "tok-3b8e61f0")
+}
+
+// TestWithheldNamesOthersSecrets: each server learns which host variables the rest of
+// the config reads for its secrets (another server's {env:} and ${VAR}, an http.auth
+// token), less those it reads itself; an env_file's variables are not the host's.
+func TestWithheldNamesOthersSecrets(t *testing.T) {
+	env := map[string]string{"GH": "gh-token-1", "CI": "ci-token-0123456789", "SHARED": "shared-1", "DIR": "/srv"}
+	dir := writeFiles(t, map[string]string{
+		".env": "FROMFILE=file-1\n",
+		"mcp.yaml": `version: 1
+http:
+  auth:
+    tokens: {ci: {env: CI}}
+servers:
+  a:
+    command: run
+    env: {T: {env: GH}, S: '${SHARED}'}
+    inherit_env: ['AWS_*']
+  exact:
+    command: run
+    inherit_env: [GH]
+  b:
+    command: run
+    env_file: .env
+    args: ['${DIR}/x', '${FROMFILE}', '${SHARED}']
+    inherit_env: true
+`,
+	})
+	ws, problems := Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
+	require.NotNil(t, ws, render(problems))
+	a, b := ws.Server("a"), ws.Server("b")
+	assert.ElementsMatch(t, []string{"GH", "SHARED"}, a.HostVars)
+	assert.ElementsMatch(t, []string{"DIR", "SHARED"}, b.HostVars, "an env_file's variable is not the host's")
+	assert.Equal(t, []string{"CI", "DIR"}, a.Withheld)
+	assert.Equal(t, []string{"CI", "GH"}, b.Withheld, "what b reads itself is not withheld from it")
+	assert.Empty(t, ws.Server("exact").Withheld, "a server that inherits by exact names alone withholds nothing")
+}
+
+// TestSecretOnTheCommandLineIsWarned: an argument that ${VAR} fills with a secret
+// (a variable named like one) puts it in the server's command line, which every user
+// of the machine can read; check says so and how to avoid it. A path is no secret.
+func TestSecretOnTheCommandLineIsWarned(t *testing.T) {
+	env := map[string]string{"GITHUB_TOKEN": "ghp-argv-1", "HOME": "/home/u", "EMPTY_TOKEN": ""}
+	dir := writeFiles(t, map[string]string{"mcp.yaml": `version: 1
+servers:
+  gh:
+    command: run
+    args: ['--token', '${GITHUB_TOKEN}', '${HOME}/data', '${EMPTY_TOKEN:-none}', '$${NOT_A_TOKEN}']
+`})
+	ws, problems := Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
+	require.NotNil(t, ws, render(problems))
+	text := render(problems)
+	assert.Contains(t, text, `server "gh": args[1]: ${GITHUB_TOKEN} puts a secret on the server's command line`)
+	assert.Equal(t, 1, strings.Count(text, "command line"), "only the secret is warned about: %s", text)
+	assert.NotContains(t, text, "ghp-argv-1")
+	require.NotNil(t, ws.Server("gh"), "a warning, the server still runs")
 }

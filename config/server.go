@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -67,10 +68,13 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		Tools:          Tools{Mode: ModeDynamic},
 	}
 	d := &serverDef{srv: srv}
+	var hostVars []string
+	fc.lookupEnv = recordingLookup(fc.lookupEnv, &hostVars) // an env_file's variables are not the host's: see loadEnvFile
 	r := &reader{problemList: problemList{file: fc.file, server: id}, lookup: fc.lookupEnv}
 	defer func() {
 		d.problems = r.problemList
 		srv.FromEnv = distinct(r.taken)
+		srv.HostVars = distinct(hostVars)
 	}()
 
 	if !serverIDPattern.MatchString(id) {
@@ -171,6 +175,7 @@ func (s *serverReader) scalars(fc fileContext) {
 		for _, t := range items {
 			srv.Args = append(srv.Args, t.s)
 		}
+		s.warnSecretArgs(p.v)
 	}
 	if p, ok := s.f["cwd"]; ok {
 		if t, ok := s.text(p.v, "cwd"); ok && t.s != "" {
@@ -300,4 +305,46 @@ func (s *serverReader) envRef(n *yaml.Node, field string) (string, bool) {
 	}
 	s.noteTaken(val)
 	return val, true
+}
+
+// recordingLookup is lookup that notes in names every variable it finds set,
+// empty or not.
+func recordingLookup(lookup func(string) (string, bool), names *[]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if ok {
+			*names = append(*names, name)
+		}
+		return v, ok
+	}
+}
+
+// warnSecretArgs warns about each argument that ${VAR} fills with a secret (a
+// variable named like one, set and not empty): a process's command line is
+// readable by every user of the machine (ps, /proc/PID/cmdline), its
+// environment only by its owner.
+func (s *serverReader) warnSecretArgs(n *yaml.Node) {
+	n = deref(n)
+	if n.Kind != yaml.SequenceNode || s.lookup == nil {
+		return
+	}
+	for i, item := range n.Content {
+		if item = deref(item); item.Kind != yaml.ScalarNode {
+			continue
+		}
+		var set []string
+		_, _ = interpolate(item.Value, func(name string) (string, bool) {
+			v, ok := s.lookup(name)
+			if ok && v != "" {
+				set = append(set, name)
+			}
+			return v, ok
+		})
+		for _, name := range distinct(set) {
+			if SecretName(name) {
+				s.warnf(item.Line, fmt.Sprintf("args[%d]", i), "${%s} puts a secret on the server's command line, which every user of this "+
+					"machine can read (ps, /proc); pass it in env instead if the server reads it there", name)
+			}
+		}
+	}
 }

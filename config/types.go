@@ -80,6 +80,8 @@ type (
 		Cwd            string            // absolute; defaults to the config file's directory
 		Env            map[string]string // resolved variables of the server's own (secret values!)
 		InheritEnv     []string          // host variables passed on besides the safe base: names or * patterns
+		HostVars       []string          // host variables its config reads ({env: VAR}, ${VAR}): their values are its secrets
+		Withheld       []string          // host variables the rest of the config reads for its secrets: inherit_env passes them only named exactly
 		URL            string
 		Headers        map[string]string // resolved (secret values!)
 		Auth           ServerAuth        // how the aggregator authorizes itself at a remote server

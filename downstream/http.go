@@ -51,9 +51,20 @@ type HTTPOptions struct {
 	// only MaxSessions bounds their sessions.
 	MaxSessionsPerClient int
 	// MaxConnsPerClient caps the open connections of one remote IP under
-	// Serve (default 256). Connections over the
-	// cap are answered 429 at once, without reading from them, and closed.
+	// Serve (default DefaultMaxConnsPerClient; --max-conns-per-address;
+	// negative: no cap). Connections over the
+	// cap are answered 429 at once, without reading from them, and closed,
+	// except for a few kept for ProbePaths.
 	MaxConnsPerClient int
+	// ProbePaths are the paths (the gateway's /healthz and /readyz) a
+	// client at its connection cap may still GET, on one of probeReserve
+	// connections more, each closed after its answer and within
+	// probeConnLife. Behind a load balancer every client's connection comes
+	// from the balancer's address, and so do its health checks: without
+	// these a replica whose streams fill the cap fails its checks and is
+	// taken out of rotation while healthy. Other requests on such a
+	// connection are answered 429 as the cap's.
+	ProbePaths []string
 	// MaxHeaderBytes bounds a request's headers under Serve (default
 	// 64 KiB): a connection sending its headers slowly holds what arrived
 	// of them until BodyReadTimeout, so the bound is what each of up to
@@ -93,6 +104,12 @@ type HTTPOptions struct {
 // send (a bearer token, the Mcp-* headers), far below net/http's 1 MiB.
 const DefaultMaxHeaderBytes = 64 << 10
 
+// DefaultMaxConnsPerClient is how many connections one remote IP may hold
+// open unless HTTPOptions.MaxConnsPerClient says otherwise: ample for a
+// client, however many sessions it runs. A load balancer is one address
+// for all the clients behind it, and needs a cap of its own.
+const DefaultMaxConnsPerClient = 256
+
 // DefaultMaxSessions is how many sessions may be open at once unless
 // HTTPOptions.MaxSessions says otherwise.
 const DefaultMaxSessions = 10_000
@@ -123,8 +140,11 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	if o.MaxConnsPerClient <= 0 {
-		o.MaxConnsPerClient = 256
+	switch {
+	case o.MaxConnsPerClient == 0:
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
+	case o.MaxConnsPerClient < 0:
+		o.MaxConnsPerClient = 0 // no cap
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
@@ -301,7 +321,13 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	}
 	t.servers = append(t.servers, srv)
 	t.mu.Unlock()
-	var served net.Listener = newClientLimit(ln, t.opts.MaxConnsPerClient, t.log)
+	limit := newClientLimit(ln, t.opts.MaxConnsPerClient, t.log)
+	if len(t.opts.ProbePaths) > 0 {
+		limit.reserve = probeReserve
+		srv.ConnContext = probeContext
+		srv.Handler = limit.probesOnly(t.opts.ProbePaths, handler)
+	}
+	var served net.Listener = limit
 	if t.opts.TLS != nil {
 		// Outermost, so that the server sees *tls.Conn: it then bounds the
 		// handshake and fills Request.TLS.

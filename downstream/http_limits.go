@@ -1,6 +1,8 @@
 package downstream
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -132,20 +135,33 @@ func tooLarge(limit int64) *httpError {
 // clientLimit is a listener that holds each remote IP to a number of open
 // connections. A connection over the cap is answered 429 and closed at
 // once: it costs no goroutine and is never read from, so a flood of them
-// cannot hold server resources.
+// cannot hold server resources. The first reserve connections over the cap
+// are served instead, for probes only (probesOnly), and briefly.
 type clientLimit struct {
 	net.Listener
-	max int
-	log *slog.Logger
+	max     int // 0: no cap
+	reserve int // probe connections an IP may open over max
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	open    map[string]int // remote IP -> open connections
+	probing map[string]int // remote IP -> open probe connections over max
 	refused int            // connections refused since the last log line
 	logged  time.Time      // when that line was written
 }
 
+// probeReserve is how many connections over its cap an address may open
+// for probes: a load balancer checks a replica once per interval, a
+// kubelet runs a liveness and a readiness probe.
+const probeReserve = 4
+
+// probeConnLife bounds a probe connection over the cap from its accept to
+// its close, so that connections that never send their request cannot
+// hold the reserve for the header timeout.
+const probeConnLife = 5 * time.Second
+
 func newClientLimit(ln net.Listener, max int, log *slog.Logger) *clientLimit {
-	return &clientLimit{Listener: ln, max: max, log: log, open: make(map[string]int)}
+	return &clientLimit{Listener: ln, max: max, log: log, open: make(map[string]int), probing: make(map[string]int)}
 }
 
 // Accept returns the next connection within its client's cap.
@@ -157,42 +173,107 @@ func (l *clientLimit) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c)
 		l.mu.Lock()
-		over := l.open[ip] >= l.max
-		if !over {
+		over := l.max > 0 && l.open[ip] >= l.max
+		probe := over && l.probing[ip] < l.reserve
+		switch {
+		case !over:
 			l.open[ip]++
-		}
-		refused := 0
-		if over {
-			// One log line per interval, however hard a client pushes.
-			if l.refused++; time.Since(l.logged) >= 10*time.Second {
-				refused, l.refused, l.logged = l.refused, 0, time.Now()
-			}
+		case probe:
+			l.probing[ip]++
 		}
 		l.mu.Unlock()
-		if !over {
-			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(ip) }}, nil
+		switch {
+		case !over:
+			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.open, ip) }}, nil
+		case probe:
+			until := time.Now().Add(probeConnLife)
+			pc := &probeConn{countedConn: countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.probing, ip) }}, until: until}
+			_ = pc.SetDeadline(until)
+			return pc, nil
 		}
-		if refused > 0 {
-			l.log.Warn("refused connections over the per-client cap", "client", ip, "max", l.max, "refused", refused)
-		}
+		l.noteRefused(ip)
 		l.refuse(c)
 	}
 }
 
-func (l *clientLimit) release(ip string) {
+// noteRefused logs refused connections: one line per interval, however
+// hard a client pushes.
+func (l *clientLimit) noteRefused(ip string) {
+	l.mu.Lock()
+	refused := 0
+	if l.refused++; time.Since(l.logged) >= 10*time.Second {
+		refused, l.refused, l.logged = l.refused, 0, time.Now()
+	}
+	l.mu.Unlock()
+	if refused > 0 {
+		l.log.Warn("refused connections over the per-client cap", "client", ip, "max", l.max, "refused", refused,
+			"fix", "if this address is a load balancer or proxy that carries many clients, raise --max-conns-per-address")
+	}
+}
+
+// release gives back a slot of ip in counts (open or probing).
+func (l *clientLimit) release(counts map[string]int, ip string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open[ip]--; l.open[ip] <= 0 {
-		delete(l.open, ip)
+	if counts[ip]--; counts[ip] <= 0 {
+		delete(counts, ip)
 	}
+}
+
+// probeConnKey marks the context of a request on a probe connection.
+type probeConnKey struct{}
+
+// probeContext is the server's ConnContext: it marks requests that arrive
+// on a probe connection (under TLS, the connection inside).
+func probeContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if _, ok := c.(*probeConn); ok {
+		return context.WithValue(ctx, probeConnKey{}, true)
+	}
+	return ctx
+}
+
+// probesOnly serves a request on a probe connection only when it is a GET
+// or HEAD of one of paths, and closes the connection after the answer; any
+// other is answered as the connection cap answers.
+func (l *clientLimit) probesOnly(paths []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(probeConnKey{}) == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && slices.Contains(paths, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		l.noteRefused(remoteHost(r.RemoteAddr))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write(l.refusal())
+	})
+}
+
+func remoteHost(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// refusal is the body of a connection refused over the cap.
+func (l *clientLimit) refusal() []byte {
+	return jsonrpc.Failure([]byte("null"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		"too many connections from this address: at most %d; reuse or close connections", l.max)).Encode()
 }
 
 // refuse writes a short 429 response and closes c. The response fits in a
 // fresh connection's send buffer, so the write does not wait for the
 // client; the deadline covers the case where it would.
 func (l *clientLimit) refuse(c net.Conn) {
-	body := jsonrpc.Failure([]byte("null"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-		"too many connections from this address: at most %d; reuse or close connections", l.max)).Encode()
+	body := l.refusal()
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 	_ = c.Close()
@@ -219,4 +300,26 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// probeConn is a connection over its client's cap served for a probe: no
+// deadline the server sets reaches past until.
+type probeConn struct {
+	countedConn
+	until time.Time
+}
+
+func (c *probeConn) clamp(t time.Time) time.Time {
+	if t.IsZero() || t.After(c.until) {
+		return c.until
+	}
+	return t
+}
+
+func (c *probeConn) SetDeadline(t time.Time) error { return c.Conn.SetDeadline(c.clamp(t)) }
+func (c *probeConn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.clamp(t))
+}
+func (c *probeConn) SetWriteDeadline(t time.Time) error {
+	return c.Conn.SetWriteDeadline(c.clamp(t))
 }

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -210,4 +211,51 @@ func TestNormalizeOrigin(t *testing.T) {
 		assert.Equal(t, want, got, in)
 		assert.Equal(t, want != "", ok, in)
 	}
+}
+
+// TestHTTPProbesOverTheConnectionCap: a client at its cap still gets the
+// probe paths, on at most probeReserve connections more, each closed after
+// its answer; anything else on them is refused as the cap refuses, and a
+// connection past the reserve is refused before it says anything.
+func TestHTTPProbesOverTheConnectionCap(t *testing.T) {
+	s := serveHTTP(t, newHTTPFake(), HTTPOptions{MaxConnsPerClient: 1, ProbePaths: []string{"/probe"}})
+	held := s.dial(t)
+	s.rawPost(t, held, "Content-Length: "+itoa(len(initializeBody))+"\r\n", initializeBody)
+	resp := readResponse(t, held, bufio.NewReader(held))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	ask := func(c net.Conn, request string) (*http.Response, *bufio.Reader) {
+		t.Helper()
+		_, err := io.WriteString(c, request)
+		require.NoError(t, err)
+		br := bufio.NewReader(c)
+		return readResponse(t, c, br), br
+	}
+	// A probe path reaches the server's handler (the test mux has no
+	// /probe: 404), and the connection closes after it.
+	probe := s.dial(t)
+	resp, br := ask(probe, "GET /probe HTTP/1.1\r\nHost: "+s.addr+"\r\n\r\n")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.True(t, resp.Close, "a probe connection over the cap closes after its answer")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	requireClosed(t, probe, br)
+	// The MCP endpoint is refused on such a connection.
+	other := s.dial(t)
+	resp, br = ask(other, "POST /mcp HTTP/1.1\r\nHost: "+s.addr+"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: "+itoa(len(initializeBody))+"\r\n\r\n"+initializeBody)
+	requireRefused(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInvalidRequest, "reuse or close connections")
+	requireClosed(t, other, br)
+
+	// The reserve taken by connections that say nothing, the next one is
+	// refused at once.
+	for i := range probeReserve {
+		c := s.dial(t)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		require.True(t, errors.As(err, &ne) && ne.Timeout(), "probe connection %d of the reserve is refused: %v", i+1, err)
+	}
+	past := s.dial(t)
+	br = bufio.NewReader(past)
+	requireRefused(t, readResponse(t, past, br), http.StatusTooManyRequests, jsonrpc.CodeInvalidRequest, "reuse or close connections")
+	requireClosed(t, past, br)
 }

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +45,10 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
+	if isBatch(body) {
+		t.postBatch(w, r, body, acceptJSON)
+		return
+	}
 	msg, e := decodeMessage(body)
 	if e != nil {
 		t.refuse(w, r, e)
@@ -63,10 +66,6 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
-	if b := bytes.TrimLeft(bytes.TrimPrefix(body, bom), " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"batches are not supported: POST one JSON-RPC message at a time")
-	}
 	msg, de := decodeClient(body, true) // the body is read for this message alone
 	if de != nil {
 		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}

@@ -416,7 +416,7 @@ func TestHTTPRequestErrors(t *testing.T) {
 	}{
 		{"content type", http.MethodPost, initializeBody, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, jsonrpc.CodeInvalidRequest, "application/json"},
 		{"accept", http.MethodPost, initializeBody, map[string]string{"Accept": "text/html"}, http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "text/event-stream"},
-		{"batch", http.MethodPost, "[" + initializeBody + "]", nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "batches are not supported"},
+		{"batch", http.MethodPost, "[" + initializeBody + "]", nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "send initialize alone first"},
 		{"not json", http.MethodPost, `{"jsonrpc":`, nil, http.StatusBadRequest, jsonrpc.CodeParseError, "not valid JSON"},
 		{"not json-rpc", http.MethodPost, `{"jsonrpc":"1.0","id":9,"method":"x"}`, nil, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, `"jsonrpc" must be "2.0"`},
 		{"method", http.MethodPut, "", nil, http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "use POST"},

@@ -75,7 +75,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
-	s.send = s.Notify
+	s.send, s.replyAlone = s.Notify, s.reply
 	s.detached = context.WithoutCancel(ctx)
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
@@ -133,7 +133,9 @@ type stdioSession struct {
 	openOnce sync.Once
 	asks     *outgoing                   // server-to-client requests awaiting the client
 	send     func(*jsonrpc.Message) bool // Notify, made once
-	detached context.Context             // the session's context without its end, for requests (see start)
+	// replyAlone is reply, made once, for requests served alone.
+	replyAlone func(line []byte)
+	detached   context.Context // the session's context without its end, for requests (see start)
 
 	// initialized is where the connection's one initialize stands: none
 	// yet (or only failed ones), one being served, or one that succeeded.
@@ -202,6 +204,13 @@ func (s *stdioSession) read(ctx context.Context) {
 			s.inErr <- err
 			return
 		}
+		if isBatch(line) {
+			if !s.batch(ctx, line) {
+				s.inErr <- ctx.Err()
+				return
+			}
+			continue
+		}
 		msg, de := decodeClient(line, false)
 		if de != nil {
 			s.reject(de.ID, de.Code, de.Reason)
@@ -209,29 +218,39 @@ func (s *stdioSession) read(ctx context.Context) {
 		}
 		switch {
 		case msg.IsRequest():
-			if !s.acquire(ctx, msg) {
-				if ctx.Err() != nil {
+			if ok, busy := s.acquire(ctx); !ok {
+				if busy == nil {
 					s.inErr <- ctx.Err()
 					return
 				}
+				s.refuseBusy(msg.ID, busy)
 				continue // refused: reading goes on
 			}
-			if serve := s.start(ctx, msg); serve != nil {
+			if serve := s.start(ctx, msg, s.replyAlone); serve != nil {
 				s.workers.run(s.follow)
 				serve()
 				return
 			}
-		case msg.IsResponse():
-			// A response completes the request it answers; it is never a
-			// notification for the Handler.
-			if !s.asks.deliver(msg) {
-				s.log.Info("dropped a client response that no request awaits", "id", clip(string(msg.ID)))
-			}
-		case msg.Method == "notifications/cancelled":
-			s.cancel(msg.Params)
 		default:
-			s.notified(ctx, msg)
+			s.apply(ctx, msg)
 		}
+	}
+}
+
+// apply takes a client message that is not a request: a response
+// completes the request it answers (it is never a notification for the
+// Handler), a cancellation cancels, any other notification goes to the
+// Handler.
+func (s *stdioSession) apply(ctx context.Context, msg *jsonrpc.Message) {
+	switch {
+	case msg.IsResponse():
+		if !s.asks.deliver(msg) {
+			s.log.Info("dropped a client response that no request awaits", "id", clip(string(msg.ID)))
+		}
+	case msg.Method == "notifications/cancelled":
+		s.cancel(msg.Params)
+	default:
+		s.notified(ctx, msg)
 	}
 }
 
@@ -244,17 +263,18 @@ const slotWait = 250 * time.Millisecond
 // are in flight: JSON-RPC's range for server errors.
 const codeBusy = -32000
 
-// acquire takes a slot for msg, a request. While every slot is taken it
-// waits, as long as output to the client is backed up: a client that stops
-// reading its results stops being read. Otherwise the requests in flight
-// are still being served, possibly waiting for an answer of the client's
-// (a response to Ask, a cancellation) that comes after msg on the input;
-// so after slotWait msg is refused, and reading goes on. It returns false
-// when msg was refused or ctx ended.
-func (s *stdioSession) acquire(ctx context.Context, msg *jsonrpc.Message) bool {
+// acquire takes a slot for a request (or a batch of them). While every
+// slot is taken it waits, as long as output to the client is backed up: a
+// client that stops reading its results stops being read. Otherwise the
+// requests in flight are still being served, possibly waiting for an answer
+// of the client's (a response to Ask, a cancellation) that comes after this
+// request on the input; so after slotWait the request is refused, and
+// reading goes on. It returns false when ctx ended or, with busy set, when
+// the request is to be refused with busy.
+func (s *stdioSession) acquire(ctx context.Context) (ok bool, busy *jsonrpc.Error) {
 	select {
 	case s.slots <- struct{}{}:
-		return true
+		return true, nil
 	default:
 	}
 	wait := time.NewTimer(slotWait)
@@ -262,21 +282,91 @@ func (s *stdioSession) acquire(ctx context.Context, msg *jsonrpc.Message) bool {
 	for {
 		select {
 		case s.slots <- struct{}{}:
-			return true
+			return true, nil
 		case <-ctx.Done():
-			return false
+			return false, nil
 		case <-wait.C:
 			if s.ob.backedUp() {
 				wait.Reset(slotWait)
 				continue
 			}
-			s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(msg.ID)))
-			// Not a response in the queue's sense: it holds no slot.
-			s.ob.push(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(codeBusy,
-				"too many requests in flight: at most %d at once; wait for a response before sending another request", cap(s.slots))).Encode(), false)
-			return false
+			return false, jsonrpc.Errorf(codeBusy,
+				"too many requests in flight: at most %d at once; wait for a response before sending another request", cap(s.slots))
 		}
 	}
+}
+
+// refuseBusy answers the request with id that acquire refused.
+func (s *stdioSession) refuseBusy(id json.RawMessage, busy *jsonrpc.Error) {
+	s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(id)))
+	// Not a response in the queue's sense: it holds no slot.
+	s.ob.push(jsonrpc.Failure(id, busy).Encode(), false)
+}
+
+// reply sends the response of a request served alone, which holds a slot
+// until its response is written; nil: no response is due, and the slot is
+// free at once.
+func (s *stdioSession) reply(line []byte) {
+	if line == nil {
+		<-s.slots
+		return
+	}
+	s.ob.push(line, true)
+}
+
+// batch serves a JSON-RPC batch: its notifications and responses as they
+// come, then its requests, each on a goroutine of its own and together
+// holding one slot, answered by one array once the last is served. It
+// returns false when ctx ended.
+func (s *stdioSession) batch(ctx context.Context, line []byte) bool {
+	protocol := ""
+	if v := s.protocol.Load(); v != nil {
+		protocol = *v
+	}
+	elems, e := splitBatch(line, protocol)
+	if e != nil {
+		s.reject(nil, e.Code, e.Message)
+		return true
+	}
+	b := &batchAnswer{}
+	var requests []*jsonrpc.Message
+	for _, raw := range elems {
+		msg, answer := decodeBatched(raw)
+		switch {
+		case msg == nil:
+			b.add(answer)
+		case msg.IsRequest():
+			requests = append(requests, msg)
+		default:
+			s.apply(ctx, msg)
+		}
+	}
+	if len(requests) == 0 {
+		if array := b.array(); array != nil {
+			s.ob.push(array, false)
+		}
+		return true
+	}
+	ok, busy := s.acquire(ctx)
+	if !ok {
+		if busy == nil {
+			return false
+		}
+		for _, msg := range requests {
+			s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(msg.ID)))
+			b.add(jsonrpc.Failure(msg.ID, busy).Encode())
+		}
+		s.ob.push(b.array(), false)
+		return true
+	}
+	b.pending = len(requests)
+	b.done = func(array []byte) { s.reply(array) }
+	for _, msg := range requests {
+		if serve := s.start(ctx, msg, b.reply); serve != nil {
+			go serve()
+		}
+	}
+	return true
 }
 
 // reject answers a message that could not be served with an error.
@@ -290,7 +380,8 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 
 // start registers a request and returns the function that serves it, or
 // nil when its id is in use by a request in flight (it is answered so).
-func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
+// Its response, or nil when none is due, goes to reply.
+func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, reply func(line []byte)) func() {
 	key := jsonrpc.IDKey(msg.ID)
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
@@ -301,8 +392,9 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 	if _, dup := s.calls[key]; dup {
 		s.mu.Unlock()
 		cancel(nil)
-		<-s.slots
-		s.reject(msg.ID, jsonrpc.CodeInvalidRequest, "request id "+string(msg.ID)+" is already in use by a request in flight")
+		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
+		s.log.Warn("invalid message from the client", "reason", clip(reason))
+		reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
 		return nil
 	}
 	s.calls[key] = inFlight{cancel: cancel, listen: msg.Method == "subscriptions/listen"}
@@ -324,20 +416,20 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			// As over HTTP: a session is initialized once; a second
 			// initialize would change its version and capabilities under
 			// the requests already made with them.
-			s.ob.push(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-				"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode(), true)
+			reply(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
 			return
 		}
 		meta := metaVersion(msg.Params)
 		if meta != "" && !Supported(meta) && !initialize {
 			// As over HTTP: a request that names a generation the
 			// server does not speak is refused, with those it does.
-			s.ob.push(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode(), true)
+			reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode())
 			return
 		}
 		if Modern(meta) && !initialize {
 			if err := checkModernRequest(msg); err != nil {
-				s.ob.push(jsonrpc.Failure(msg.ID, err).Encode(), true)
+				reply(jsonrpc.Failure(msg.ID, err).Encode())
 				return
 			}
 		}
@@ -359,7 +451,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			}
 		}
 		if resp == nil {
-			<-s.slots
+			reply(nil)
 			return
 		}
 		resp.ID = msg.ID
@@ -372,10 +464,8 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message) func() {
 			// Open before the answer goes out: a client may send its next
 			// request the moment it reads it.
 			s.openOnce.Do(func() { s.h.SessionOpened(s) })
-			s.ob.push(resp.Encode(), true)
-			return
 		}
-		s.ob.push(resp.Encode(), true)
+		reply(resp.Encode())
 	}
 }
 

@@ -122,3 +122,42 @@ func TestCapabilitiesNoListChangedUnoffered(t *testing.T) {
 		}
 	})
 }
+
+// TestCapabilitiesEarlyTasks: an initialize answered while server-everything,
+// which declares tasks, is still starting offers tasks as it does. Tasks are
+// negotiated at initialize only, and a client MUST NOT call a tool as a task
+// unless tasks.requests.tools.call was offered, so without it the session
+// could never use the tool that requires a task.
+func TestCapabilitiesEarlyTasks(t *testing.T) {
+	entry := nodeEntry(t, everythingEntry)
+	direct := connectDirect(t, nil, "node", entry, "stdio")
+	var want struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(direct.initializeWith(map[string]any{}), &want))
+	require.Contains(t, want.Capabilities, "tasks", "server-everything declares tasks")
+
+	eachTransport(t, func(t *testing.T, tr transport) {
+		a := serveConfig(t, tr, `version: 1
+servers:
+  every:
+    truely-stateless: true
+    command: sh
+    args: ["-c", "sleep 1; exec node \"$0\" stdio", `+quoted(entry)+`]
+    tools: {whitelist: [simulate-research-query]}
+`)
+		c := a.newClient()
+		var got struct {
+			Capabilities map[string]json.RawMessage `json:"capabilities"`
+		}
+		require.NoError(t, json.Unmarshal(c.initializeWith(map[string]any{}), &got))
+		if assert.Contains(t, got.Capabilities, "tasks", "an early initialize offers tasks: %v", got.Capabilities) {
+			assertJSONEqual(t, want.Capabilities["tasks"], got.Capabilities["tasks"])
+		}
+
+		// What was offered is usable: the tool that requires a task runs as one.
+		task := startTask(t, c, "simulate-research-query", map[string]any{"topic": "aggregators", "ambiguous": false})
+		assert.NotEmpty(t, task.TaskID)
+		assert.Contains(t, listTasks(t, c), task.TaskID)
+	})
+}

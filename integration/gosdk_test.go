@@ -292,10 +292,13 @@ func TestGoSDKClient(t *testing.T) {
 					}{{"echo", echoArgs, wantEcho}, {"add", addArgs, wantAdd}} {
 						res, err := r.session.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
 						require.NoError(t, err, "tools/call %s", c.name)
-						got := withoutMember(t, mustJSON(t, res), "resultType")
+						got, info := withoutResultProtocol(t, mustJSON(t, res))
 						assert.Equal(t, c.want, any(got), "%s result as the Go SDK sees it", c.name)
 						if r.modern() {
 							assert.Equal(t, "complete", decodeObject(t, mustJSON(t, res))["resultType"], "%s resultType", c.name)
+							assertAggregatorInfo(t, info, "%s names the aggregator in _meta", c.name)
+						} else {
+							assert.Nil(t, info, "%s: a 2025-11-25 result has no serverInfo in _meta", c.name)
 						}
 					}
 

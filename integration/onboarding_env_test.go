@@ -63,7 +63,8 @@ servers:
 }
 
 // TestOnboardingScrubsEverySecret: a server that prints its whole environment to stderr
-// (it inherits everything) cannot put another server's secret into the log: every log
+// (it inherits everything, and names the variable another server reads its secret
+// from, which * alone would not bring) cannot put that secret into the log: every log
 // line is scrubbed of every secret the config holds.
 func TestOnboardingScrubsEverySecret(t *testing.T) {
 	t.Parallel()
@@ -76,7 +77,7 @@ servers:
     transform: [{prefix: holder_}]
   leaky:
     truely-stateless: true
-    inherit_env: true
+    inherit_env: ['*', ONB_HOST_SECRET]
     command: sh
     args: ['-c', 'env >&2; exec "$0" demo-server tools', ` + quoted(binary) + `]
     transform: [{prefix: leaky_}]

@@ -510,7 +510,8 @@ func (w *httpWire) negotiated(version string) {
 	w.protocol = version
 }
 
-// close ends the session with DELETE, as a well-behaved streamable HTTP client does.
+// close ends the session with DELETE, as a well-behaved streamable HTTP client does,
+// once: a session already ended is left alone.
 func (w *httpWire) close() error {
 	defer w.hc.CloseIdleConnections()
 	w.mu.Lock()
@@ -534,6 +535,11 @@ func (w *httpWire) close() error {
 	if resp.StatusCode >= 300 {
 		return fmt.Errorf("DELETE session: HTTP %s", resp.Status)
 	}
+	w.mu.Lock()
+	if w.session == session {
+		w.session = "" // ended: closing again has nothing to do
+	}
+	w.mu.Unlock()
 	return nil
 }
 

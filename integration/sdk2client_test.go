@@ -106,6 +106,36 @@ func withoutMember(t *testing.T, raw []byte, name string) map[string]any {
 	return obj
 }
 
+// withoutResultProtocol returns the JSON object raw, decoded as JavaScript
+// would, less what protocol 2026-07-28 adds to every result the aggregator
+// sends: resultType, and its own name in _meta (an empty _meta goes too).
+// It returns that name as well (nil: none).
+func withoutResultProtocol(t *testing.T, raw []byte) (obj map[string]any, serverInfo any) {
+	t.Helper()
+	obj = withoutMember(t, raw, "resultType")
+	meta, ok := obj["_meta"].(map[string]any)
+	if !ok {
+		return obj, nil
+	}
+	serverInfo = meta[serverInfoKey]
+	delete(meta, serverInfoKey)
+	if len(meta) == 0 {
+		delete(obj, "_meta")
+	}
+	return obj, serverInfo
+}
+
+// assertAggregatorInfo asserts that info, a serverInfo decoded as
+// JavaScript would, names the aggregator.
+func assertAggregatorInfo(t *testing.T, info any, msgAndArgs ...any) {
+	t.Helper()
+	m, _ := info.(map[string]any)
+	if assert.NotNil(t, m, msgAndArgs...) {
+		assert.Equal(t, "mcp-aggregator", m["name"], msgAndArgs...)
+		assert.NotEmpty(t, m["version"], msgAndArgs...)
+	}
+}
+
 // TestSDK2Client: the official TypeScript SDK v2 client (@modelcontextprotocol/client),
 // pinned to protocol 2026-07-28, over stdio and streamable HTTP: it connects with
 // server/discover, lists the tools (its own validation requires resultType, ttlMs and
@@ -236,8 +266,11 @@ func TestSDK2Client(t *testing.T) {
 			for i, want := range map[int]json.RawMessage{2: wantEcho, 3: wantAdd} {
 				got := sdk2Step[call](t, results[i], steps[i]["name"].(string))
 				assert.Equal(t, "complete", decodeAsJavaScript(t, got.Wire).(map[string]any)["resultType"], "resultType of %s", steps[i]["name"])
-				assert.Equal(t, decodeAsJavaScript(t, want), any(withoutMember(t, got.Wire, "resultType")), "%s as sent to the SDK", steps[i]["name"])
-				assert.Equal(t, decodeAsJavaScript(t, want), any(withoutMember(t, got.Result, "resultType")), "%s as the SDK returned it", steps[i]["name"])
+				for what, raw := range map[string]json.RawMessage{"as sent to the SDK": got.Wire, "as the SDK returned it": got.Result} {
+					result, info := withoutResultProtocol(t, raw)
+					assert.Equal(t, decodeAsJavaScript(t, want), any(result), "%s %s", steps[i]["name"], what)
+					assertAggregatorInfo(t, info, "%s %s names the aggregator in _meta", steps[i]["name"], what)
+				}
 			}
 
 			// The reload: the SDK's listChanged handler fired and re-listed.

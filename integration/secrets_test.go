@@ -1,12 +1,21 @@
 package integration
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -97,4 +106,365 @@ servers:
 		assert.NotContains(t, status, secret, "a secret reached mcp_status")
 		assert.NotContains(t, string(out), secret, "a secret reached `tools`")
 	}
+}
+
+// TestSecretURLUserNeverShown: the user name of a remote server's URL is a
+// credential as much as its password (a key sent as the user, `https://KEY:@host`).
+// Go's HTTP client quotes a failed request's URL with the password starred but the
+// user name whole; neither reaches the log, mcp_status, the status page or `tools`.
+func TestSecretURLUserNeverShown(t *testing.T) {
+	t.Parallel()
+	const user, keyAsUser = "usr-2f9c41d7-secret", "sk_live_8d03ae5b7c"
+	config := `version: 1
+servers:
+  userpass:
+    truely-stateless: true
+    url: "http://` + user + `:pw-61e0@127.0.0.1:1/mcp"
+    connect_timeout: 2s
+  keyuser:
+    truely-stateless: true
+    url: "http://` + keyAsUser + `:@127.0.0.1:1/mcp"
+    connect_timeout: 2s
+`
+	a := serveConfig(t, httpTransport, config)
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	_, _, page := opsGet(t, http.DefaultClient, opsBase(a)+"/status")
+	_, _, statusJSON := opsGet(t, http.DefaultClient, opsBase(a)+"/status.json")
+	out, _ := exec.Command(binary, "tools", "--json", "--config", writeConfig(t, config)).CombinedOutput()
+
+	log := a.log.String()
+	require.Contains(t, log, "127.0.0.1:1", "the failed connection is logged")
+	require.Contains(t, status, "127.0.0.1:1", "mcp_status says why the servers failed")
+	require.Contains(t, string(statusJSON), "127.0.0.1:1", "the status says why the servers failed")
+	require.Contains(t, string(out), "127.0.0.1:1", "`tools` says why the servers failed")
+	for _, secret := range []string{user, keyAsUser} {
+		assert.NotContains(t, log, secret, "a URL's user reached the log")
+		assert.NotContains(t, status, secret, "a URL's user reached mcp_status")
+		assert.NotContains(t, string(page), secret, "a URL's user reached /status")
+		assert.NotContains(t, string(statusJSON), secret, "a URL's user reached /status.json")
+		assert.NotContains(t, string(out), secret, "a URL's user reached `tools --json`")
+	}
+}
+
+// TestSecretsInLastWordsNeverShown: what a server that fails to start wrote last on
+// stderr is quoted in its error, each line cut short. Neither a secret of its own that
+// the cut splits nor one another server holds (here copied from the host by both, with
+// inherit_env by one) shows in the log, mcp_status, the status page or `tools`.
+func TestSecretsInLastWordsNeverShown(t *testing.T) {
+	t.Parallel()
+	const ownSecret, hostSecret = "cutsecret-0b5e72d9c4a1f8", "hostsecret-4d71c9e0a2"
+	config := `version: 1
+servers:
+  cut:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'read x; printf "%0170d TOKEN=%s\n" 0 "$TOKEN" >&2; exit 3']
+    env: {TOKEN: "` + ownSecret + `"}
+    connect_timeout: 5s
+  other:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'read x; echo "I was given $HOSTSEC" >&2; exit 3']
+    inherit_env: [HOSTSEC]
+    connect_timeout: 5s
+  owner:
+    truely-stateless: true
+    ` + demoServer("tools") + `
+    env: {KEY: {env: HOSTSEC}}
+`
+	path := writeConfig(t, config)
+	env := []string{"HOSTSEC=" + hostSecret}
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path}, env: env})
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	_, _, page := opsGet(t, http.DefaultClient, opsBase(a)+"/status")
+	_, _, statusJSON := opsGet(t, http.DefaultClient, opsBase(a)+"/status.json")
+	tools := exec.Command(binary, "tools", "--json", "--config", path)
+	tools.Env = markerEnv(newMarker(), env...)
+	out, _ := tools.CombinedOutput()
+
+	log := a.log.String()
+	for what, text := range map[string]string{"the log": log, "mcp_status": status, "/status.json": string(statusJSON), "`tools`": string(out)} {
+		require.Contains(t, text, "TOKEN=", "%s quotes the last words of the server that failed", what)
+		require.Contains(t, text, "I was given", "%s quotes the last words of the server that failed", what)
+	}
+	for _, secret := range []string{ownSecret[:12], hostSecret} {
+		assert.NotContains(t, log, secret, "a secret reached the log")
+		assert.NotContains(t, status, secret, "a secret reached mcp_status")
+		assert.NotContains(t, string(page), secret, "a secret reached /status")
+		assert.NotContains(t, string(statusJSON), secret, "a secret reached /status.json")
+		assert.NotContains(t, string(out), secret, "a secret reached `tools --json`")
+	}
+}
+
+// TestAuthorizationCredentialNeverShown: a remote server that refuses a token tends
+// to quote it without its scheme ("invalid token X" for "Bearer X"), and the
+// aggregator quotes the answer of a server that fails to start. The credential of a
+// configured Authorization header (a Basic one decoded too) shows in neither the
+// log, mcp_status nor `tools`.
+func TestAuthorizationCredentialNeverShown(t *testing.T) {
+	t.Parallel()
+	const token, password = "bare-8c2f5e1a-token", "basicpw-71d4e0b9"
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		said := r.Header.Get("Authorization")
+		if scheme, credential, ok := strings.Cut(said, " "); ok {
+			said = credential
+			if pair, err := base64.StdEncoding.DecodeString(credential); err == nil && scheme == "Basic" {
+				said = string(pair)
+			}
+		}
+		http.Error(w, "invalid credentials: "+said, http.StatusInternalServerError)
+	}))
+	t.Cleanup(refusing.Close)
+	config := `version: 1
+servers:
+  bearer:
+    truely-stateless: true
+    url: "` + refusing.URL + `/mcp"
+    headers: {Authorization: "Bearer ` + token + `"}
+    connect_timeout: 3s
+  basic:
+    truely-stateless: true
+    url: "` + refusing.URL + `/mcp"
+    headers: {Authorization: "Basic ` + base64.StdEncoding.EncodeToString([]byte("agent:"+password)) + `"}
+    connect_timeout: 3s
+`
+	a := serveConfig(t, httpTransport, config)
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	out, _ := exec.Command(binary, "tools", "--json", "--config", writeConfig(t, config)).CombinedOutput()
+
+	log := a.log.String()
+	for what, text := range map[string]string{"the log": log, "mcp_status": status, "`tools`": string(out)} {
+		require.Contains(t, text, "invalid credentials", "%s quotes the refusal", what)
+	}
+	for _, secret := range []string{token, password} {
+		assert.NotContains(t, log, secret, "a credential reached the log")
+		assert.NotContains(t, status, secret, "a credential reached mcp_status")
+		assert.NotContains(t, string(out), secret, "a credential reached `tools --json`")
+	}
+}
+
+// TestSecretAtTheCutOfALongStderrLineNeverLogged: a stderr line longer than the log
+// keeps is cut short; a secret that straddles the cut is not left half in the log.
+func TestSecretAtTheCutOfALongStderrLineNeverLogged(t *testing.T) {
+	t.Parallel()
+	const secret = "longline-e0c4a9172b5d"
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  long:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'read x; printf "%065526d%s and more\n" 0 "$TOKEN" >&2; exit 3']
+    env: {TOKEN: "`+secret+`"}
+    connect_timeout: 5s
+`)
+	line, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "more bytes)") }, startTimeout, a.exited)
+	require.True(t, ok, "the long line is logged, cut short:\n%s", a.log)
+	assert.NotContains(t, line, secret[:8], "part of a secret reached the log")
+	a.waitLoaded()
+	assert.NotContains(t, a.log.String(), secret[:8], "part of a secret reached the log")
+}
+
+// TestOTLPHeaderValuesNeverLogged: the values of OTEL_EXPORTER_OTLP_HEADERS (a
+// collector's API key) stay out of the log, also when a collector refuses the export
+// with an answer that quotes the key: the failed export is logged with that answer.
+func TestOTLPHeaderValuesNeverLogged(t *testing.T) {
+	t.Parallel()
+	const key, token = "otlpkey-5e0b93c1d7", "otlptok-2a6f84e9c0"
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "unknown API key "+r.Header.Get("X-Api-Key")+" for "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+	}))
+	t.Cleanup(collector.Close)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, "version: 1\nservers:\n  demo:\n    truely-stateless: true\n    "+demoServer("tools")+"\n")},
+		env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_EXPORTER_OTLP_TRACES_HEADERS=x-api-key=" + key + ",authorization=Bearer%20" + token, "OTEL_BSP_SCHEDULE_DELAY=50"},
+	})
+	a.waitLoaded()
+	a.connect().callToolResult("mcp_status", map[string]any{})
+	line, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "traces could not be exported") }, startTimeout, a.exited)
+	require.True(t, ok, "the refused export is logged:\n%s", a.log)
+	require.Contains(t, line, "unknown API key", "the collector's answer is logged")
+	for _, secret := range []string{key, token} {
+		assert.NotContains(t, a.log.String(), secret, "an OTLP header value reached the log")
+	}
+}
+
+// TestMultilineSecretNeverShown: a secret of several lines (a PEM key) that a server
+// prints reaches stderr one line at a time, and each of its lines is a secret.
+func TestMultilineSecretNeverShown(t *testing.T) {
+	t.Parallel()
+	const line1, line2 = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "mlsecret-line2-7e3f0a9b1c2d4e5f"
+	config := `version: 1
+servers:
+  pem:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'read x; echo "bad key: $KEY" >&2; exit 3']
+    env:
+      KEY: |
+        -----BEGIN PRIVATE KEY-----
+        ` + line1 + `
+        ` + line2 + `
+        -----END PRIVATE KEY-----
+    connect_timeout: 5s
+`
+	a := serveConfig(t, httpTransport, config)
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	out, _ := exec.Command(binary, "tools", "--json", "--config", writeConfig(t, config)).CombinedOutput()
+
+	log := a.log.String()
+	require.Contains(t, log, "bad key", "the server's stderr is logged")
+	for what, text := range map[string]string{"the log": log, "mcp_status": status, "`tools`": string(out)} {
+		require.Contains(t, text, "its last words on stderr", "%s quotes what the server said", what)
+		for _, secret := range []string{line1, line2} {
+			assert.NotContains(t, text, secret, "a line of a secret reached %s", what)
+		}
+	}
+}
+
+// TestInheritedSecretNeverShown: a host variable a server inherits (inherit_env) whose
+// name says it holds a secret, or whose value is a URL with a password, is a secret:
+// the server printing it puts it in neither the log, mcp_status nor `tools`. Other
+// inherited values (a region) are not secrets and stay readable.
+func TestInheritedSecretNeverShown(t *testing.T) {
+	t.Parallel()
+	const key, dbPassword, region = "wJalrXUtnFEMI-5b1e09c2d7", "dbpw-0f6a2c91", "eu-central-1"
+	config := `version: 1
+servers:
+  inherits:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'read x; echo "region $AWS_DEFAULT_REGION key $AWS_SECRET_ACCESS_KEY db $DATABASE_URL" >&2; exit 3']
+    inherit_env: [AWS_*, DATABASE_URL]
+    connect_timeout: 5s
+`
+	path := writeConfig(t, config)
+	env := []string{"AWS_SECRET_ACCESS_KEY=" + key, "AWS_DEFAULT_REGION=" + region,
+		"DATABASE_URL=postgres://app:" + dbPassword + "@127.0.0.1:5432/app"}
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path}, env: env})
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	tools := exec.Command(binary, "tools", "--json", "--config", path)
+	tools.Env = markerEnv(newMarker(), env...)
+	out, _ := tools.CombinedOutput()
+
+	for what, text := range map[string]string{"the log": a.log.String(), "mcp_status": status, "`tools`": string(out)} {
+		require.Contains(t, text, "region "+region+" key ", "%s quotes what the server said, the region readable", what)
+		for _, secret := range []string{key, dbPassword} {
+			assert.NotContains(t, text, secret, "an inherited secret reached %s", what)
+		}
+	}
+}
+
+// TestInheritEverythingWithholdsOthersSecrets: `inherit_env: true` (or a * pattern)
+// gives a server the host's variables, but not those the rest of the config reads
+// for its secrets: another server's {env:} source, a gateway client's token, the
+// OTLP exporter's headers. A server that names one exactly still gets it.
+func TestInheritEverythingWithholdsOthersSecrets(t *testing.T) {
+	t.Parallel()
+	const ghToken, ciToken, otlpHeaders = "gh-token-7a0c5e19", "ci-bot-token-4e8b2d6f9a13", "x-api-key=otlp-key-3c9e"
+	config := `version: 1
+http:
+  auth:
+    tokens: {ci: {env: CI_BOT_TOKEN}}
+servers:
+  a:
+    truely-stateless: true
+    ` + demoServer("tools") + `
+    env: {GH: {env: GH_TOKEN}}
+    transform: [{prefix: a_}]
+  everything:
+    truely-stateless: true
+    ` + demoServer("tools") + `
+    inherit_env: true
+    transform: [{prefix: all_}]
+  named:
+    truely-stateless: true
+    ` + demoServer("tools") + `
+    inherit_env: [GH_TOKEN, 'OTHER_*']
+    transform: [{prefix: named_}]
+`
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, config)},
+		env: []string{"GH_TOKEN=" + ghToken, "CI_BOT_TOKEN=" + ciToken, "OTEL_EXPORTER_OTLP_HEADERS=" + otlpHeaders,
+			"OTEL_SDK_DISABLED=true", "OTHER_VISIBLE=shown"}})
+	a.waitLoaded()
+	c := a.connectAs(ciToken)
+	env := func(tool, name string) string {
+		return firstText(t, c.callToolResult(tool, map[string]any{"name": name}))
+	}
+	assert.Equal(t, ghToken, env("a_env", "GH"), "the server that asked for the secret has it")
+	assert.Empty(t, env("all_env", "GH_TOKEN"), "another server's secret does not come with inherit_env: true")
+	assert.Empty(t, env("all_env", "CI_BOT_TOKEN"), "a gateway client's token does not come with inherit_env: true")
+	assert.Empty(t, env("all_env", "OTEL_EXPORTER_OTLP_HEADERS"), "the exporter's credentials do not come with inherit_env: true")
+	assert.Equal(t, "shown", env("all_env", "OTHER_VISIBLE"), "the rest of the host's variables do")
+	assert.Equal(t, ghToken, env("named_env", "GH_TOKEN"), "named exactly, it is passed")
+	assert.Equal(t, "shown", env("named_env", "OTHER_VISIBLE"))
+}
+
+// TestSecretAtTheCutOfAStdoutLineNeverLogged: a line a server writes to stdout that
+// is not JSON-RPC (a banner) is logged by its start, cut short; a secret where the cut
+// falls does not leave its first part in the log.
+func TestSecretAtTheCutOfAStdoutLineNeverLogged(t *testing.T) {
+	t.Parallel()
+	const secret = "bnrsecret-6d2a0f93e1c7"
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  banner:
+    truely-stateless: true
+    command: sh
+    args: [-c, 'printf "%0105d key=%s\n" 0 "$TOKEN"; read x; exit 3']
+    env: {TOKEN: "`+secret+`"}
+    connect_timeout: 5s
+`)
+	line, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "not JSON-RPC") }, startTimeout, a.exited)
+	require.True(t, ok, "the banner is logged:\n%s", a.log)
+	require.Contains(t, line, "key=", "the banner's start is logged")
+	assert.NotContains(t, line, secret[:6], "part of a secret reached the log")
+}
+
+// TestSecretAtTheCutOfAnErrorBodyNeverShown: a remote server that fails a call with
+// an HTTP error status is quoted by the start of its answer's body in the call's
+// error; a token the body echoes where the cut falls does not leave its first part
+// there, nor in the log.
+func TestSecretAtTheCutOfAnErrorBodyNeverShown(t *testing.T) {
+	t.Parallel()
+	const token = "bodytok-93e1c7a05f2d8b"
+	up := server.NewMCPServer("refuser", "1.0.0", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("work", mcp.WithDescription("Fails over HTTP.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("never"), nil
+		})
+	inner := server.NewStreamableHTTPServer(up)
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			_, credential, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			http.Error(w, strings.Repeat("x", 185)+" token="+credential+" is over its quota", http.StatusTooManyRequests)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(remote.Close)
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  quota:
+    truely-stateless: true
+    url: "`+remote.URL+`/mcp"
+    headers: {Authorization: "Bearer `+token+`"}
+`)
+	a.waitLoaded()
+	resp := a.connect().callTool("work", map[string]any{})
+	require.NotEmpty(t, resp.Error, "the call fails with the HTTP status")
+	var rpcErr struct{ Message string }
+	require.NoError(t, json.Unmarshal(resp.Error, &rpcErr))
+	msg := rpcErr.Message
+	require.Contains(t, msg, "HTTP status 429", "the error names the status")
+	require.Contains(t, msg, "token=", "the error quotes the body's start")
+	assert.NotContains(t, msg, token[:8], "part of a token reached the client")
+	assert.NotContains(t, a.log.String(), token[:8], "part of a token reached the log")
 }

@@ -171,5 +171,14 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())
 	}
+	// What servers said reaches mcp_status here: scrubbed of every secret
+	// known now, a token learnt after the text was made included.
+	secrets := p.opts.Upstream.Secrets
+	for i := range st.Servers {
+		st.Servers[i].Health = secrets.String(st.Servers[i].Health)
+	}
+	for i := range st.Problems {
+		st.Problems[i] = secrets.String(st.Problems[i])
+	}
 	return st
 }

@@ -56,7 +56,11 @@ type bridge struct {
 	mu        sync.Mutex
 	held      map[requeststate.Nonce]*exchange
 	perCaller map[string]int
+	closed    bool // the aggregator stops: nothing more is held
 }
+
+// errBridgeClosed refuses to hold a request while the aggregator stops.
+var errBridgeClosed = errors.New("the aggregator is stopping: a request that awaits input cannot be held for a retry; send it again once the aggregator is back")
 
 func (b *bridge) init() error {
 	b.hold = serverRequestTimeout
@@ -236,6 +240,14 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 		x.mu.Unlock()
 		return nil, false
 	}
+	if b.stopping() {
+		// Checked with x.mu held until the hold starts: close either
+		// sees this exchange held, or it is refused here.
+		x.mu.Unlock()
+		x.cancel()
+		b.remove(x)
+		return failure(codeInternal, "%v", errBridgeClosed), true
+	}
 	if !x.registered {
 		if err := b.register(x); err != nil {
 			x.mu.Unlock()
@@ -335,6 +347,36 @@ func (b *bridge) remove(x *exchange) {
 	if b.perCaller[x.caller]--; b.perCaller[x.caller] <= 0 {
 		delete(b.perCaller, x.caller)
 	}
+}
+
+// close ends every held exchange, and its upstream request, that no
+// client request waits on, and every one that would be held from now on:
+// once the aggregator stops, no retry can reach them (a requestState is
+// good with this process only), and its shutdown must not wait for them.
+func (b *bridge) close() {
+	b.mu.Lock()
+	b.closed = true
+	held := make([]*exchange, 0, len(b.held))
+	for _, x := range b.held {
+		held = append(held, x)
+	}
+	b.mu.Unlock()
+	for _, x := range held {
+		x.mu.Lock()
+		idle := x.waiter == nil
+		x.mu.Unlock()
+		if idle {
+			x.cancel()
+			b.remove(x)
+		}
+	}
+}
+
+// stopping reports whether close was called.
+func (b *bridge) stopping() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
 // refused answers a retry whose requestState the bridge does not accept.

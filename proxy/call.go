@@ -105,7 +105,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
 			return nil, offer, nil
 		}
-		return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
+		return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, p.scrub(rs.cfg, err.Error())), nil
 	}
 	defer deadline.stop()
 	defer grant.Done()
@@ -175,7 +175,10 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
 				return nil, offer, nil
 			}
-			return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, upstream.Scrub(rs.cfg, err.Error())), nil
+			if why := p.cutByReload(entry.Server, rs, err); why != "" {
+				return nil, errorObject(codeInternal, "tool %q: %s", name, why), nil
+			}
+			return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, p.scrub(rs.cfg, err.Error())), nil
 		}
 	}
 	if task != nil {

@@ -224,6 +224,22 @@ func (c *clients) listenerHolds(server, uri string, except *listener) bool {
 	return false
 }
 
+// listenerURIs returns the URIs registered listen streams are subscribed
+// to on server.
+func (c *clients) listenerURIs(server string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for l := range c.listeners {
+		for uri, s := range l.servers {
+			if s == server {
+				out = append(out, uri)
+			}
+		}
+	}
+	return out
+}
+
 // endListeners ends every listen stream gracefully (shutdown).
 func (c *clients) endListeners() {
 	c.mu.Lock()
@@ -292,6 +308,18 @@ func subscriptionMeta(id json.RawMessage, members map[string]any) json.RawMessag
 		b = append(b, raw...)
 	}
 	return append(b, '}')
+}
+
+// changedIn tells the session with key, if it was offered the list of
+// kind, that its list changed.
+func (c *clients) changedIn(key, kind string) {
+	c.mu.Lock()
+	s := c.sessions[key]
+	offered := c.offered[key].has(kind)
+	c.mu.Unlock()
+	if s != nil && offered {
+		s.Notify(&jsonrpc.Message{Method: "notifications/" + kind + "/list_changed"})
+	}
 }
 
 // all lists the registered sessions.

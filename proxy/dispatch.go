@@ -19,9 +19,15 @@ func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	return p.traced(ctx, req)
 }
 
-// dispatch is the dispatcher: one path per method, raw params in, raw JSON
-// out, whichever transport the request came on.
+// dispatch answers a request, whichever transport it came on, with the
+// server identity its result is owed (see identified).
 func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	return p.identified(req, p.route(ctx, req))
+}
+
+// route is the dispatcher: one path per method, raw params in, raw JSON
+// out.
+func (p *Proxy) route(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 	if bad := invalidLogLevel(req); bad != nil {
 		return bad
 	}
@@ -77,13 +83,15 @@ func (p *Proxy) Notified(_ context.Context, s downstream.Session, msg *jsonrpc.M
 // SessionOpened registers a session for notifications.
 func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
 
-// SessionClosed ends the session's leases.
+// SessionClosed ends the session's leases, and the upstream resource
+// subscriptions no one else holds.
 func (p *Proxy) SessionClosed(s downstream.Session) {
 	p.clients.remove(s)
-	p.subs.drop(s.Key())
+	held := p.subs.drop(s.Key())
 	p.levels.drop(s.Key())
 	p.tasksEnded(s.Key())
 	p.sessionEnded(sessionLeaseKey(s))
+	p.sessionUnsubscribe(s.Key(), held)
 }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
@@ -155,15 +163,40 @@ func (p *Proxy) serverInfo() map[string]string {
 // and initialize must not wait for a slow upstream (SPEC §7), so a client
 // that initializes as the gateway starts (IDEs do) is offered what servers
 // still starting may bring; a list no server fills is answered empty.
-// Tasks are offered only as the servers declare them.
 func (p *Proxy) offerable() surfaceCaps {
 	c := p.current().surface.caps
-	select {
-	case <-p.loaded:
-	default:
+	if p.loading() {
 		c.resources, c.subscribe, c.prompts, c.completions, c.logging = true, true, true, true, true
 	}
 	return c
+}
+
+// loading reports whether the first load still runs.
+func (p *Proxy) loading() bool {
+	select {
+	case <-p.loaded:
+		return false
+	default:
+		return true
+	}
+}
+
+// everyTaskOperation is the tasks capability with every operation the
+// aggregator relays.
+var everyTaskOperation = map[string]any{"list": map[string]any{}, "cancel": map[string]any{},
+	"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+
+// offeredTasks is the tasks capability initialize offers, or nil: what the
+// servers declare together, and, while the first load still runs, every
+// operation, for the reason offerable gives: a client must not call a tool
+// as a task unless tools.call was offered at initialize, so a session not
+// offered it could never use a tool that requires a task. Each tool's
+// execution.taskSupport still says whether it runs as one.
+func (p *Proxy) offeredTasks() map[string]any {
+	if p.loading() {
+		return everyTaskOperation
+	}
+	return p.tasksCapability()
 }
 
 // offeredCapabilities is the capabilities object for what the enabled servers
@@ -206,7 +239,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
-	if tasks := p.tasksCapability(); tasks != nil {
+	if tasks := p.offeredTasks(); tasks != nil {
 		caps["tasks"] = tasks
 	}
 	body, _ := rawjson.Marshal(map[string]any{
@@ -221,8 +254,8 @@ func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": downstream.Versions,
 		"capabilities":      offeredCapabilities(p.offerable()),
-		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": p.serverInfo()},
-	})
+	}) // its _meta names the aggregator, as every result's does
+
 	return p.result(req, cacheable(req, body))
 }
 

@@ -108,7 +108,7 @@ func TestDispatchListen(t *testing.T) {
 	p.Close(ctx)
 	end := <-done
 	require.NotNil(t, end)
-	assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"},"resultType":"complete"}`, string(end.Result))
+	assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1","io.modelcontextprotocol/serverInfo":{"name":"mcp-aggregator","version":"test"}},"resultType":"complete"}`, string(end.Result))
 }
 
 func TestRelistsCoalesce(t *testing.T) {

@@ -103,10 +103,33 @@ func (s *subscriptions) unsubscribe(session, server, uri string) {
 	delete(s.by[session], server+"\x00"+uri)
 }
 
-func (s *subscriptions) drop(session string) {
+// drop forgets session's subscriptions and returns them, as server and URI
+// pairs.
+func (s *subscriptions) drop(session string) [][2]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	held := make([][2]string, 0, len(s.by[session]))
+	for k := range s.by[session] {
+		server, uri, _ := strings.Cut(k, "\x00")
+		held = append(held, [2]string{server, uri})
+	}
 	delete(s.by, session)
+	return held
+}
+
+// uris returns the URIs some session subscribed to on server.
+func (s *subscriptions) uris(server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, set := range s.by {
+		for k := range set {
+			if id, uri, _ := strings.Cut(k, "\x00"); id == server {
+				out = append(out, uri)
+			}
+		}
+	}
+	return out
 }
 
 func (s *subscriptions) subscribed(session, server, uri string) bool {

@@ -104,8 +104,9 @@ func TestPendingOfferExpires(t *testing.T) {
 
 // TestInitializeDuringTheFirstLoad: initialize and server/discover answer at once,
 // however long the upstreams take to start (SPEC §7), and while they start they offer
-// every list the aggregator serves, so that a session does not lose for its life what
-// the servers still starting bring. Once loaded, they offer what the servers offer.
+// every list the aggregator serves (initialize every tasks operation too), so that a
+// session does not lose for its life what the servers still starting bring. Once
+// loaded, they offer what the servers offer.
 func TestInitializeDuringTheFirstLoad(t *testing.T) {
 	for _, method := range []string{"initialize", "server/discover"} {
 		t.Run(method, func(t *testing.T) {
@@ -129,12 +130,17 @@ func TestInitializeDuringTheFirstLoad(t *testing.T) {
 			for _, c := range []string{`"resources"`, `"prompts"`, `"completions"`, `"logging"`} {
 				assert.Contains(t, during, c, "offered while the servers start")
 			}
-			assert.NotContains(t, during, `"tasks"`, "tasks only as servers declare them")
+			if method == "initialize" {
+				assert.Contains(t, during, `"tasks":{"cancel":{},"list":{},"requests":{"tools":{"call":{}}}}`, "every tasks operation, as every list")
+			} else {
+				assert.NotContains(t, during, `"tasks"`, "server/discover's generation has tasks as an extension")
+			}
 			withSurfaceCaps(p, surfaceCaps{prompts: true})
 			p.MarkLoaded()
 			after := ask()
 			assert.Contains(t, after, `"prompts"`)
 			assert.NotContains(t, after, `"resources"`, "once loaded, what the servers offer")
+			assert.NotContains(t, after, `"tasks"`, "once loaded, tasks only as servers declare them")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,6 +56,9 @@ type Report struct {
 	Notes []string
 	// Failed lists servers whose start or update failed in this reconcile.
 	Failed []string
+	// Abandoned lists servers whose start the end of ctx cut short (the
+	// aggregator stops): not failures, since nothing was wrong with them.
+	Abandoned []string
 	// Changed is true when the exported catalog changed (and clients were told).
 	Changed bool
 	Version uint64
@@ -193,8 +197,22 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	}
 	planned := map[string]naming.Plan{} // the last plan of each server started here
 	failed := map[string]string{}
+	var started []string // servers with new instances, not yet committed
 	apply := func(pr prepared) {
 		s := pr.cfg
+		if pr.err != nil && ctx.Err() != nil {
+			// Stopping: the start was given up, which says nothing about
+			// the server, so it is no problem to report or alert on.
+			report.Abandoned = append(report.Abandoned, s.ID)
+			p.log.Info("server start abandoned: stopping", "server", s.ID)
+			return
+		}
+		if errors.Is(pr.err, errSuperseded) {
+			// Not a failure of the server: the next reconcile decides
+			// what runs. What ran before keeps running until then.
+			p.log.Info("server start abandoned: a newer config came while it started", "server", s.ID)
+			return
+		}
 		if pr.err != nil {
 			report.Failed = append(report.Failed, s.ID)
 			report.Problems = append(report.Problems, startProblem(s, pr.err))
@@ -228,6 +246,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if old := next[s.ID]; old != nil {
 			retired = append(retired, old)
 		}
+		started = append(started, s.ID)
 		next[s.ID] = rs
 		cat = base.withServer(s.ID, entries)
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
@@ -249,6 +268,10 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
 		}
+		for _, id := range started {
+			p.resubscribe(id) // what clients subscribed to on the instances replaced
+		}
+		started = nil
 		p.retire(retired)
 		retired = nil
 	}
@@ -291,6 +314,7 @@ const commitWindow = 250 * time.Millisecond
 func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
+		slices.Equal(a.Withheld, b.Withheld) &&
 		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
 		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure &&
@@ -352,12 +376,18 @@ func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers ma
 }
 
 // prepare starts every server in todo in parallel, each bounded by its
-// connect_timeout, and delivers each outcome as soon as it is known.
+// connect_timeout (and abandoned when Supersede says so), and delivers
+// each outcome as soon as it is known.
 func (p *Proxy) prepare(ctx context.Context, todo []*config.Server) <-chan prepared {
 	out := make(chan prepared, len(todo))
 	for _, s := range todo {
+		sctx, start := p.starting.begin(ctx, s)
 		go func() {
-			inst, err := p.start(ctx, s)
+			inst, err := p.start(sctx, s)
+			if err != nil && errors.Is(context.Cause(sctx), errSuperseded) {
+				err = errSuperseded
+			}
+			p.starting.end(s.ID, start)
 			out <- prepared{cfg: s, inst: inst, err: err}
 		}()
 	}
@@ -390,13 +420,13 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		inst, err := upstream.Start(cctx, s, opts)
-		if err == nil || attempt == startAttempts || !upstream.Transient(err) {
-			return inst, upstream.ScrubError(s, err)
+		if err == nil || attempt == startAttempts || !upstream.Transient(err) || ctx.Err() != nil {
+			return inst, p.scrubError(s, err) // ctx ended: abandoned, not to be retried
 		}
-		p.log.Warn("starting server failed; retrying", "server", s.ID, "attempt", attempt, "err", upstream.Scrub(s, err.Error()))
+		p.log.Warn("starting server failed; retrying", "server", s.ID, "attempt", attempt, "err", p.scrub(s, err.Error()))
 		select {
 		case <-cctx.Done():
-			return nil, upstream.ScrubError(s, err)
+			return nil, p.scrubError(s, err)
 		case <-time.After(backoff):
 		}
 		backoff *= 2
@@ -415,9 +445,12 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 		OnEvent: func(e session.Event) {
 			errText := ""
 			if e.Err != nil {
-				errText = upstream.Scrub(s, e.Err.Error())
+				errText = p.scrub(s, e.Err.Error())
 			}
 			p.log.Info("lease "+e.Kind, "server", e.Server, "session", sessionDigest(e.Key), "pid", e.PID, "err", errText)
+			if e.Kind == "restarted" || e.Kind == "replaced" {
+				p.resubscribe(e.Server) // a new shared instance took over
+			}
 			if p.opts.Observer != nil {
 				p.opts.Observer.InstanceEvent(e.Server, e.Kind)
 			}
@@ -432,11 +465,33 @@ func (p *Proxy) retire(servers []*runningServer) {
 		p.retiring.Add(1)
 		go func() {
 			defer p.retiring.Done()
-			ctx, cancel := context.WithTimeout(p.life, drainTimeout)
+			ctx, cancel := context.WithTimeout(p.life, p.reloadDrain())
 			defer cancel()
 			rs.pool.Close(ctx)
 		}()
 	}
+}
+
+// reloadDrain is how long a retired server's calls may run (Options.ReloadDrain).
+func (p *Proxy) reloadDrain() time.Duration {
+	if p.opts.ReloadDrain > 0 {
+		return p.opts.ReloadDrain
+	}
+	return drainTimeout
+}
+
+// cutByReload explains err, the failure of a request on an instance of rs,
+// when a reload retired rs and closed its instances before the request
+// finished: the upstream did nothing wrong, and the client should hear
+// why, and whether to call again. "" otherwise.
+func (p *Proxy) cutByReload(id string, rs *runningServer, err error) string {
+	if !errors.Is(err, upstream.ErrClosed) || p.closed.Load() || !rs.pool.CutShort() {
+		return ""
+	}
+	if p.current().servers[id] == nil {
+		return fmt.Sprintf("server %q was removed from the config while this request ran, and its instances were closed when the request had not finished %s later; the server's tools are gone (see tools/list)", id, p.reloadDrain())
+	}
+	return fmt.Sprintf("server %q was changed in the config while this request ran, and its old instances were closed when the request had not finished %s later; send it again to run it on the new instance", id, p.reloadDrain())
 }
 
 // relist re-reads a server's tools after the upstream said they changed,
@@ -455,7 +510,7 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 	defer cancel()
 	tools, err := inst.ListTools(ctx)
 	if err != nil {
-		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", upstream.Scrub(rs.cfg, err.Error()))
+		p.log.Warn("re-listing tools after list_changed failed; keeping the previous list", "server", id, "err", p.scrub(rs.cfg, err.Error()))
 		return
 	}
 	p.reloadMu.Lock()
@@ -508,8 +563,11 @@ func (p *Proxy) relistSurface(id string, inst *upstream.Instance, kind string) {
 		}
 	}
 	if err != nil {
-		p.log.Warn("re-listing after list_changed failed; keeping the previous list", "server", id, "kind", kind, "err", upstream.Scrub(rs.cfg, err.Error()))
+		p.log.Warn("re-listing after list_changed failed; keeping the previous list", "server", id, "kind", kind, "err", p.scrub(rs.cfg, err.Error()))
 		return
+	}
+	if p.keepOwnLists(rs, inst, kind, resources, templates, prompts) {
+		return // the lists of the session holding inst, not the server's
 	}
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 		if errors.Is(err, session.ErrClosed) && attempt < 3 {
 			continue
 		}
-		return failure(codeInternal, "%s: server %q: %s", method, server, upstream.Scrub(rs.cfg, err.Error()))
+		return failure(codeInternal, "%s: server %q: %s", method, server, p.scrub(rs.cfg, err.Error()))
 	}
 	defer dl.stop()
 	defer grant.Done()
@@ -81,7 +82,10 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 		case ctx.Err() != nil:
 			return nil
 		default:
-			return failure(codeInternal, "%s: server %q: %s", method, server, upstream.Scrub(rs.cfg, err.Error()))
+			if why := p.cutByReload(server, rs, err); why != "" {
+				return failure(codeInternal, "%s: %s", method, why)
+			}
+			return failure(codeInternal, "%s: server %q: %s", method, server, p.scrub(rs.cfg, err.Error()))
 		}
 	}
 	return p.result(req, raw)
@@ -216,10 +220,23 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	if pr := st.profileOf(req.Client); pr == nil || pr.servers == nil {
-		return p.result(req, cacheable(req, st.surface.results[key]))
+	surface := p.surfaceFor(st, req.Session)
+	pr := st.profileOf(req.Client)
+	if pr == nil || pr.servers == nil {
+		return p.result(req, cacheable(req, surface.results[key]))
 	}
-	list := p.listed(st, key, req.Client)
+	var list json.RawMessage
+	if surface == st.surface {
+		list = p.listed(st, key, req.Client)
+	} else {
+		var b bytes.Buffer
+		for _, it := range surface.items[key] {
+			if pr.server(it.server) {
+				appendItem(&b, it.raw)
+			}
+		}
+		list = closeList(&b)
+	}
 	body := make([]byte, 0, len(list)+len(key)+8)
 	body = append(body, `{"`...)
 	body = append(body, key...)
@@ -248,7 +265,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Msg.Method)
 	}
 	p.awaitLoad(ctx)
-	surface := p.current().surface
+	surface := p.surfaceFor(p.current(), req.Session)
 	server, ok := surface.resourceOwner(params.URI)
 	if !ok {
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
@@ -280,14 +297,21 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
 		return p.result(req, []byte(`{}`))
 	}
+	// A subscription counts from before it is sent: an upstream may send
+	// the URI's first update right after its answer, before the answer is
+	// read. A refused one is forgotten again, unless it was held already.
+	subscribing := req.Msg.Method == "resources/subscribe" && req.Session != nil
+	held := subscribing && p.subs.subscribed(req.Session.Key(), server, params.URI)
+	if subscribing {
+		p.subs.subscribe(req.Session.Key(), server, params.URI)
+	}
 	resp := p.forward(ctx, req, server, req.Msg.Params)
-	if resp != nil && resp.Error == nil && req.Session != nil {
-		switch req.Msg.Method {
-		case "resources/subscribe":
-			p.subs.subscribe(req.Session.Key(), server, params.URI)
-		case "resources/unsubscribe":
-			p.subs.unsubscribe(req.Session.Key(), server, params.URI)
-		}
+	done := resp != nil && resp.Error == nil
+	switch {
+	case subscribing && !done && !held:
+		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+	case req.Msg.Method == "resources/unsubscribe" && done && req.Session != nil:
+		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
 	}
 	if req.Msg.Method == "resources/read" && resp != nil && resp.Error == nil && downstream.Modern(req.Protocol) {
 		resp.Result = cacheable(req, resp.Result)
@@ -313,7 +337,7 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get needs params.name")
 	}
 	p.awaitLoad(ctx)
-	e, ok := p.current().surface.prompts[params.Name]
+	e, ok := p.surfaceFor(p.current(), req.Session).prompts[params.Name]
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
@@ -342,7 +366,7 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		return failure(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
 	}
 	p.awaitLoad(ctx)
-	s := p.current().surface
+	s := p.surfaceFor(p.current(), req.Session)
 	switch ref.Type {
 	case "ref/prompt":
 		e, ok := s.prompts[ref.Name]

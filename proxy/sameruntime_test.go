@@ -19,8 +19,9 @@ func TestSameRuntimeCoversEveryField(t *testing.T) {
 	replanned := map[string]bool{ // applied without a restart
 		"ID": true, "File": true, "Line": true, "Hash": true, "Required": true, "RequestTimeout": true,
 		"Tools": true, "Resources": true, "Prompts": true, "Transforms": true, "LeaseReminder": true,
-		// What the environment put into the fields above; those fields decide.
-		"FromEnv": true,
+		// What the environment put into the fields above, and from where; those
+		// fields decide.
+		"FromEnv": true, "HostVars": true,
 	}
 	base := config.Server{Transport: config.TransportStdio, Command: "x"}
 	typ := reflect.TypeOf(base)

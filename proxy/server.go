@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -39,6 +41,10 @@ type Options struct {
 	// and passes trace context on in _meta; nil (tracing off) costs one
 	// nil check per request.
 	Tracer *telemetry.Tracer
+	// ReloadDrain bounds how long the calls in flight on a server that a
+	// reload removed or changed may run before its instances are closed
+	// regardless; 0 means drainTimeout.
+	ReloadDrain time.Duration
 }
 
 // Proxy is the aggregator's downstream MCP server: the Handler every
@@ -57,8 +63,10 @@ type Proxy struct {
 	levels     levels        // log levels per session
 	tasks      taskTable     // the task ids clients see, mapped to the upstreams'
 	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
+	own        sync.Map      // leased *upstream.Instance -> *ownLists, its holder's lists (leasedlists.go)
 	relists    relists       // per-server coalescing of upstream list_changed
 	retiring   sync.WaitGroup
+	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
@@ -66,6 +74,9 @@ type Proxy struct {
 	loaded     chan struct{}         // closed once the first config load is committed
 	loadedOnce sync.Once
 	closed     atomic.Bool
+	// serverInfoJSON is the aggregator's identity as every 2026-07-28
+	// result carries it.
+	serverInfoJSON json.RawMessage
 	// life ends when a Close's drain time is up: retiring servers then stop
 	// waiting for their calls.
 	life    context.Context
@@ -83,6 +94,7 @@ func New(opts Options) *Proxy {
 		opts.Upstream.Logger = opts.Logger
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
+	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.life, p.endLife = context.WithCancel(context.Background())
 	st := initialState()
 	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))
@@ -154,6 +166,7 @@ const closeBudget = 5 * time.Second
 func (p *Proxy) Close(ctx context.Context) {
 	p.closed.Store(true)
 	p.clients.endListeners()
+	p.bridge.close()
 	drain := ctx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) > 2*closeBudget {
 		var cancel context.CancelFunc

@@ -3,11 +3,13 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // Resource subscriptions are an upstream's, per upstream session: one
@@ -107,6 +109,68 @@ func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, 
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenUnsubscribeTimeout)
 		sub := subscriptionRequest(req, "resources/unsubscribe", uri)
 		p.forward(uctx, sub, server, sub.Msg.Params)
+		cancel()
+	}
+}
+
+// sessionUnsubscribe ends the upstream subscriptions held, server and URI
+// pairs, of a session that ended without unsubscribing, except those
+// another session or a listen stream still holds. A leased instance ends
+// with its lease; a shared one would otherwise go on sending updates no
+// one hears for as long as it runs. The unsubscribes go out off the
+// caller's path, each bounded, and not at all once the aggregator closes.
+func (p *Proxy) sessionUnsubscribe(session string, held [][2]string) {
+	for _, sub := range held {
+		server, uri := sub[0], sub[1]
+		if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
+			continue
+		}
+		go func() {
+			if p.closed.Load() || p.subscriptionHeld(server, uri, session, nil) {
+				return
+			}
+			p.subscribeShared(server, "resources/unsubscribe", []string{uri})
+		}()
+	}
+}
+
+// resubscribe subscribes the shared instance of server, one that has just
+// taken over (after a reload changed the server, a crash or a replacement),
+// to every URI a session or a listen stream holds on server. Clients
+// subscribed through the aggregator, not to one instance: without this
+// their updates would stop without a word. It runs off the caller's path.
+func (p *Proxy) resubscribe(server string) {
+	uris := append(p.subs.uris(server), p.clients.listenerURIs(server)...)
+	if len(uris) == 0 {
+		return
+	}
+	slices.Sort(uris)
+	go p.subscribeShared(server, "resources/subscribe", slices.Compact(uris))
+}
+
+// subscribeShared sends method (resources/subscribe or unsubscribe) for
+// each of uris to the shared instance of server, if it has one that takes
+// subscriptions, each bounded, none once the aggregator closes.
+func (p *Proxy) subscribeShared(server, method string, uris []string) {
+	rs := p.current().servers[server]
+	if rs == nil || !rs.pool.Stateless() || !rs.caps.ResourcesSubscribe {
+		return
+	}
+	for _, uri := range uris {
+		if p.closed.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(p.life, listenUnsubscribeTimeout)
+		grant, err := rs.pool.Acquire(ctx, "")
+		if err != nil {
+			cancel()
+			return // the instance is gone, and its subscriptions with it
+		}
+		params := rawjson.AppendString([]byte(`{"uri":`), uri)
+		if _, err := grant.Instance.Do(ctx, upstream.Request{Method: method, Params: append(params, '}')}); err != nil {
+			p.log.Debug("a subscription the aggregator keeps for its clients failed upstream", "server", server, "method", method, "uri", uri, "err", p.scrub(rs.cfg, err.Error()))
+		}
+		grant.Done()
 		cancel()
 	}
 }

@@ -231,7 +231,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 		if ctx.Err() != nil {
 			return nil, nil, false
 		}
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, upstream.Scrub(rs.cfg, err.Error())), true
+		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
 	}
 	defer grant.Done()
 	if grant.Instance != e.inst {
@@ -267,7 +267,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	case ctx.Err() != nil:
 		return nil, nil, false
 	default:
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, upstream.Scrub(rs.cfg, err.Error())), true
+		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
 	}
 }
 

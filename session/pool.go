@@ -172,6 +172,7 @@ type Pool struct {
 	closed        bool
 	settled       bool // Close gave every slot back to the ledger
 	drained       chan struct{}
+	cut           bool // Close closed the instances before their calls finished
 	inflight      int
 	stopTTL       chan struct{}
 	stop          chan struct{} // closed by Close: retired instances stop waiting for calls
@@ -451,6 +452,15 @@ func (p *Pool) Owns(inst *upstream.Instance) bool {
 	return false
 }
 
+// CutShort reports whether Close closed the pool's instances while calls
+// still ran on them, because its ctx ended first: those calls fail for
+// that, not for anything their upstream did.
+func (p *Pool) CutShort() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
+}
+
 // Close stops taking calls, waits for in-flight calls up to ctx, then closes
 // every instance of the server.
 func (p *Pool) Close(ctx context.Context) {
@@ -462,6 +472,20 @@ func (p *Pool) Close(ctx context.Context) {
 	p.closed = true
 	close(p.stopTTL) // also stops watchShared
 	p.endLife()      // and every start under way
+	// Every instance now only finishes its calls, and is listed so: a
+	// shared instance of a server a reload replaced is not counted as
+	// serving beside its successor.
+	if p.shared != nil {
+		p.shared.role = RoleDraining
+	}
+	for _, s := range p.spares {
+		s.role = RoleDraining
+	}
+	for _, l := range p.leases {
+		if l.rec != nil {
+			l.rec.role = RoleDraining
+		}
+	}
 	var drained chan struct{}
 	if p.inflight > 0 {
 		drained = make(chan struct{})
@@ -472,6 +496,9 @@ func (p *Pool) Close(ctx context.Context) {
 		select {
 		case <-drained:
 		case <-ctx.Done():
+			p.mu.Lock()
+			p.cut = p.inflight > 0
+			p.mu.Unlock()
 		}
 	}
 	close(p.stop)

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -27,9 +28,18 @@ func baseEnv() []string {
 	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TMPDIR"}
 }
 
+// aggregatorSecret reports whether a host variable holds the aggregator's own
+// credentials: like srv.Withheld, a stdio server gets it only by naming it exactly.
+func aggregatorSecret(name string) bool {
+	return sameVar(name, "OTEL_EXPORTER_OTLP_HEADERS") || sameVar(name, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+}
+
 // processEnv is the environment of srv's process, given the host's: the base, the host
 // variables srv.InheritEnv and the host's MCP_AGGREGATOR_INHERIT_ENV name, and srv.Env
-// over all of them. A value one server sets or copies from the host reaches no other.
+// over all of them. A value one server sets or copies from the host reaches no other:
+// the variables the rest of the config reads for its secrets (srv.Withheld) and those
+// of the aggregator's own credentials pass only when named exactly, never by true or
+// a * pattern.
 func processEnv(srv *config.Server, host []string) []string {
 	patterns := append(baseEnv(), srv.InheritEnv...)
 	for _, kv := range host {
@@ -47,6 +57,10 @@ func processEnv(srv *config.Server, host []string) []string {
 		}
 		if _, own := lookupVar(srv.Env, name); own || !matchesAny(patterns, name) {
 			continue
+		}
+		if (containsVar(srv.Withheld, name) || aggregatorSecret(name)) &&
+			!containsVar(patterns, name) && !matchesAny(baseEnv(), name) {
+			continue // another's secret, matched only by a pattern
 		}
 		out = append(out, kv)
 	}
@@ -87,9 +101,45 @@ func lookupVar(env map[string]string, name string) (string, bool) {
 	return "", false
 }
 
+// containsVar reports whether names holds name itself (not a pattern matching it).
+func containsVar(names []string, name string) bool {
+	for _, n := range names {
+		if sameVar(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
 func sameVar(a, b string) bool {
 	if runtime.GOOS == "windows" {
 		return strings.EqualFold(a, b)
 	}
 	return a == b
+}
+
+// inheritedSecrets returns the secrets among env, the environment processEnv made
+// for srv, that srv inherited from the host beyond the safe base: the value of a
+// variable whose name says it holds one (secretName), and the credentials of a
+// value that is a URL with user information (a proxy's, a database's). Its own
+// env is a secret already; the base (PATH, HOME, ...) never holds one.
+func inheritedSecrets(srv *config.Server, env []string) []string {
+	base := baseEnv()
+	var out []string
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if _, own := lookupVar(srv.Env, name); own || value == "" || matchesAny(base, name) {
+			continue
+		}
+		if config.SecretName(name) {
+			out = append(out, value)
+		}
+		if u, err := url.Parse(value); err == nil && u.Host != "" && u.User != nil {
+			out = append(out, u.User.String())
+			if p, ok := u.User.Password(); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 )
 
 // DefaultProtocol is the handshake version used unless a server's config
@@ -64,6 +65,11 @@ type Options struct {
 	// (cgroup, subreaper, tags) and keeps the reaper, so that nothing
 	// survives the instance, even if the aggregator is killed outright.
 	Supervisor *Supervisor
+	// Secrets, when set, are every secret the aggregator knows, of every
+	// server: what an instance says about itself (a stdio server's last
+	// words) is scrubbed of them besides its own server's (Scrub), since a
+	// server may print a value another holds too.
+	Secrets *redact.Set
 }
 
 // Instance is one running, initialized upstream server.
@@ -164,6 +170,10 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	cmd := exec.Command(srv.Command, srv.Args...)
 	cmd.Dir = srv.Cwd
 	cmd.Env = processEnv(srv, os.Environ())
+	if opts.Secrets != nil {
+		// Before the process can print them: its stderr is scrubbed of them.
+		opts.Secrets.Add(inheritedSecrets(srv, cmd.Env)...)
+	}
 	stdinGrace, termGrace := opts.StdinGrace, opts.TermGrace
 	if stdinGrace == 0 {
 		stdinGrace = defaultStdinGrace
@@ -174,6 +184,7 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	c, err := startStdio(srv.ID, cmd, i.log, stdioOptions{
 		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage, stdinGrace: stdinGrace, termGrace: termGrace,
 		supervisor: opts.Supervisor,
+		scrub:      scrubOfSaid(srv, opts.Secrets),
 	})
 	if err != nil {
 		return err
@@ -185,6 +196,7 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 func (i *Instance) connect(ctx context.Context, srv *config.Server, opts Options) error {
 	c, err := dialRemote(ctx, srv, i.log, remoteOptions{
 		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage, authorize: opts.Authorize,
+		scrub: scrubOfSaid(srv, opts.Secrets),
 	})
 	if err != nil {
 		return err
@@ -443,3 +455,11 @@ func (i *Instance) Err() error { return i.conn.err() }
 // sequence's grace periods bound how long it takes, even for a process that
 // is stopped or ignores SIGTERM.
 func (i *Instance) Close() error { return i.conn.close() }
+
+// scrubOfSaid is what removes from what srv says (a stderr line, an error
+// body) the secrets of srv and those of every server (secrets, which may be
+// nil), for a text that is cut short after.
+func scrubOfSaid(srv *config.Server, secrets *redact.Set) func(string) string {
+	own := scrubber(srv)
+	return func(line string) string { return secrets.String(own(line)) }
+}

@@ -44,6 +44,7 @@ import (
 // aggregator sends on its own, by noticeTimeout, and ends when the
 // connection does; close ends the transport's streams.
 type remoteConn struct {
+	scrub     func(string) string // see remoteOptions.scrub
 	server    string
 	url       string
 	t         transport.Interface
@@ -87,6 +88,9 @@ type remoteOptions struct {
 	onRequest  requestHandler
 	maxMessage int
 	authorize  func(*config.Server, http.RoundTripper) (http.RoundTripper, error)
+	// scrub removes secrets from an error body before it is cut short for an
+	// error text; nil: bodies are quoted as sent.
+	scrub func(string) string
 }
 
 // dialRemote connects to srv's URL; ctx (connect_timeout) bounds only the
@@ -101,7 +105,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	c := &remoteConn{
 		server: srv.ID, url: srv.URL, log: log, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		life: life, end: end, requests: newSlots(maxServerRequests), notices: newSlots(maxNotices), closed: make(chan struct{}),
-		target: target, refused: make(chan error, 1),
+		target: target, refused: make(chan error, 1), scrub: opts.scrub,
 	}
 	// Enough idle connections that concurrent calls reuse them instead of
 	// opening (and leaving in TIME_WAIT) a connection per call; every body

@@ -92,7 +92,7 @@ func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, p
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		return statusError(resp.StatusCode, text, method, strconv.AppendInt(nil, id, 10))
+		return statusError(resp.StatusCode, text, method, strconv.AppendInt(nil, id, 10), c.scrub)
 	}
 	select {
 	case m := <-answer:
@@ -149,7 +149,7 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 			go c.fail(fmt.Errorf("server %q: %w", c.server, err))
 			return nil, err
 		}
-		return statusError(resp.StatusCode, body, method, want)
+		return statusError(resp.StatusCode, body, method, want, c.scrub)
 	}
 	if resp.StatusCode == http.StatusAccepted && resp.Header.Get("Content-Type") == "" {
 		// 202 acknowledges a notification or a response; a request is
@@ -284,19 +284,25 @@ func (c *remoteConn) streamOpened(req *http.Request, resp *http.Response) {
 
 // statusError is what an exchange answered with an error status comes to:
 // the JSON-RPC error response its body carries, or an error naming the
-// status.
-func statusError(status int, body []byte, method string, want []byte) (*jsonrpc.Message, error) {
+// status, quoting the body (scrub: see bodyExcerpt).
+func statusError(status int, body []byte, method string, want []byte, scrub func(string) string) (*jsonrpc.Message, error) {
 	if m, err := jsonrpc.Decode(bytes.TrimSpace(body)); err == nil && m.IsResponse() && m.Error != nil &&
 		(bytes.Equal(m.ID, want) || string(m.ID) == "null") {
 		return m, nil
 	}
-	return nil, fmt.Errorf("it answered %s with HTTP status %d%s", method, status, bodyExcerpt(body))
+	return nil, fmt.Errorf("it answered %s with HTTP status %d%s", method, status, bodyExcerpt(body, scrub))
 }
 
 // bodyExcerpt is the start of an error body for an error text: printable,
-// on one line, at most 200 bytes.
-func bodyExcerpt(body []byte) string {
-	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(body), "?")), " ")
+// on one line, at most 200 bytes. scrub, when set, removes secrets first:
+// a server that refuses a token may quote it, and one the cut split would no
+// longer be recognised.
+func bodyExcerpt(body []byte, scrub func(string) string) string {
+	text := string(body)
+	if scrub != nil {
+		text = scrub(text)
+	}
+	text = strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " ")
 	if text == "" {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 )
 
 // redacted replaces a secret in error texts.
@@ -19,19 +20,48 @@ const redacted = "<redacted>"
 const minScrubLen = 4
 
 // Scrub removes a server's secrets from text: every value of its resolved
-// env and headers (which may come from the host environment or an env file),
+// env and headers (which may come from the host environment or an env file;
+// an Authorization header's credential alone too: config.Server.HeaderSecrets),
 // every text its config took from the environment into any other field (a URL
 // path, an argument, the command: config.Server.EnvSecrets), and the
-// credentials and query of its URL. Errors from network libraries quote URLs
+// credentials (user name included) and query of its URL. Errors from network libraries quote URLs
 // whole, so anything said about a server goes through here before it reaches
 // a log, a problem or a client.
 func Scrub(srv *config.Server, text string) string {
+	for _, s := range secretsOf(srv) {
+		text = strings.ReplaceAll(text, s, redacted)
+	}
+	return text
+}
+
+// scrubber is Scrub for many texts about one server: the server's secrets are
+// gathered once.
+func scrubber(srv *config.Server) func(string) string {
+	secrets := secretsOf(srv)
+	if len(secrets) == 0 {
+		return func(text string) string { return text }
+	}
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, redacted)
+	}
+	// At one position the replacer tries its pairs in order: longest first,
+	// as in Scrub.
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// secretsOf lists what Scrub removes of srv's, longest first.
+func secretsOf(srv *config.Server) []string {
 	var secrets []string
-	for _, m := range []map[string]string{srv.Env, srv.Headers} {
-		for _, v := range m {
-			if len(v) >= minScrubLen {
-				secrets = append(secrets, v)
-			}
+	for _, v := range srv.Env {
+		if len(v) >= minScrubLen {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, v := range srv.HeaderSecrets() {
+		if len(v) >= minScrubLen {
+			secrets = append(secrets, v)
 		}
 	}
 	for _, v := range srv.EnvSecrets() {
@@ -40,19 +70,45 @@ func Scrub(srv *config.Server, text string) string {
 		}
 	}
 	if u, err := url.Parse(srv.URL); err == nil && srv.URL != "" {
-		if u.User != nil {
-			secrets = append(secrets, u.User.String())
+		for _, v := range userSecrets(u.User) {
+			if len(v) >= minScrubLen {
+				secrets = append(secrets, v)
+			}
 		}
 		if u.RawQuery != "" {
 			secrets = append(secrets, u.RawQuery)
 		}
 	}
+	// Each line of a value of several lines too: a process prints it one
+	// line at a time.
+	var lines []string
+	for _, v := range secrets {
+		for _, line := range redact.Lines(v)[1:] {
+			if len(line) >= minScrubLen {
+				lines = append(lines, line)
+			}
+		}
+	}
+	secrets = append(secrets, lines...)
 	// Longest first, so a secret that contains another is replaced whole.
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, redacted)
+	return secrets
+}
+
+// userSecrets are the texts a URL's user information shows in: whole, and the
+// user name alone, as written and decoded. The name is a credential too (a key
+// sent as the user), and Go's HTTP client quotes a failed request's URL with
+// the password starred but the name whole.
+func userSecrets(user *url.Userinfo) []string {
+	if user == nil {
+		return nil
 	}
-	return text
+	written, _, _ := strings.Cut(user.String(), ":")
+	out := []string{user.String(), written, user.Username()}
+	if p, ok := user.Password(); ok {
+		out = append(out, p)
+	}
+	return out
 }
 
 // ScrubError is Scrub for an error; it keeps nothing of the original chain

@@ -25,6 +25,15 @@ func TestScrub(t *testing.T) {
 	assert.Contains(t, got, "api.example.com/mcp", "the host and path still say where")
 	assert.Contains(t, got, "flag on", "short values are left alone")
 
+	srv.URL = "https://usr-7c1e9a%40corp:pw@api.example.com/mcp"
+	got = Scrub(srv, `Post "https://usr-7c1e9a@corp:***@api.example.com/mcp": refused; Post "https://usr-7c1e9a%40corp:***@api.example.com/mcp"`)
+	assert.NotContains(t, got, "usr-7c1e9a", "the user name is scrubbed, decoded as Go's HTTP client quotes it and as written")
+	assert.Contains(t, got, "api.example.com/mcp")
+
+	srv.URL = "https://:pw@api.example.com/mcp"
+	assert.Equal(t, "no user at all", Scrub(srv, "no user at all"), "an empty user name is nothing to scrub")
+	assert.Equal(t, "no user at all", scrubber(srv)("no user at all"))
+
 	plain := errors.New("nothing secret here")
 	assert.Same(t, plain, ScrubError(srv, plain), "an error without secrets is returned as is")
 	assert.Nil(t, ScrubError(srv, nil))

@@ -19,6 +19,23 @@ import (
 // endless line costs this much memory, not the length of the line.
 const maxStderrLine = 64 << 10
 
+// secretMargin is how far beyond maxStderrLine a stderr line is read before
+// its secrets are scrubbed and it is cut: room for the longest secret (a PEM
+// key in a variable) to be seen whole where the cut falls.
+const secretMargin = 8 << 10
+
+// cutAtRune returns the longest prefix of text of at most n bytes that does
+// not end inside a UTF-8 sequence.
+func cutAtRune(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
+}
+
 // stderrLines reads r line by line until it ends and hands fn each non-empty
 // line, without its terminator, cut to at most limit bytes, with the number
 // of bytes cut off. line is valid only during the call.
@@ -109,12 +126,14 @@ func (b *lineBudget) report(now time.Time, final bool, log *slog.Logger, server,
 
 // stderrTail keeps the last lines an upstream wrote to stderr, each cut
 // short, to say why it exited: a server that fails at start mostly says why
-// there, and the error then tells the operator without the log.
+// there, and the error then tells the operator without the log. A line is
+// kept a margin beyond what is said of it, and scrubbed before it is cut.
 type stderrTail struct {
 	mu    sync.Mutex
 	lines [tailLines]string
-	next  int // where the next line goes
-	n     int // lines kept
+	long  [tailLines]bool // the line was longer than what is kept of it
+	next  int             // where the next line goes
+	n     int             // lines kept
 }
 
 // How many stderr lines an exit error quotes, and how much of each.
@@ -124,23 +143,19 @@ const (
 )
 
 func (t *stderrTail) add(line []byte) {
-	if len(line) > tailBytes {
-		cut := tailBytes
-		for cut > 0 && !utf8.RuneStart(line[cut]) {
-			cut--
-		}
-		line = append(line[:cut:cut], "…"...)
-	}
+	long := len(line) > tailBytes+secretMargin
+	kept := string(line[:min(len(line), tailBytes+secretMargin)])
 	t.mu.Lock()
-	t.lines[t.next] = string(line)
+	t.lines[t.next], t.long[t.next] = kept, long
 	t.next = (t.next + 1) % tailLines
 	t.n = min(t.n+1, tailLines)
 	t.mu.Unlock()
 }
 
-// said renders the kept lines, oldest first, to follow an exit status; ""
-// when the server wrote nothing to stderr.
-func (t *stderrTail) said() string {
+// said renders the kept lines, oldest first, each scrubbed (scrub may be
+// nil) and cut short, to follow an exit status; "" when the server wrote
+// nothing to stderr.
+func (t *stderrTail) said(scrub func(string) string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 {
@@ -148,7 +163,15 @@ func (t *stderrTail) said() string {
 	}
 	quoted := make([]string, 0, t.n)
 	for i := range t.n {
-		quoted = append(quoted, strconv.Quote(t.lines[(t.next-t.n+i+tailLines)%tailLines]))
+		at := (t.next - t.n + i + tailLines) % tailLines
+		line := t.lines[at]
+		if scrub != nil {
+			line = scrub(line)
+		}
+		if t.long[at] || len(line) > tailBytes {
+			line = cutAtRune(line, tailBytes) + "…"
+		}
+		quoted = append(quoted, strconv.Quote(line))
 	}
 	return "; its last words on stderr: " + strings.Join(quoted, " | ")
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -116,18 +117,27 @@ func TestStderrFloodIsBounded(t *testing.T) {
 }
 
 // The last stderr lines kept for an exit error: the newest few, oldest
-// first, each cut short without splitting a character.
+// first, each scrubbed, then cut short without splitting a character.
 func TestStderrTail(t *testing.T) {
 	var tail stderrTail
-	assert.Empty(t, tail.said())
+	assert.Empty(t, tail.said(nil))
 	tail.add([]byte("one"))
-	assert.Equal(t, `; its last words on stderr: "one"`, tail.said())
+	assert.Equal(t, `; its last words on stderr: "one"`, tail.said(nil))
 	for _, l := range []string{"two", "three", "four"} {
 		tail.add([]byte(l))
 	}
-	assert.Equal(t, `; its last words on stderr: "two" | "three" | "four"`, tail.said())
+	assert.Equal(t, `; its last words on stderr: "two" | "three" | "four"`, tail.said(nil))
 	tail.add([]byte(strings.Repeat("é", tailBytes)))
-	last := tail.lines[(tail.next+tailLines-1)%tailLines]
+	said := tail.said(nil)
+	last, err := strconv.Unquote(said[strings.LastIndex(said, " | ")+3:])
+	require.NoError(t, err)
 	assert.True(t, utf8.ValidString(last))
 	assert.LessOrEqual(t, len(last), tailBytes+len("…"))
+
+	secret := "tailsecret-0123456789"
+	tail.add([]byte(strings.Repeat("x", tailBytes-5) + secret + strings.Repeat("y", 2*secretMargin)))
+	scrub := func(s string) string { return strings.ReplaceAll(s, secret, "<redacted>") }
+	said = tail.said(scrub)
+	assert.NotContains(t, said, secret[:5], "a secret the cut would split is scrubbed first")
+	assert.True(t, strings.HasSuffix(said, `x<reda…"`), said)
 }

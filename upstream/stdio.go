@@ -70,6 +70,7 @@ type stdioConn struct {
 
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
+	scrub                 func(string) string // see stdioOptions.scrub
 	// lastWords are the last lines the server wrote to stderr, said when
 	// it exits while it starts; stderrDone is closed once its stderr ended.
 	// Once it has started (started), an exit says no more than its status:
@@ -100,6 +101,11 @@ type stdioOptions struct {
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
 	supervisor            *Supervisor // nil: a process group, no more
+	// scrub removes the secrets from what the server wrote before it is cut
+	// short for the log or an error (a stderr line, the last words, a stdout
+	// line that is not JSON-RPC): a secret the cut splits is no longer
+	// recognised. nil: texts are cut as written.
+	scrub func(string) string
 }
 
 // startStdio spawns cmd in its own process group and starts reading its
@@ -143,7 +149,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		pending: map[int64]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
-		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace,
+		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace, scrub: opts.scrub,
 		closed: make(chan struct{}), stopped: make(chan struct{}), stderrDone: make(chan struct{}),
 	}
 	go c.logStderr(stderr)
@@ -259,7 +265,7 @@ func (c *stdioConn) lose(err error) {
 			case <-c.stderrDone:
 			case <-time.After(100 * time.Millisecond):
 			}
-			said = c.lastWords.said()
+			said = c.lastWords.said(c.scrub)
 		}
 		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.status, said)
 	case <-time.After(100 * time.Millisecond):
@@ -298,7 +304,7 @@ func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 		}
 	}
 	c.junk("upstream sent a message over the size limit; dropped", "server", c.server,
-		"bytes", e.Size, "limit", e.Limit, "id", string(id), "start", preview(e.Head))
+		"bytes", e.Size, "limit", e.Limit, "id", string(id), "start", c.excerpt(e.Head))
 }
 
 // utf8BOM is the byte order mark some runtimes write before their first line.
@@ -325,7 +331,7 @@ func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
 		return false
 	}
 	c.log.Warn("upstream answered a request with a malformed response", "server", c.server,
-		"id", string(head.ID), "bytes", len(line), "start", preview(line), "err", decodeErr)
+		"id", string(head.ID), "bytes", len(line), "start", c.excerpt(line), "err", decodeErr)
 	ch <- reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)}
 	return true
 }
@@ -383,6 +389,41 @@ func (c *stdioConn) dispatch(line []byte) {
 	// Some runtimes start their output with a byte order mark; it is no part
 	// of the message.
 	line = bytes.TrimPrefix(line, utf8BOM)
+	if len(line) > 0 && line[0] == '[' {
+		c.dispatchBatch(line)
+		return
+	}
+	c.dispatchOne(line)
+}
+
+// maxUpstreamBatch bounds the messages of one batch from an upstream.
+const maxUpstreamBatch = 1000
+
+// dispatchBatch handles a JSON-RPC batch: protocol 2025-03-26 lets a
+// server send one (and requires its peers to take them), so each message
+// in it is handled as if it came on a line of its own.
+func (c *stdioConn) dispatchBatch(line []byte) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(line, &elems); err != nil || len(elems) == 0 || len(elems) > maxUpstreamBatch {
+		why := fmt.Sprintf("a batch of %d messages (at most %d)", len(elems), maxUpstreamBatch)
+		if err != nil {
+			why = err.Error()
+		}
+		c.junk("upstream wrote a JSON-RPC batch that cannot be taken; ignored", "server", c.server,
+			"bytes", len(line), "start", preview(line), "err", why)
+		return
+	}
+	for _, elem := range elems {
+		if len(elem) > 0 && elem[0] == '[' { // batches do not nest
+			c.junk("upstream wrote a batch inside a batch; ignored", "server", c.server, "start", preview(elem))
+			continue
+		}
+		c.dispatchOne(elem)
+	}
+}
+
+// dispatchOne handles one message; line may be reused once it returns.
+func (c *stdioConn) dispatchOne(line []byte) {
 	// The reader reuses line for the next one; Decode copies what it keeps.
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
@@ -390,7 +431,7 @@ func (c *stdioConn) dispatch(line []byte) {
 			return
 		}
 		c.junk("upstream wrote a line that is not JSON-RPC; ignored", "server", c.server,
-			"bytes", len(line), "start", preview(line), "err", err)
+			"bytes", len(line), "start", c.excerpt(line), "err", err)
 		return
 	}
 	switch {
@@ -476,11 +517,28 @@ func (c *stdioConn) send(m *jsonrpc.Message) {
 }
 
 func preview(b []byte) string {
-	const n = 120
-	if len(b) > n {
-		return string(b[:n]) + "…"
+	if len(b) > previewBytes {
+		return string(b[:previewBytes]) + "…"
 	}
 	return string(b)
+}
+
+// previewBytes is how much of a value preview shows.
+const previewBytes = 120
+
+// excerpt is preview for what the server wrote to stdout, which may hold its
+// secrets (a banner that shows its key): scrubbed before it is cut, so that a
+// secret where the cut falls is replaced whole.
+func (c *stdioConn) excerpt(b []byte) string {
+	cut := len(b) > previewBytes+secretMargin
+	text := string(b[:min(len(b), previewBytes+secretMargin)])
+	if c.scrub != nil {
+		text = c.scrub(text)
+	}
+	if cut || len(text) > previewBytes {
+		return cutAtRune(text, previewBytes) + "…"
+	}
+	return text
 }
 
 // write sends one framed message. ctx bounds all of it: the wait for the
@@ -646,7 +704,10 @@ func (c *stdioConn) shutdown() {
 func (c *stdioConn) logStderr(stderr io.Reader) {
 	defer close(c.stderrDone)
 	var budget lineBudget
-	stderrLines(stderr, maxStderrLine, func(line []byte, cut int64) {
+	// A line is read a margin beyond what the log keeps, and one that must be
+	// cut is scrubbed first, so that a secret the cut would split is replaced
+	// whole. The log scrubs the others.
+	stderrLines(stderr, maxStderrLine+secretMargin, func(line []byte, cut int64) {
 		c.lastWords.add(line)
 		now := time.Now()
 		if !budget.take(now) {
@@ -654,6 +715,16 @@ func (c *stdioConn) logStderr(stderr io.Reader) {
 		}
 		budget.report(now, false, c.log, c.server, stderrLeftOut)
 		text := string(line)
+		if len(text) > maxStderrLine || cut > 0 {
+			if c.scrub != nil {
+				text = c.scrub(text)
+			}
+			if len(text) > maxStderrLine {
+				kept := cutAtRune(text, maxStderrLine)
+				cut += int64(len(text) - len(kept))
+				text = kept
+			}
+		}
 		if cut > 0 {
 			text += fmt.Sprintf("… (%d more bytes)", cut)
 		}

@@ -39,6 +39,28 @@ func TestByteOrderMarkIsNotPartOfTheMessage(t *testing.T) {
 	assert.False(t, rec.has("not JSON-RPC"), "the byte order mark was taken for part of a message")
 }
 
+// TestUpstreamBatchIsTaken: a server that answers with a JSON-RPC batch,
+// as protocol 2025-03-26 allows, has each message in it taken as if it came
+// alone: the notification is heard, the response answers its call.
+func TestUpstreamBatchIsTaken(t *testing.T) {
+	t.Parallel()
+	rec := newLogRecorder()
+	heard := make(chan Notification, 1)
+	inst := startDemo(t, "misbehave batch-answer", Options{Logger: rec.logger(),
+		OnNotification: func(_ *Instance, n Notification) { heard <- n }})
+	raw, _, err := callPing(t, inst)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"pong"}]}`, string(raw))
+	select {
+	case n := <-heard:
+		assert.Equal(t, "notifications/message", n.Method)
+		assert.JSONEq(t, `{"level":"info","data":"batched"}`, string(n.Params))
+	case <-time.After(waitTimeout):
+		t.Fatal("the batch's notification was not heard")
+	}
+	assert.False(t, rec.has("not JSON-RPC"), "the batch was taken for junk")
+}
+
 // TestStringIDFailsItsCallAtOnce: a server that writes the integer id of a
 // request back as a string has not answered it (JSON-RPC wants the id as
 // sent), but the call fails at once, saying why, rather than at its

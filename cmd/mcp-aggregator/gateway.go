@@ -23,6 +23,11 @@ type gateway struct {
 	drain *drainer // SIGTERM and POST /drain (drain.go)
 }
 
+// probePaths are the probes handler serves: a client at its connection
+// cap may still ask for them (downstream.HTTPOptions.ProbePaths), as a
+// load balancer whose address carries every client's connections does.
+func probePaths() []string { return []string{"/healthz", "/readyz"} }
+
 // handler routes every path the gateway serves.
 func (g *gateway) handler() http.Handler {
 	mux := http.NewServeMux()

@@ -64,15 +64,57 @@ func (w *configWatch) follow(ctx context.Context, ws *config.Workspace) {
 	*w = *startWatch(ctx, w.src, ws.EnvFiles, w.log)
 }
 
-// watchAndReload reloads the config whenever the watch fires or hup (SIGHUP)
-// delivers, until ctx ends. A changed stored login (logins) reloads too: the
-// servers that were waiting for it start.
-func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins <-chan struct{}, hup <-chan os.Signal, log *slog.Logger) {
+// watchAndReload runs first, the first load of the config, then reloads it
+// whenever the watch fires or hup (SIGHUP) delivers, until ctx ends or
+// first reports that the aggregator cannot go on. A changed stored login
+// (logins) reloads too: the servers that were waiting for it start.
+//
+// A load waits for the servers it starts, up to their connect_timeout. A
+// change that comes meanwhile is not left waiting behind a server that
+// hangs: the config is read at once, the starts it no longer wants (a
+// server removed, or defined otherwise) are abandoned, and it is reloaded
+// as soon as the load under way ends.
+func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins <-chan struct{}, hup <-chan os.Signal, log *slog.Logger,
+	first func() (*config.Workspace, bool)) {
 	defer func() { w.cancel() }()
+	type outcome struct {
+		ws *config.Workspace
+		ok bool // false: stop watching
+	}
+	var (
+		running chan outcome // the load under way delivers its outcome here; nil: none
+		again   bool         // a change came while it ran
+	)
+	src := w.src // the same for every watch w follows
+	start := func(load func() (*config.Workspace, bool)) {
+		running = make(chan outcome, 1)
+		go func(done chan<- outcome) {
+			ws, ok := load()
+			done <- outcome{ws, ok}
+		}(running)
+	}
+	reloadOnce := func() (*config.Workspace, bool) { return reload(ctx, p, src, log), true }
+	defer func() {
+		if running != nil {
+			<-running // it ends quickly: ctx is done
+		}
+	}()
+	start(first)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case o := <-running:
+			running = nil
+			if !o.ok {
+				return
+			}
+			w.follow(ctx, o.ws)
+			if again {
+				again = false
+				start(reloadOnce)
+			}
+			continue
 		case <-hup:
 			log.Info("SIGHUP: reloading config")
 		case _, ok := <-w.changed:
@@ -83,7 +125,18 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 		case <-logins:
 			log.Info("a stored OAuth login changed: reloading")
 		}
-		w.follow(ctx, reload(ctx, p, w.src, log))
+		if running == nil {
+			start(reloadOnce)
+			continue
+		}
+		again = true
+		ws, _ := src.loadLive()
+		if abandoned := p.Supersede(ws); len(abandoned) > 0 {
+			log.Info("a newer config came while servers started: abandoning the starts it no longer wants; it is reloaded next",
+				"servers", strings.Join(abandoned, ","))
+		} else {
+			log.Info("a load is under way: the newer config is reloaded once it ends")
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
 	maxSessions := fs.Int("max-sessions", downstream.DefaultMaxSessions, "with --http: refuse a new session (503) while this many are open")
 	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of an http.auth client while it holds this many; 0: no cap beyond --max-sessions")
+	maxConns := fs.Int("max-conns-per-address", downstream.DefaultMaxConnsPerClient, "with --http: answer 429 to a connection from an address that holds this many open; 0: no cap (behind a load balancer, every client shares its address)")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
@@ -61,6 +62,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *maxPerClient < 0 {
 		fmt.Fprintf(stderr, "serve: --max-sessions-per-client %d: use a count of sessions, or 0 for no cap beyond --max-sessions\n", *maxPerClient)
 		return 2
+	}
+	if *maxConns < 0 {
+		fmt.Fprintf(stderr, "serve: --max-conns-per-address %d: use a count of connections, or 0 for no cap\n", *maxConns)
+		return 2
+	}
+	if *maxConns == 0 {
+		*maxConns = -1 // the transport's "no cap"
 	}
 	if *maxPerClient == 0 {
 		*maxPerClient = -1 // the transport's "no cap of its own"
@@ -115,6 +123,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	c.secrets.Add(telemetry.Secrets(os.Getenv)...) // a collector's refusal may quote them
 	// Off unless an OTLP endpoint is set. Flushed last, after the proxy's
 	// Close below, so that the spans of the last requests go out too.
 	tracer := telemetry.FromEnv(context.Background(), log, version)
@@ -140,7 +149,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		offerLogin = upAuth.offerLogin
 	}
 	p := proxy.New(proxy.Options{Logger: log, Version: version, Observer: recorder, Tracer: tracer,
-		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize},
+		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
@@ -164,7 +173,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
-			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient})
+			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
+			MaxConnsPerClient: *maxConns,
+			ProbePaths:        probePaths()})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
@@ -182,14 +193,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	loaded := make(chan int, 1)
 	go func() {
 		watch := startWatch(loadCtx, src, nil, log) // before the load, so no save after it is missed
-		code, ws := initialLoad(loadCtx, p, src, log)
-		loaded <- code
-		if code != 0 {
-			watch.cancel()
-			return
-		}
-		watch.follow(loadCtx, ws)
-		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log)
+		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
+			code, ws := initialLoad(loadCtx, p, src, log)
+			loaded <- code
+			return ws, code == 0
+		})
 	}()
 
 	if *httpAddr == "" {

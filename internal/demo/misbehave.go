@@ -45,6 +45,7 @@ var misbehaveModes = map[string]string{
 	"cursor-cycle":      "tools/list pages never end: their nextCursor goes a, b, a, b, ...",
 	"hang-setlevel":     "declares logging and never answers logging/setLevel",
 	"bad-schemas":       "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
+	"batch-answer":      "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 }
 
 func misbehaveModeNames() string {
@@ -301,6 +302,14 @@ func (s *misbehaveServer) handle(line []byte) error {
 			return s.conn.respond(m.ID, json.RawMessage(`[{"type":"text","text":"pong"}]`))
 		case "bad-error":
 			line := append(append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...), `,"error":"boom"}`+"\n"...)
+			return s.conn.write(line, true)
+		case "batch-answer":
+			result, err := marshal(textResult("pong"))
+			if err != nil {
+				return err
+			}
+			line := []byte(`[{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"batched"}},{"jsonrpc":"2.0","id":`)
+			line = append(append(append(append(line, m.ID...), `,"result":`...), result...), "}]\n"...)
 			return s.conn.write(line, true)
 		case "string-id":
 			id, err := marshal(string(m.ID))

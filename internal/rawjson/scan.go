@@ -44,6 +44,7 @@ type Object struct {
 	data        []byte
 	pos         int
 	name, value []byte
+	valueStart  int
 	err         error
 	started     bool
 	done        bool
@@ -99,6 +100,7 @@ func (o *Object) Next() bool {
 		return o.fail(errSyntax)
 	}
 	o.value = d[i:end]
+	o.valueStart = i
 	o.pos = end
 	return true
 }
@@ -109,6 +111,10 @@ func (o *Object) Name() []byte { return o.name }
 // Value is the current member's value: its exact bytes, without the
 // whitespace around it.
 func (o *Object) Value() []byte { return o.value }
+
+// ValueSpan is where the current member's value lies in the input:
+// Value is data[start:end].
+func (o *Object) ValueSpan() (start, end int) { return o.valueStart, o.pos }
 
 // Err is nil once Next has gone through one valid JSON object to its end
 // (whitespace may follow it); ErrNotObject when the input does not start

@@ -32,10 +32,13 @@ func TestValidMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestObjectMembers(t *testing.T) {
-	o := NewObject([]byte(` {"a\u0062" : [1, 2] ,"c":"x\"y", "n":null} `))
+	data := []byte(` {"a\u0062" : [1, 2] ,"c":"x\"y", "n":null} `)
+	o := NewObject(data)
 	var got []string
 	for o.Next() {
 		got = append(got, string(o.Name())+"="+string(o.Value()))
+		start, end := o.ValueSpan()
+		assert.Equal(t, string(o.Value()), string(data[start:end]), "the value's span in the input")
 	}
 	require.NoError(t, o.Err())
 	assert.Equal(t, []string{`ab=[1, 2]`, `c="x\"y"`, `n=null`}, got)

@@ -30,13 +30,40 @@ type Set struct {
 	replacer atomic.Pointer[strings.Replacer] // nil while the set is empty
 }
 
-// Add adds values, ignoring those shorter than MinLen. A retired value added
-// again is live again: it stays.
+// Lines returns a value of several lines (a PEM key) and each of its lines,
+// trimmed: a process prints such a value one line at a time, and a log or an
+// error quotes it line by line, so each line is a secret too. A value of one
+// line is returned alone.
+func Lines(value string) []string {
+	if !strings.ContainsAny(value, "\r\n") {
+		return []string{value}
+	}
+	out := []string{value}
+	for _, line := range strings.FieldsFunc(value, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// Add adds values, and each line of a value of several lines (Lines),
+// ignoring those shorter than MinLen. A retired value added again is live
+// again: it stays.
 func (s *Set) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := false
+	all := values
 	for _, v := range values {
+		if strings.ContainsAny(v, "\r\n") {
+			if len(all) == len(values) {
+				all = append([]string(nil), values...) // not into the caller's array
+			}
+			all = append(all, Lines(v)[1:]...)
+		}
+	}
+	for _, v := range all {
 		if len(v) < MinLen {
 			continue
 		}

@@ -79,3 +79,12 @@ func TestSetRetireBoundsTheSet(t *testing.T) {
 	s.Retire(now, "never-added-value")
 	assert.Equal(t, "never-added-value", s.String("never-added-value"), "retiring adds nothing")
 }
+
+// A value of several lines is printed, and quoted, a line at a time.
+func TestSetAddsEachLineOfAValue(t *testing.T) {
+	var s Set
+	s.Add("-----BEGIN KEY-----\r\nline-one-abcdef\n  line-two-ghijkl  \nend\n")
+	assert.Equal(t, "<redacted> | <redacted> | <redacted> | end", s.String("-----BEGIN KEY----- | line-one-abcdef | line-two-ghijkl | end"),
+		"lines shorter than MinLen are left alone")
+	assert.Equal(t, []string{"one line"}, Lines("one line"))
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"maps"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// A server that keeps state per session may list resources, templates or
+// prompts of one session only: a resource made for it, say. When such a
+// list changes on an instance leased to a session, the change is that
+// session's, as it would be were the session connected to the server
+// directly: the session sees the instance's own lists in place of the
+// server's, and only it is told they changed. The catalog every session
+// shares stays as it was, so no session sees, or loses, what another
+// session's instance lists.
+
+// ownLists are the lists a leased instance gave after its list_changed;
+// immutable once stored (a later change stores a new value).
+type ownLists struct {
+	server                   string
+	hasResources, hasPrompts bool
+	resources                []upstream.Resource
+	templates                []upstream.ResourceTemplate
+	prompts                  []upstream.Prompt
+}
+
+// keepOwnLists records what inst, leased to the session holding it, now
+// lists of kind ("resources" or "prompts"), and tells that session. It
+// reports false when inst is not an instance leased to a session: its
+// lists are then the server's.
+func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind string,
+	resources []upstream.Resource, templates []upstream.ResourceTemplate, prompts []upstream.Prompt) bool {
+	if rs.pool.Stateless() {
+		return false
+	}
+	holder, bound := p.bound.Load(inst)
+	if !bound {
+		return false // a spare: what it lists is what the server lists
+	}
+	own := &ownLists{server: rs.cfg.ID}
+	if prev, ok := p.own.Load(inst); ok {
+		*own = *prev.(*ownLists)
+	}
+	if kind == "prompts" {
+		own.hasPrompts, own.prompts = true, prompts
+	} else {
+		own.hasResources, own.resources, own.templates = true, resources, templates
+	}
+	if _, had := p.own.Swap(inst, own); !had {
+		go func() { <-inst.Done(); p.own.Delete(inst) }()
+	}
+	p.clients.changedIn(holder.(string), kind)
+	return true
+}
+
+// surfaceFor is the surface session s sees: the shared one, with the own
+// lists of the instances it leases in place of their servers' lists.
+func (p *Proxy) surfaceFor(st *state, s downstream.Session) *Surface {
+	if s == nil {
+		return st.surface
+	}
+	var servers map[string]*runningServer
+	p.own.Range(func(k, v any) bool {
+		inst, own := k.(*upstream.Instance), v.(*ownLists)
+		if holder, ok := p.bound.Load(inst); !ok || holder != s.Key() {
+			return true
+		}
+		rs := st.servers[own.server]
+		if rs == nil || !rs.pool.Owns(inst) {
+			return true // replaced or removed since
+		}
+		if servers == nil {
+			servers = maps.Clone(st.servers)
+		}
+		u := *rs
+		if own.hasResources {
+			u.resources, u.templates = own.resources, own.templates
+		}
+		if own.hasPrompts {
+			u.prompts = own.prompts
+		}
+		servers[own.server] = &u
+		return true
+	})
+	if servers == nil {
+		return st.surface
+	}
+	return buildSurface(st.order, servers, st.pattern)
+}
