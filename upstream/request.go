@@ -243,7 +243,10 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 			params = p
 			downstream, onProgress := r.ProgressToken, r.OnProgress
 			i.progMu.Lock()
-			i.progress[token] = func(params json.RawMessage) { onProgress(retoken(params, downstream)) }
+			gate := &progressGate{}
+			i.progress[token] = func(params json.RawMessage) {
+				gate.pass(params, func() { onProgress(retoken(params, downstream)) })
+			}
 			i.progMu.Unlock()
 			release = func() {
 				i.progMu.Lock()
@@ -401,4 +404,36 @@ func jsonKind(raw json.RawMessage) string {
 		return "an object"
 	}
 	return "a number"
+}
+
+// progressGate keeps a call's progress notifications increasing, as MCP
+// requires of each one. An upstream may write them on more than one stream
+// (an HTTP server may put some on its GET stream rather than the call's),
+// and what arrives on different streams arrives in no set order; one whose
+// progress is not above the last one passed on is out of date by then and
+// is dropped rather than handed to a client as progress going backwards. A
+// notification whose progress is not a number is passed on as it is.
+type progressGate struct {
+	mu   sync.Mutex
+	last float64
+	any  bool // one with a number was passed on
+}
+
+// pass calls deliver for a notification with params unless it is out of
+// date. The gate is held while deliver runs, so that two streams' readers
+// hand notifications on in the order the gate took them.
+func (g *progressGate) pass(params json.RawMessage, deliver func()) {
+	var p struct {
+		Progress *float64 `json:"progress"`
+	}
+	_ = json.Unmarshal(params, &p)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p.Progress != nil {
+		if g.any && *p.Progress <= g.last {
+			return
+		}
+		g.last, g.any = *p.Progress, true
+	}
+	deliver()
 }

@@ -287,3 +287,24 @@ func TestStdoutJunkWarningsAreBounded(t *testing.T) {
 	assert.Less(t, warned, lines/4, "the flood is not")
 	assert.Equal(t, lines, warned+leftOut, "every one is warned of or counted")
 }
+
+// TestProgressThatGoesBackIsDropped: MCP wants each progress notification of
+// a call to increase. Those that do not (a server wrote them so, or they came
+// over two streams in no set order) are dropped; the rest are handed on in
+// order, byte for byte but for the caller's token.
+func TestProgressThatGoesBackIsDropped(t *testing.T) {
+	t.Parallel()
+	inst := startDemo(t, "misbehave progress-backwards", Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	progress := newProgressLog()
+	raw, err := inst.CallTool(ctx, Call{Name: "ping_tool", Arguments: json.RawMessage(`{}`),
+		ProgressToken: json.RawMessage(`"mine"`), OnProgress: progress.add})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"pong"}]}`, string(raw))
+	got := progress.all()
+	require.Len(t, got, 3, "progress handed on: %s", got)
+	for i, want := range []int{1, 3, 4} {
+		assert.JSONEq(t, fmt.Sprintf(`{"progressToken":"mine","progress":%d,"total":4}`, want), string(got[i]))
+	}
+}

@@ -23,29 +23,30 @@ const hugeLineBytes = 8 << 20
 // misbehaveModes lists the modes of the misbehave server with a short
 // description of each.
 var misbehaveModes = map[string]string{
-	"noise":             "writes non-JSON lines and a truncated JSON line before every response",
-	"unknown-id":        "sends a response with an id nobody asked for before every response",
-	"hang-init":         "never answers initialize",
-	"exit-init":         "exits with status 3 on initialize",
-	"huge-line":         "ping_tool returns 8 MiB of text on one line",
-	"huge-line-id-last": "ping_tool returns 8 MiB of text on one line whose id comes last, as JavaScript servers write it",
-	"long-stderr-line":  "writes one 8 MiB line to stderr at start, then the line \"long line written\"",
-	"ping-flood":        "ping-flood N: every tools/call first sends N ping requests, without reading stdin meanwhile",
-	"ignore-term":       "ignores SIGTERM, SIGINT and stdin EOF, and starts a grandchild that does too",
-	"crash-after":       "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
-	"sleeper":           "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
-	"flood":             "floods notifications/tools/list_changed or big progress on request; see floodServer",
-	"slow-relist":       "every tools/call first sends notifications/tools/list_changed; every tools/list after the first is never answered",
-	"bom":               "writes a UTF-8 byte order mark before its first line on stdout",
-	"init-version":      "init-version V: answers initialize with protocolVersion V, whatever was asked",
-	"null-result":       "answers tools/call with \"result\": null",
-	"array-result":      "answers tools/call with a result that is an array",
-	"bad-error":         "answers tools/call with an error member that is a string, not an error object",
-	"string-id":         "answers tools/call with its integer id written as a string",
-	"cursor-cycle":      "tools/list pages never end: their nextCursor goes a, b, a, b, ...",
-	"hang-setlevel":     "declares logging and never answers logging/setLevel",
-	"bad-schemas":       "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
-	"batch-answer":      "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
+	"noise":              "writes non-JSON lines and a truncated JSON line before every response",
+	"unknown-id":         "sends a response with an id nobody asked for before every response",
+	"hang-init":          "never answers initialize",
+	"exit-init":          "exits with status 3 on initialize",
+	"huge-line":          "ping_tool returns 8 MiB of text on one line",
+	"huge-line-id-last":  "ping_tool returns 8 MiB of text on one line whose id comes last, as JavaScript servers write it",
+	"long-stderr-line":   "writes one 8 MiB line to stderr at start, then the line \"long line written\"",
+	"ping-flood":         "ping-flood N: every tools/call first sends N ping requests, without reading stdin meanwhile",
+	"ignore-term":        "ignores SIGTERM, SIGINT and stdin EOF, and starts a grandchild that does too",
+	"crash-after":        "crash-after N: exits with status 1 on the Nth tools/call, without answering it",
+	"sleeper":            "ignores SIGTERM and SIGINT and sleeps; started by ignore-term",
+	"flood":              "floods notifications/tools/list_changed or big progress on request; see floodServer",
+	"slow-relist":        "every tools/call first sends notifications/tools/list_changed; every tools/list after the first is never answered",
+	"bom":                "writes a UTF-8 byte order mark before its first line on stdout",
+	"init-version":       "init-version V: answers initialize with protocolVersion V, whatever was asked",
+	"null-result":        "answers tools/call with \"result\": null",
+	"array-result":       "answers tools/call with a result that is an array",
+	"bad-error":          "answers tools/call with an error member that is a string, not an error object",
+	"string-id":          "answers tools/call with its integer id written as a string",
+	"cursor-cycle":       "tools/list pages never end: their nextCursor goes a, b, a, b, ...",
+	"hang-setlevel":      "declares logging and never answers logging/setLevel",
+	"bad-schemas":        "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
+	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
+	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
 }
 
 func misbehaveModeNames() string {
@@ -321,11 +322,33 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err := s.conn.write([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n"), false); err != nil {
 				return err
 			}
+		case "progress-backwards":
+			if err := s.progressBackwards(m.Params); err != nil {
+				return err
+			}
 		}
 		return s.conn.respondValue(m.ID, textResult("pong"))
 	default:
 		return s.conn.failCode(m.ID, codeMethodNotFound, "method not found: "+m.Method)
 	}
+}
+
+// progressBackwards sends the progress notifications of progress-backwards
+// mode for the call whose params are given, if it asked for progress.
+func (s *misbehaveServer) progressBackwards(params json.RawMessage) error {
+	var p struct {
+		Meta struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.Meta.Token) == 0 {
+		return nil
+	}
+	var lines []byte
+	for _, v := range []int{1, 3, 2, 3, 4} {
+		lines = fmt.Appendf(lines, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":4}}`+"\n", p.Meta.Token, v)
+	}
+	return s.conn.write(lines, false)
 }
 
 // pingFlood sends count ping requests (ids "flood-1", ...) in one go. The
