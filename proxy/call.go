@@ -59,7 +59,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
 	// A reload may retire the server between the lookup and the lease; the
 	// call then looks again and runs on the server's new instance.
-	for attempt := 0; ; attempt++ {
+	for retries := 0; ; {
 		var ok bool
 		st = p.current()
 		entry, ok = st.catalog.Lookup(name)
@@ -74,8 +74,19 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			// name is one the catalog exports.
 			return nil, notInProfile(client, name), nil
 		}
+		if entry.Server == adminServer && entry.Original == callToolName && st.search != nil {
+			target, answer := p.callTarget(ctx, st, inv)
+			if answer != nil {
+				return answer, nil, nil
+			}
+			// mcp_call_tool is no call of its own: it goes round again as
+			// the tool it names, and is limited, traced and counted as that
+			// tool's call, once.
+			inv, name = target, target.name
+			continue
+		}
 		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {
-			return p.discoveryCall(ctx, st, entry.Original, inv)
+			return p.discoveryCall(st, entry.Original, inv), nil, nil
 		}
 		if entry.Server == adminServer {
 			return p.admin(st, entry.Original, inv), nil, nil
@@ -99,7 +110,8 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			break
 		}
 		deadline.stop()
-		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+		if errors.Is(err, session.ErrClosed) && retries < 3 {
+			retries++
 			continue
 		}
 		if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {

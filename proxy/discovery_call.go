@@ -9,21 +9,18 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/discovery"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
-// discoveryCall answers mcp_search_tools and mcp_call_tool.
-func (p *Proxy) discoveryCall(ctx context.Context, st *state, name string, inv invocation) (json.RawMessage, *jsonrpc.Error, error) {
+// discoveryCall answers mcp_search_tools, and mcp_call_tool while search
+// mode is off (in search mode invoke runs the tool mcp_call_tool names).
+func (p *Proxy) discoveryCall(st *state, name string, inv invocation) json.RawMessage {
 	if st.search == nil {
 		// The pair is in the catalog only in search mode, and the view is
 		// published with the same catalog; this guards a future mistake.
-		return textResult(true, "tool discovery is off; set discovery.mode: search"), nil, nil
+		return textResult(true, "tool discovery is off; set discovery.mode: search")
 	}
-	if name == searchToolName {
-		return searchTools(st.search.index, inv.args, st.visibility(requestClient(inv.req))), nil, nil
-	}
-	return p.callThrough(ctx, st, inv)
+	return searchTools(st.search.index, inv.args, st.visibility(requestClient(inv.req)))
 }
 
 // searchTools runs one mcp_search_tools call against ix.
@@ -173,37 +170,38 @@ func argumentsText(schema json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
-// callThrough runs mcp_call_tool: the named tool is called through the
-// normal path (leases, limits, timeouts, progress) and its result, or its
-// error, is the answer as it is.
-func (p *Proxy) callThrough(ctx context.Context, st *state, inv invocation) (json.RawMessage, *jsonrpc.Error, error) {
+// callTarget reads an mcp_call_tool call: the invocation of the tool it
+// names, which then takes the normal path (leases, limits, timeouts,
+// progress) and whose result, or error, is the answer as it is; or, when
+// the call names no tool it can run, the answer that says why.
+func (p *Proxy) callTarget(ctx context.Context, st *state, inv invocation) (invocation, json.RawMessage) {
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(inv.args, &args); err != nil || args.Name == "" {
-		return textResult(true, `mcp_call_tool needs {"name": "<tool name from mcp_search_tools>", "arguments": {...}}`), nil, nil
+		return inv, textResult(true, `mcp_call_tool needs {"name": "<tool name from mcp_search_tools>", "arguments": {...}}`)
 	}
 	switch a := bytes.TrimSpace(args.Arguments); {
 	case len(a) == 0 || string(a) == "null":
 		args.Arguments = nil
 	case a[0] != '{':
-		return textResult(true, fmt.Sprintf("mcp_call_tool: arguments of %q must be an object, as its inputSchema describes", args.Name)), nil, nil
+		return inv, textResult(true, fmt.Sprintf("mcp_call_tool: arguments of %q must be an object, as its inputSchema describes", args.Name))
 	}
 	if args.Name == callToolName {
-		return textResult(true, "mcp_call_tool cannot call itself; give the name of the tool you want to run"), nil, nil
+		return inv, textResult(true, "mcp_call_tool cannot call itself; give the name of the tool you want to run")
 	}
 	if _, ok := st.catalog.Lookup(args.Name); !ok {
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 		if st = p.current(); st.search != nil {
 			if _, ok := st.catalog.Lookup(args.Name); !ok {
-				return textResult(true, unknownToolText(st.search.index, args.Name, st.visibility(requestClient(inv.req)))), nil, nil
+				return inv, textResult(true, unknownToolText(st.search.index, args.Name, st.visibility(requestClient(inv.req))))
 			}
 		}
 	}
-	inner := inv
-	inner.name, inner.args = args.Name, args.Arguments
-	return p.invoke(ctx, inner)
+	target := inv
+	target.name, target.args = args.Name, args.Arguments
+	return target, nil
 }
 
 // suggestions is how many close names an unknown name is answered with.

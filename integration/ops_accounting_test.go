@@ -1,0 +1,53 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+)
+
+// opsTotal sums every series of the counter family name.
+func opsTotal(fams map[string]*dto.MetricFamily, name string) float64 {
+	total := 0.0
+	for _, m := range fams[name].GetMetric() {
+		total += m.GetCounter().GetValue()
+	}
+	return total
+}
+
+// TestOpsCallThroughCountsOnce calls tools through mcp_call_tool in search mode: each
+// tools/call counts once in mcp_aggregator_tool_calls_total, as the tool it named,
+// and mcp_call_tool counts as itself only when it names no tool it can run.
+func TestOpsCallThroughCountsOnce(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, strings.Replace(opsConfig(), "version: 1\n", "version: 1\ndiscovery: {mode: search}\n", 1))
+	a.waitLoaded()
+	c := a.connect()
+
+	for range 2 {
+		c.callToolResult("mcp_call_tool", map[string]any{"name": "demo_echo", "arguments": map[string]any{"text": "through"}})
+	}
+	c.callToolResult("demo_echo", map[string]any{"text": "direct"})
+	c.callToolResult("mcp_call_tool", map[string]any{"name": "ctr_increment", "arguments": map[string]any{}})
+	c.callToolResult("mcp_call_tool", map[string]any{"name": "demo_fail", "arguments": map[string]any{"message": "on purpose"}})
+	c.callToolResult("mcp_call_tool", map[string]any{"name": "demo_ecoh"}) // no such tool: answered by mcp_call_tool
+	const made = 6
+
+	fams := opsScrape(t, a)
+	calls := "mcp_aggregator_tool_calls_total"
+	assert.Equal(t, 3.0, opsValue(t, fams, calls, map[string]string{"server": "demo", "tool": "demo_echo", "outcome": "ok"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "counter", "tool": "ctr_increment", "outcome": "ok"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "demo", "tool": "demo_fail", "outcome": "tool_error"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "mcp_admin", "tool": "mcp_call_tool", "outcome": "tool_error"}),
+		"a name no server exports is mcp_call_tool's own answer")
+	_, ok := opsSeries(fams, calls, map[string]string{"server": "mcp_admin", "tool": "mcp_call_tool", "outcome": "ok"})
+	assert.False(t, ok, "a call that ran a tool counts as that tool's only")
+	assert.Equal(t, float64(made), opsTotal(fams, calls), "one count per tools/call")
+
+	durations := "mcp_aggregator_tool_call_duration_seconds"
+	assert.Equal(t, 4.0, opsValue(t, fams, durations, map[string]string{"server": "demo"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, durations, map[string]string{"server": "counter"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, durations, map[string]string{"server": "mcp_admin"}))
+}
