@@ -2,10 +2,12 @@ package integration
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // opsTotal sums every series of the counter family name.
@@ -50,4 +52,42 @@ func TestOpsCallThroughCountsOnce(t *testing.T) {
 	assert.Equal(t, 4.0, opsValue(t, fams, durations, map[string]string{"server": "demo"}))
 	assert.Equal(t, 1.0, opsValue(t, fams, durations, map[string]string{"server": "counter"}))
 	assert.Equal(t, 1.0, opsValue(t, fams, durations, map[string]string{"server": "mcp_admin"}))
+}
+
+// opsLeasedPID is the pid of server's one leased instance on /status.json.
+func opsLeasedPID(t *testing.T, a *aggregator, server string) int {
+	t.Helper()
+	st, raw := opsStatusJSON(t, a)
+	pid := 0
+	for _, in := range st.Instances {
+		if in.Server == server && in.Role == "leased" {
+			require.Zero(t, pid, "one leased instance of %s: %s", server, raw)
+			pid = in.PID
+		}
+	}
+	require.NotZero(t, pid, "no leased instance of %s: %s", server, raw)
+	return pid
+}
+
+// TestOpsLostLeaseCountsAsRestart kills a session's dedicated instance: the session's
+// next call runs on a fresh one, which counts in upstream_restarts_total as a shared
+// instance's restart does, and the loss in upstream_crashes_total.
+func TestOpsLostLeaseCountsAsRestart(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, opsConfig())
+	a.waitLoaded()
+	c := a.connect()
+	c.callToolResult("ctr_increment", map[string]any{})
+	lost := opsLeasedPID(t, a, "counter")
+
+	require.NoError(t, syscall.Kill(lost, syscall.SIGKILL))
+	relLogLine(t, a, relRecoverTimeout, `msg="upstream exited"`, "server=counter")
+	texts := relTexts(t, c.callToolResult("ctr_increment", map[string]any{}))
+	assert.True(t, containsAll(strings.Join(texts, "\n"), "stopped unexpectedly"), "the call ran on a fresh instance: %q", texts)
+	assert.NotEqual(t, lost, opsLeasedPID(t, a, "counter"))
+
+	fams := opsScrape(t, a)
+	assert.Equal(t, 1.0, opsValue(t, fams, "mcp_aggregator_upstream_crashes_total", map[string]string{"server": "counter"}))
+	assert.Equal(t, 1.0, opsValue(t, fams, "mcp_aggregator_upstream_restarts_total", map[string]string{"server": "counter"}))
+	assert.Equal(t, 0.0, opsValue(t, fams, "mcp_aggregator_upstream_restarts_total", map[string]string{"server": "demo"}))
 }

@@ -79,7 +79,7 @@ func NewRecorder(keep int) *Recorder {
 		}, []string{"outcome"}),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_aggregator_upstream_restarts_total",
-			Help: "Upstream instances started to replace one: a shared instance restarted after a crash, replaced over limits.max_rss, or a leased instance recycled (lease.max_calls, lease.max_age).",
+			Help: "Upstream instances started to replace one: a shared instance restarted after a crash or replaced over limits.max_rss, a leased instance started in place of a lost one (at its session's next call), or a leased instance recycled (lease.max_calls, lease.max_age).",
 		}, []string{"server"}),
 		crashes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_aggregator_upstream_crashes_total",

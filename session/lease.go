@@ -229,6 +229,12 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	l.lost, l.recycled = false, false
 	p.mu.Unlock()
 	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})
+	if g.Lost {
+		// A restart like a shared instance's, only started by the
+		// session's next call rather than by a supervisor. (A recycled
+		// instance counted as one when it was retired.)
+		p.emit(Event{Kind: "restarted", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})
+	}
 	p.refill()
 	return g, nil, nil
 }

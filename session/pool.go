@@ -58,7 +58,8 @@ const defaultUsageInterval = 5 * time.Second
 type Event struct {
 	// Kind: "leased", "released", "expired", "session-ended", "lost",
 	// "recycled" (max_age or max_calls), "replaced" (over limits.max_rss),
-	// "restarted", "spawn-failed".
+	// "restarted" (a shared instance after a crash, or with Key set, the
+	// instance a session got in place of its lost one), "spawn-failed".
 	Kind   string
 	Server string
 	Key    Key
