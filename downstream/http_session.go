@@ -86,9 +86,9 @@ func (s *httpSession) answer(msg *jsonrpc.Message) bool {
 	return s.asks.deliver(msg)
 }
 
-// logID is as much of the id as logs show: enough to tell sessions apart,
-// too little to use one.
-func (s *httpSession) logID() string { return s.id[len(s.id)-32:][:8] } // of the random part, after any prefix
+// logID is how logs name the session: its digest, as the status page and
+// the lease log lines do.
+func (s *httpSession) logID() string { return SessionDigest(s.id) }
 
 // sessionGone is the answer to an id that names no open session, and to
 // one that names another client's (checkClient).

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,4 +91,36 @@ func TestOpsLostLeaseCountsAsRestart(t *testing.T) {
 	assert.Equal(t, 1.0, opsValue(t, fams, "mcp_aggregator_upstream_crashes_total", map[string]string{"server": "counter"}))
 	assert.Equal(t, 1.0, opsValue(t, fams, "mcp_aggregator_upstream_restarts_total", map[string]string{"server": "counter"}))
 	assert.Equal(t, 0.0, opsValue(t, fams, "mcp_aggregator_upstream_restarts_total", map[string]string{"server": "demo"}))
+}
+
+// opsLoggedSession is the session a log line names.
+var opsLoggedSession = regexp.MustCompile(` session=(\S+)`)
+
+// TestOpsOneSessionOneName follows one HTTP session through the log and the status:
+// the line that opens it, the lease line and /status.json name it by one digest.
+func TestOpsOneSessionOneName(t *testing.T) {
+	t.Parallel()
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, opsConfig())}, flags: []string{"--session-id-prefix", "r1-"}})
+	a.waitLoaded()
+	c := a.connect()
+	id := coreSessionOf(t, c)
+	named := func(line string) string {
+		m := opsLoggedSession.FindStringSubmatch(line)
+		require.NotNil(t, m, "no session in %q", line)
+		return m[1]
+	}
+	opened := named(relLogLine(t, a, startTimeout, `msg="session opened"`))
+	assert.Regexp(t, `^[0-9a-f]{12}$`, opened)
+	assert.NotContains(t, id, opened, "a log names a session by a digest, never by a piece of its id")
+
+	c.callToolResult("ctr_increment", map[string]any{})
+	assert.Equal(t, opened, named(relLogLine(t, a, startTimeout, `msg="lease leased"`, "server=counter")))
+	st, raw := opsStatusJSON(t, a)
+	var onStatus []string
+	for _, in := range st.Instances {
+		if in.Role == "leased" {
+			onStatus = append(onStatus, in.Session)
+		}
+	}
+	assert.Equal(t, []string{opened}, onStatus, "%s", raw)
 }

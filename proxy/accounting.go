@@ -1,10 +1,9 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -42,8 +41,13 @@ func (p *Proxy) instanceStatus(key session.Key) []InstanceStatus {
 	return out
 }
 
-// sessionDigest names a session without revealing its key.
+// sessionDigest names a lease key without revealing it: a downstream
+// session's key by the session's digest, the one the transport's own log
+// lines show, and any other key (a sessionless conversation's, the
+// anonymous one) by a digest of the whole key.
 func sessionDigest(key session.Key) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
+	if id, ok := sessionIDOf(key); ok {
+		return downstream.SessionDigest(id)
+	}
+	return downstream.SessionDigest(string(key))
 }

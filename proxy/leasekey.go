@@ -19,6 +19,13 @@ const anonymousKey session.Key = "anonymous"
 
 func sessionKey(id string) session.Key { return session.Key("session:" + id) }
 
+// sessionIDOf is the downstream session id a lease key was made of
+// (sessionLeaseKey), whichever client's; ok is false for the keys of
+// sessionless requests.
+func sessionIDOf(key session.Key) (id string, ok bool) {
+	return strings.CutPrefix(withoutClient(string(key)), "session:")
+}
+
 // sessionLeaseKey is the lease key of a session's calls.
 func sessionLeaseKey(s downstream.Session) session.Key {
 	return withClient(s.Client(), sessionKey(s.Key()))
