@@ -101,7 +101,7 @@ func TestWatchFileInMissingDirectory(t *testing.T) {
 	missing := filepath.Join(dir, "later", "app.env")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := Watch(ctx, []string{path, missing}, 10*time.Millisecond, 20*time.Millisecond)
+	ch, err := Watch(ctx, []string{path, missing}, timing(10*time.Millisecond, 20*time.Millisecond))
 	require.NoError(t, err)
 
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\nservers: {}\n"), 0o600))

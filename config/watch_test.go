@@ -11,17 +11,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// waitSignal waits for one signal from ch, failing after limit.
-func waitSignal(t *testing.T, ch <-chan struct{}, limit time.Duration) time.Duration {
+// timing is the watch's timing for a test: files written in place settle
+// in 50 ms, and may keep changing for 10 s before that is an error.
+func timing(debounce, poll time.Duration) WatchTiming {
+	return WatchTiming{Debounce: debounce, Poll: poll, Settle: 50 * time.Millisecond, SettleLimit: 10 * time.Second}
+}
+
+// waitSignal waits for the next change from ch, past Pending notices,
+// failing after limit or on an error.
+func waitSignal(t *testing.T, ch <-chan Change, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	select {
-	case _, ok := <-ch:
-		require.True(t, ok, "watch channel closed")
-		return time.Since(start)
-	case <-time.After(limit):
-		t.Fatalf("no change signal within %s", limit)
-		return 0
+	deadline := time.After(limit)
+	for {
+		select {
+		case c, ok := <-ch:
+			require.True(t, ok, "watch channel closed")
+			require.NoError(t, c.Err)
+			if c.Pending {
+				continue
+			}
+			return time.Since(start)
+		case <-deadline:
+			t.Fatalf("no change signal within %s", limit)
+			return 0
+		}
 	}
 }
 
@@ -32,7 +46,7 @@ func TestWatchSeesEditorStyleSaves(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A long poll interval proves the events, not the poll, carry the change.
-	ch, err := Watch(ctx, []string{path}, 50*time.Millisecond, time.Hour)
+	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
 	require.NoError(t, err)
 
 	// 1. In-place write.
@@ -69,7 +83,7 @@ func TestWatchBurstIsOneSignal(t *testing.T) {
 	// The quiet period is far longer than the burst takes even on a loaded
 	// machine: writes closer together than it make one signal.
 	const quiet = time.Second
-	ch, err := Watch(ctx, []string{path}, quiet, time.Hour)
+	ch, err := Watch(ctx, []string{path}, timing(quiet, time.Hour))
 	require.NoError(t, err)
 	last := time.Now()
 	for i := 0; i < 10; i++ {
@@ -91,7 +105,7 @@ func TestWatchPollFallback(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := watchWith(ctx, []string{path}, 20*time.Millisecond, 50*time.Millisecond, false)
+	ch, err := watchWith(ctx, []string{path}, timing(20*time.Millisecond, 50*time.Millisecond), false)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\nservers: {}\n"), 0o600))
 	waitSignal(t, ch, 5*time.Second)
@@ -126,7 +140,7 @@ func configMap(t *testing.T, dir string, mtime time.Time) (path string, publish 
 }
 
 // expectNoSignal fails if ch signals within limit.
-func expectNoSignal(t *testing.T, ch <-chan struct{}, limit time.Duration, why string) {
+func expectNoSignal(t *testing.T, ch <-chan Change, limit time.Duration, why string) {
 	t.Helper()
 	select {
 	case <-ch:
@@ -145,7 +159,7 @@ func TestWatchSeesConfigMapSwaps(t *testing.T) {
 	path, publish := configMap(t, dir, mtime)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := Watch(ctx, []string{path}, 50*time.Millisecond, time.Hour)
+	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
 	require.NoError(t, err)
 	for i := 1; i <= 3; i++ {
 		publish(fmt.Sprintf("version: 1\n#%d\n", i)) // the same size and mtime each time
@@ -166,7 +180,7 @@ func TestWatchPollSeesLinkSwapToLookalike(t *testing.T) {
 	path, publish := configMap(t, dir, time.Now().Add(-time.Hour).Truncate(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := watchWith(ctx, []string{path}, 20*time.Millisecond, 50*time.Millisecond, false)
+	ch, err := watchWith(ctx, []string{path}, timing(20*time.Millisecond, 50*time.Millisecond), false)
 	require.NoError(t, err)
 	publish("version: 1\n#1\n")
 	waitSignal(t, ch, 5*time.Second)
@@ -184,7 +198,7 @@ func TestWatchFollowsSwitchedDirectoryLink(t *testing.T) {
 	require.NoError(t, os.Symlink("r1", filepath.Join(root, "current")))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := Watch(ctx, []string{filepath.Join(root, "current", "mcp.yaml")}, 50*time.Millisecond, time.Hour)
+	ch, err := Watch(ctx, []string{filepath.Join(root, "current", "mcp.yaml")}, timing(50*time.Millisecond, time.Hour))
 	require.NoError(t, err)
 
 	require.NoError(t, os.Symlink("r2", filepath.Join(root, "current.tmp")))
@@ -205,7 +219,7 @@ func TestWatchDeleteAndRecreateIsOneChange(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := Watch(ctx, []string{path}, 50*time.Millisecond, time.Hour)
+	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
 	require.NoError(t, err)
 
 	require.NoError(t, os.Remove(path))

@@ -15,21 +15,34 @@ import (
 
 // Reload timing: editors write in bursts, so changes settle for
 // reloadDebounce before a reload; the poll catches changes on filesystems
-// that deliver no events.
+// that deliver no events. A file written in place must also stay unchanged
+// for the settle period (--reload-settle); one that keeps changing for
+// reloadSettleLimit, or for reloadSettleTimes settle periods if that is
+// longer, is reported instead of loaded.
 const (
-	reloadDebounce = 200 * time.Millisecond
-	reloadPoll     = time.Second
+	reloadDebounce    = 200 * time.Millisecond
+	reloadPoll        = time.Second
+	reloadSettle      = 300 * time.Millisecond
+	reloadSettleLimit = 10 * time.Second
+	reloadSettleTimes = 20
+	maxReloadSettle   = time.Minute
 )
+
+// watchTiming is the watch's timing for a settle period.
+func watchTiming(settle time.Duration) config.WatchTiming {
+	return config.WatchTiming{Debounce: reloadDebounce, Poll: reloadPoll, Settle: settle,
+		SettleLimit: max(reloadSettleLimit, reloadSettleTimes*settle)}
+}
 
 // watchConfig starts watching the config files and the env files they name
 // (nil for the demo, or when they cannot be watched). Started before the
 // first load, it sees a change made at any time after the files were read.
-func watchConfig(ctx context.Context, src source, envFiles []string, log *slog.Logger) <-chan struct{} {
+func watchConfig(ctx context.Context, src source, envFiles []string, settle time.Duration, log *slog.Logger) <-chan config.Change {
 	if src.demo {
 		return nil
 	}
 	paths := append(append([]string(nil), src.paths...), envFiles...)
-	changed, err := config.Watch(ctx, paths, reloadDebounce, reloadPoll)
+	changed, err := config.Watch(ctx, paths, watchTiming(settle))
 	if err != nil {
 		log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
 		return nil
@@ -45,13 +58,14 @@ type configWatch struct {
 	log      *slog.Logger
 	cancel   context.CancelFunc
 	envFiles []string
-	changed  <-chan struct{}
+	settle   time.Duration // how long a file written in place must stay unchanged
+	changed  <-chan config.Change
 }
 
-func startWatch(ctx context.Context, src source, envFiles []string, log *slog.Logger) *configWatch {
+func startWatch(ctx context.Context, src source, envFiles []string, settle time.Duration, log *slog.Logger) *configWatch {
 	wctx, cancel := context.WithCancel(ctx)
-	return &configWatch{src: src, log: log, cancel: cancel, envFiles: envFiles,
-		changed: watchConfig(wctx, src, envFiles, log)}
+	return &configWatch{src: src, log: log, cancel: cancel, envFiles: envFiles, settle: settle,
+		changed: watchConfig(wctx, src, envFiles, settle, log)}
 }
 
 // follow watches the env files ws names, when they are not those watched
@@ -61,7 +75,7 @@ func (w *configWatch) follow(ctx context.Context, ws *config.Workspace) {
 		return
 	}
 	w.cancel()
-	*w = *startWatch(ctx, w.src, ws.EnvFiles, w.log)
+	*w = *startWatch(ctx, w.src, ws.EnvFiles, w.settle, w.log)
 }
 
 // watchAndReload runs first, the first load of the config, then reloads it
@@ -117,9 +131,17 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 			continue
 		case <-hup:
 			log.Info("SIGHUP: reloading config")
-		case _, ok := <-w.changed:
+		case c, ok := <-w.changed:
 			if !ok {
 				return
+			}
+			if c.Pending {
+				log.Debug("config written in place: reloading once it stays unchanged", "settle", w.settle)
+				continue
+			}
+			if c.Err != nil {
+				log.Error("config not reloaded; keeping the running config", "err", c.Err)
+				continue
 			}
 			log.Info("config changed: reloading")
 		case <-logins:

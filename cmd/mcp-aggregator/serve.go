@@ -47,9 +47,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
 	drainGrace := fs.Duration("drain-grace", shutdownGrace, "with --http: after SIGTERM or POST /drain, let the calls in flight run this long at most while refusing new sessions, then exit")
 	idPrefix := fs.String("session-id-prefix", "", "with --http: start every session id with `LABEL` (letters, digits, '.', '_', '-'; at most 32), so that a load balancer can route sessions by it")
+	settle := fs.Duration("reload-settle", reloadSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
+	}
+	if *settle <= 0 || *settle > maxReloadSettle {
+		fmt.Fprintf(stderr, "serve: --reload-settle %s: use a duration above 0 and at most %s, such as 300ms\n", *settle, maxReloadSettle)
+		return 2
 	}
 	if *cgroups != "auto" && *cgroups != "off" {
 		fmt.Fprintf(stderr, "serve: --cgroups %q: use auto or off\n", *cgroups)
@@ -192,7 +197,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancelLoad()
 	loaded := make(chan int, 1)
 	go func() {
-		watch := startWatch(loadCtx, src, nil, log) // before the load, so no save after it is missed
+		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
 		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
 			code, ws := initialLoad(loadCtx, p, src, log)
 			loaded <- code

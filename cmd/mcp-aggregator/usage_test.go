@@ -25,6 +25,8 @@ func TestUsageErrors(t *testing.T) {
 		{"check with a bad log format", []string{"check", "--config", cfg, "--log-format", "xml"}, `--log-format "xml"`},
 		{"login with a bad log level", []string{"login", "s", "--config", cfg, "--log-level", "loud"}, `--log-level "loud"`},
 		{"logout with a bad log format", []string{"logout", "s", "--config", cfg, "--log-format", "xml"}, `--log-format "xml"`},
+		{"serve with no settle period", []string{"serve", "--config", cfg, "--reload-settle", "0s"}, "--reload-settle 0s"},
+		{"serve with an endless settle period", []string{"serve", "--config", cfg, "--reload-settle", "1h"}, "at most 1m0s"},
 		{"client-config with an empty name", []string{"client-config", "codex", "--config", cfg, "--name", " "}, "--name is empty"},
 	}
 	for _, tt := range tests {
