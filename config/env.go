@@ -15,7 +15,11 @@ type expansion struct {
 	fromEnv bool     // some reference was filled from the environment: treat value as secret
 	missing []string // referenced variables that are not set and have no default
 	taken   []string // the non-empty texts filled in from the environment, in order
+	spans   []span   // where in value each of taken lies, in the same order
 }
+
+// span is where a part of a string lies: [start, end).
+type span struct{ start, end int }
 
 // interpolate expands ${VAR} and ${VAR:-default} using lookup; "$$" is a literal "$" and
 // a "$" not followed by "{" or "$" is kept as is. A default applies when the variable is
@@ -55,10 +59,12 @@ func interpolate(s string, lookup func(string) (string, bool)) (expansion, error
 		}
 		switch v, ok := lookup(name); {
 		case ok && (v != "" || !hasDef):
+			start := out.Len()
 			out.WriteString(v)
 			x.fromEnv = true
 			if v != "" {
 				x.taken = append(x.taken, v)
+				x.spans = append(x.spans, span{start, out.Len()})
 			}
 		case hasDef:
 			out.WriteString(def)

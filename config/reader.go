@@ -36,6 +36,7 @@ func (r *reader) noteTaken(values ...string) {
 type text struct {
 	s       string
 	fromEnv bool
+	spans   []span // where in s the texts from the environment lie
 }
 
 // quoted shows the value in a message, unless it may be a secret.
@@ -121,7 +122,7 @@ func (r *reader) expand(s string, line int, field string) (text, bool) {
 		return text{}, false
 	}
 	r.noteTaken(x.taken...)
-	return text{s: x.value, fromEnv: x.fromEnv}, true
+	return text{s: x.value, fromEnv: x.fromEnv, spans: x.spans}, true
 }
 
 // envFileHint says where else a variable could come from.

@@ -87,7 +87,7 @@ func (s *Server) HeaderSecrets() []string {
 // EnvSecrets returns the texts the server's config took from the environment
 // (FromEnv), each also in the escaped forms it takes inside a URL's path or query,
 // where error messages of network libraries quote it: a value with a space or a
-// slash is printed escaped there, not as written.
+// slash is printed escaped there, not as written (a path keeps its slashes).
 func (s *Server) EnvSecrets() []string {
 	if s == nil || len(s.FromEnv) == 0 {
 		return nil
@@ -95,7 +95,8 @@ func (s *Server) EnvSecrets() []string {
 	out := make([]string, 0, len(s.FromEnv))
 	for _, v := range s.FromEnv {
 		out = append(out, v)
-		for _, e := range []string{url.PathEscape(v), url.QueryEscape(v)} {
+		path := (&url.URL{Path: v}).EscapedPath()
+		for _, e := range []string{url.PathEscape(v), path, url.QueryEscape(v)} {
 			if e != v {
 				out = append(out, e)
 			}
@@ -137,4 +138,48 @@ func SecretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// urlPathFromEnv returns the parts of a URL's path that ${VAR} filled in, when
+// the variable's text reaches beyond the path (url: ${MCP_URL}). Such a text is
+// a secret whole already, but a network library's error does not quote it whole:
+// it shows the URL with the password starred and the query its own, so the path
+// in it (https://hooks.example.com/T000/B000/KEY) would show. A part of the path
+// written in the config itself is not a secret; one that a variable filled in
+// and no more than that is one already.
+func urlPathFromEnv(t text) []string {
+	start, end := urlPathSpan(t.s)
+	if start < 0 {
+		return nil
+	}
+	var out []string
+	for _, sp := range t.spans {
+		if sp.start >= start && sp.end <= end {
+			continue // within the path: the text itself is the secret
+		}
+		if from, to := max(sp.start, start), min(sp.end, end); from < to {
+			out = append(out, t.s[from:to])
+		}
+	}
+	return out
+}
+
+// urlPathSpan is where the path of an absolute URL lies in raw, [start, end), or
+// -1, -1 when raw names no scheme and authority.
+func urlPathSpan(raw string) (start, end int) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return -1, -1
+	}
+	start = i + len("://")
+	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+		start += j
+	} else {
+		start = len(raw)
+	}
+	end = len(raw)
+	if j := strings.IndexAny(raw[start:], "?#"); j >= 0 {
+		end = start + j
+	}
+	return start, end
 }

@@ -140,6 +140,42 @@ servers:
 	}
 }
 
+// TestURLPathFromAVariableIsASecret: a variable whose text holds more than a URL's
+// path (the whole URL) makes the path it filled in a secret of its own, since a
+// network library quotes the URL with its password starred, not whole; a value in
+// the path is a secret as escaped in a URL's path too. A path written in the config
+// is not a secret, however it looks.
+func TestURLPathFromAVariableIsASecret(t *testing.T) {
+	env := map[string]string{
+		"WHOLE":  "https://u:pw@hooks.example.com/T000/B000/XXXXSECRETXXXX?x=1",
+		"BASE":   "https://api.example.com",
+		"SPACED": "two words/and slash",
+		"HOST":   "literal.example.com",
+	}
+	dir := writeFiles(t, map[string]string{"mcp.yaml": `version: 1
+servers:
+  whole: {url: "${WHOLE}"}
+  base: {url: "${BASE}/v1/mcp"}
+  spaced: {url: "https://api.example.com/${SPACED}/mcp"}
+  literal: {url: "https://${HOST}/T000/B000/LITERALPATHXXXX"}
+`})
+	ws, problems := Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
+	require.NotNil(t, ws)
+	require.Empty(t, ws.Rejected, render(problems))
+
+	assert.Equal(t, []string{env["WHOLE"], "/T000/B000/XXXXSECRETXXXX"}, ws.Server("whole").FromEnv)
+	assert.Equal(t, []string{env["BASE"]}, ws.Server("base").FromEnv, "the path written in the config is not a secret")
+	assert.Equal(t, []string{env["SPACED"]}, ws.Server("spaced").FromEnv)
+	assert.Equal(t, []string{env["HOST"]}, ws.Server("literal").FromEnv, "no path is taken for a secret by its looks")
+
+	secrets := ws.Secrets()
+	assert.Contains(t, secrets, "/T000/B000/XXXXSECRETXXXX")
+	assert.Contains(t, secrets, "two%20words/and%20slash", "as a URL's path shows it")
+	for _, not := range []string{"/v1/mcp", "/T000/B000/LITERALPATHXXXX", "LITERALPATHXXXX"} {
+		assert.NotContains(t, secrets, not)
+	}
+}
+
 // TestHeaderSecretsIncludeTheCredential: a server that refuses a token quotes it
 // without its scheme, so the credential of an Authorization header is a secret alone,
 // and so are the user:password a Basic one encodes and its password.

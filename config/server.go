@@ -190,6 +190,7 @@ func (s *serverReader) scalars(fc fileContext) {
 	if p, ok := s.f["url"]; ok {
 		if t, ok := s.text(p.v, "url"); ok {
 			srv.URL = t.s
+			s.noteTaken(urlPathFromEnv(t)...)
 		}
 	}
 	if p, ok := s.f["sessionId"]; ok {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -62,6 +63,9 @@ type authServer struct {
 	iss string
 	// failRevoke makes the revocation endpoint answer 503.
 	failRevoke atomic.Bool
+	// heard is every request the server was sent, whole (recordRequests).
+	heardMu sync.Mutex
+	heard   []string
 }
 
 // startAuthServer starts the provider; with sendIss, its authorization
@@ -72,7 +76,7 @@ func startAuthServer(t *testing.T, sendIss bool, badIss string) *authServer {
 	require.NoError(t, err)
 	as := &authServer{t: t, store: newOPStore(key)}
 	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(as.recordRequests(mux))
 	t.Cleanup(srv.Close)
 	as.issuer = srv.URL
 	as.store.issuer = srv.URL
@@ -113,6 +117,30 @@ func (as *authServer) metadata(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)
+}
+
+// recordRequests keeps every request as it came (its URL, headers and
+// body), for tests that look for what must never be sent.
+func (as *authServer) recordRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s %s\n", r.Method, r.URL.RequestURI())
+		_ = r.Header.Write(&b)
+		b.Write(body)
+		as.heardMu.Lock()
+		as.heard = append(as.heard, b.String())
+		as.heardMu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requests is every request the server was sent, each whole.
+func (as *authServer) requests() []string {
+	as.heardMu.Lock()
+	defer as.heardMu.Unlock()
+	return append([]string(nil), as.heard...)
 }
 
 // recordResource notes the RFC 8707 resource parameter of every
@@ -967,6 +995,7 @@ type storedGrant struct {
 	ClientID     string `json:"client_id"`
 	AccessToken  string `json:"access_token"`
 	RefreshToken string `json:"refresh_token"`
+	Resource     string `json:"resource"`
 }
 
 // readGrants reads the token files under home.

@@ -108,6 +108,43 @@ servers:
 	}
 }
 
+// TestSecretURLPathFromAVariableNeverShown: a remote server's whole URL taken from a
+// variable, with a key in its path and a password, is a secret whole, and so is the
+// path alone: Go's HTTP client quotes a failed request's URL with the password
+// starred, so the URL no longer shows whole, but the key in its path does not reach
+// the log, mcp_status, the status page or `tools`.
+func TestSecretURLPathFromAVariableNeverShown(t *testing.T) {
+	t.Parallel()
+	const pathKey = "XXXXSECRET6a04cf"
+	config := `version: 1
+servers:
+  hook:
+    truely-stateless: true
+    url: "${HOOK_URL}"
+    connect_timeout: 2s
+`
+	path := writeConfig(t, config)
+	env := []string{"HOOK_URL=http://u:pw-0912@127.0.0.1:1/T000/B000/" + pathKey + "?x=1"}
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path}, env: env})
+	a.waitLoaded()
+	status := string(a.connect().callToolResult("mcp_status", map[string]any{}))
+	_, _, page := opsGet(t, http.DefaultClient, opsBase(a)+"/status")
+	_, _, statusJSON := opsGet(t, http.DefaultClient, opsBase(a)+"/status.json")
+	tools := exec.Command(binary, "tools", "--json", "--config", path)
+	tools.Env = markerEnv(newMarker(), env...)
+	out, _ := tools.CombinedOutput()
+
+	log := a.log.String()
+	require.Contains(t, log, "127.0.0.1:1", "the failed connection is logged")
+	require.Contains(t, status, "127.0.0.1:1", "mcp_status says why the server failed")
+	require.Contains(t, string(statusJSON), "127.0.0.1:1", "the status says why the server failed")
+	require.Contains(t, string(out), "127.0.0.1:1", "`tools` says why the server failed")
+	for where, text := range map[string]string{"the log": log, "mcp_status": status, "/status": string(page),
+		"/status.json": string(statusJSON), "`tools --json`": string(out)} {
+		assert.NotContains(t, text, pathKey, "the key in the URL's path reached %s", where)
+	}
+}
+
 // TestSecretURLUserNeverShown: the user name of a remote server's URL is a
 // credential as much as its password (a key sent as the user, `https://KEY:@host`).
 // Go's HTTP client quotes a failed request's URL with the password starred but the

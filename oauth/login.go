@@ -146,7 +146,15 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Authorize(ctx, req, challenge); err != nil {
+	// The flow names the server by the URL of the request it is given: its
+	// canonical URI, never the URL with the credentials it may carry.
+	resource, err := resourceURI(srv.URL)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
+	}
+	named := req.Clone(ctx)
+	named.URL = resource
+	if err := h.Authorize(ctx, named, challenge); err != nil {
 		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, err)
 	}
 	if token == nil || oauthCfg == nil || token.AccessToken == "" {
@@ -280,24 +288,27 @@ func issuerOf(ctx context.Context, client *http.Client, serverURL string, challe
 }
 
 // metadataCandidates are the URLs protected resource metadata may be at,
-// in the order to try them, each with the resource it must name.
+// in the order to try them, each with the resource it must name: the
+// server's canonical URI (resourceURI), as in the flow itself.
 func metadataCandidates(serverURL string, challenge *http.Response) [][2]string {
+	u, err := resourceURI(serverURL)
+	if err != nil {
+		return nil
+	}
+	resource := u.String()
 	var candidates [][2]string // metadata URL, resource it is for
 	if cs, err := oauthex.ParseWWWAuthenticate(challenge.Header.Values("WWW-Authenticate")); err == nil {
 		for _, c := range cs {
 			if u := c.Params["resource_metadata"]; u != "" {
-				candidates = append(candidates, [2]string{u, serverURL})
+				candidates = append(candidates, [2]string{u, resource})
 			}
 		}
 	}
-	if u, err := url.Parse(serverURL); err == nil {
-		root := *u
-		root.Path, root.RawPath, root.RawQuery = "", "", ""
-		at := *u
-		at.Path, at.RawPath = "/.well-known/oauth-protected-resource/"+strings.TrimLeft(u.Path, "/"), ""
-		rootMeta := root
-		rootMeta.Path = "/.well-known/oauth-protected-resource"
-		candidates = append(candidates, [2]string{at.String(), serverURL}, [2]string{rootMeta.String(), root.String()})
-	}
-	return candidates
+	root := *u
+	root.Path, root.RawPath = "", ""
+	at := *u
+	at.Path, at.RawPath = "/.well-known/oauth-protected-resource/"+strings.TrimLeft(u.Path, "/"), ""
+	rootMeta := root
+	rootMeta.Path = "/.well-known/oauth-protected-resource"
+	return append(candidates, [2]string{at.String(), resource}, [2]string{rootMeta.String(), root.String()})
 }

@@ -50,8 +50,10 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 		return nil, &refusedError{code: "no refresh token was issued"}
 	}
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.RefreshToken}}
-	if g.Resource != "" {
-		form.Set("resource", g.Resource)
+	// A grant stored before resources were canonical may name the server
+	// with its credentials; they do not go to the authorization server.
+	if resource := canonicalResource(g.Resource); resource != "" {
+		form.Set("resource", resource)
 	}
 	basic := clientAuth(form, g)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenURL, strings.NewReader(form.Encode()))

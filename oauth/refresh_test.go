@@ -90,6 +90,20 @@ func TestRefreshSendsResourceAndRotates(t *testing.T) {
 	assert.NotContains(t, err.Error(), "refresh-1", "nothing of the body reaches the error")
 }
 
+// TestRefreshNamesTheServerWithoutItsCredentials: a grant stored with a
+// resource that carries the server's credentials (a user, a query key)
+// names only the server's canonical URI when it is refreshed.
+func TestRefreshNamesTheServerWithoutItsCredentials(t *testing.T) {
+	te, srv := newTokenEndpoint(t, "refresh-1")
+	g := testGrant("https://KEY-1f2e@MCP.example:8443/mcp")
+	g.TokenURL = srv.URL
+	g.Resource = "https://KEY-1f2e:pw@MCP.example:8443/mcp?api_key=k-77c1#top"
+	_, err := refresh(context.Background(), srv.Client(), g, time.Now())
+	require.NoError(t, err)
+	require.Len(t, te.forms, 1)
+	assert.Equal(t, "https://mcp.example:8443/mcp", te.forms[0].Get("resource"))
+}
+
 func TestRefreshConfidentialClientUsesBasic(t *testing.T) {
 	te, srv := newTokenEndpoint(t, "refresh-1")
 	g := testGrant("https://mcp.example/mcp")

@@ -317,6 +317,13 @@ func (c *remoteConn) streamRequested(ctx context.Context, req *jsonrpc.Message) 
 	}()
 }
 
+// streamRefused is told of a batch in an event stream that cannot be taken
+// (eventTap). Only its size is logged: what a server sends may hold secrets.
+func (c *remoteConn) streamRefused(data []byte, why error) {
+	c.dropped.warn(c.log, "upstream sent a JSON-RPC batch that cannot be taken; ignored", "server", c.server,
+		"bytes", len(data), "err", why)
+}
+
 // decodedNotification takes a notification mcp-go decoded itself. Its
 // params went through a map: only what the upstream sent is put back (mcp-go
 // adds an empty _meta to every notification it decodes), but numbers have

@@ -162,7 +162,11 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		if err != nil {
 			return nil, err
 		}
-		m, err := jsonrpc.DecodeOwned(bytes.TrimPrefix(data, utf8BOM))
+		data = bytes.TrimPrefix(data, utf8BOM)
+		if isBatch(data) {
+			return c.batchResponse(ctx, data, method, want)
+		}
+		m, err := jsonrpc.DecodeOwned(data)
 		if err != nil {
 			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
 		}
@@ -176,6 +180,38 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		return nil, fmt.Errorf("it answered %s with content type %q; expected application/json or text/event-stream",
 			method, resp.Header.Get("Content-Type"))
 	}
+}
+
+// batchResponse takes a JSON body that is a JSON-RPC batch (batch.go) as
+// the messages in it would be taken on the request's event stream: its
+// notifications and requests go where the stream's would (eventTap), and
+// the response whose id is want is returned.
+func (c *remoteConn) batchResponse(ctx context.Context, data []byte, method string, want []byte) (*jsonrpc.Message, error) {
+	elems, err := splitBatch(data)
+	if err != nil {
+		return nil, fmt.Errorf("it answered %s with a JSON-RPC batch that cannot be taken: %w", method, err)
+	}
+	var answer *jsonrpc.Message
+	for _, elem := range elems {
+		if isBatch(elem) {
+			c.streamRefused(elem, errNestedBatch)
+			continue
+		}
+		m := eventMessage(elem)
+		switch {
+		case m == nil:
+		case m.IsNotification():
+			c.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(ctx)})
+		case m.IsRequest():
+			c.streamRequested(ctx, m)
+		case answer == nil && bytes.Equal(m.ID, want):
+			answer = m
+		}
+	}
+	if answer == nil {
+		return nil, fmt.Errorf("it answered %s (id %s) with a JSON-RPC batch that holds no response to it", method, want)
+	}
+	return answer, nil
 }
 
 // preallocated bounds the declared length a JSON body is read into at once.

@@ -22,6 +22,9 @@ type streamSink interface {
 	// sink awaits (a legacy SSE upstream's answer to a raw request), and
 	// reports whether it did; it must not block either.
 	streamResponse(m *jsonrpc.Message) bool
+	// streamRefused is told of a JSON-RPC batch, or a message in one, that
+	// cannot be taken (splitBatch), and why; it must not block either.
+	streamRefused(data []byte, why error)
 }
 
 // endpointSink is a streamSink that also vets the endpoint event of a
@@ -114,7 +117,8 @@ func (e *eventTap) line(line []byte) {
 
 // end finishes the current event: a notification or request, or a
 // response the sink takes, is handed to the sink and leaves only its id and
-// retry lines behind; anything else goes on to mcp-go as it came.
+// retry lines behind; a batch is split (endBatch); anything else goes on to
+// mcp-go as it came.
 func (e *eventTap) end(blank bool) {
 	defer func() {
 		// data gets a new buffer: a message decoded from it keeps slices of it.
@@ -125,44 +129,98 @@ func (e *eventTap) end(blank bool) {
 			return // refused: mcp-go never sees it
 		}
 	}
-	m := e.message()
+	data := e.messageData()
+	if isBatch(data) {
+		e.endBatch(data, blank)
+		return
+	}
+	m := eventMessage(data)
 	if m != nil && m.IsResponse() && !e.sink.streamResponse(m) {
 		m = nil
 	}
-	if m != nil {
-		if len(e.keep) > 0 {
-			e.out = append(e.out, e.keep...)
-			if blank {
-				e.out = append(e.out, '\n')
-			}
-		}
-		switch {
-		case m.IsNotification():
-			e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(e.ctx)})
-		case m.IsRequest():
-			e.sink.streamRequested(e.ctx, m)
-		}
+	if m == nil {
+		e.out = append(e.out, e.event...)
 		return
 	}
-	e.out = append(e.out, e.event...)
+	e.hand(m)
+	e.keepCursor(blank)
 }
 
-// message is the current event as a JSON-RPC message, or nil.
-func (e *eventTap) message() *jsonrpc.Message {
+// endBatch finishes an event that carries a JSON-RPC batch (batch.go): its
+// messages are taken one by one as if each had come in an event of its
+// own, and each one not taken goes on to mcp-go in an event of its own,
+// followed by the batch's id and retry lines, so that the id counts once all
+// of the batch was read. A batch that cannot be taken goes on as it came.
+func (e *eventTap) endBatch(data []byte, blank bool) {
+	elems, err := splitBatch(data)
+	if err != nil {
+		e.sink.streamRefused(data, err)
+		e.out = append(e.out, e.event...)
+		return
+	}
+	for _, elem := range elems {
+		if isBatch(elem) {
+			e.sink.streamRefused(elem, errNestedBatch)
+			continue
+		}
+		m := eventMessage(elem)
+		if m == nil || (m.IsResponse() && !e.sink.streamResponse(m)) {
+			e.out = append(e.out, "data: "...)
+			e.out = append(append(e.out, elem...), "\n\n"...)
+			continue
+		}
+		e.hand(m)
+	}
+	e.keepCursor(blank)
+}
+
+// hand gives the sink a notification or request taken out of the stream.
+func (e *eventTap) hand(m *jsonrpc.Message) {
+	switch {
+	case m.IsNotification():
+		e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(e.ctx)})
+	case m.IsRequest():
+		e.sink.streamRequested(e.ctx, m)
+	}
+}
+
+// keepCursor leaves the id and retry lines of an event taken out of the
+// stream, so that mcp-go's resumption cursor still moves past it.
+func (e *eventTap) keepCursor(blank bool) {
+	if len(e.keep) > 0 {
+		e.out = append(e.out, e.keep...)
+		if blank {
+			e.out = append(e.out, '\n')
+		}
+	}
+}
+
+// messageData is the current event's data on one line if it is a message
+// event, else nil. A message over several data lines is made one line
+// again, so that it can go on down a newline-framed stream; data that is
+// not JSON then is nil.
+func (e *eventTap) messageData() []byte {
 	if len(e.data) == 0 || (e.kind != "" && e.kind != "message") {
 		return nil
 	}
 	data := e.data
 	if bytes.ContainsAny(data, "\r\n") {
-		// Several data lines: one line again, so that the message can go
-		// on down a newline-framed stream.
 		var b bytes.Buffer
 		if json.Compact(&b, data) != nil {
 			return nil
 		}
 		data = b.Bytes()
 	}
-	m, err := jsonrpc.DecodeOwned(data) // data is this event's alone (see end)
+	return data
+}
+
+// eventMessage is data, an event's (messageData), as a JSON-RPC message, or
+// nil. The message keeps slices of data.
+func eventMessage(data []byte) *jsonrpc.Message {
+	if len(data) == 0 {
+		return nil
+	}
+	m, err := jsonrpc.DecodeOwned(data)
 	if err != nil {
 		return looseNotification(data)
 	}

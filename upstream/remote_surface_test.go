@@ -392,6 +392,10 @@ func (s *recordingSink) streamNotified(n Notification) {
 }
 func (s *recordingSink) streamResponse(*jsonrpc.Message) bool { return false }
 
+func (s *recordingSink) streamRefused(_ []byte, why error) {
+	s.got = append(s.got, "refused "+why.Error())
+}
+
 func (s *recordingSink) streamRequested(_ context.Context, req *jsonrpc.Message) {
 	s.got = append(s.got, "request "+string(req.ID)+" "+req.Method)
 }

@@ -70,10 +70,12 @@ func (c *chunked) Read(p []byte) (int, error) {
 
 // fakeRemote is a small streamable-HTTP MCP server. It answers initialize,
 // tools/list and pings itself and hands tools/call to call, which writes the
-// whole HTTP response. Notifications are handed to notified.
+// whole HTTP response. Notifications are handed to notified, and the
+// client's answers to its requests to answered.
 type fakeRemote struct {
 	call     func(w http.ResponseWriter, r *http.Request, req *jsonrpc.Message)
 	notified func(w http.ResponseWriter, r *http.Request, n *jsonrpc.Message)
+	answered func(m *jsonrpc.Message)
 }
 
 func (f *fakeRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +93,11 @@ func (f *fakeRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case msg.IsNotification():
 		if f.notified != nil {
 			f.notified(w, r, msg)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	case msg.IsResponse():
+		if f.answered != nil {
+			f.answered(msg)
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case msg.Method == "tools/call":

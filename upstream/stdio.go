@@ -389,33 +389,25 @@ func (c *stdioConn) dispatch(line []byte) {
 	// Some runtimes start their output with a byte order mark; it is no part
 	// of the message.
 	line = bytes.TrimPrefix(line, utf8BOM)
-	if len(line) > 0 && line[0] == '[' {
+	if isBatch(line) {
 		c.dispatchBatch(line)
 		return
 	}
 	c.dispatchOne(line)
 }
 
-// maxUpstreamBatch bounds the messages of one batch from an upstream.
-const maxUpstreamBatch = 1000
-
-// dispatchBatch handles a JSON-RPC batch: protocol 2025-03-26 lets a
-// server send one (and requires its peers to take them), so each message
-// in it is handled as if it came on a line of its own.
+// dispatchBatch handles a JSON-RPC batch (batch.go): each message in it is
+// handled as if it came on a line of its own.
 func (c *stdioConn) dispatchBatch(line []byte) {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(line, &elems); err != nil || len(elems) == 0 || len(elems) > maxUpstreamBatch {
-		why := fmt.Sprintf("a batch of %d messages (at most %d)", len(elems), maxUpstreamBatch)
-		if err != nil {
-			why = err.Error()
-		}
+	elems, err := splitBatch(line)
+	if err != nil {
 		c.junk("upstream wrote a JSON-RPC batch that cannot be taken; ignored", "server", c.server,
-			"bytes", len(line), "start", preview(line), "err", why)
+			"bytes", len(line), "start", c.excerpt(line), "err", err)
 		return
 	}
 	for _, elem := range elems {
-		if len(elem) > 0 && elem[0] == '[' { // batches do not nest
-			c.junk("upstream wrote a batch inside a batch; ignored", "server", c.server, "start", preview(elem))
+		if isBatch(elem) {
+			c.junk("upstream wrote a batch inside a batch; ignored", "server", c.server, "start", c.excerpt(elem))
 			continue
 		}
 		c.dispatchOne(elem)
