@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
@@ -54,6 +55,9 @@ type Report struct {
 	// Notes are what the config asked for and was done, such as tools the filters
 	// excluded: one line per server planned in this reconcile, not problems.
 	Notes []string
+	// Applied says, one line per server, which settings of its pool (see
+	// poolChanges) were applied to its running instances without a restart.
+	Applied []string
 	// Failed lists servers whose start or update failed in this reconcile.
 	Failed []string
 	// Abandoned lists servers whose start the end of ctx cut short (the
@@ -158,6 +162,12 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		next[s.ID] = old.withTools(s, old.tools, plan)
 		cat = cat.withServer(s.ID, entries)
 		p.log.Info("server re-planned without restart", "server", s.ID, "tools", len(entries))
+		if changes := poolChanges(old.cfg, s); len(changes) > 0 {
+			// Running instances keep serving their sessions; the pool takes
+			// the new settings as they are committed below.
+			old.pool.Adjust(poolConfig(s))
+			report.Applied = append(report.Applied, s.ID+": "+strings.Join(changes, ", "))
+		}
 	}
 	for id, rs := range next {
 		if desired[id] && !contains(todo, id) && !contains(replan, id) {
@@ -309,16 +319,16 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 const commitWindow = 250 * time.Millisecond
 
 // sameRuntime reports whether two configs of a server run the same
-// instances, so that a change in naming alone (filters, transforms, modes,
-// per-tool settings, timeouts) can be applied without a restart.
+// instances, so that a change in naming (filters, transforms, modes,
+// per-tool settings, timeouts) or in how its pool hands them out (lease
+// settings, ping_interval: see poolChanges) can be applied without a restart.
 func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
 		slices.Equal(a.Withheld, b.Withheld) &&
 		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
-		a.Lease == b.Lease && a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure &&
-		a.PingInterval == b.PingInterval && sameAuth(a.Auth, b.Auth)
+		a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure && sameAuth(a.Auth, b.Auth)
 }
 
 // sameAuth reports whether two servers authorize themselves alike.
@@ -437,25 +447,22 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 const startAttempts = 3
 
 func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Pool {
-	return session.NewPool(session.Config{
-		Server: s.ID, Stateless: s.Stateless,
-		IdleTTL: s.Lease.IdleTTL, MaxInstances: s.Lease.MaxInstances, Prewarm: s.Lease.Prewarm,
-		QueueTimeout: s.Lease.QueueTimeout, MaxAge: s.Lease.MaxAge, MaxCalls: s.Lease.MaxCalls,
-		PingInterval: s.PingInterval, Ledger: p.ledger,
-		OnEvent: func(e session.Event) {
-			errText := ""
-			if e.Err != nil {
-				errText = p.scrub(s, e.Err.Error())
-			}
-			p.log.Info("lease "+e.Kind, "server", e.Server, "session", sessionDigest(e.Key), "pid", e.PID, "err", errText)
-			if (e.Kind == "restarted" || e.Kind == "replaced") && e.Key == "" {
-				p.resubscribe(e.Server) // a new shared instance took over
-			}
-			if p.opts.Observer != nil {
-				p.opts.Observer.InstanceEvent(e.Server, e.Kind)
-			}
-		},
-	}, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
+	cfg := poolConfig(s)
+	cfg.Ledger = p.ledger
+	cfg.OnEvent = func(e session.Event) {
+		errText := ""
+		if e.Err != nil {
+			errText = p.scrub(s, e.Err.Error())
+		}
+		p.log.Info("lease "+e.Kind, "server", e.Server, "session", sessionDigest(e.Key), "pid", e.PID, "err", errText)
+		if (e.Kind == "restarted" || e.Kind == "replaced") && e.Key == "" {
+			p.resubscribe(e.Server) // a new shared instance took over
+		}
+		if p.opts.Observer != nil {
+			p.opts.Observer.InstanceEvent(e.Server, e.Kind)
+		}
+	}
+	return session.NewPool(cfg, func(ctx context.Context) (*upstream.Instance, error) { return p.start(ctx, s) }, first)
 }
 
 // retire lets replaced servers finish their calls, then closes them; a

@@ -12,6 +12,7 @@ import (
 // cap it refuses at once, or waits up to lease.queue_timeout for room.
 func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 	var queue *time.Timer // runs once the session first hits a cap
+	var queued time.Duration
 	p.mu.Lock()
 	p.acquiring[key]++
 	p.mu.Unlock()
@@ -72,40 +73,47 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 			continue // look again
 		}
 		// Over a cap: wait for room only if the config asks for queueing.
-		if p.cfg.QueueTimeout <= 0 {
-			return nil, p.capError(wait.err, 0, nil)
-		}
+		// The queue is timed from the first refusal, by the queue_timeout
+		// in force then.
 		if queue == nil {
-			queue = time.NewTimer(p.cfg.QueueTimeout)
+			if wait.queue <= 0 {
+				return nil, p.capError(wait, 0, nil)
+			}
+			queued = wait.queue
+			queue = time.NewTimer(queued)
 		}
 		select {
-		case <-wait.pool:
+		case <-wait.pool: // a slot freed, or the cap was raised
 		case <-wait.ledger:
 		case <-queue.C:
-			return nil, p.capError(wait.err, p.cfg.QueueTimeout, nil)
+			return nil, p.capError(wait, queued, nil)
 		case <-ctx.Done():
-			return nil, p.capError(wait.err, 0, context.Cause(ctx))
+			return nil, p.capError(wait, 0, context.Cause(ctx))
 		}
 	}
 }
 
-// capWait is what a session over a cap may wait on.
+// capWait is what a session over a cap may wait on, and the settings in
+// force when it was refused.
 type capWait struct {
 	err          error // ErrCapReached or ErrLimitReached
 	pool, ledger <-chan struct{}
+	max          int           // lease.max_instances
+	queue        time.Duration // lease.queue_timeout
 }
 
 // capError explains a refusal: which cap, where it is set, and what frees
 // room. waited is the queue time spent, if any; cause why waiting ended
 // early.
-func (p *Pool) capError(which error, waited time.Duration, cause error) error {
+func (p *Pool) capError(wait *capWait, waited time.Duration, cause error) error {
+	which := wait.err
 	var msg string
 	if errors.Is(which, ErrLimitReached) {
 		msg = fmt.Sprintf("the aggregator runs %d upstream instances across all servers (limits.max_instances: %d); raise limits.max_instances, or release leases of other servers with mcp_release",
 			p.ledger.Count(), p.ledger.MaxInstances())
 	} else {
 		msg = fmt.Sprintf("all %d instances of server %q are leased to other sessions (lease.max_instances: %d); one frees when its session calls mcp_release, ends, or idles past lease.idle_ttl; raise lease.max_instances",
-			p.cfg.MaxInstances, p.cfg.Server, p.cfg.MaxInstances)
+			wait.max, p.cfg.Server, wait.max)
 	}
 	switch {
 	case cause != nil:
@@ -159,7 +167,7 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	}
 	if rec == nil && l == nil {
 		if err := p.takeSlot(); err != nil {
-			wait := &capWait{err: err, pool: p.freed, ledger: p.ledger.waitFreed()}
+			wait := &capWait{err: err, pool: p.freed, ledger: p.ledger.waitFreed(), max: p.cfg.MaxInstances, queue: p.cfg.QueueTimeout}
 			p.mu.Unlock()
 			return nil, wait, nil
 		}
@@ -309,7 +317,10 @@ func (p *Pool) startSpare() {
 	inst, err := p.factory(p.life)
 	p.mu.Lock()
 	p.starting--
-	if err != nil || p.closed {
+	// A spare no longer wanted (lease.prewarm or lease.max_instances was
+	// lowered while it started) is not kept.
+	unwanted := err == nil && (len(p.spares) >= p.cfg.Prewarm || p.overCap())
+	if err != nil || p.closed || unwanted {
 		closed := p.closed
 		p.freeSlot()
 		p.mu.Unlock()
@@ -327,17 +338,36 @@ func (p *Pool) startSpare() {
 }
 
 // expireLoop ends leases idle past lease.idle_ttl, and recycles idle
-// leased instances and spares older than lease.max_age.
+// leased instances and spares older than lease.max_age, looking as often as
+// the settings in force ask: Adjust wakes it to look at new ones.
 func (p *Pool) expireLoop() {
-	period := min(nonZero(p.cfg.IdleTTL), nonZero(p.cfg.MaxAge)) / 4
-	period = max(period, 10*time.Millisecond)
-	t := time.NewTicker(period)
-	defer t.Stop()
+	for {
+		p.mu.Lock()
+		ttl, age, tuned := p.cfg.IdleTTL, p.cfg.MaxAge, p.tuned
+		p.looks++
+		p.mu.Unlock()
+		if !p.expireEvery(ttl, age, tuned) {
+			return
+		}
+	}
+}
+
+// expireEvery runs expire a few times per idle_ttl or max_age (never when
+// both are 0) until the settings change (true) or the pool closes (false).
+func (p *Pool) expireEvery(ttl, age time.Duration, tuned <-chan struct{}) bool {
+	var tick <-chan time.Time
+	if ttl > 0 || age > 0 {
+		t := time.NewTicker(max(min(nonZero(ttl), nonZero(age))/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-p.stopTTL:
-			return
-		case now := <-t.C:
+			return false
+		case <-tuned:
+			return true
+		case now := <-tick:
 			p.expire(now)
 		}
 	}

@@ -59,7 +59,8 @@ type Event struct {
 	// Kind: "leased", "released", "expired", "session-ended", "lost",
 	// "recycled" (max_age or max_calls), "replaced" (over limits.max_rss),
 	// "restarted" (a shared instance after a crash, or with Key set, the
-	// instance a session got in place of its lost one), "spawn-failed".
+	// instance a session got in place of its lost one), "spawn-failed",
+	// "spare-stopped" (lease.prewarm or lease.max_instances lowered).
 	Kind   string
 	Server string
 	Key    Key
@@ -176,7 +177,11 @@ type Pool struct {
 	cut           bool // Close closed the instances before their calls finished
 	inflight      int
 	stopTTL       chan struct{}
-	stop          chan struct{} // closed by Close: retired instances stop waiting for calls
+	// tuned is closed and replaced whenever Adjust changes the settings:
+	// the loops that time themselves by them look again.
+	tuned chan struct{}
+	looks int           // times such a loop read the settings (tests wait for it)
+	stop  chan struct{} // closed by Close: retired instances stop waiting for calls
 	// life is cancelled when Close begins: instances still starting (a
 	// spare, a shared restart, a lease's) are abandoned and killed rather
 	// than waited for.
@@ -199,7 +204,7 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 		cfg.UsageInterval = defaultUsageInterval
 	}
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
-		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{})}
+		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.ledger.add(p)
 	if first != nil {
@@ -213,9 +218,7 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 	}
 	if !cfg.Stateless {
 		p.refill()
-		if cfg.IdleTTL > 0 || cfg.MaxAge > 0 {
-			go p.expireLoop()
-		}
+		go p.expireLoop() // idle; Adjust may set idle_ttl or max_age later
 	} else if first != nil {
 		p.wg.Add(1)
 		go p.watchShared(p.shared)
@@ -290,6 +293,12 @@ func (p *Pool) takeSlot() error {
 	}
 	p.live++
 	return nil
+}
+
+// overCap reports whether the pool runs more instances than
+// lease.max_instances allows (it was lowered). Callers hold mu.
+func (p *Pool) overCap() bool {
+	return !p.cfg.Stateless && p.cfg.MaxInstances > 0 && p.live > p.cfg.MaxInstances
 }
 
 // freeSlot gives a slot back. Callers hold mu. Once Close has given back

@@ -143,12 +143,38 @@ func (p *Pool) replaceShared(old *record, reason error) *record {
 // nil).
 func (p *Pool) supervise(rec *record) error {
 	inst := rec.inst
-	var tick <-chan time.Time
-	if p.cfg.PingInterval > 0 {
-		t := time.NewTicker(p.cfg.PingInterval)
-		defer t.Stop()
-		tick = t.C
+	var (
+		tick     <-chan time.Time
+		ping     *time.Ticker
+		interval time.Duration
+		tuned    <-chan struct{}
+	)
+	// retime follows ping_interval as Adjust sets it.
+	retime := func() {
+		p.mu.Lock()
+		next := p.cfg.PingInterval
+		tuned = p.tuned
+		p.looks++
+		p.mu.Unlock()
+		if next == interval {
+			return
+		}
+		interval = next
+		if ping != nil {
+			ping.Stop()
+			ping, tick = nil, nil
+		}
+		if interval > 0 {
+			ping = time.NewTicker(interval)
+			tick = ping.C
+		}
 	}
+	retime()
+	defer func() {
+		if ping != nil {
+			ping.Stop()
+		}
+	}()
 	usage := time.NewTicker(p.cfg.UsageInterval)
 	defer usage.Stop()
 	failures := 0
@@ -156,6 +182,8 @@ func (p *Pool) supervise(rec *record) error {
 		select {
 		case <-p.stopTTL:
 			return nil
+		case <-tuned:
+			retime()
 		case <-inst.Done():
 			if err := inst.Err(); err != nil {
 				return err
@@ -170,7 +198,7 @@ func (p *Pool) supervise(rec *record) error {
 				}
 			}
 		case <-tick:
-			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.PingInterval)
+			ctx, cancel := context.WithTimeout(context.Background(), interval)
 			err := inst.Ping(ctx)
 			cancel()
 			if err == nil {

@@ -173,7 +173,12 @@ func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *
 	report := p.Reconcile(ctx, ws, problems)
 	logProblems(log, report.Problems)
 	logRejected(log, ws, running)
-	log.Info("reload done", "changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed)
+	attrs := []any{"changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed}
+	if len(report.Applied) > 0 {
+		// Settings the running instances took on without a restart.
+		attrs = append(attrs, "applied", strings.Join(report.Applied, "; "))
+	}
+	log.Info("reload done", attrs...)
 	return ws
 }
 
