@@ -83,6 +83,9 @@ func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 type subscriptions struct {
 	mu sync.Mutex
 	by map[string]map[string]bool // session key -> server+"\x00"+uri
+	// order has the upstream told of a shared instance's URIs one
+	// decision at a time.
+	order subscriptionOrder
 }
 
 func (s *subscriptions) subscribe(session, server, uri string) {

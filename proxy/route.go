@@ -291,6 +291,15 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
 		return refused
 	}
+	if req.Msg.Method != "resources/read" {
+		// Whether a shared instance is to hold the URI is decided, and the
+		// upstream told, one request at a time.
+		release, err := p.subscriptionTurn(ctx, server, params.URI)
+		if err != nil {
+			return nil // the caller went away
+		}
+		defer release()
+	}
 	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session.Key()) {
 		// The shared instance goes on sending the updates others still
 		// subscribe to; this session no longer hears of them.
