@@ -135,6 +135,19 @@ func (s *subscriptions) uris(server string) []string {
 	return out
 }
 
+// urisOf returns the URIs session subscribed to on server.
+func (s *subscriptions) urisOf(session, server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.by[session] {
+		if id, uri, _ := strings.Cut(k, "\x00"); id == server {
+			out = append(out, uri)
+		}
+	}
+	return out
+}
+
 func (s *subscriptions) subscribed(session, server, uri string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

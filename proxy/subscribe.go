@@ -221,6 +221,47 @@ func (p *Proxy) subscribeInstance(ctx context.Context, rs *runningServer, inst *
 	}
 }
 
+// followSubscriptions subscribes inst, the instance that req's session has
+// just taken as its lease of rs (its first, or one that took over from an
+// instance that died, was recycled or was replaced by a reload), to every
+// URI the session holds on that server, before req reaches it. The session
+// subscribed through the aggregator, not to one instance: without this its
+// updates would stop without a word. The URI of req itself, when it is a
+// resources/subscribe or unsubscribe, is left to req.
+func (p *Proxy) followSubscriptions(rs *runningServer, inst *upstream.Instance, req *downstream.Request) {
+	s := req.Session
+	if s == nil || !rs.caps.ResourcesSubscribe {
+		return
+	}
+	if own, ok := rs.pool.Leased(sessionLeaseKey(s)); !ok || own != inst {
+		return // an instance leased under another key (a 2026-07-28 request's _meta)
+	}
+	uris := p.subs.urisOf(s.Key(), rs.cfg.ID)
+	if len(uris) == 0 {
+		return
+	}
+	except := ""
+	if m := req.Msg.Method; m == "resources/subscribe" || m == "resources/unsubscribe" {
+		var params struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(req.Msg.Params, &params)
+		except = params.URI
+	}
+	slices.Sort(uris)
+	for _, uri := range uris {
+		if uri == except {
+			continue
+		}
+		if p.closed.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(p.life, subscriptionTimeout)
+		p.subscribeInstance(ctx, rs, inst, "resources/subscribe", uri)
+		cancel()
+	}
+}
+
 // withSubscriptionID returns notification params whose _meta names id as
 // the subscription it is delivered on, or, with id nil, names none: an
 // upstream's own subscription id belongs to the aggregator's listen stream
