@@ -204,6 +204,24 @@ func (c *clients) subscribeListener(l *listener, uris []string, servers map[stri
 	l.servers = servers
 }
 
+// holdListener records that l subscribes to uri on server, from before the
+// upstream is asked: the upstream may send the URI's first update at once.
+func (c *clients) holdListener(l *listener, uri, server string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.servers == nil {
+		l.servers = map[string]string{}
+	}
+	l.servers[uri] = server
+}
+
+// dropListenerHold undoes holdListener for a subscription the upstream refused.
+func (c *clients) dropListenerHold(l *listener, uri string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(l.servers, uri)
+}
+
 // filterOf is what a listen stream was granted.
 func (c *clients) filterOf(l *listener) listenFilter {
 	c.mu.Lock()

@@ -91,7 +91,7 @@ func (p *Proxy) SessionClosed(s downstream.Session) {
 	p.levels.drop(s.Key())
 	p.tasksEnded(s.Key())
 	p.sessionEnded(sessionLeaseKey(s))
-	p.sessionUnsubscribe(s.Key(), held)
+	p.sessionUnsubscribe(held)
 }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
@@ -425,7 +425,7 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 		defer p.clients.unlisten(l)
 		// The resources it names are subscribed upstream before the
 		// acknowledgement, which names those whose updates will come.
-		kept, servers := p.listenSubscribe(ctx, req, uris)
+		kept, servers := p.listenSubscribe(ctx, req, l, uris)
 		p.clients.subscribeListener(l, kept, servers)
 		if len(servers) > 0 {
 			defer p.listenUnsubscribe(ctx, req, l, servers)

@@ -83,6 +83,9 @@ func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 type subscriptions struct {
 	mu sync.Mutex
 	by map[string]map[string]bool // session key -> server+"\x00"+uri
+	// order has the upstream told of a shared instance's URIs one
+	// decision at a time.
+	order subscriptionOrder
 }
 
 func (s *subscriptions) subscribe(session, server, uri string) {
@@ -127,6 +130,19 @@ func (s *subscriptions) uris(server string) []string {
 			if id, uri, _ := strings.Cut(k, "\x00"); id == server {
 				out = append(out, uri)
 			}
+		}
+	}
+	return out
+}
+
+// urisOf returns the URIs session subscribed to on server.
+func (s *subscriptions) urisOf(session, server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.by[session] {
+		if id, uri, _ := strings.Cut(k, "\x00"); id == server {
+			out = append(out, uri)
 		}
 	}
 	return out

@@ -54,7 +54,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	}
 	defer dl.stop()
 	defer grant.Done()
-	p.bindSession(rs, grant, req.Session)
+	p.bindSession(rs, grant, req)
 
 	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session)}
 	if token, ok := meta["progressToken"]; ok {
@@ -103,12 +103,15 @@ func requestMeta(params json.RawMessage) map[string]json.RawMessage {
 }
 
 // bindSession makes a leased instance's unattributed upstream requests go
-// to the session that holds it.
+// to the session of req, which holds it.
 //
 // An upstream may have asked for roots when it started, before any session
 // held it (and been refused); when a session that has roots first takes
 // the instance, the upstream hears that the roots changed, and asks again.
-func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, s downstream.Session) {
+// The instance is subscribed to what the session subscribed to on the
+// server before req reaches it.
+func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downstream.Request) {
+	s := req.Session
 	if rs.pool.Stateless() || s == nil {
 		return
 	}
@@ -129,6 +132,7 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, s downstrea
 			_ = inst.Notify(ctx, "notifications/roots/list_changed", nil)
 		}()
 	}
+	p.followSubscriptions(rs, grant.Instance, req)
 }
 
 // capabilityOf names the client capability a server-to-client request needs.
@@ -290,6 +294,15 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	}
 	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
 		return refused
+	}
+	if req.Msg.Method != "resources/read" {
+		// Whether a shared instance is to hold the URI is decided, and the
+		// upstream told, one request at a time.
+		release, err := p.subscriptionTurn(ctx, server, params.URI)
+		if err != nil {
+			return nil // the caller went away
+		}
+		defer release()
 	}
 	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session.Key()) {
 		// The shared instance goes on sending the updates others still

@@ -18,9 +18,10 @@ import (
 // and listen stream that asks, and unsubscribes it only when the last of
 // them no longer does.
 
-// listenUnsubscribeTimeout bounds each resources/unsubscribe sent when a
-// listen stream ends.
-const listenUnsubscribeTimeout = 10 * time.Second
+// subscriptionTimeout bounds each resources/subscribe or unsubscribe the
+// aggregator sends of its own accord: when a listen stream or a session
+// ends, and when a new instance takes over what clients subscribed to.
+const subscriptionTimeout = 10 * time.Second
 
 // heldByOther reports whether a session other than session is subscribed
 // to uri on server.
@@ -42,6 +43,16 @@ func (p *Proxy) subscriptionHeld(server, uri, session string, l *listener) bool 
 	return p.subs.heldByOther(session, server, uri) || p.clients.listenerHolds(server, uri, l)
 }
 
+// subscriptionTurn waits for the turn (subscriptionOrder) of uri on
+// server's shared instance, and returns the function that gives it back.
+// A leased instance is one session's: its subscriptions need no turn.
+func (p *Proxy) subscriptionTurn(ctx context.Context, server, uri string) (func(), error) {
+	if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
+		return func() {}, nil
+	}
+	return p.subs.order.take(ctx, server, uri)
+}
+
 // subscriptionRequest is req, the subscriptions/listen request, turned
 // into a resources/subscribe or resources/unsubscribe of uri: the same
 // caller and lease, no other parameter.
@@ -61,11 +72,13 @@ func subscriptionRequest(req *downstream.Request, method, uri string) *downstrea
 	return &sub
 }
 
-// listenSubscribe subscribes, for the listen stream req opened, the owner
-// of each URI of uris, and returns those it subscribed with their servers.
-// A URI no server serves, or whose subscription its server refused, is
-// left out: the acknowledgement names only what the stream will hear of.
-func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, uris []string) ([]string, map[string]string) {
+// listenSubscribe subscribes, for the listen stream l that req opened, the
+// owner of each URI of uris, and returns those it subscribed with their
+// servers. A URI no server serves, or whose subscription its server
+// refused, is left out: the acknowledgement names only what the stream
+// will hear of. Each URI counts as l's from before it is sent, as a
+// session's does.
+func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l *listener, uris []string) ([]string, map[string]string) {
 	if len(uris) == 0 {
 		return nil, nil
 	}
@@ -87,9 +100,17 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, ur
 		if p.current().serverRefused(sub, server, "resource "+uri) != nil {
 			continue
 		}
+		release, err := p.subscriptionTurn(ctx, server, uri)
+		if err != nil {
+			break // the client went away
+		}
+		p.clients.holdListener(l, uri, server)
 		if resp := p.forward(ctx, sub, server, sub.Msg.Params); resp == nil || resp.Error != nil {
+			p.clients.dropListenerHold(l, uri)
+			release()
 			continue
 		}
+		release()
 		kept = append(kept, uri)
 		servers[uri] = server
 	}
@@ -103,12 +124,14 @@ func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, 
 		if p.closed.Load() {
 			return // the instances close with the aggregator
 		}
-		if p.subscriptionHeld(server, uri, "", l) {
-			continue
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), subscriptionTimeout)
+		if release, err := p.subscriptionTurn(uctx, server, uri); err == nil {
+			if !p.subscriptionHeld(server, uri, "", l) {
+				sub := subscriptionRequest(req, "resources/unsubscribe", uri)
+				p.forward(uctx, sub, server, sub.Msg.Params)
+			}
+			release()
 		}
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenUnsubscribeTimeout)
-		sub := subscriptionRequest(req, "resources/unsubscribe", uri)
-		p.forward(uctx, sub, server, sub.Msg.Params)
 		cancel()
 	}
 }
@@ -119,18 +142,13 @@ func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, 
 // with its lease; a shared one would otherwise go on sending updates no
 // one hears for as long as it runs. The unsubscribes go out off the
 // caller's path, each bounded, and not at all once the aggregator closes.
-func (p *Proxy) sessionUnsubscribe(session string, held [][2]string) {
+func (p *Proxy) sessionUnsubscribe(held [][2]string) {
 	for _, sub := range held {
 		server, uri := sub[0], sub[1]
 		if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
 			continue
 		}
-		go func() {
-			if p.closed.Load() || p.subscriptionHeld(server, uri, session, nil) {
-				return
-			}
-			p.subscribeShared(server, "resources/unsubscribe", []string{uri})
-		}()
+		go p.subscribeShared(server, "resources/unsubscribe", []string{uri})
 	}
 }
 
@@ -150,7 +168,9 @@ func (p *Proxy) resubscribe(server string) {
 
 // subscribeShared sends method (resources/subscribe or unsubscribe) for
 // each of uris to the shared instance of server, if it has one that takes
-// subscriptions, each bounded, none once the aggregator closes.
+// subscriptions, each bounded, none once the aggregator closes. Each is
+// decided in the URI's turn: a subscribe goes only while some session or
+// listen stream holds the URI, an unsubscribe only while none does.
 func (p *Proxy) subscribeShared(server, method string, uris []string) {
 	rs := p.current().servers[server]
 	if rs == nil || !rs.pool.Stateless() || !rs.caps.ResourcesSubscribe {
@@ -160,17 +180,84 @@ func (p *Proxy) subscribeShared(server, method string, uris []string) {
 		if p.closed.Load() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(p.life, listenUnsubscribeTimeout)
-		grant, err := rs.pool.Acquire(ctx, "")
+		ctx, cancel := context.WithTimeout(p.life, subscriptionTimeout)
+		release, err := p.subs.order.take(ctx, server, uri)
 		if err != nil {
 			cancel()
-			return // the instance is gone, and its subscriptions with it
+			continue
 		}
-		params := rawjson.AppendString([]byte(`{"uri":`), uri)
-		if _, err := grant.Instance.Do(ctx, upstream.Request{Method: method, Params: append(params, '}')}); err != nil {
-			p.log.Debug("a subscription the aggregator keeps for its clients failed upstream", "server", server, "method", method, "uri", uri, "err", p.scrub(rs.cfg, err.Error()))
+		if p.subscriptionHeld(server, uri, "", nil) == (method == "resources/subscribe") {
+			if !p.sendSubscription(ctx, rs, method, uri) {
+				release()
+				cancel()
+				return // the instance is gone, and its subscriptions with it
+			}
 		}
-		grant.Done()
+		release()
+		cancel()
+	}
+}
+
+// sendSubscription sends method (resources/subscribe or unsubscribe) of
+// uri to the shared instance of rs. It reports false when there is no
+// instance to send it to.
+func (p *Proxy) sendSubscription(ctx context.Context, rs *runningServer, method, uri string) bool {
+	grant, err := rs.pool.Acquire(ctx, "")
+	if err != nil {
+		return false
+	}
+	defer grant.Done()
+	p.subscribeInstance(ctx, rs, grant.Instance, method, uri)
+	return true
+}
+
+// subscribeInstance sends method (resources/subscribe or unsubscribe) of
+// uri to inst, an instance of rs, on the aggregator's own behalf: a
+// failure is logged, and changes nothing clients hold.
+func (p *Proxy) subscribeInstance(ctx context.Context, rs *runningServer, inst *upstream.Instance, method, uri string) {
+	params := rawjson.AppendString([]byte(`{"uri":`), uri)
+	if _, err := inst.Do(ctx, upstream.Request{Method: method, Params: append(params, '}')}); err != nil {
+		p.log.Debug("a subscription the aggregator keeps for its clients failed upstream", "server", rs.cfg.ID, "method", method, "uri", uri, "err", p.scrub(rs.cfg, err.Error()))
+	}
+}
+
+// followSubscriptions subscribes inst, the instance that req's session has
+// just taken as its lease of rs (its first, or one that took over from an
+// instance that died, was recycled or was replaced by a reload), to every
+// URI the session holds on that server, before req reaches it. The session
+// subscribed through the aggregator, not to one instance: without this its
+// updates would stop without a word. The URI of req itself, when it is a
+// resources/subscribe or unsubscribe, is left to req.
+func (p *Proxy) followSubscriptions(rs *runningServer, inst *upstream.Instance, req *downstream.Request) {
+	s := req.Session
+	if s == nil || !rs.caps.ResourcesSubscribe {
+		return
+	}
+	if own, ok := rs.pool.Leased(sessionLeaseKey(s)); !ok || own != inst {
+		return // an instance leased under another key (a 2026-07-28 request's _meta)
+	}
+	uris := p.subs.urisOf(s.Key(), rs.cfg.ID)
+	if len(uris) == 0 {
+		return
+	}
+	except := ""
+	if m := req.Msg.Method; m == "resources/subscribe" || m == "resources/unsubscribe" {
+		var params struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(req.Msg.Params, &params)
+		except = params.URI
+	}
+	slices.Sort(uris)
+	for _, uri := range uris {
+		if uri == except {
+			continue
+		}
+		if p.closed.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(p.life, subscriptionTimeout)
+		p.subscribeInstance(ctx, rs, inst, "resources/subscribe", uri)
 		cancel()
 	}
 }
