@@ -225,3 +225,72 @@ func TestProfilesResourcesAndPrompts(t *testing.T) {
 	require.NotEmpty(t, resp.Error, "getting a prompt of a server outside the profile is refused")
 	assert.Contains(t, errorMessage(t, resp.Error), fmt.Sprintf("prompt %q", name))
 }
+
+// TestProfilesServersOfOthersTakeNoPart: a server outside a client's
+// profile takes no part in what the client sees or reaches: listed first
+// in the config, it does not keep the URIs and templates the client's own
+// server offers too, and it does not answer, nor is named as the answer,
+// for a URI no server of the profile lists.
+func TestProfilesServersOfOthersTakeNoPart(t *testing.T) {
+	t.Parallel()
+	config := fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+profiles:
+  ci-bot: { servers: [mine] }
+  tablet: { servers: [demo] }
+servers:
+  theirs:
+    truely-stateless: true
+    %s
+    transform: [{prefix: theirs_}]
+  mine:
+    truely-stateless: true
+    %s
+    transform: [{prefix: mine_}]
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+`, demoServer("surface"), demoServer("surface"), demoServer("tools"))
+	a, tok, _ := startProfiles(t, config)
+	ci, laptop, tablet := a.connectAs(tok.ci), a.connectAs(tok.laptop), a.connectAs(tok.tablet)
+
+	list := func(c *client, method string) json.RawMessage {
+		resp := c.mustRequest(method, map[string]any{})
+		require.Empty(t, resp.Error, "%s: %s", method, resp.Error)
+		return resp.Result
+	}
+	// Both servers list the same resources and templates: ci-bot sees its
+	// own server's, which are what the gateway lists as a whole.
+	for _, method := range []string{"resources/list", "resources/templates/list"} {
+		assert.JSONEq(t, string(list(laptop, method)), string(list(ci, method)), "%s: ci-bot sees what its own server lists", method)
+	}
+	openSessionStream(t, a, ci)
+	for _, req := range []struct {
+		method string
+		params map[string]any
+	}{
+		{"resources/read", map[string]any{"uri": "demo://r/1"}},
+		{"resources/read", map[string]any{"uri": "demo://t/0/7"}},
+		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": "demo://t/0/{id}"}, "argument": map[string]any{"name": "id", "value": ""}}},
+		{"resources/subscribe", map[string]any{"uri": "demo://r/1"}},
+	} {
+		resp := ci.mustRequest(req.method, req.params)
+		assert.Empty(t, resp.Error, "%s %v reaches ci-bot's own server: %s", req.method, req.params, resp.Error)
+	}
+	_, ok := updatedAfter(ci, 0, "demo://r/1")
+	assert.True(t, ok, "ci-bot hears of the resource it subscribed to on its own server")
+
+	// tablet's profile has no server that offers resources: a URI is
+	// unknown to it, as on a gateway where none does.
+	resp := tablet.mustRequest("resources/read", map[string]any{"uri": "other://unlisted"})
+	require.NotEmpty(t, resp.Error)
+	msg := errorMessage(t, resp.Error)
+	assert.Contains(t, msg, "no server offers resources", "tablet is told what its profile offers")
+	assert.NotContains(t, msg, "not available", "no server outside tablet's profile is said to offer the URI")
+}

@@ -412,7 +412,7 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)
 	}
-	filter := p.current().narrowListen(req.Client, p.granted(params.Notifications))
+	filter := p.granted(params.Notifications)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
 	l := &listener{id: req.Msg.ID, client: req.Client, filter: filter, send: req.Send, end: make(chan struct{})}

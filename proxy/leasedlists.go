@@ -55,11 +55,13 @@ func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind st
 	return true
 }
 
-// surfaceFor is the surface session s sees: the shared one, with the own
-// lists of the instances it leases in place of their servers' lists.
-func (p *Proxy) surfaceFor(st *state, s downstream.Session) *Surface {
+// surfaceFor is the surface the session s of client sees: the one of the
+// client's profile (clientSurface), with the own lists of the instances s
+// leases in place of their servers' lists.
+func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *Surface {
+	base := p.clientSurface(st, client)
 	if s == nil {
-		return st.surface
+		return base
 	}
 	var servers map[string]*runningServer
 	p.own.Range(func(k, v any) bool {
@@ -85,7 +87,11 @@ func (p *Proxy) surfaceFor(st *state, s downstream.Session) *Surface {
 		return true
 	})
 	if servers == nil {
-		return st.surface
+		return base
 	}
-	return buildSurface(st.order, servers, st.pattern)
+	order := st.order
+	if pr := st.profileOf(client); pr != nil && pr.servers != nil {
+		order = st.profileOrder(pr)
+	}
+	return buildSurface(order, servers, st.pattern)
 }

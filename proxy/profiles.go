@@ -119,20 +119,37 @@ func (st *state) view(kind, client string) json.RawMessage {
 			return st.listedTools()
 		}
 		return st.filteredTools(pr)
-	case listResources, listTemplates, listPrompts:
-		full := map[string]json.RawMessage{listResources: st.surface.resourcesJSON, listTemplates: st.surface.templatesJSON, listPrompts: st.surface.promptsJSON}[kind]
-		if pr == nil || pr.servers == nil {
-			return full
-		}
-		var b bytes.Buffer
-		for _, it := range st.surface.items[kind] {
-			if pr.server(it.server) {
-				appendItem(&b, it.raw)
-			}
-		}
-		return closeList(&b)
+	case listResources:
+		return st.surfaceOf(pr).resourcesJSON
+	case listTemplates:
+		return st.surfaceOf(pr).templatesJSON
+	case listPrompts:
+		return st.surfaceOf(pr).promptsJSON
 	}
 	return nil
+}
+
+// surfaceOf is the surface a client with profile pr sees: with a profile
+// that names servers, the surface of those servers alone, in config
+// order. A server outside the profile then takes no part: it neither keeps
+// a URI, a template or a prompt name the client's own servers offer too,
+// nor answers for a URI none of them lists.
+func (st *state) surfaceOf(pr *profile) *Surface {
+	if pr == nil || pr.servers == nil {
+		return st.surface
+	}
+	return buildSurface(st.profileOrder(pr), st.servers, st.pattern)
+}
+
+// profileOrder is the servers of pr, in config order.
+func (st *state) profileOrder(pr *profile) []string {
+	order := make([]string, 0, len(pr.servers))
+	for _, id := range st.order {
+		if pr.server(id) {
+			order = append(order, id)
+		}
+	}
+	return order
 }
 
 // filteredTools is tools/list for a client with a profile: in search mode
@@ -151,11 +168,28 @@ func (st *state) filteredTools(pr *profile) json.RawMessage {
 	return closeList(&b)
 }
 
-// views caches the lists of clients with a profile for one state, so that
-// a tools/list is not a walk of the catalog.
+// views caches the lists and surfaces of clients with a profile for one
+// state, so that a tools/list is not a walk of the catalog, nor a request
+// for a resource a build of the surface.
 type views struct {
 	st *state
-	m  sync.Map // kind + "\x00" + client -> json.RawMessage
+	m  sync.Map // kind + "\x00" + client -> json.RawMessage; "surface\x00" + client -> *Surface
+}
+
+// viewsOf is the cache of st; nil when a newer state raced in.
+func (p *Proxy) viewsOf(st *state) *views {
+	v := p.views.Load()
+	if v != nil && v.st == st {
+		return v
+	}
+	fresh := &views{st: st}
+	if p.views.CompareAndSwap(v, fresh) {
+		return fresh
+	}
+	if v = p.views.Load(); v != nil && v.st == st {
+		return v
+	}
+	return nil
 }
 
 // listed is the list of kind req's client is sent under st.
@@ -163,14 +197,12 @@ func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
 	if st.profileOf(client) == nil {
 		return st.view(kind, client) // the shared, pre-rendered list
 	}
-	v := p.views.Load()
-	if v == nil || v.st != st {
-		fresh := &views{st: st}
-		if p.views.CompareAndSwap(v, fresh) {
-			v = fresh
-		} else if v = p.views.Load(); v == nil || v.st != st {
-			return st.view(kind, client) // a newer state raced in: do not cache
-		}
+	if kind != listTools {
+		return p.clientSurface(st, client).results[kind]
+	}
+	v := p.viewsOf(st)
+	if v == nil {
+		return st.view(kind, client) // a newer state raced in: do not cache
 	}
 	key := kind + "\x00" + client
 	if raw, ok := v.m.Load(key); ok {
@@ -179,6 +211,25 @@ func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
 	raw := st.view(kind, client)
 	v.m.Store(key, raw)
 	return raw
+}
+
+// clientSurface is st.surfaceOf for client's profile, built once per state.
+func (p *Proxy) clientSurface(st *state, client string) *Surface {
+	pr := st.profileOf(client)
+	if pr == nil || pr.servers == nil {
+		return st.surface
+	}
+	v := p.viewsOf(st)
+	if v == nil {
+		return st.surfaceOf(pr)
+	}
+	key := "surface\x00" + client
+	if s, ok := v.m.Load(key); ok {
+		return s.(*Surface)
+	}
+	s := st.surfaceOf(pr)
+	v.m.Store(key, s)
+	return s
 }
 
 // announce tells the sessions and listen streams whose list of kind
@@ -252,6 +303,16 @@ func (st *state) serverRefused(req *downstream.Request, server, what string) *js
 		Message: fmt.Sprintf("%s is not available to client %q: its profile (profiles.%s) leaves out the server that offers it", what, client, client)}}
 }
 
+// hiddenPrompt refuses a prompt name the client's own servers do not
+// export but a server outside its profile does; nil otherwise.
+func (st *state) hiddenPrompt(req *downstream.Request, name string) *jsonrpc.Message {
+	e, ok := st.surface.prompts[name]
+	if !ok {
+		return nil
+	}
+	return st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", name))
+}
+
 // visibility is the search filter of client: nil (everything) without a
 // profile.
 func (st *state) visibility(client string) func(name string) bool {
@@ -301,21 +362,4 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 		}
 	}
 	return s
-}
-
-// narrowListen drops from a listen filter the resource subscriptions of
-// servers the client's profile leaves out.
-func (st *state) narrowListen(client string, f listenFilter) listenFilter {
-	pr := st.profileOf(client)
-	if pr == nil || pr.servers == nil || len(f.ResourceSubscriptions) == 0 {
-		return f
-	}
-	var uris []string
-	for _, uri := range f.ResourceSubscriptions {
-		if server, ok := st.surface.resourceOwner(uri); ok && pr.server(server) {
-			uris = append(uris, uri)
-		}
-	}
-	f.ResourceSubscriptions = uris
-	return f
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -223,31 +222,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	st := p.current()
-	surface := p.surfaceFor(st, req.Session)
-	pr := st.profileOf(req.Client)
-	if pr == nil || pr.servers == nil {
-		return p.result(req, cacheable(req, surface.results[key]))
-	}
-	var list json.RawMessage
-	if surface == st.surface {
-		list = p.listed(st, key, req.Client)
-	} else {
-		var b bytes.Buffer
-		for _, it := range surface.items[key] {
-			if pr.server(it.server) {
-				appendItem(&b, it.raw)
-			}
-		}
-		list = closeList(&b)
-	}
-	body := make([]byte, 0, len(list)+len(key)+8)
-	body = append(body, `{"`...)
-	body = append(body, key...)
-	body = append(body, `":`...)
-	body = append(body, list...)
-	body = append(body, '}')
-	return p.result(req, cacheable(req, body))
+	return p.result(req, cacheable(req, p.surfaceFor(p.current(), req.Client, req.Session).results[key]))
 }
 
 func cursorOf(params json.RawMessage) string {
@@ -269,12 +244,18 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Msg.Method)
 	}
 	p.awaitLoad(ctx)
-	surface := p.surfaceFor(p.current(), req.Session)
+	st := p.current()
+	surface := p.surfaceFor(st, req.Client, req.Session)
 	server, ok := surface.resourceOwner(params.URI)
 	if !ok {
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
 	}
 	if !ok {
+		if hidden, found := st.surface.resourceOwner(params.URI); found {
+			if refused := st.serverRefused(req, hidden, fmt.Sprintf("resource %q", params.URI)); refused != nil {
+				return refused
+			}
+		}
 		why := "and more than one server offers resources"
 		switch {
 		case len(surface.caps.resourceServers) == 0:
@@ -292,7 +273,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, %s; call resources/list and resources/templates/list", params.URI, why),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
 	}
-	if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
+	if refused := st.serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
 		return refused
 	}
 	if req.Msg.Method != "resources/read" {
@@ -350,15 +331,19 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get needs params.name")
 	}
 	p.awaitLoad(ctx)
-	e, ok := p.surfaceFor(p.current(), req.Session).prompts[params.Name]
+	st := p.current()
+	e, ok := p.surfaceFor(st, req.Client, req.Session).prompts[params.Name]
 	if !ok {
+		if refused := st.hiddenPrompt(req, params.Name); refused != nil {
+			return refused
+		}
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
 	out, err := renamed(req.Msg.Params, e.original)
 	if err != nil {
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
 	}
-	if refused := p.current().serverRefused(req, e.server, fmt.Sprintf("prompt %q", params.Name)); refused != nil {
+	if refused := st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", params.Name)); refused != nil {
 		return refused
 	}
 	return p.forward(ctx, req, e.server, out)
@@ -379,11 +364,15 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		return failure(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
 	}
 	p.awaitLoad(ctx)
-	s := p.surfaceFor(p.current(), req.Session)
+	st := p.current()
+	s := p.surfaceFor(st, req.Client, req.Session)
 	switch ref.Type {
 	case "ref/prompt":
 		e, ok := s.prompts[ref.Name]
 		if !ok {
+			if refused := st.hiddenPrompt(req, ref.Name); refused != nil {
+				return refused
+			}
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
 		}
 		newRef, err := renamed(params.Ref, e.original)
@@ -394,7 +383,7 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
-		if refused := p.current().serverRefused(req, e.server, fmt.Sprintf("prompt %q", ref.Name)); refused != nil {
+		if refused := st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", ref.Name)); refused != nil {
 			return refused
 		}
 		return p.forward(ctx, req, e.server, out)
@@ -404,9 +393,16 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 			server, ok = s.resourceOwner(ref.URI)
 		}
 		if !ok {
+			server, ok = st.surface.templateOwner(ref.URI)
+			if !ok {
+				server, ok = st.surface.resourceOwner(ref.URI)
+			}
+			if refused := st.serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); ok && refused != nil {
+				return refused
+			}
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
 		}
-		if refused := p.current().serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); refused != nil {
+		if refused := st.serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); refused != nil {
 			return refused
 		}
 		return p.forward(ctx, req, server, req.Msg.Params)

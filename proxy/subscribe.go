@@ -88,7 +88,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 		if _, dup := servers[uri]; dup {
 			continue
 		}
-		surface := p.current().surface
+		surface := p.clientSurface(p.current(), req.Client)
 		server, ok := surface.resourceOwner(uri)
 		if !ok {
 			server, ok = surface.soleServer(true)
