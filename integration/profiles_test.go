@@ -294,3 +294,73 @@ servers:
 	assert.Contains(t, msg, "no server offers resources", "tablet is told what its profile offers")
 	assert.NotContains(t, msg, "not available", "no server outside tablet's profile is said to offer the URI")
 }
+
+// TestProfilesStatusShowsOwnInstances: mcp_status shows a client with a
+// profile the shared instances of its servers and its own leased ones,
+// not the instances other clients lease, and none of the problems of
+// http.auth (which name other clients and their tokens), whether its
+// profile names servers or tools only; a client without a profile sees
+// them all.
+func TestProfilesStatusShowsOwnInstances(t *testing.T) {
+	t.Parallel()
+	config := fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+      kiosk: kiosk-literal
+profiles:
+  ci-bot: { servers: [counter, demo] }
+  tablet: { tools: ['counter_*'] }
+servers:
+  counter:
+    %s
+    transform: [{prefix: counter_}]
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+`, demoServer("counter"), demoServer("tools"))
+	a, tok, _ := startProfiles(t, config)
+	clients := map[string]*client{"ci-bot": a.connectAs(tok.ci), "laptop": a.connectAs(tok.laptop), "tablet": a.connectAs(tok.tablet)}
+	for _, c := range clients {
+		assert.Equal(t, 1, coreCounterValue(t, c, "counter_increment"), "each session leases its own instance")
+	}
+
+	type status struct {
+		Problems  []string `json:"problems"`
+		Instances []struct {
+			Server  string `json:"serverId"`
+			Role    string `json:"role"`
+			Session string `json:"session"`
+			Yours   bool   `json:"yours"`
+		} `json:"instances"`
+	}
+	statusOf := func(c *client) (st status) {
+		require.NoError(t, json.Unmarshal([]byte(firstText(t, c.callToolResult("mcp_status", map[string]any{}))), &st))
+		return st
+	}
+	for name, c := range clients {
+		st := statusOf(c)
+		leased, yours := 0, 0
+		for _, in := range st.Instances {
+			if in.Role == "leased" {
+				leased++
+				if in.Yours {
+					yours++
+				}
+			}
+		}
+		problems := strings.Join(st.Problems, "\n")
+		if name == "laptop" {
+			assert.Equal(t, 3, leased, "laptop, without a profile, sees every client's leased instance")
+			assert.Contains(t, problems, "http.auth.tokens.kiosk", "laptop, without a profile, sees every problem")
+			continue
+		}
+		assert.Equal(t, 1, yours, "%s: its own leased instance", name)
+		assert.Equal(t, 1, leased, "%s sees no instance another client leases: %+v", name, st.Instances)
+		assert.NotContains(t, problems, "http.auth", "%s sees no problem of http.auth", name)
+	}
+}

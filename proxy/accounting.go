@@ -24,6 +24,8 @@ type InstanceStatus struct {
 	RSS       int64  `json:"rssBytes"`            // resident memory of all its processes (Linux)
 	Processes int    `json:"processes,omitempty"` // the server and what it started (Linux)
 	Restarts  int    `json:"restarts"`
+
+	lease session.Key // the lease key a leased instance serves; "" for none
 }
 
 // instanceStatus lists every instance the ledger knows, for the session key.
@@ -34,7 +36,7 @@ func (p *Proxy) instanceStatus(key session.Key) []InstanceStatus {
 		is := InstanceStatus{Server: in.Server, PID: in.PID, Role: in.Role, Age: time.Since(in.Started).Round(100 * time.Millisecond).String(),
 			Calls: in.Calls, InFlight: in.InFlight, RSS: in.Usage.RSS, Processes: in.Usage.Processes, Restarts: in.Restarts}
 		if in.Session != "" {
-			is.Session, is.Yours = sessionDigest(in.Session), in.Session == key
+			is.Session, is.Yours, is.lease = sessionDigest(in.Session), in.Session == key, in.Session
 		}
 		out = append(out, is)
 	}

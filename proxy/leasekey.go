@@ -101,6 +101,21 @@ func withClient(client string, key session.Key) session.Key {
 	return session.Key("client:" + strconv.Quote(client) + " " + string(key))
 }
 
+// clientOf is the client whose space withClient put key in; "" for a key
+// of no client's.
+func clientOf(key session.Key) string {
+	rest, ok := strings.CutPrefix(string(key), "client:")
+	if !ok {
+		return ""
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return ""
+	}
+	client, _ := strconv.Unquote(quoted)
+	return client
+}
+
 // withoutClient strips the client part withClient added.
 func withoutClient(key string) string {
 	rest, ok := strings.CutPrefix(key, "client:")

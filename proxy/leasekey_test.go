@@ -88,3 +88,15 @@ func TestLeaseNameBounded(t *testing.T) {
 	require.NotNil(t, resp.Error, "%s", resp.Result)
 	assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
 }
+
+// TestClientOf: clientOf reads back the client withClient put a key under,
+// whatever the name holds; keys of no client's have none.
+func TestClientOf(t *testing.T) {
+	for _, client := range []string{"ci-bot", `a "quoted" name`, "with space meta:x", "ünïcode"} {
+		for _, key := range []session.Key{sessionKey("abc"), "meta:conv", anonymousKey} {
+			assert.Equal(t, client, clientOf(withClient(client, key)), "%q %q", client, key)
+		}
+	}
+	assert.Empty(t, clientOf(sessionKey("abc")), "a stdio session's key")
+	assert.Empty(t, clientOf("client:not-quoted meta:x"))
+}

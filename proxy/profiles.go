@@ -323,8 +323,9 @@ func (st *state) visibility(client string) func(name string) bool {
 }
 
 // narrowStatus is what mcp_status shows a client with a profile: its
-// servers, and the problems of those servers only (the rest of the
-// config is none of its business).
+// servers, the instances of those servers that are shared or its own (not
+// those leased to other clients), and the problems of its servers only
+// (the rest of the config, http.auth included, is none of its business).
 func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	pr := st.profileOf(client)
 	if pr == nil {
@@ -345,12 +346,9 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 		}
 	}
 	s.Servers = servers
-	if pr.servers == nil {
-		return s
-	}
 	instances := s.Instances[:0:0]
 	for _, in := range s.Instances {
-		if pr.server(in.Server) {
+		if pr.server(in.Server) && (in.lease == "" || clientOf(in.lease) == client) {
 			instances = append(instances, in)
 		}
 	}
@@ -358,7 +356,7 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	s.Problems = []string{}
 	for _, prob := range p.Problems() {
 		if prob.Server != "" && pr.server(prob.Server) {
-			s.Problems = append(s.Problems, prob.String())
+			s.Problems = append(s.Problems, p.opts.Upstream.Secrets.String(prob.String()))
 		}
 	}
 	return s
