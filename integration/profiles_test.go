@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -362,5 +363,44 @@ servers:
 		assert.Equal(t, 1, yours, "%s: its own leased instance", name)
 		assert.Equal(t, 1, leased, "%s sees no instance another client leases: %+v", name, st.Instances)
 		assert.NotContains(t, problems, "http.auth", "%s sees no problem of http.auth", name)
+	}
+}
+
+// TestProfilesOfferWhatTheirServersOffer: initialize and server/discover
+// offer a client with a profile what its profile's servers offer, so that
+// the capabilities tell it nothing of the servers outside its profile.
+func TestProfilesOfferWhatTheirServersOffer(t *testing.T) {
+	t.Parallel()
+	config := profilesConfig() + fmt.Sprintf("  surface:\n    %s\n", demoServer("surface"))
+	a, tok, _ := startProfiles(t, config)
+	type capabilities map[string]json.RawMessage
+	initialized := func(token string) capabilities {
+		var res struct {
+			Capabilities capabilities `json:"capabilities"`
+		}
+		require.NoError(t, json.Unmarshal(a.newClientAs(token).initialize(), &res))
+		return res.Capabilities
+	}
+	discovered := func(token string) capabilities {
+		resp, err := modernPostAs(t.Context(), a.url, token, "server/discover", "", map[string]any{})
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var msg struct {
+			Result struct {
+				Capabilities capabilities `json:"capabilities"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(body, &msg), "%s", body)
+		return msg.Result.Capabilities
+	}
+	for how, offered := range map[string]func(string) capabilities{"initialize": initialized, "server/discover": discovered} {
+		laptop, ci := offered(tok.laptop), offered(tok.ci)
+		require.Contains(t, ci, "tools", "%s", how)
+		for _, surface := range []string{"resources", "prompts", "completions", "logging"} {
+			assert.Contains(t, laptop, surface, "%s: the surface server offers %s", how, surface)
+			assert.NotContains(t, ci, surface, "%s: no server of ci-bot's profile offers %s", how, surface)
+		}
 	}
 }

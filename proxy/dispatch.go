@@ -163,8 +163,9 @@ func (p *Proxy) serverInfo() map[string]string {
 // and initialize must not wait for a slow upstream (SPEC §7), so a client
 // that initializes as the gateway starts (IDEs do) is offered what servers
 // still starting may bring; a list no server fills is answered empty.
-func (p *Proxy) offerable() surfaceCaps {
-	c := p.current().surface.caps
+// A client with a profile is offered what its profile's servers offer.
+func (p *Proxy) offerable(client string) surfaceCaps {
+	c := p.clientSurface(p.current(), client).caps
 	if p.loading() {
 		c.resources, c.subscribe, c.prompts, c.completions, c.logging = true, true, true, true, true
 	}
@@ -192,11 +193,11 @@ var everyTaskOperation = map[string]any{"list": map[string]any{}, "cancel": map[
 // as a task unless tools.call was offered at initialize, so a session not
 // offered it could never use a tool that requires a task. Each tool's
 // execution.taskSupport still says whether it runs as one.
-func (p *Proxy) offeredTasks() map[string]any {
+func (p *Proxy) offeredTasks(client string) map[string]any {
 	if p.loading() {
 		return everyTaskOperation
 	}
-	return p.tasksCapability()
+	return p.tasksCapability(client)
 }
 
 // offeredCapabilities is the capabilities object for what the enabled servers
@@ -231,7 +232,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if !downstream.Supported(version) || downstream.Modern(version) {
 		version = downstream.LatestSessionVersion
 	}
-	c := p.offerable()
+	c := p.offerable(req.Client)
 	caps := offeredCapabilities(c)
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
@@ -239,7 +240,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
-	if tasks := p.offeredTasks(); tasks != nil {
+	if tasks := p.offeredTasks(req.Client); tasks != nil {
 		caps["tasks"] = tasks
 	}
 	body, _ := rawjson.Marshal(map[string]any{
@@ -253,7 +254,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": downstream.Versions,
-		"capabilities":      offeredCapabilities(p.offerable()),
+		"capabilities":      offeredCapabilities(p.offerable(req.Client)),
 	}) // its _meta names the aggregator, as every result's does
 
 	return p.result(req, cacheable(req, body))
@@ -412,7 +413,7 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)
 	}
-	filter := p.granted(params.Notifications)
+	filter := p.granted(req.Client, params.Notifications)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
 	l := &listener{id: req.Msg.ID, client: req.Client, filter: filter, send: req.Send, end: make(chan struct{})}
@@ -446,8 +447,8 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 
 // granted is the part of a listen filter the aggregator can honour: as
 // initialize offers, every list while the first load still runs.
-func (p *Proxy) granted(want listenFilter) listenFilter {
-	c := p.offerable()
+func (p *Proxy) granted(client string, want listenFilter) listenFilter {
+	c := p.offerable(client)
 	got := listenFilter{ToolsListChanged: want.ToolsListChanged}
 	got.PromptsListChanged = want.PromptsListChanged && c.prompts
 	got.ResourcesListChanged = want.ResourcesListChanged && c.resources

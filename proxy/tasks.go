@@ -37,15 +37,16 @@ const taskListConcurrency = 8
 // session that ended.
 const taskCancelOnCloseTimeout = 5 * time.Second
 
-// tasksCapability is the tasks capability the enabled servers offer
-// together, or nil: tasks/list and tasks/cancel where any declares them,
-// task-augmented tools/call where any declares it.
-func (p *Proxy) tasksCapability() map[string]any {
+// tasksCapability is the tasks capability the enabled servers of client's
+// profile offer together, or nil: tasks/list and tasks/cancel where any
+// declares them, task-augmented tools/call where any declares it.
+func (p *Proxy) tasksCapability(client string) map[string]any {
 	st := p.current()
+	pr := st.profileOf(client)
 	var list, cancel, toolsCall bool
 	for _, id := range st.order {
 		rs := st.servers[id]
-		if rs == nil || !rs.caps.Tasks {
+		if rs == nil || !rs.caps.Tasks || !pr.server(id) {
 			continue
 		}
 		tasks := rawjson.Member(rs.caps.Raw, "tasks")
