@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -402,5 +403,99 @@ func TestProfilesOfferWhatTheirServersOffer(t *testing.T) {
 			assert.Contains(t, laptop, surface, "%s: the surface server offers %s", how, surface)
 			assert.NotContains(t, ci, surface, "%s: no server of ci-bot's profile offers %s", how, surface)
 		}
+	}
+}
+
+// TestProfilesEditCutsOffNotifications: once a profile edit takes a
+// server out of a client's profile, nothing that server sends reaches the
+// client any more: not the updates of the resources a listen stream of it
+// subscribed to, while those of a server still in its profile keep coming.
+func TestProfilesEditCutsOffNotifications(t *testing.T) {
+	t.Parallel()
+	config := func(servers string) string {
+		return fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+profiles:
+  ci-bot: { servers: [%s] }
+servers:
+  theirs:
+    truely-stateless: true
+    %s
+    resources: { whitelist: ['demo://r/1'] }
+    transform: [{prefix: theirs_}]
+  mine:
+    truely-stateless: true
+    %s
+    resources: { whitelist: ['demo://r/2'] }
+    transform: [{prefix: mine_}]
+`, servers, demoServer("surface"), demoServer("surface"))
+	}
+	a, tok, path := startProfiles(t, config("theirs, mine"))
+	laptop := a.connectAs(tok.laptop)
+
+	resp, err := modernPostAs(t.Context(), a.url, tok.ci, "subscriptions/listen", "", map[string]any{
+		"notifications": map[string]any{"toolsListChanged": true, "resourceSubscriptions": []string{"demo://r/1", "demo://r/2"}}})
+	require.NoError(t, err)
+	notes := make(chan map[string]any, 64)
+	go func() {
+		defer close(notes)
+		defer resp.Body.Close()
+		_ = readSSE(resp.Body, func(data []byte) bool {
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil {
+				notes <- m
+			}
+			return true
+		})
+	}()
+	// updated is the URI a notification tells an update of, or "".
+	updated := func(m map[string]any) string {
+		if m["method"] != "notifications/resources/updated" {
+			return ""
+		}
+		uri, _ := m["params"].(map[string]any)["uri"].(string)
+		return uri
+	}
+	// waitFor reads the stream until match, and returns what it read.
+	waitFor := func(what string, match func(map[string]any) bool) []map[string]any {
+		var seen []map[string]any
+		for {
+			select {
+			case m, ok := <-notes:
+				require.True(t, ok, "the listen stream ended before %s; saw %v", what, seen)
+				seen = append(seen, m)
+				if match(m) {
+					return seen
+				}
+			case <-time.After(updateWait):
+				require.Fail(t, "no "+what, "saw %v", seen)
+			}
+		}
+	}
+	// Each subscription brings its resource's first update.
+	first := map[string]bool{}
+	waitFor("the first updates", func(m map[string]any) bool {
+		first[updated(m)] = true
+		return first["demo://r/1"] && first["demo://r/2"]
+	})
+
+	r := &reloadRig{t: t, a: a, path: path}
+	r.save(config("mine"))
+	waitFor("tools/list_changed after the profile edit", func(m map[string]any) bool {
+		return m["method"] == "notifications/tools/list_changed"
+	})
+	notify := func(tool, uri string) {
+		laptop.callToolResult(tool, map[string]any{"notifications": []any{
+			map[string]any{"method": "notifications/resources/updated", "params": map[string]any{"uri": uri}}}})
+	}
+	notify("theirs_notify", "demo://r/1")
+	notify("mine_notify", "demo://r/2")
+	for _, m := range waitFor("the update of demo://r/2", func(m map[string]any) bool { return updated(m) == "demo://r/2" }) {
+		assert.NotEqual(t, "demo://r/1", updated(m), "ci-bot hears nothing more of a server its profile no longer admits")
 	}
 }

@@ -362,13 +362,14 @@ func (c *clients) byLeaseKey(leaseKey string) downstream.Session {
 	return c.sessions[key]
 }
 
-// resourceUpdated tells the listen streams subscribed to uri on server,
-// each under its own subscription id.
-func (c *clients) resourceUpdated(server, uri string, params json.RawMessage) {
+// resourceUpdated tells the listen streams subscribed to uri on server
+// whose client admits reports true for, each under its own subscription
+// id. admits runs under the clients' lock: it only reads.
+func (c *clients) resourceUpdated(server, uri string, params json.RawMessage, admits func(client string) bool) {
 	c.mu.Lock()
 	var targets []*listener
 	for l := range c.listeners {
-		if l.servers[uri] == server {
+		if l.servers[uri] == server && admits(l.client) {
 			targets = append(targets, l)
 		}
 	}

@@ -223,7 +223,7 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 			// delivered with its task's CreateTaskResult
 		case req != nil && (!related || sameSession(req.Session, owner)):
 			req.Send(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, req.Session)})
-		case related && owner != nil:
+		case related && owner != nil && p.admits(owner.Client(), server):
 			owner.Notify(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, owner)})
 		}
 	}
@@ -272,7 +272,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		p.log.Debug("an upstream log message came as its request ended; sent outside the request", "server", server)
 	}
 	if related {
-		if owner != nil && wants(owner) {
+		if owner != nil && wants(owner) && p.admits(owner.Client(), server) {
 			owner.Notify(msg)
 		}
 		return
@@ -288,14 +288,14 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	}
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
-			if s := p.clients.byLeaseKey(string(key)); s != nil && wants(s) {
+			if s := p.clients.byLeaseKey(string(key)); s != nil && wants(s) && p.admits(s.Client(), server) {
 				s.Notify(msg)
 			}
 		}
 		return
 	}
 	for _, s := range p.clients.all() {
-		if wants(s) && p.current().profileOf(s.Client()).server(server) {
+		if wants(s) && p.admits(s.Client(), server) {
 			s.Notify(msg)
 		}
 	}
@@ -323,19 +323,15 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 			}
 		}
 	} else {
-		for _, s := range p.clients.all() {
-			if p.current().profileOf(s.Client()).server(server) {
-				targets = append(targets, s)
-			}
-		}
+		targets = p.clients.all()
 	}
 	for _, s := range targets {
 		// Only to a session offered resource subscriptions at its initialize.
-		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe {
+		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe && p.admits(s.Client(), server) {
 			s.Notify(msg)
 		}
 	}
-	p.clients.resourceUpdated(server, head.URI, params)
+	p.clients.resourceUpdated(server, head.URI, params, func(client string) bool { return p.admits(client, server) })
 }
 
 // rootsChanged passes a session's notifications/roots/list_changed to the

@@ -279,6 +279,14 @@ func profilesChanged(a, b map[string]*profile) bool {
 	return false
 }
 
+// admits reports whether client's profile, as it is now, admits server:
+// what a server sends reaches a client only while it does, so that a
+// profile edit cuts a client off from the notifications of a server it
+// takes out, whatever the client subscribed to or leased before.
+func (p *Proxy) admits(client, server string) bool {
+	return p.current().profileOf(client).server(server)
+}
+
 // requestClient is the client a request comes from ("" for none).
 func requestClient(req *downstream.Request) string {
 	if req == nil {

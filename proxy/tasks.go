@@ -411,6 +411,9 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	out, _ := mapStringAt(params, taskIDPath, setString(e.id))
 	out = p.relatedToClient(out, inst, e.owner)
 	p.tasks.touch(e, terminal(params))
+	if !p.admits(s.Client(), e.server) {
+		return
+	}
 	s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})
 }
 
