@@ -499,3 +499,44 @@ servers:
 		assert.NotEqual(t, "demo://r/1", updated(m), "ci-bot hears nothing more of a server its profile no longer admits")
 	}
 }
+
+// TestProfilesEditHidesTasks: once a profile edit takes a server out of a
+// client's profile, the tasks the client started there are out of its
+// reach: not found, as a forged id is, and not listed.
+func TestProfilesEditHidesTasks(t *testing.T) {
+	t.Parallel()
+	tasks := tasksConfig(t) // alpha and beta, two task servers
+	config := func(servers string) string {
+		return strings.Replace(tasks, "version: 1\n", `version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+profiles:
+  ci-bot: { servers: [`+servers+`] }
+`, 1)
+	}
+	a, tok, path := startProfiles(t, config("alpha, beta"))
+	ci := a.connectAs(tok.ci)
+	listen(t, a, ci)
+	onAlpha := startTask(t, ci, "a_countdown", map[string]any{"label": "alpha job", "steps": 100, "stepMs": 100})
+	onBeta := startTask(t, ci, "b_countdown", map[string]any{"label": "beta job", "steps": 100, "stepMs": 100})
+	require.Equal(t, []string{onAlpha.TaskID, onBeta.TaskID}, listTasks(t, ci))
+
+	r := &reloadRig{t: t, a: a, c: ci, path: path}
+	r.save(config("beta"))
+	r.expectNotified(1)
+	forged := "task-00112233445566778899aabbccddeeff"
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		hidden := mustTaskError(t, ci.mustRequest(method, map[string]any{"taskId": onAlpha.TaskID}), method+" of a task on alpha")
+		none := mustTaskError(t, ci.mustRequest(method, map[string]any{"taskId": forged}), method+" of a forged id")
+		assert.Equal(t, none.Code, hidden.Code, method)
+		assert.Equal(t, strings.ReplaceAll(none.Message, forged, "ID"), strings.ReplaceAll(hidden.Message, onAlpha.TaskID, "ID"),
+			"%s: a task of a server outside the profile and no task look alike", method)
+	}
+	assert.Equal(t, []string{onBeta.TaskID}, listTasks(t, ci), "the task on beta, still in the profile, is listed alone")
+	got := mustResult(t, ci.mustRequest("tasks/get", map[string]any{"taskId": onBeta.TaskID}), "tasks/get of the task on beta")
+	assert.Equal(t, onBeta.TaskID, got["taskId"])
+}

@@ -168,7 +168,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
 	e, ok := p.tasks.lookup(req.Session.Key(), id)
-	if !ok {
+	if !ok || !p.admits(req.Client, e.server) {
+		// A task of a server a profile edit took out of the client's
+		// profile is out of its reach, as one that never was.
 		return taskNotFound(method, id)
 	}
 	params, _ := mapStringAt(req.Msg.Params, taskIDPath, setString(e.upstreamID))
@@ -329,7 +331,9 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			items[i] = p.taskState(ctx, req, e)
+			if p.admits(req.Client, e.server) {
+				items[i] = p.taskState(ctx, req, e)
+			}
 		}()
 	}
 	wg.Wait()
