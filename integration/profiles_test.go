@@ -540,3 +540,45 @@ profiles:
 	got := mustResult(t, ci.mustRequest("tasks/get", map[string]any{"taskId": onBeta.TaskID}), "tasks/get of the task on beta")
 	assert.Equal(t, onBeta.TaskID, got["taskId"])
 }
+
+// TestProfilesEditEndsLeases: a profile edit that takes a leased server
+// out of a client's profile ends that client's leases of it, so that
+// nothing of the server goes on serving, or asking, the client; another
+// client's lease of the same server stays.
+func TestProfilesEditEndsLeases(t *testing.T) {
+	t.Parallel()
+	config := func(servers string) string {
+		return fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      ci-bot: { env: CI_BOT_TOKEN }
+      laptop: { env: LAPTOP_TOKEN }
+      tablet: { env: TABLET_TOKEN }
+profiles:
+  ci-bot: { servers: [%s] }
+servers:
+  counter:
+    %s
+    transform: [{prefix: counter_}]
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+`, servers, demoServer("counter"), demoServer("tools"))
+	}
+	a, tok, path := startProfiles(t, config("counter, demo"))
+	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)
+	assert.Equal(t, 1, coreCounterValue(t, ci, "counter_increment"))
+	assert.Equal(t, 1, coreCounterValue(t, laptop, "counter_increment"))
+	assert.Equal(t, 2, leaseStatusOf(t, laptop).Servers[0].Leased, "two clients, two leases of counter")
+
+	r := &reloadRig{t: t, a: a, path: path}
+	r.save(config("demo"))
+	r.waitReload()
+	leased := leaseStatusOf(t, laptop)
+	require.Equal(t, "counter", leased.Servers[0].ID)
+	assert.Equal(t, 1, leased.Servers[0].Leased, "ci-bot's lease of counter ended with the edit")
+	assert.True(t, a.log.containsLine(`msg="lease revoked" server=counter`), "the log says why the lease ended")
+	assert.Equal(t, 2, coreCounterValue(t, laptop, "counter_increment"), "laptop's lease is untouched")
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
 // A profile narrows what one authenticated client sees and may call: the
@@ -285,6 +286,22 @@ func profilesChanged(a, b map[string]*profile) bool {
 // takes out, whatever the client subscribed to or leased before.
 func (p *Proxy) admits(client, server string) bool {
 	return p.current().profileOf(client).server(server)
+}
+
+// revokeLeases ends the leases clients hold of servers their profiles
+// under st no longer admit: a profile edit that takes a server out of a
+// client's profile stops that client's instances of it, with whatever
+// they held for it.
+func (p *Proxy) revokeLeases(st *state) {
+	for id, rs := range st.servers {
+		if rs.pool.Stateless() {
+			continue
+		}
+		rs.pool.Revoke(func(key session.Key) bool {
+			client := clientOf(key)
+			return client != "" && !st.profileOf(client).server(id)
+		})
+	}
 }
 
 // requestClient is the client a request comes from ("" for none).

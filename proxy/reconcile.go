@@ -362,6 +362,9 @@ func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers ma
 	next.order = order
 	next.surface = buildSurface(order, servers, settings.pattern)
 	p.publish(next)
+	if profilesChanged(old.profiles, next.profiles) {
+		p.revokeLeases(next)
+	}
 	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
 	toolsChanged := !sameSurface(old.catalog, cat) || !sameListing(old.search, next.search)
 	// Clients with a profile hear of the changes to their own view only,

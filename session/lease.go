@@ -425,5 +425,26 @@ func (p *Pool) expire(now time.Time) {
 	}
 }
 
+// Revoke ends the leases whose keys revoked accepts (event "revoked"),
+// and stops their instances once their calls finish; it reports how many
+// it ended.
+func (p *Pool) Revoke(revoked func(Key) bool) int {
+	p.mu.Lock()
+	var keys []Key
+	for k := range p.leases {
+		if revoked(k) {
+			keys = append(keys, k)
+		}
+	}
+	p.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		if p.end(k, "revoked") {
+			n++
+		}
+	}
+	return n
+}
+
 // EndSession ends key's lease because the downstream session ended.
 func (p *Pool) EndSession(key Key) { p.end(key, "session-ended") }

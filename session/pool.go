@@ -60,7 +60,8 @@ type Event struct {
 	// "recycled" (max_age or max_calls), "replaced" (over limits.max_rss),
 	// "restarted" (a shared instance after a crash, or with Key set, the
 	// instance a session got in place of its lost one), "spawn-failed",
-	// "spare-stopped" (lease.prewarm or lease.max_instances lowered).
+	// "spare-stopped" (lease.prewarm or lease.max_instances lowered),
+	// "revoked" (the client's profile no longer admits the server).
 	Kind   string
 	Server string
 	Key    Key
