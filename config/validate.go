@@ -74,6 +74,15 @@ func (s *serverReader) checkTransport() {
 			s.warnf(p.k.Line, "lease", "applies only when truely-stateless is false (one shared instance has no leases); remove it")
 		}
 	}
+	if p, ok := s.f["sessionId"]; ok && srv.SessionID != "" {
+		switch {
+		case srv.Transport == TransportSSE:
+			s.warnf(p.k.Line, "sessionId", "does not apply to the sse transport (an SSE server names the session on its stream) and is ignored; remove it")
+		case srv.Transport != TransportStdio && !srv.Stateless:
+			// A leased instance is its session's alone (its own upstream session).
+			s.errorf(p.k.Line, "sessionId", "resumes one upstream session, which every leased instance of this server would share; set truely-stateless: true to resume it in the one shared instance, or remove sessionId")
+		}
+	}
 
 	switch srv.Transport {
 	case TransportStdio:

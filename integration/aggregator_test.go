@@ -65,6 +65,7 @@ type aggregatorOptions struct {
 	dir     string   // working directory; a fresh temporary directory when empty
 	env     []string // more NAME=value for the aggregator's environment
 	exe     string   // the executable; the race-enabled build (binary) when empty
+	bare    bool     // no "serve" word: the command line starts with the flags
 }
 
 var listeningLine = regexp.MustCompile(`msg=listening url=(https?://\S+/mcp)`)
@@ -74,6 +75,9 @@ var listeningLine = regexp.MustCompile(`msg=listening url=(https?://\S+/mcp)`)
 func startAggregator(t *testing.T, tr transport, opts aggregatorOptions) *aggregator {
 	t.Helper()
 	args := []string{"serve", "--log-level", "debug"}
+	if opts.bare {
+		args = args[1:]
+	}
 	for _, c := range opts.configs {
 		args = append(args, "--config", c)
 	}

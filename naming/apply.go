@@ -61,6 +61,7 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 		if owner != nil {
 			if server, taken := owner(exported); taken && server != rules.Server {
 				p.warn(name, "", "exported name %q is already owned by %q, which keeps it; the tool from server %q is skipped; add a prefix transform to one of them", exported, server, rules.Server)
+				p.plan.Yielded = append(p.plan.Yielded, exported)
 				continue
 			}
 		}

@@ -251,6 +251,7 @@ func TestApplyOwnedByAnotherServer(t *testing.T) {
 	assert.Contains(t, p.Message, `owned by "web"`)
 	assert.Contains(t, p.Message, `server "fs"`)
 	assert.Contains(t, findProblem(t, plan, "mcp_release").Message, `"mcp_admin"`)
+	assert.Equal(t, []string{"search", "mcp_release"}, plan.Yielded, "the names held by other owners, to take once they are free")
 }
 
 func TestApplyNoTools(t *testing.T) {

@@ -47,6 +47,9 @@ type (
 		// problems: Summary reports them in one line.
 		Offered  int
 		Excluded []Exclusion
+		// Yielded are the exported names of admitted tools skipped because another
+		// owner held them when the plan was made.
+		Yielded []string
 		// Failed is true when a per-server error (strict violation, intra-server collision)
 		// means the server's update must be rejected as a whole.
 		Failed bool

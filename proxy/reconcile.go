@@ -149,14 +149,17 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			p.log.Info("server removed", "server", id)
 		}
 	}
+	replanFailed := map[string]bool{}
 	for _, s := range replan {
 		old := next[s.ID]
 		plan, entries := p.plan(s, old.tools, cat.withServer(s.ID, nil), ws.Naming.ValidPattern)
-		report.Problems = append(report.Problems, namingProblems(s, plan)...)
-		report.Problems = append(report.Problems, leftOutProblems(s, old.leftOut)...)
 		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
 		if plan.Failed {
+			// Its last good plan stays; the problems are the new plan's.
+			report.Problems = append(report.Problems, namingProblems(s, plan)...)
+			report.Problems = append(report.Problems, leftOutProblems(s, old.leftOut)...)
 			report.Failed = append(report.Failed, s.ID)
+			replanFailed[s.ID] = true
 			continue
 		}
 		next[s.ID] = old.withTools(s, old.tools, plan)
@@ -169,16 +172,13 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			report.Applied = append(report.Applied, s.ID+": "+strings.Join(changes, ", "))
 		}
 	}
-	for id, rs := range next {
-		if desired[id] && !contains(todo, id) && !contains(replan, id) {
-			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
-			report.Problems = append(report.Problems, leftOutProblems(rs.cfg, rs.leftOut)...)
-		}
-	}
 	order := make([]string, 0, len(ws.Servers))
 	for _, s := range ws.Servers {
 		order = append(order, s.ID)
 	}
+	// Names that left with a removed server, or that a re-planned one no
+	// longer exports, go to the tools that had to skip them.
+	cat, _ = p.reclaim(cat, next, order, func(id string) bool { return contains(todo, id) }, ws.Naming.ValidPattern)
 
 	// Servers are committed in waves: whatever is ready when a wave closes
 	// goes live together, so a quick reload notifies clients once, while one
@@ -274,6 +274,14 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	wave := func() {
+		// A changed server's new instance may export fewer names than its old one.
+		var again []string
+		cat, again = p.reclaim(cat, next, order, func(string) bool { return false }, ws.Naming.ValidPattern)
+		for _, id := range again {
+			if _, ok := planned[id]; ok {
+				planned[id] = next[id].plan
+			}
+		}
 		settings.failed = maps.Clone(failed)
 		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
@@ -303,6 +311,14 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	wave()
+	// The problems of the servers not started here are those of their plans
+	// as committed: a name one of them took back is no longer a warning.
+	for id, rs := range next {
+		if desired[id] && !contains(todo, id) && !replanFailed[id] {
+			report.Problems = append(report.Problems, namingProblems(rs.cfg, rs.plan)...)
+			report.Problems = append(report.Problems, leftOutProblems(rs.cfg, rs.leftOut)...)
+		}
+	}
 	for _, s := range todo {
 		if plan, ok := planned[s.ID]; ok {
 			report.Problems = append(report.Problems, namingProblems(s, plan)...)
@@ -312,6 +328,43 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
 	return report
+}
+
+// reclaim plans again, in config order, each server of next (but those skip
+// names) that skipped tools because another owner held their names, when one
+// of those names has no owner in cat any more: its owner was removed, or no
+// longer exports it. It updates next and returns cat with their new entries,
+// and the ids planned again. The admin tools' names stay reserved.
+func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []string, skip func(string) bool, pattern string) (*Catalog, []string) {
+	var again []string
+	for _, id := range order {
+		rs := next[id]
+		if rs == nil || skip(id) || !anyFree(cat, rs.plan.Yielded) {
+			continue
+		}
+		plan, entries := p.plan(rs.cfg, rs.tools, cat, pattern)
+		if plan.Failed {
+			continue // names going free cannot make a plan fail; keep what runs
+		}
+		next[id] = rs.withTools(rs.cfg, rs.tools, plan)
+		cat = cat.withServer(id, entries)
+		again = append(again, id)
+		p.log.Info("server took names that went free", "server", id, "tools", len(entries))
+	}
+	return cat, again
+}
+
+// anyFree reports whether one of names is owned by nobody in cat.
+func anyFree(cat *Catalog, names []string) bool {
+	for _, n := range names {
+		if _, reserved := adminTools[n]; reserved {
+			continue
+		}
+		if _, owned := cat.Owner(n); !owned {
+			return true
+		}
+	}
+	return false
 }
 
 // commitWindow is how long a reload gathers ready servers before it
