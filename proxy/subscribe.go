@@ -118,20 +118,30 @@ func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, 
 // another session or a listen stream still holds. A leased instance ends
 // with its lease; a shared one would otherwise go on sending updates no
 // one hears for as long as it runs. The unsubscribes go out off the
-// caller's path, each bounded, and not at all once the aggregator closes.
+// caller's path, one after the other on one goroutine (a session may hold
+// maxSubscriptions), each bounded, and not at all once the aggregator
+// closes.
 func (p *Proxy) sessionUnsubscribe(session string, held [][2]string) {
+	shared := held[:0]
 	for _, sub := range held {
-		server, uri := sub[0], sub[1]
-		if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
-			continue
+		if rs := p.current().servers[sub[0]]; rs != nil && rs.pool.Stateless() {
+			shared = append(shared, sub)
 		}
-		go func() {
-			if p.closed.Load() || p.subscriptionHeld(server, uri, session, nil) {
+	}
+	if len(shared) == 0 {
+		return
+	}
+	go func() {
+		for _, sub := range shared {
+			server, uri := sub[0], sub[1]
+			if p.closed.Load() {
 				return
 			}
-			p.subscribeShared(server, "resources/unsubscribe", []string{uri})
-		}()
-	}
+			if !p.subscriptionHeld(server, uri, session, nil) {
+				p.subscribeShared(server, "resources/unsubscribe", []string{uri})
+			}
+		}
+	}()
 }
 
 // resubscribe subscribes the shared instance of server, one that has just
