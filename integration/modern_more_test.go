@@ -18,7 +18,13 @@ import (
 // the whole reply.
 func modernRaw(t *testing.T, url, method, name, body string, extra http.Header) coreHTTPReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	return coreDo(t, modernHTTPRequest(t, context.Background(), url, method, name, body, extra))
+}
+
+// modernHTTPRequest is the request modernRaw posts, bound to ctx.
+func modernHTTPRequest(t *testing.T, ctx context.Context, url, method, name, body string, extra http.Header) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header = http.Header{
 		"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
@@ -30,7 +36,7 @@ func modernRaw(t *testing.T, url, method, name, body string, extra http.Header) 
 	for k, v := range extra {
 		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
-	return coreDo(t, req)
+	return req
 }
 
 // modernError is the error of a JSON reply, compared as JSON: code and id.

@@ -409,6 +409,9 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 			return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications must be an object: %v", err)
 		}
 	}
+	if n := len(params.Notifications.ResourceSubscriptions); n > maxSubscriptions {
+		return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications.resourceSubscriptions names %d URIs, more than the %d one stream may; name fewer, or spread them over several streams", n, maxSubscriptions)
+	}
 	// The resources it names need their owners known, as reads do.
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)

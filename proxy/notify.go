@@ -79,6 +79,12 @@ func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 	return nil
 }
 
+// maxSubscriptions bounds the resource subscriptions one session holds,
+// and the URIs one subscriptions/listen stream names: each costs the
+// aggregator and the upstream behind it memory for as long as it lasts,
+// and a request upstream when it begins and ends.
+const maxSubscriptions = 1000
+
 // subscriptions are the resource URIs each session subscribed to, by server.
 type subscriptions struct {
 	mu sync.Mutex
@@ -88,16 +94,29 @@ type subscriptions struct {
 	order subscriptionOrder
 }
 
-func (s *subscriptions) subscribe(session, server, uri string) {
+// subscribe records session's subscription to uri on server. It reports
+// whether the session held it already, and whether there was room for it:
+// a new one beyond maxSubscriptions is not recorded.
+func (s *subscriptions) subscribe(session, server, uri string) (held, room bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.by == nil {
 		s.by = map[string]map[string]bool{}
 	}
-	if s.by[session] == nil {
-		s.by[session] = map[string]bool{}
+	set := s.by[session]
+	if set == nil {
+		set = map[string]bool{}
+		s.by[session] = set
 	}
-	s.by[session][server+"\x00"+uri] = true
+	k := server + "\x00" + uri
+	if set[k] {
+		return true, true
+	}
+	if len(set) >= maxSubscriptions {
+		return false, false
+	}
+	set[k] = true
+	return false, true
 }
 
 func (s *subscriptions) unsubscribe(session, server, uri string) {

@@ -295,9 +295,13 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	// the URI's first update right after its answer, before the answer is
 	// read. A refused one is forgotten again, unless it was held already.
 	subscribing := req.Msg.Method == "resources/subscribe" && req.Session != nil
-	held := subscribing && p.subs.subscribed(req.Session.Key(), server, params.URI)
+	held := false
 	if subscribing {
-		p.subs.subscribe(req.Session.Key(), server, params.URI)
+		var room bool
+		if held, room = p.subs.subscribe(req.Session.Key(), server, params.URI); !room {
+			return failure(codeInternal, "resources/subscribe %q: this session holds %d resource subscriptions, the most it may; unsubscribe (resources/unsubscribe) from those it no longer needs first",
+				params.URI, maxSubscriptions)
+		}
 	}
 	resp := p.forward(ctx, req, server, req.Msg.Params)
 	done := resp != nil && resp.Error == nil

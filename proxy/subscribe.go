@@ -141,15 +141,30 @@ func (p *Proxy) listenUnsubscribe(ctx context.Context, req *downstream.Request, 
 // another session or a listen stream still holds. A leased instance ends
 // with its lease; a shared one would otherwise go on sending updates no
 // one hears for as long as it runs. The unsubscribes go out off the
-// caller's path, each bounded, and not at all once the aggregator closes.
+// caller's path, one server after the other on one goroutine (a session
+// may hold maxSubscriptions), each bounded, and not at all once the
+// aggregator closes.
 func (p *Proxy) sessionUnsubscribe(held [][2]string) {
+	byServer := map[string][]string{}
+	var order []string
 	for _, sub := range held {
 		server, uri := sub[0], sub[1]
 		if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
 			continue
 		}
-		go p.subscribeShared(server, "resources/unsubscribe", []string{uri})
+		if byServer[server] == nil {
+			order = append(order, server)
+		}
+		byServer[server] = append(byServer[server], uri)
 	}
+	if len(order) == 0 {
+		return
+	}
+	go func() {
+		for _, server := range order {
+			p.subscribeShared(server, "resources/unsubscribe", byServer[server])
+		}
+	}()
 }
 
 // resubscribe subscribes the shared instance of server, one that has just
