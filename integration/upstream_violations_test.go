@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestUpstreamProtocolViolations runs upstreams that break the protocol in
@@ -98,4 +100,40 @@ servers:
 
 	assert.Equal(t, []string{"hi"}, relTexts(t, relResult(t, relCall(c, "demo_echo", map[string]any{"text": "hi"}, nil))),
 		"the healthy server serves beside them")
+}
+
+// TestUpstreamDeepResult: a response nested deeper than JSON parsers take
+// (10,000 levels, encoding/json's bound) fails its call at once with an
+// error that says so, instead of leaving it to wait for request_timeout for
+// an answer that already came; a deeply nested result within the bound
+// passes through as it came, and the server goes on serving.
+func TestUpstreamDeepResult(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  deep:
+    truely-stateless: true
+    `+demoServer("misbehave", "deep-result")+`
+    transform: [{prefix: deep_}]
+    request_timeout: 60s
+`)
+	a.waitLoaded()
+	c := a.connect()
+
+	o := relCall(c, "deep_ping_tool", map[string]any{"depth": 20000}, nil)
+	msg := relErrorMessage(t, o)
+	assert.Contains(t, msg, `server "deep" sent a malformed response`)
+	assert.Contains(t, msg, "nested more than 10000 levels deep")
+	relAssertFast(t, o, "a call answered too deeply nested")
+
+	res := relResult(t, relCall(c, "deep_ping_tool", map[string]any{"depth": 500}, nil))
+	var r struct {
+		StructuredContent struct {
+			Deep json.RawMessage `json:"deep"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(res, &r))
+	assert.Equal(t, strings.Repeat("[", 500)+strings.Repeat("]", 500), string(r.StructuredContent.Deep))
+
+	assert.Equal(t, []string{"pong"}, relTexts(t, relResult(t, relCall(c, "deep_ping_tool", map[string]any{}, nil))))
 }

@@ -47,6 +47,7 @@ var misbehaveModes = map[string]string{
 	"bad-schemas":        "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
 	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
+	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
 }
 
 func misbehaveModeNames() string {
@@ -274,7 +275,10 @@ func (s *misbehaveServer) handle(line []byte) error {
 			return nil
 		}
 		var p struct {
-			Name string `json:"name"`
+			Name      string `json:"name"`
+			Arguments struct {
+				Depth int `json:"depth"`
+			} `json:"arguments"`
 		}
 		if err := json.Unmarshal(m.Params, &p); err != nil {
 			return s.conn.failCode(m.ID, codeInvalidParams, "invalid tools/call params: "+err.Error())
@@ -326,6 +330,10 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err := s.progressBackwards(m.Params); err != nil {
 				return err
 			}
+		case "deep-result":
+			if d := p.Arguments.Depth; d > 0 {
+				return s.conn.respond(m.ID, deepResult(d))
+			}
 		}
 		return s.conn.respondValue(m.ID, textResult("pong"))
 	default:
@@ -366,4 +374,17 @@ func (s *misbehaveServer) pingFlood() error {
 		}
 	}
 	return nil
+}
+
+// maxDeepResult bounds the nesting deep-result writes.
+const maxDeepResult = 1 << 20
+
+// deepResult is a tool result whose structuredContent holds an array
+// nested depth arrays deep (at most maxDeepResult).
+func deepResult(depth int) json.RawMessage {
+	depth = min(depth, maxDeepResult)
+	b := []byte(`{"content":[{"type":"text","text":"deep"}],"structuredContent":{"deep":`)
+	b = append(b, strings.Repeat("[", depth)...)
+	b = append(b, strings.Repeat("]", depth)...)
+	return append(b, "}}"...)
 }
