@@ -258,6 +258,46 @@ func TestRemoteWithoutGETStreamIsNoError(t *testing.T) {
 	require.NoError(t, inst.Ping(testContext(t)))
 }
 
+// TestRemoteFailingGETStreamIsLoggedOnce: a server whose GET stream keeps
+// failing (HTTP 503), which mcp-go opens again every second, is logged at
+// its first failure and then at most once a minute, not once a second; the
+// connection still serves.
+func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	const attempts = 4
+	rec := newLogRecorder()
+	gets := make(chan struct{}, 100)
+	f := &sessionRemote{get: func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		gets <- struct{}{}
+	}}
+	inst := startSessionRemote(t, f, nil, Options{Logger: rec.logger()})
+	for range attempts {
+		select {
+		case <-gets:
+		case <-time.After(waitTimeout):
+			t.Fatal("the GET stream was not opened again")
+		}
+	}
+	// The failure that comes with the last GET is logged (or left out)
+	// before mcp-go waits for the next attempt: one more GET says so.
+	select {
+	case <-gets:
+	case <-time.After(waitTimeout):
+		t.Fatal("the GET stream was not opened again")
+	}
+	rec.mu.Lock()
+	var failures []string
+	for _, l := range rec.lines {
+		if strings.Contains(l, "503") {
+			failures = append(failures, l)
+		}
+	}
+	rec.mu.Unlock()
+	assert.Len(t, failures, 1, "%d GET streams failed; logged:\n%s", attempts+1, strings.Join(failures, "\n"))
+	require.NoError(t, inst.Ping(testContext(t)))
+}
+
 // TestStdoutJunkWarningsAreBounded: a server that writes to stdout without
 // end what is for no call (lines that are not JSON-RPC, answers to ids never
 // sent) gets a bounded number of warnings, and the number left out said.
