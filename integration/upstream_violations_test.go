@@ -2,8 +2,10 @@ package integration
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,4 +138,50 @@ servers:
 	assert.Equal(t, strings.Repeat("[", 500)+strings.Repeat("]", 500), string(r.StructuredContent.Deep))
 
 	assert.Equal(t, []string{"pong"}, relTexts(t, relResult(t, relCall(c, "deep_ping_tool", map[string]any{}, nil))))
+}
+
+// TestUpstreamInvalidUTF8IsRepaired: an upstream that writes text that is
+// not UTF-8 (Latin-1 in a tool's description, bytes of a file in a result)
+// breaks no client: MCP messages are UTF-8, and a client that decodes
+// strictly would refuse the whole tools/list, every server's tools with it.
+// The invalid bytes reach the client as U+FFFD, as encoding/json reads them,
+// and the rest as it came.
+func TestUpstreamInvalidUTF8IsRepaired(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  demo:
+    truely-stateless: true
+    `+demoServer("tools")+`
+    transform: [{prefix: demo_}]
+  latin:
+    truely-stateless: true
+    `+demoServer("misbehave", "bad-utf8")+`
+    transform: [{prefix: latin_}]
+`)
+	a.waitLoaded()
+	c := a.connect()
+	session := coreSessionOf(t, c)
+
+	list := corePost(t, a.url, session, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), nil)
+	require.Equal(t, http.StatusOK, list.status, "%s", list.body)
+	assert.True(t, utf8.Valid(list.body), "tools/list is not UTF-8: %q", list.body)
+	var tools struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(coreMessage(t, list).Result, &tools))
+	descriptions := map[string]string{}
+	for _, tool := range tools.Tools {
+		descriptions[tool.Name] = tool.Description
+	}
+	assert.Equal(t, "caf\uFFFD cr\uFFFDme", descriptions["latin_latin1"])
+	assert.Contains(t, descriptions, "demo_echo")
+
+	call := corePost(t, a.url, session, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"latin_ping_tool","arguments":{}}}`), nil)
+	require.Equal(t, http.StatusOK, call.status, "%s", call.body)
+	assert.True(t, utf8.Valid(call.body), "the result is not UTF-8: %q", call.body)
+	assert.Equal(t, "caf\uFFFD \uFFFD\uFFFD", firstText(t, coreMessage(t, call).Result))
 }

@@ -162,7 +162,7 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		if err != nil {
 			return nil, err
 		}
-		m, err := jsonrpc.DecodeOwned(bytes.TrimPrefix(data, utf8BOM))
+		m, err := jsonrpc.DecodeOwned(validText(bytes.TrimPrefix(data, utf8BOM)))
 		if err != nil {
 			return nil, fmt.Errorf("its response to %s is not a JSON-RPC response: %w", method, err)
 		}

@@ -385,3 +385,26 @@ func TestRemoteCallDeepAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteCallInvalidUTF8IsRepaired: a result that is not UTF-8, on a
+// JSON body or an event stream, reaches the caller as valid UTF-8, each
+// invalid byte as U+FFFD and the rest as it came.
+func TestRemoteCallInvalidUTF8IsRepaired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, contentType, format string }{
+		{"JSON body", "application/json", `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"caf` + "\xe9 \xff\xfe \u00e9" + `"}]}}`},
+		{"event stream", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"caf\xe9 \xff\xfe \u00e9\"}]}}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, req *jsonrpc.Message) {
+				w.Header().Set("Content-Type", tc.contentType)
+				_, _ = fmt.Fprintf(w, tc.format, req.ID)
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.NoError(t, err)
+			assert.Equal(t, `{"content":[{"type":"text","text":"caf`+"\uFFFD \uFFFD\uFFFD \u00e9"+`"}]}`, string(raw))
+		})
+	}
+}

@@ -384,7 +384,7 @@ func (c *stdioConn) late(id json.RawMessage) bool {
 func (c *stdioConn) dispatch(line []byte) {
 	// Some runtimes start their output with a byte order mark; it is no part
 	// of the message.
-	line = bytes.TrimPrefix(line, utf8BOM)
+	line = validText(bytes.TrimPrefix(line, utf8BOM))
 	if len(line) > 0 && line[0] == '[' {
 		c.dispatchBatch(line)
 		return

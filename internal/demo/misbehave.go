@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,7 @@ var misbehaveModes = map[string]string{
 	"bad-schemas":        "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
 	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
+	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8; ping_tool answers with text that is not UTF-8 either",
 	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
 }
 
@@ -259,6 +261,14 @@ func (s *misbehaveServer) handle(line []byte) error {
 				map[string]any{"name": "no_schema", "description": "Has no inputSchema."},
 				map[string]any{"name": "array_schema", "description": "Takes an array.", "inputSchema": map[string]any{"type": "array"}})
 		}
+		if s.mode == "bad-utf8" {
+			result, err := marshal(map[string]any{"tools": append(page["tools"].([]any),
+				map[string]any{"name": "latin1", "description": "LATIN1", "inputSchema": map[string]any{"type": "object"}})})
+			if err != nil {
+				return err
+			}
+			return s.conn.respond(m.ID, bytes.Replace(result, []byte("LATIN1"), []byte("caf\xe9 cr\xe8me"), 1))
+		}
 		if s.mode == "cursor-cycle" {
 			var p struct {
 				Cursor string `json:"cursor"`
@@ -330,6 +340,8 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err := s.progressBackwards(m.Params); err != nil {
 				return err
 			}
+		case "bad-utf8":
+			return s.conn.respond(m.ID, json.RawMessage(`{"content":[{"type":"text","text":"caf`+"\xe9 \xff\xfe"+`"}]}`))
 		case "deep-result":
 			if d := p.Arguments.Depth; d > 0 {
 				return s.conn.respond(m.ID, deepResult(d))
