@@ -142,10 +142,11 @@ servers:
 
 // TestUpstreamInvalidUTF8IsRepaired: an upstream that writes text that is
 // not UTF-8 (Latin-1 in a tool's description, bytes of a file in a result)
-// breaks no client: MCP messages are UTF-8, and a client that decodes
-// strictly would refuse the whole tools/list, every server's tools with it.
-// The invalid bytes reach the client as U+FFFD, as encoding/json reads them,
-// and the rest as it came.
+// or a \u escape of half a surrogate pair (an emoji cut in two) breaks no
+// client: MCP messages are UTF-8, and a client that decodes strictly would
+// refuse the whole tools/list, every server's tools with it. The invalid
+// bytes and lone surrogates reach the client as U+FFFD, as encoding/json
+// reads them, and the rest as it came.
 func TestUpstreamInvalidUTF8IsRepaired(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, `version: 1
@@ -177,11 +178,13 @@ servers:
 	for _, tool := range tools.Tools {
 		descriptions[tool.Name] = tool.Description
 	}
-	assert.Equal(t, "caf\uFFFD cr\uFFFDme", descriptions["latin_latin1"])
+	assert.NotContains(t, string(list.body), `\ud83d`, "a lone surrogate was served")
+	assert.Equal(t, "caf\uFFFD cr\uFFFDme \uFFFD", descriptions["latin_latin1"])
 	assert.Contains(t, descriptions, "demo_echo")
 
 	call := corePost(t, a.url, session, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"latin_ping_tool","arguments":{}}}`), nil)
 	require.Equal(t, http.StatusOK, call.status, "%s", call.body)
 	assert.True(t, utf8.Valid(call.body), "the result is not UTF-8: %q", call.body)
-	assert.Equal(t, "caf\uFFFD \uFFFD\uFFFD", firstText(t, coreMessage(t, call).Result))
+	assert.NotContains(t, string(call.body), `\ud83d`, "a lone surrogate was served")
+	assert.Equal(t, "caf\uFFFD \uFFFD\uFFFD \uFFFD", firstText(t, coreMessage(t, call).Result))
 }

@@ -48,7 +48,7 @@ var misbehaveModes = map[string]string{
 	"bad-schemas":        "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
 	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
-	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8; ping_tool answers with text that is not UTF-8 either",
+	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8, and ends in half a surrogate pair; ping_tool answers with such text too",
 	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
 }
 
@@ -267,7 +267,7 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err != nil {
 				return err
 			}
-			return s.conn.respond(m.ID, bytes.Replace(result, []byte("LATIN1"), []byte("caf\xe9 cr\xe8me"), 1))
+			return s.conn.respond(m.ID, bytes.Replace(result, []byte("LATIN1"), []byte("caf\xe9 cr\xe8me \\ud83d"), 1))
 		}
 		if s.mode == "cursor-cycle" {
 			var p struct {
@@ -341,7 +341,7 @@ func (s *misbehaveServer) handle(line []byte) error {
 				return err
 			}
 		case "bad-utf8":
-			return s.conn.respond(m.ID, json.RawMessage(`{"content":[{"type":"text","text":"caf`+"\xe9 \xff\xfe"+`"}]}`))
+			return s.conn.respond(m.ID, json.RawMessage(`{"content":[{"type":"text","text":"caf`+"\xe9 \xff\xfe"+` \ud83d"}]}`))
 		case "deep-result":
 			if d := p.Arguments.Depth; d > 0 {
 				return s.conn.respond(m.ID, deepResult(d))
