@@ -199,10 +199,11 @@ servers:
 	}
 }
 
-// TestCLIToolsTableIsInert: `tools` prints an upstream's descriptions to
-// the operator's terminal, so a description's escape sequences and control
-// characters (which could clear the screen, retitle the window or write the
-// clipboard) are printed as visible escapes, not sent to the terminal.
+// TestCLIToolsTableIsInert: `tools` prints an upstream's descriptions, and
+// problems that quote what it sent (a tool's name), to the operator's
+// terminal, so their escape sequences and control characters (which could
+// clear the screen, retitle the window or write the clipboard) are printed
+// as visible escapes, not sent to the terminal.
 func TestCLIToolsTableIsInert(t *testing.T) {
 	t.Parallel()
 	res := runCLI(t, "tools", "--config", writeConfig(t, `version: 1
@@ -217,4 +218,5 @@ servers:
 	assert.NotContains(t, res.stdout, "\u009b")
 	assert.NotContains(t, res.stdout, "\r")
 	assert.Contains(t, res.stdout, `\x1b[2J\x1b]0;owned\x07Clears\tthe\u009bscreen\rfor you`)
+	assert.Contains(t, res.stdout, `(its inputSchema is missing): \x1b[31mred`)
 }

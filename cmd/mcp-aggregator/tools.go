@@ -99,7 +99,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 			printProblems(stdout, report.Problems)
 			for _, n := range report.Notes {
-				fmt.Fprintln(stdout, "note:", n)
+				fmt.Fprintln(stdout, "note:", inertLines(n))
 			}
 		}
 	}
@@ -133,4 +133,13 @@ func inert(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// inertLines is inert for each line of s, keeping its line breaks.
+func inertLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inert(l)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -49,7 +49,7 @@ var misbehaveModes = map[string]string{
 	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
 	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8, and ends in half a surrogate pair; ping_tool answers with such text too",
-	"escapes":            "tools/list also lists clear, whose description holds terminal escape sequences and control characters",
+	"escapes":            "tools/list also lists clear, whose description holds terminal escape sequences and control characters, and a tool without an inputSchema named with one",
 	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
 }
 
@@ -271,7 +271,8 @@ func (s *misbehaveServer) handle(line []byte) error {
 			return s.conn.respond(m.ID, bytes.Replace(result, []byte("LATIN1"), []byte("caf\xe9 cr\xe8me \\ud83d"), 1))
 		}
 		if s.mode == "escapes" {
-			page["tools"] = append(page["tools"].([]any), noArgTool("clear", "\x1b[2J\x1b]0;owned\x07Clears\tthe\u009bscreen\rfor you"))
+			page["tools"] = append(page["tools"].([]any), noArgTool("clear", "\x1b[2J\x1b]0;owned\x07Clears\tthe\u009bscreen\rfor you"),
+				map[string]any{"name": "\x1b[31mred", "description": "Has no inputSchema, and a name that is an escape sequence."})
 		}
 		if s.mode == "cursor-cycle" {
 			var p struct {
