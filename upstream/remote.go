@@ -139,7 +139,8 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// to copy; the client's redirect policy drops them besides, and
 	// Authorization and cookies with them (the OAuth token, set per request
 	// by the authorizing transport, stays with the origin by itself).
-	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}
+	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened,
+		dropped: throttledLog{every: streamFailureLogEvery}}
 	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
 	// A redirect elsewhere takes no credentials along, and a request's body
 	// (a call's arguments) is not sent to an origin the config did not name.
