@@ -29,9 +29,26 @@ type outbox struct {
 	msgs   []*jsonrpc.Message // waiting, from head on
 	head   int
 	limit  int
+	bytes  int // queuedSize of the waiting messages
 	// started, when set, is called (without mu) after a message is queued,
 	// to make sure a writer is running.
 	started func(beat bool)
+}
+
+// maxQueuedBytes bounds the messages waiting on one stream in bytes, as the
+// queue size bounds them in number: an upstream's messages may each be tens
+// of MiB, and a client that stops reading must not make the gateway hold a
+// queue of them. One message alone is taken whatever its size, so that any
+// message an upstream may send can go out.
+const maxQueuedBytes = 16 << 20
+
+// queuedSize is about what m takes in a queue: its raw members.
+func queuedSize(m *jsonrpc.Message) int {
+	n := len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result)
+	if m.Error != nil {
+		n += len(m.Error.Message) + len(m.Error.Data)
+	}
+	return n
 }
 
 func newOutbox(size int, closeWhenFull bool) *outbox {
@@ -55,13 +72,15 @@ func (q *outbox) queue(m *jsonrpc.Message) bool {
 	if q.closed {
 		return false
 	}
-	if len(q.msgs)-q.head >= q.limit {
+	size := queuedSize(m)
+	if waiting := len(q.msgs) - q.head; waiting >= q.limit || (waiting > 0 && q.bytes+size > maxQueuedBytes) {
 		if q.closeWhenFull {
 			q.closeLocked()
 		}
 		return false
 	}
 	q.msgs = append(q.msgs, m)
+	q.bytes += size
 	select {
 	case q.wake <- struct{}{}:
 	default: // a signal is already waiting
@@ -79,6 +98,7 @@ func (q *outbox) take() *jsonrpc.Message {
 	}
 	m := q.msgs[q.head]
 	q.msgs[q.head] = nil
+	q.bytes -= queuedSize(m)
 	if q.head++; q.head == len(q.msgs) {
 		q.msgs, q.head = q.msgs[:0], 0
 	}

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -75,4 +76,43 @@ func TestOutboxWakesItsWriter(t *testing.T) {
 	wg.Wait()
 	<-finished
 	assert.Len(t, seen, producers*each)
+}
+
+// The queues of both transports bound what waits in bytes as well as in
+// messages: past maxQueuedBytes a message is refused (a GET stream's
+// outbox closes), one message alone is taken whatever its size, and
+// responses on stdio are never refused.
+func TestQueuesBoundTheirBytes(t *testing.T) {
+	big := func() *jsonrpc.Message {
+		return &jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`"` + strings.Repeat("x", maxQueuedBytes/4) + `"`)}
+	}
+	huge := &jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`"` + strings.Repeat("x", 2*maxQueuedBytes) + `"`)}
+
+	q := newOutbox(256, false)
+	for i := range 4 {
+		assert.Equal(t, i < 3, q.offer(big()), "message %d of a quarter of the bound", i)
+	}
+	assert.False(t, q.offer(huge))
+	for q.take() != nil {
+	}
+	assert.True(t, q.offer(huge), "one message alone is taken whatever its size")
+	assert.False(t, q.offer(numbered(1)))
+	require.NotNil(t, q.take())
+	assert.True(t, q.offer(numbered(1)), "its bytes are free again once taken")
+
+	g := newOutbox(256, true)
+	require.True(t, g.offer(huge))
+	assert.False(t, g.offer(big()))
+	select {
+	case <-g.done:
+	default:
+		t.Fatal("a GET stream's outbox past its bytes closes")
+	}
+
+	lq := newLineQueue(1024)
+	for i := range 4 {
+		assert.Equal(t, i < 3, lq.push(big().Encode(), false), "line %d of a quarter of the bound", i)
+	}
+	assert.True(t, lq.push(big().Encode(), true), "a response is never refused")
+	assert.Equal(t, 1, lq.dropped)
 }

@@ -582,6 +582,7 @@ type lineQueue struct {
 	mu      sync.Mutex
 	queue   []queuedLine
 	notes   int // droppable messages queued
+	bytes   int // ... and their bytes (see maxQueuedBytes)
 	limit   int
 	dropped int
 	closed  bool
@@ -618,7 +619,7 @@ func newLineQueue(limit int) *lineQueue {
 // push queues data; it never blocks.
 func (o *lineQueue) push(data []byte, response bool) bool {
 	o.mu.Lock()
-	if o.closed || (!response && o.notes >= o.limit) {
+	if o.closed || (!response && (o.notes >= o.limit || (o.notes > 0 && o.bytes+len(data) > maxQueuedBytes))) {
 		if !o.closed {
 			o.dropped++
 		}
@@ -632,6 +633,7 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 	o.queue = append(o.queue, queuedLine{data: data, response: response})
 	if !response {
 		o.notes++
+		o.bytes += len(data)
 	}
 	o.mu.Unlock()
 	select {
@@ -703,7 +705,7 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 			continue
 		}
 		batch, o.queue = o.queue, batch[:0]
-		o.notes = 0
+		o.notes, o.bytes = 0, 0
 		o.writing = len(batch) > 0
 		closed := o.closed
 		o.mu.Unlock()

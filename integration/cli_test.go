@@ -198,3 +198,25 @@ servers:
 		})
 	}
 }
+
+// TestCLIToolsTableIsInert: `tools` prints an upstream's descriptions, and
+// problems that quote what it sent (a tool's name), to the operator's
+// terminal, so their escape sequences and control characters (which could
+// clear the screen, retitle the window or write the clipboard) are printed
+// as visible escapes, not sent to the terminal.
+func TestCLIToolsTableIsInert(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "tools", "--config", writeConfig(t, `version: 1
+servers:
+  esc:
+    truely-stateless: true
+    `+demoServer("misbehave", "escapes")+`
+`))
+	assert.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+	assert.NotContains(t, res.stdout, "\x1b")
+	assert.NotContains(t, res.stdout, "\x07")
+	assert.NotContains(t, res.stdout, "\u009b")
+	assert.NotContains(t, res.stdout, "\r")
+	assert.Contains(t, res.stdout, `\x1b[2J\x1b]0;owned\x07Clears\tthe\u009bscreen\rfor you`)
+	assert.Contains(t, res.stdout, `(its inputSchema is missing): \x1b[31mred`)
+}

@@ -300,3 +300,52 @@ servers:
 	assert.GreaterOrEqual(t, mostQueued.Load(), int64(clogged),
 		"the stalled call's connection never filled up (%d bytes queued at most): this run did not test a client that stops reading", mostQueued.Load())
 }
+
+// TestCoreHTTPStalledStreamCostsBoundedMemory: a call whose upstream sends
+// big progress notifications (4 MiB each, 400 MiB in all) to a client that
+// stops reading costs the gateway a bounded queue, not every notification:
+// the stream's queue is bounded in bytes as well as in messages (256
+// messages of up to 64 MiB each would be 16 GiB).
+func TestCoreHTTPStalledStreamCostsBoundedMemory(t *testing.T) {
+	t.Parallel()
+	const (
+		count = 100
+		size  = 4 << 20
+		bound = 160 * MiB
+	)
+	a := coreServePlain(t, httpTransport, `version: 1
+servers:
+  f:
+    truely-stateless: true
+    `+demoServer("misbehave", "flood")+`
+    transform: [{prefix: f_}]
+`)
+	a.waitLoaded()
+	var ports sync.Map
+	box := newInbox()
+	w := &httpWire{url: a.url, inbox: box, hc: &http.Client{Transport: coreStalledTransport(&ports)}}
+	stalled := &client{t: t, wire: w, inbox: box}
+	stalled.initialize()
+	t.Cleanup(w.hc.CloseIdleConnections)
+	w.session, w.protocol = coreSessionOf(t, stalled), protocolVersion
+	base, _ := coreResetPeak(t, corePID(a))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	progress, err := w.post(ctx, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"f_progress","arguments":{"count":%d,"bytes":%d,"interval_ms":0},"_meta":{"progressToken":"stalled"}}}`, count, size)))
+	require.NoError(t, err)
+	t.Cleanup(func() { progress.Body.Close() })
+	require.Equal(t, http.StatusOK, progress.StatusCode)
+	require.NoError(t, coreReadFirstEvent(progress.Body, "notifications/progress"))
+	// The upstream has sent every notification once it answered the call.
+	require.Eventually(t, func() bool {
+		st, _ := opsStatusJSON(t, a)
+		return len(st.Instances) == 1 && st.Instances[0].InFlight == 0
+	}, callTimeout, 50*time.Millisecond, "the upstream never answered the call")
+
+	growth := coreGrowth(t, corePID(a), base)
+	t.Logf("%d progress notifications of %d MiB to a client that stopped reading: peak RSS grew by %.1f MiB", count, size>>20, float64(growth)/MiB)
+	assert.Less(t, growth, int64(bound), "the notifications a stalled stream could not take raised the peak RSS by %.1f MiB", float64(growth)/MiB)
+	other := a.connect()
+	assert.NotEmpty(t, relResult(t, relCall(other, "f_stats", map[string]any{}, nil)), "the gateway still serves")
+}

@@ -107,12 +107,13 @@ type opsStatus struct {
 		Required  bool   `json:"required"`
 	} `json:"servers"`
 	Instances []struct {
-		Server  string `json:"serverId"`
-		Role    string `json:"role"`
-		PID     int    `json:"pid"`
-		Session string `json:"session"`
-		Calls   int    `json:"calls"`
-		Age     string `json:"age"`
+		Server   string `json:"serverId"`
+		Role     string `json:"role"`
+		PID      int    `json:"pid"`
+		Session  string `json:"session"`
+		Calls    int    `json:"calls"`
+		InFlight int    `json:"inFlight"`
+		Age      string `json:"age"`
 	} `json:"instances"`
 	Reloads []struct {
 		Outcome string `json:"outcome"`

@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestUpstreamProtocolViolations runs upstreams that break the protocol in
@@ -98,4 +102,89 @@ servers:
 
 	assert.Equal(t, []string{"hi"}, relTexts(t, relResult(t, relCall(c, "demo_echo", map[string]any{"text": "hi"}, nil))),
 		"the healthy server serves beside them")
+}
+
+// TestUpstreamDeepResult: a response nested deeper than JSON parsers take
+// (10,000 levels, encoding/json's bound) fails its call at once with an
+// error that says so, instead of leaving it to wait for request_timeout for
+// an answer that already came; a deeply nested result within the bound
+// passes through as it came, and the server goes on serving.
+func TestUpstreamDeepResult(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, `version: 1
+servers:
+  deep:
+    truely-stateless: true
+    `+demoServer("misbehave", "deep-result")+`
+    transform: [{prefix: deep_}]
+    request_timeout: 60s
+`)
+	a.waitLoaded()
+	c := a.connect()
+
+	o := relCall(c, "deep_ping_tool", map[string]any{"depth": 20000}, nil)
+	msg := relErrorMessage(t, o)
+	assert.Contains(t, msg, `server "deep" sent a malformed response`)
+	assert.Contains(t, msg, "nested more than 10000 levels deep")
+	relAssertFast(t, o, "a call answered too deeply nested")
+
+	res := relResult(t, relCall(c, "deep_ping_tool", map[string]any{"depth": 500}, nil))
+	var r struct {
+		StructuredContent struct {
+			Deep json.RawMessage `json:"deep"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(res, &r))
+	assert.Equal(t, strings.Repeat("[", 500)+strings.Repeat("]", 500), string(r.StructuredContent.Deep))
+
+	assert.Equal(t, []string{"pong"}, relTexts(t, relResult(t, relCall(c, "deep_ping_tool", map[string]any{}, nil))))
+}
+
+// TestUpstreamInvalidUTF8IsRepaired: an upstream that writes text that is
+// not UTF-8 (Latin-1 in a tool's description, bytes of a file in a result)
+// or a \u escape of half a surrogate pair (an emoji cut in two) breaks no
+// client: MCP messages are UTF-8, and a client that decodes strictly would
+// refuse the whole tools/list, every server's tools with it. The invalid
+// bytes and lone surrogates reach the client as U+FFFD, as encoding/json
+// reads them, and the rest as it came.
+func TestUpstreamInvalidUTF8IsRepaired(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, `version: 1
+servers:
+  demo:
+    truely-stateless: true
+    `+demoServer("tools")+`
+    transform: [{prefix: demo_}]
+  latin:
+    truely-stateless: true
+    `+demoServer("misbehave", "bad-utf8")+`
+    transform: [{prefix: latin_}]
+`)
+	a.waitLoaded()
+	c := a.connect()
+	session := coreSessionOf(t, c)
+
+	list := corePost(t, a.url, session, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), nil)
+	require.Equal(t, http.StatusOK, list.status, "%s", list.body)
+	assert.True(t, utf8.Valid(list.body), "tools/list is not UTF-8: %q", list.body)
+	var tools struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(coreMessage(t, list).Result, &tools))
+	descriptions := map[string]string{}
+	for _, tool := range tools.Tools {
+		descriptions[tool.Name] = tool.Description
+	}
+	assert.NotContains(t, string(list.body), `\ud83d`, "a lone surrogate was served")
+	assert.Equal(t, "caf\uFFFD cr\uFFFDme \uFFFD", descriptions["latin_latin1"])
+	assert.Contains(t, descriptions, "demo_echo")
+
+	call := corePost(t, a.url, session, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"latin_ping_tool","arguments":{}}}`), nil)
+	require.Equal(t, http.StatusOK, call.status, "%s", call.body)
+	assert.True(t, utf8.Valid(call.body), "the result is not UTF-8: %q", call.body)
+	assert.NotContains(t, string(call.body), `\ud83d`, "a lone surrogate was served")
+	assert.Equal(t, "caf\uFFFD \uFFFD\uFFFD \uFFFD", firstText(t, coreMessage(t, call).Result))
 }

@@ -74,29 +74,43 @@ func (s slots) take() bool {
 
 func (s slots) release() { <-s }
 
-// throttledLog logs one kind of warning at most once a second, saying how
-// many were left out in between.
+// throttledLog logs one kind of warning at most once a second (or once
+// every, when set), saying how many were left out in between.
 type throttledLog struct {
+	every   time.Duration
 	mu      sync.Mutex
 	last    time.Time
 	skipped int
 }
 
 func (t *throttledLog) warn(log *slog.Logger, msg string, args ...any) {
-	t.mu.Lock()
-	now := time.Now()
-	if !t.last.IsZero() && now.Sub(t.last) < time.Second {
-		t.skipped++
-		t.mu.Unlock()
+	ok, skipped := t.allow()
+	if !ok {
 		return
 	}
-	skipped := t.skipped
-	t.last, t.skipped = now, 0
-	t.mu.Unlock()
 	if skipped > 0 {
 		args = append(args, "suppressed", skipped)
 	}
 	log.Warn(msg, args...)
+}
+
+// allow reports whether one more line of the kind may be logged now and,
+// if so, how many were left out since the last one.
+func (t *throttledLog) allow() (ok bool, skipped int) {
+	every := t.every
+	if every == 0 {
+		every = time.Second
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if !t.last.IsZero() && now.Sub(t.last) < every {
+		t.skipped++
+		return false, 0
+	}
+	skipped = t.skipped
+	t.last, t.skipped = now, 0
+	return true, skipped
 }
 
 // cancelNotice tells an upstream, through notify, that request id was given

@@ -139,13 +139,14 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// to copy; the client's redirect policy drops them besides, and
 	// Authorization and cookies with them (the OAuth token, set per request
 	// by the authorizing transport, stays with the origin by itself).
-	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened}
+	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened,
+		dropped: throttledLog{every: streamFailureLogEvery}}
 	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
 	// A redirect elsewhere takes no credentials along, and a request's body
 	// (a call's arguments) is not sent to an origin the config did not name.
 	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers), RefuseBody: true})
 	// What mcp-go logs itself goes to the instance's log, structured.
-	mcpLog := slog.New(noStreamNotice{log.Handler()}).With("server", srv.ID)
+	mcpLog := slog.New(newNoStreamNotice(log.Handler())).With("server", srv.ID)
 	var err error
 	if srv.Transport == config.TransportSSE {
 		var sse *transport.SSE
@@ -576,9 +577,43 @@ func dialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
 // noStreamNotice passes on what mcp-go logs, except that its error for a
 // server that answers the GET stream with 405 becomes an info line: the
 // protocol lets a server offer no stream, and such a server is not failing.
-type noStreamNotice struct{ slog.Handler }
+// And mcp-go opens a failing GET stream again every second for as long as
+// the connection lives, logging each failure; those lines are cut to the
+// first and then one a minute (saying how many were left out), so that a
+// server whose stream keeps failing does not fill the log.
+type noStreamNotice struct {
+	slog.Handler
+	failing map[string]*throttledLog // by message: those of streamFailures
+}
+
+// newNoStreamNotice wraps h.
+func newNoStreamNotice(h slog.Handler) noStreamNotice {
+	failing := map[string]*throttledLog{}
+	for _, msg := range streamFailures {
+		failing[msg] = &throttledLog{every: streamFailureLogEvery}
+	}
+	return noStreamNotice{Handler: h, failing: failing}
+}
+
+// streamFailureLogEvery is how often a GET stream that keeps failing is
+// logged, after its first failure.
+const streamFailureLogEvery = time.Minute
+
+// streamFailures are mcp-go's messages for a GET stream that failed.
+var streamFailures = []string{"failed to listen to server. retry in 1 second", "SSE stream error"}
 
 func (h noStreamNotice) Handle(ctx context.Context, r slog.Record) error {
+	if t := h.failing[r.Message]; t != nil && r.Level == slog.LevelError {
+		ok, skipped := t.allow()
+		if !ok {
+			return nil
+		}
+		if skipped > 0 {
+			r = r.Clone()
+			r.AddAttrs(slog.Int("suppressed", skipped))
+		}
+		return h.Handler.Handle(ctx, r)
+	}
 	if r.Level == slog.LevelError && r.Message == "server does not support listening" {
 		if !h.Handler.Enabled(ctx, slog.LevelInfo) {
 			return nil
@@ -594,9 +629,9 @@ func (h noStreamNotice) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h noStreamNotice) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return noStreamNotice{h.Handler.WithAttrs(attrs)}
+	return noStreamNotice{h.Handler.WithAttrs(attrs), h.failing}
 }
 
 func (h noStreamNotice) WithGroup(name string) slog.Handler {
-	return noStreamNotice{h.Handler.WithGroup(name)}
+	return noStreamNotice{h.Handler.WithGroup(name), h.failing}
 }

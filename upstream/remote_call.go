@@ -162,7 +162,7 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 		if err != nil {
 			return nil, err
 		}
-		data = bytes.TrimPrefix(data, utf8BOM)
+		data = validText(bytes.TrimPrefix(data, utf8BOM))
 		if isBatch(data) {
 			return c.batchResponse(ctx, data, method, want)
 		}
@@ -373,6 +373,9 @@ func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.Cancel
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
+		if bad := (*malformedResponse)(nil); errors.As(err, &bad) {
+			bad.method = method
+		}
 		if err != io.EOF || cursor.lastID == "" || mcp.IsModernProtocol(c.protocolVersion()) {
 			if err == io.EOF {
 				return nil, fmt.Errorf("its event stream for %s ended before the response", method)
@@ -416,8 +419,8 @@ func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte) (*j
 			if hasID {
 				cursor.lastID, hasID = id, false
 			}
-			if m := responseIn(data, want); m != nil {
-				return m, nil
+			if m, err := responseIn(data, want); m != nil || err != nil {
+				return m, err
 			}
 			data = data[:0]
 		case bytes.HasPrefix(text, []byte("data:")):
@@ -439,25 +442,45 @@ func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte) (*j
 		if err == io.EOF {
 			// An event the stream ends in the middle of still counts, as
 			// it does for mcp-go; its id does not.
-			if m := responseIn(data, want); m != nil {
-				return m, nil
+			if m, err := responseIn(data, want); m != nil || err != nil {
+				return m, err
 			}
 			return nil, io.EOF
 		}
 	}
 }
 
-// responseIn returns the response want if data is it.
-func responseIn(data, want []byte) *jsonrpc.Message {
+// responseIn returns the response want if data is it. When data is meant
+// as that response but cannot be read (see jsonrpc.AnswerID), it says why,
+// so that the call fails now rather than wait for the stream to end.
+func responseIn(data, want []byte) (*jsonrpc.Message, error) {
 	if len(data) == 0 {
-		return nil
+		return nil, nil
 	}
 	m, err := jsonrpc.Decode(data)
-	if err != nil || !m.IsResponse() || !bytes.Equal(m.ID, want) {
-		return nil
+	if err != nil {
+		if bytes.Equal(jsonrpc.AnswerID(data), want) {
+			return nil, &malformedResponse{err: err}
+		}
+		return nil, nil
 	}
-	return m
+	if !m.IsResponse() || !bytes.Equal(m.ID, want) {
+		return nil, nil
+	}
+	return m, nil
 }
+
+// malformedResponse is the response to a request that cannot be read.
+type malformedResponse struct {
+	method string
+	err    error
+}
+
+func (e *malformedResponse) Error() string {
+	return fmt.Sprintf("its response to %s cannot be read (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", e.method, e.err)
+}
+
+func (e *malformedResponse) Unwrap() error { return e.err }
 
 // resume waits the reconnection time, then reopens the request's stream
 // with a GET that names the last event it saw.

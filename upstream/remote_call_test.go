@@ -3,10 +3,12 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -204,7 +206,7 @@ func FuzzReadStreamedResponse(f *testing.F) {
 			require.NoError(t, err)
 			require.True(t, m.IsResponse())
 			require.Equal(t, "7", string(m.ID))
-		case err != io.EOF:
+		case err != io.EOF && !errors.As(err, new(*malformedResponse)):
 			t.Fatalf("a stream read whole ended with %v", err)
 		}
 		require.NotContains(t, cursor.lastID, "\x00")
@@ -350,6 +352,59 @@ func TestRemoteCallBadAnswer(t *testing.T) {
 			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
 			require.EqualError(t, err, tc.want)
 			require.NoError(t, inst.Ping(testContext(t)), "the connection still serves")
+		})
+	}
+}
+
+// TestRemoteCallDeepAnswer: a response nested deeper than JSON parsers
+// take fails its call at once, saying so, on a JSON body and on an event
+// stream that the server keeps open after it; the connection still serves.
+func TestRemoteCallDeepAnswer(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	for _, tc := range []struct{ name, contentType, format, want string }{
+		{"JSON body", "application/json", `{"jsonrpc":"2.0","id":%s,"result":{"content":[],"deep":%s}}`,
+			`server "remote": its response to tools/call is not a JSON-RPC response: parse error: the message is nested more than 10000 levels deep`},
+		{"event stream", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[],\"deep\":%s}}\n\n",
+			`server "remote": its response to tools/call cannot be read (parse error: the message is nested more than 10000 levels deep); the server does not follow JSON-RPC 2.0, report it to its maintainers`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, r *http.Request, req *jsonrpc.Message) {
+				w.Header().Set("Content-Type", tc.contentType)
+				_, _ = fmt.Fprintf(w, tc.format, req.ID, deep)
+				if tc.contentType == "text/event-stream" {
+					w.(http.Flusher).Flush()
+					<-r.Context().Done() // the stream stays open
+				}
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			_, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.EqualError(t, err, tc.want)
+			require.NoError(t, inst.Ping(testContext(t)), "the connection still serves")
+		})
+	}
+}
+
+// TestRemoteCallInvalidUTF8IsRepaired: a result that is not UTF-8, on a
+// JSON body or an event stream, reaches the caller as valid UTF-8, each
+// invalid byte as U+FFFD and the rest as it came.
+func TestRemoteCallInvalidUTF8IsRepaired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, contentType, format string }{
+		{"JSON body", "application/json", `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"caf` + "\xe9 \xff\xfe \u00e9" + `"}]}}`},
+		{"event stream", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"caf\xe9 \xff\xfe \u00e9\"}]}}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &sessionRemote{fakeRemote: fakeRemote{call: func(w http.ResponseWriter, _ *http.Request, req *jsonrpc.Message) {
+				w.Header().Set("Content-Type", tc.contentType)
+				_, _ = fmt.Fprintf(w, tc.format, req.ID)
+			}}}
+			inst := startSessionRemote(t, f, nil, Options{})
+			raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
+			require.NoError(t, err)
+			assert.Equal(t, `{"content":[{"type":"text","text":"caf`+"\uFFFD \uFFFD\uFFFD \u00e9"+`"}]}`, string(raw))
 		})
 	}
 }

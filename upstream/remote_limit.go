@@ -31,6 +31,10 @@ type limitedTransport struct {
 	// opened, when set, sees the answer to every GET before anyone reads
 	// its body, which it may replace.
 	opened func(req *http.Request, resp *http.Response)
+	// dropped throttles the warning for a stream dropped over an oversized
+	// event, as the stream's own failures are (noStreamNotice): mcp-go
+	// opens the GET stream again every second.
+	dropped throttledLog
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -44,7 +48,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	stream := mediaType(resp.Header.Get("Content-Type")) == "text/event-stream"
 	limited := &limitedBody{
 		body: resp.Body, max: int64(t.max), perEvent: stream,
-		report: reportOf(req.Context()), server: t.server, log: t.log,
+		report: reportOf(req.Context()), server: t.server, log: t.log, dropped: &t.dropped,
 	}
 	resp.Body = limited
 	if stream && t.tap != nil {
@@ -65,6 +69,7 @@ type limitedBody struct {
 	report   *sizeReport
 	server   string
 	log      *slog.Logger
+	dropped  *throttledLog
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -78,7 +83,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		if b.report != nil {
 			b.report.set(tooLong)
 		} else {
-			b.log.Warn("upstream sent a message over the size limit on its stream; the stream is dropped", "server", b.server, "limit", b.max)
+			b.dropped.warn(b.log, "upstream sent a message over the size limit on its stream; the stream is dropped", "server", b.server, "limit", b.max)
 		}
 		return 0, b.err
 	}

@@ -96,6 +96,7 @@ func (e *eventTap) step() {
 }
 
 func (e *eventTap) line(line []byte) {
+	line = validText(line) // by line: a line ends at a byte no UTF-8 sequence holds
 	e.event = append(e.event, line...)
 	text := bytes.TrimRight(line, "\r\n")
 	if len(text) == 0 {

@@ -312,17 +312,13 @@ var utf8BOM = []byte("\xEF\xBB\xBF")
 
 // malformedAnswer fails at once the pending call that a message that could
 // not be decoded answers, when the message is a JSON object with the id of
-// one and no method: the call would otherwise wait for its deadline for an
-// answer that already came. It reports whether there was such a call.
+// one and no method (see jsonrpc.AnswerID; what follows the id need not be
+// readable, such as a result nested too deep): the call would otherwise wait
+// for its deadline for an answer that already came. It reports whether there
+// was such a call.
 func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
-	if json.Unmarshal(line, &head) != nil || head.Method != nil {
-		return false
-	}
-	key, ok := sentID(head.ID)
+	id := jsonrpc.AnswerID(line)
+	key, ok := sentID(id)
 	if !ok {
 		return false
 	}
@@ -331,7 +327,7 @@ func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
 		return false
 	}
 	c.log.Warn("upstream answered a request with a malformed response", "server", c.server,
-		"id", string(head.ID), "bytes", len(line), "start", c.excerpt(line), "err", decodeErr)
+		"id", string(id), "bytes", len(line), "start", c.excerpt(line), "err", decodeErr)
 	ch <- reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)}
 	return true
 }
@@ -388,7 +384,7 @@ func (c *stdioConn) late(id json.RawMessage) bool {
 func (c *stdioConn) dispatch(line []byte) {
 	// Some runtimes start their output with a byte order mark; it is no part
 	// of the message.
-	line = bytes.TrimPrefix(line, utf8BOM)
+	line = validText(bytes.TrimPrefix(line, utf8BOM))
 	if isBatch(line) {
 		c.dispatchBatch(line)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -256,6 +257,60 @@ func TestRemoteWithoutGETStreamIsNoError(t *testing.T) {
 	rec.waitFor(t, "INFO server offers no GET stream (HTTP 405)")
 	assert.False(t, rec.has("ERROR"), "logged:\n%s", strings.Join(rec.lines, "\n"))
 	require.NoError(t, inst.Ping(testContext(t)))
+}
+
+// TestRemoteFailingGETStreamIsLoggedOnce: a server whose GET stream keeps
+// failing (HTTP 503, or an event over the size limit), which mcp-go opens
+// again every second, is logged at its first failure and then at most once
+// a minute, not once a second; the connection still serves.
+func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	const attempts = 5
+	for _, tc := range []struct {
+		name  string
+		get   func(w http.ResponseWriter)
+		lines []string // the kinds of line logged about each failure
+	}{
+		{"status 503", func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) },
+			[]string{"503"}},
+		{"oversized event", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: "+strings.Repeat("x", 8<<10)+"\n\n")
+		}, []string{"over the size limit on its stream", "SSE stream error", "failed to listen"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := newLogRecorder()
+			gets := make(chan struct{}, 100)
+			f := &sessionRemote{get: func(w http.ResponseWriter, _ *http.Request) {
+				tc.get(w)
+				gets <- struct{}{}
+			}}
+			inst := startSessionRemote(t, f, nil, Options{Logger: rec.logger(), MaxMessage: 4 << 10})
+			// The failures of every GET but the last are logged (or left out)
+			// before mcp-go waits to open the next one.
+			for range attempts {
+				select {
+				case <-gets:
+				case <-time.After(waitTimeout):
+					t.Fatal("the GET stream was not opened again")
+				}
+			}
+			rec.mu.Lock()
+			lines := append([]string(nil), rec.lines...)
+			rec.mu.Unlock()
+			for _, kind := range tc.lines {
+				n := 0
+				for _, l := range lines {
+					if strings.Contains(l, kind) {
+						n++
+					}
+				}
+				assert.Equal(t, 1, n, "%d GET streams failed; %q logged %d times:\n%s", attempts, kind, n, strings.Join(lines, "\n"))
+			}
+			require.NoError(t, inst.Ping(testContext(t)))
+		})
+	}
 }
 
 // TestStdoutJunkWarningsAreBounded: a server that writes to stdout without

@@ -163,7 +163,8 @@ servers:
 
 func printProblems(w interface{ Write([]byte) (int, error) }, problems []config.Problem) (errors, warnings int) {
 	for _, p := range problems {
-		fmt.Fprintln(w, p.String())
+		// A problem may quote what an upstream said (an error, a name).
+		fmt.Fprintln(w, inertLines(p.String()))
 		if p.Severity == config.SeverityError {
 			errors++
 		} else {

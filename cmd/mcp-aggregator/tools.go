@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
@@ -91,14 +92,14 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDESCRIPTION")
 		for _, t := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Server, t.Original, t.Description)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Server, t.Original, inert(t.Description))
 		}
 		_ = tw.Flush()
 		if len(report.Problems)+len(report.Notes) > 0 {
 			fmt.Fprintln(stdout)
 			printProblems(stdout, report.Problems)
 			for _, n := range report.Notes {
-				fmt.Fprintln(stdout, "note:", n)
+				fmt.Fprintln(stdout, "note:", inertLines(n))
 			}
 		}
 	}
@@ -106,4 +107,39 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// inert is s for a terminal: each control character (C0, DEL, C1) an
+// upstream put in a description, such as the start of an escape sequence
+// that would clear the screen or write the clipboard, is written as a
+// visible escape (\x1b, \u009b) and reaches the terminal as text.
+func inert(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// inertLines is inert for each line of s, keeping its line breaks.
+func inertLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inert(l)
+	}
+	return strings.Join(lines, "\n")
 }

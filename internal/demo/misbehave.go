@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,9 @@ var misbehaveModes = map[string]string{
 	"bad-schemas":        "tools/list also lists no_schema, without an inputSchema, and array_schema, whose inputSchema has type array",
 	"batch-answer":       "answers tools/call with a JSON-RPC batch: a notifications/message, then the response",
 	"progress-backwards": "every tools/call with a progressToken first sends progress 1, 3, 2, 3, 4 for it: two of them do not increase",
+	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8, and ends in half a surrogate pair; ping_tool answers with such text too",
+	"escapes":            "tools/list also lists clear, whose description holds terminal escape sequences and control characters, and a tool without an inputSchema named with one",
+	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
 }
 
 func misbehaveModeNames() string {
@@ -258,6 +262,18 @@ func (s *misbehaveServer) handle(line []byte) error {
 				map[string]any{"name": "no_schema", "description": "Has no inputSchema."},
 				map[string]any{"name": "array_schema", "description": "Takes an array.", "inputSchema": map[string]any{"type": "array"}})
 		}
+		if s.mode == "bad-utf8" {
+			result, err := marshal(map[string]any{"tools": append(page["tools"].([]any),
+				map[string]any{"name": "latin1", "description": "LATIN1", "inputSchema": map[string]any{"type": "object"}})})
+			if err != nil {
+				return err
+			}
+			return s.conn.respond(m.ID, bytes.Replace(result, []byte("LATIN1"), []byte("caf\xe9 cr\xe8me \\ud83d"), 1))
+		}
+		if s.mode == "escapes" {
+			page["tools"] = append(page["tools"].([]any), noArgTool("clear", "\x1b[2J\x1b]0;owned\x07Clears\tthe\u009bscreen\rfor you"),
+				map[string]any{"name": "\x1b[31mred", "description": "Has no inputSchema, and a name that is an escape sequence."})
+		}
 		if s.mode == "cursor-cycle" {
 			var p struct {
 				Cursor string `json:"cursor"`
@@ -274,7 +290,10 @@ func (s *misbehaveServer) handle(line []byte) error {
 			return nil
 		}
 		var p struct {
-			Name string `json:"name"`
+			Name      string `json:"name"`
+			Arguments struct {
+				Depth int `json:"depth"`
+			} `json:"arguments"`
 		}
 		if err := json.Unmarshal(m.Params, &p); err != nil {
 			return s.conn.failCode(m.ID, codeInvalidParams, "invalid tools/call params: "+err.Error())
@@ -326,6 +345,12 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if err := s.progressBackwards(m.Params); err != nil {
 				return err
 			}
+		case "bad-utf8":
+			return s.conn.respond(m.ID, json.RawMessage(`{"content":[{"type":"text","text":"caf`+"\xe9 \xff\xfe"+` \ud83d"}]}`))
+		case "deep-result":
+			if d := p.Arguments.Depth; d > 0 {
+				return s.conn.respond(m.ID, deepResult(d))
+			}
 		}
 		return s.conn.respondValue(m.ID, textResult("pong"))
 	default:
@@ -366,4 +391,17 @@ func (s *misbehaveServer) pingFlood() error {
 		}
 	}
 	return nil
+}
+
+// maxDeepResult bounds the nesting deep-result writes.
+const maxDeepResult = 1 << 20
+
+// deepResult is a tool result whose structuredContent holds an array
+// nested depth arrays deep (at most maxDeepResult).
+func deepResult(depth int) json.RawMessage {
+	depth = min(depth, maxDeepResult)
+	b := []byte(`{"content":[{"type":"text","text":"deep"}],"structuredContent":{"deep":`)
+	b = append(b, strings.Repeat("[", depth)...)
+	b = append(b, strings.Repeat("]", depth)...)
+	return append(b, "}}"...)
 }

@@ -88,6 +88,28 @@ func (e *DecodeError) Response() *Message {
 // of data, never into data itself, which the caller may reuse.
 func Decode(data []byte) (*Message, error) { return DecodeOwned(bytes.Clone(data)) }
 
+// AnswerID reads, from a message Decode refused, the id of the response
+// it stands for: its top-level "id", read from the members before whatever
+// could not be read, when no "method" was read. It is nil when the message
+// does not look like a response, so that a receiver can fail the request
+// it answers at once rather than let it wait for an answer that came.
+func AnswerID(data []byte) json.RawMessage {
+	var id []byte
+	obj := rawjson.NewObject(data)
+	for obj.Next() {
+		switch string(obj.Name()) {
+		case "id":
+			id = obj.Value()
+		case "method":
+			return nil
+		}
+	}
+	if !ValidID(id) {
+		return nil
+	}
+	return id
+}
+
 // DecodeOwned is Decode for data the caller hands over, such as a body read
 // for this message alone: the message's members point into data itself,
 // which the caller must neither change nor reuse, and no copy is made.
@@ -113,6 +135,8 @@ func DecodeOwned(data []byte) (*Message, error) {
 	switch err := obj.Err(); {
 	case errors.Is(err, rawjson.ErrNotObject) && rawjson.Valid(data):
 		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
+	case errors.Is(err, rawjson.ErrTooDeep):
+		return nil, &DecodeError{Code: CodeParseError, Reason: fmt.Sprintf("parse error: the message is nested more than %d levels deep", rawjson.MaxDepth)}
 	case err != nil:
 		return nil, &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
 	}

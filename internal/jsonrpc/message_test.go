@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -138,4 +139,25 @@ func TestDecodeOwned(t *testing.T) {
 	line[len(line)-3] = '2' // {"a":2}
 	assert.Equal(t, `{"a":2}`, string(owned.Result), "points into the bytes handed over")
 	assert.Equal(t, `{"a":1}`, string(copied.Result), "a copy of its own")
+}
+
+// TestAnswerID: the id of a message Decode refuses is read when it comes
+// before what cannot be read and no method was seen; anything else has none.
+func TestAnswerID(t *testing.T) {
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	for _, tc := range []struct{ name, msg, want string }{
+		{"too deep", `{"jsonrpc":"2.0","id":7,"result":` + deep + `}`, `7`},
+		{"string id", `{"jsonrpc":"2.0","id":"a","result":{"x":` + deep + `}}`, `"a"`},
+		{"truncated", `{"jsonrpc":"2.0","id":7,"result":{"content":[`, `7`},
+		{"bad error member", `{"jsonrpc":"2.0","id":7,"error":"boom"}`, `7`},
+		{"a request", `{"jsonrpc":"2.0","id":7,"method":"ping","params":` + deep + `}`, ``},
+		{"id after the break", `{"jsonrpc":"2.0","result":` + deep + `,"id":7}`, ``},
+		{"no id", `{"jsonrpc":"2.0","result":` + deep + `}`, ``},
+		{"not an object", `[1,2`, ``},
+		{"id not an id", `{"id":{"a":1},"result":` + deep + `}`, ``},
+	} {
+		assert.Equal(t, tc.want, string(AnswerID([]byte(tc.msg))), tc.name)
+	}
+	_, err := Decode([]byte(`{"jsonrpc":"2.0","id":7,"result":` + deep + `}`))
+	assert.EqualError(t, err, "parse error: the message is nested more than 10000 levels deep")
 }

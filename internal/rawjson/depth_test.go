@@ -49,3 +49,23 @@ func TestDeepValuesMatchEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectSaysWhenTooDeep: a member nested past MaxDepth is reported as
+// ErrTooDeep, one just within it is read, and brackets inside strings or a
+// syntax error in a shallow value are not taken for depth.
+func TestObjectSaysWhenTooDeep(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	errOf := func(s string) error {
+		o := NewObject([]byte(s))
+		for o.Next() {
+		}
+		return o.Err()
+	}
+	assert.NoError(t, errOf(`{"id":1,"result":`+nest(maxDepth-1)+`}`))
+	assert.ErrorIs(t, errOf(`{"id":1,"result":`+nest(maxDepth)+`}`), ErrTooDeep)
+	assert.ErrorIs(t, errOf(`{"id":1,"result":`+nest(3*maxDepth)+`}`), ErrTooDeep)
+	brackets := `"` + strings.Repeat("[", 2*maxDepth) + `"`
+	assert.NotErrorIs(t, errOf(`{"id":1,"result":[`+brackets+`,}`), ErrTooDeep)
+	assert.NotErrorIs(t, errOf(`{"id":1,"result":["\"`+brackets[1:]+`,}`), ErrTooDeep)
+	assert.NotErrorIs(t, errOf(`{"id":1,"result":[1,}`), ErrTooDeep)
+}

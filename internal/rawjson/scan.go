@@ -21,6 +21,13 @@ var errSyntax = errors.New("rawjson: invalid JSON")
 // ErrNotObject reports valid JSON that is not an object.
 var ErrNotObject = errors.New("rawjson: not a JSON object")
 
+// ErrTooDeep reports JSON that nests objects and arrays more than MaxDepth
+// levels deep, which encoding/json (and so this package) does not take.
+var ErrTooDeep = errors.New("rawjson: nested too deep")
+
+// MaxDepth is the deepest nesting of objects and arrays accepted.
+const MaxDepth = maxDepth
+
 // Valid reports whether data is one JSON value, with optional whitespace
 // around it. It accepts exactly what json.Valid accepts, in one pass and
 // without encoding/json's per-byte state machine.
@@ -97,6 +104,9 @@ func (o *Object) Next() bool {
 	i = skipSpace(d, i+1)
 	end, ok = skipValue(d, i, 1)
 	if !ok {
+		if nestsDeeper(d[i:], maxDepth-1) {
+			return o.fail(ErrTooDeep)
+		}
 		return o.fail(errSyntax)
 	}
 	o.value = d[i:end]
@@ -118,8 +128,35 @@ func (o *Object) ValueSpan() (start, end int) { return o.valueStart, o.pos }
 
 // Err is nil once Next has gone through one valid JSON object to its end
 // (whitespace may follow it); ErrNotObject when the input does not start
-// with one; otherwise a syntax error. A caller that stops early gets nil.
+// with one; ErrTooDeep when a member's value nests deeper than MaxDepth;
+// otherwise a syntax error. A caller that stops early gets nil.
 func (o *Object) Err() error { return o.err }
+
+// nestsDeeper reports whether the objects and arrays d starts with open
+// more than limit levels deep, reading strings as strings and nothing else
+// as JSON: it tells why a value failed to scan, not whether it is valid.
+func nestsDeeper(d []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(d); i++ {
+		switch d[i] {
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			if depth--; depth <= 0 {
+				return false
+			}
+		case '"':
+			for i++; i < len(d) && d[i] != '"'; i++ {
+				if d[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return false
+}
 
 func (o *Object) end(i int) bool {
 	o.done = true
