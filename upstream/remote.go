@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,7 +146,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// (a call's arguments) is not sent to an origin the config did not name.
 	c.client = sameorigin.Client(&http.Client{Transport: rt}, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers), RefuseBody: true})
 	// What mcp-go logs itself goes to the instance's log, structured.
-	mcpLog := slog.New(noStreamNotice{log.Handler()}).With("server", srv.ID)
+	mcpLog := slog.New(newStreamLog(log.Handler())).With("server", srv.ID)
 	var err error
 	if srv.Transport == config.TransportSSE {
 		var sse *transport.SSE
@@ -573,30 +574,81 @@ func dialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
 	return pipeio.NewConn(c), nil
 }
 
-// noStreamNotice passes on what mcp-go logs, except that its error for a
+// streamLog passes on what mcp-go logs, with two changes. Its error for a
 // server that answers the GET stream with 405 becomes an info line: the
 // protocol lets a server offer no stream, and such a server is not failing.
-type noStreamNotice struct{ slog.Handler }
+// Its error for a GET stream that failed, which it tries again every second
+// for as long as the server is down, is logged once, then at most once per
+// streamFailureEvery with the count of those left out: an instance of a
+// server left down for an hour would otherwise write 3600 lines.
+type streamLog struct {
+	slog.Handler
+	failures *streamFailures // shared by the handlers WithAttrs and WithGroup derive
+}
 
-func (h noStreamNotice) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelError && r.Message == "server does not support listening" {
+// streamFailureEvery is how often a GET stream that keeps failing is logged.
+const streamFailureEvery = time.Minute
+
+// streamFailures is when a failed GET stream was last logged, and how many
+// failures have not been since.
+type streamFailures struct {
+	mu     sync.Mutex
+	logged time.Time
+	quiet  int
+}
+
+// due reports whether a failure at now is logged, and how many were left
+// out since the last one logged.
+func (f *streamFailures) due(now time.Time) (bool, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.logged.IsZero() && now.Sub(f.logged) < streamFailureEvery {
+		f.quiet++
+		return false, 0
+	}
+	quiet := f.quiet
+	f.logged, f.quiet = now, 0
+	return true, quiet
+}
+
+func newStreamLog(h slog.Handler) streamLog {
+	return streamLog{Handler: h, failures: &streamFailures{}}
+}
+
+func (h streamLog) Handle(ctx context.Context, r slog.Record) error {
+	switch {
+	case r.Level == slog.LevelError && r.Message == "server does not support listening":
 		if !h.Handler.Enabled(ctx, slog.LevelInfo) {
 			return nil
 		}
-		quiet := slog.NewRecord(r.Time, slog.LevelInfo, "server offers no GET stream (HTTP 405); it sends only what answers a request", r.PC)
-		r.Attrs(func(a slog.Attr) bool {
-			quiet.AddAttrs(a)
-			return true
-		})
-		r = quiet
+		r = relabel(r, slog.LevelInfo, "server offers no GET stream (HTTP 405); it sends only what answers a request")
+	case r.Level == slog.LevelError && strings.HasPrefix(r.Message, "failed to listen to server"):
+		due, quiet := h.failures.due(r.Time)
+		if !due {
+			return nil
+		}
+		r = relabel(r, slog.LevelWarn, fmt.Sprintf("GET stream failed; trying again every second, logged at most once per %s", streamFailureEvery))
+		if quiet > 0 {
+			r.AddAttrs(slog.Int("failures_not_logged", quiet))
+		}
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h noStreamNotice) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return noStreamNotice{h.Handler.WithAttrs(attrs)}
+// relabel is r with another level and message, and the same attributes.
+func relabel(r slog.Record, level slog.Level, msg string) slog.Record {
+	out := slog.NewRecord(r.Time, level, msg, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(a)
+		return true
+	})
+	return out
 }
 
-func (h noStreamNotice) WithGroup(name string) slog.Handler {
-	return noStreamNotice{h.Handler.WithGroup(name)}
+func (h streamLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return streamLog{Handler: h.Handler.WithAttrs(attrs), failures: h.failures}
+}
+
+func (h streamLog) WithGroup(name string) slog.Handler {
+	return streamLog{Handler: h.Handler.WithGroup(name), failures: h.failures}
 }
