@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"io"
 	"net"
 	"net/http"
@@ -261,9 +262,9 @@ func TestOTelTraces(t *testing.T) {
 		session := server.attr("mcp.session.id")
 		if tr == httpTransport {
 			full := coreSessionOf(t, c)
-			assert.Equal(t, full[:8], session, "the session as the logs show it, never the whole id")
+			assert.Equal(t, downstream.SessionDigest(full), session, "the session as the logs show it, never its id")
 		} else {
-			assert.Equal(t, "stdio", session)
+			assert.Equal(t, downstream.SessionDigest("stdio"), session, "the session as the logs show it")
 		}
 		assert.Empty(t, server.attr("error.type"))
 

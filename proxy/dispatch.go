@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -386,7 +385,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 func forwardedMeta(meta map[string]json.RawMessage) map[string]json.RawMessage {
 	var out map[string]json.RawMessage
 	for k, v := range meta {
-		if k == "progressToken" || k == LeaseMetaKey || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if k == "progressToken" || keptBack(k) {
 			continue
 		}
 		if out == nil {

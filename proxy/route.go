@@ -28,6 +28,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 		return bad
 	}
 	key, _ := LeaseKeyOf(req, meta)
+	params = upstreamParams(params, meta)
 	var (
 		rs    *runningServer
 		grant *session.Grant

@@ -16,7 +16,7 @@ func (p *Proxy) traced(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	r := telemetry.Request{Method: req.Msg.Method, ID: req.Msg.ID, Params: req.Msg.Params, Protocol: req.Protocol,
 		Headers: telemetry.Headers{TraceParent: req.TraceParent, TraceState: req.TraceState}, Exported: p.exported}
 	if req.Session != nil {
-		r.Session = req.Session.Key()
+		r.Session = sessionDigest(sessionLeaseKey(req.Session))
 	}
 	ctx, span := p.opts.Tracer.StartRequest(ctx, r)
 	resp := p.dispatch(ctx, req)

@@ -47,7 +47,6 @@ const (
 const (
 	maxTarget    = 64  // a tool or prompt name in a span's name
 	maxAttribute = 512 // any other string taken from a request
-	sessionShown = 8   // the characters of a session id a span shows, as the logs do
 )
 
 // Request describes a downstream request for its span.
@@ -57,9 +56,10 @@ type Request struct {
 	// Params are the request's params, raw: the span reads the tool or
 	// prompt name, the resource URI and _meta's trace context from them.
 	Params json.RawMessage
-	// Session is the downstream session's key ("" when sessionless); the
-	// span shows only its first characters, as the logs do, so that it
-	// tells sessions apart without handing anyone a usable id.
+	// Session names the downstream session as the logs, the status page
+	// and /status.json do ("" when sessionless): a digest that tells
+	// sessions apart without handing anyone a usable id. It is shown as
+	// it is.
 	Session  string
 	Protocol string
 	// Headers are the transport's trace context, used when _meta has none.
@@ -113,7 +113,7 @@ func (t *Tracer) StartRequest(ctx context.Context, r Request) (context.Context, 
 		attrs = append(attrs, keyRequestID.String(id))
 	}
 	if r.Session != "" {
-		attrs = append(attrs, keySession.String(shorten(r.Session, sessionShown)))
+		attrs = append(attrs, keySession.String(shorten(r.Session, maxAttribute)))
 	}
 	if r.Protocol != "" {
 		attrs = append(attrs, keyProtocol.String(r.Protocol))

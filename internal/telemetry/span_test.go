@@ -38,7 +38,7 @@ func TestRequestAndUpstreamSpans(t *testing.T) {
 	tr, exp := recording(t)
 	params := json.RawMessage(`{"name":"demo_echo","arguments":{"text":"hi"},"_meta":{"traceparent":"` + clientTP + `","tracestate":"vendor=value","progressToken":1}}`)
 	ctx, req := tr.StartRequest(context.Background(), Request{Method: "tools/call", ID: json.RawMessage(`"call-7"`), Params: params,
-		Session: "0123456789abcdef0123456789abcdef", Protocol: "2025-11-25", Exported: exports("demo_echo")})
+		Session: "0123456789ab", Protocol: "2025-11-25", Exported: exports("demo_echo")})
 	upCtx, up := tr.StartUpstream(ctx, Upstream{Method: "tools/call", Tool: "echo", Server: "demo", Transport: "stdio", PID: 4242, Protocol: "2025-11-25"})
 	up.SetExportedName("demo_echo")
 	assert.Equal(t, up.Context(), trace.SpanContextFromContext(upCtx))
@@ -63,7 +63,7 @@ func TestRequestAndUpstreamSpans(t *testing.T) {
 	assert.Equal(t, clientParent, reqSpan.Parent.SpanID().String(), "the client's span is the parent")
 	assert.True(t, reqSpan.Parent.IsRemote())
 	assert.Equal(t, map[attribute.Key]string{
-		"mcp.method.name": "tools/call", "jsonrpc.request.id": "call-7", "mcp.session.id": "01234567",
+		"mcp.method.name": "tools/call", "jsonrpc.request.id": "call-7", "mcp.session.id": "0123456789ab",
 		"mcp.protocol.version": "2025-11-25", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "demo_echo",
 		"error.type": "tool_error",
 	}, attrs(reqSpan))
