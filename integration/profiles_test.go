@@ -52,8 +52,9 @@ func startProfiles(t *testing.T, config string) (*aggregator, clientTokens, stri
 }
 
 // TestProfilesFilterToolsAndCalls: two clients with different profiles see
-// different tools; a call outside the profile is refused naming the tool;
-// mcp_status shows the profile's servers only.
+// different tools; a call outside the profile is answered as a call of a
+// tool that does not exist, while the operator is told of it in the log
+// and the metrics; mcp_status shows the profile's servers only.
 func TestProfilesFilterToolsAndCalls(t *testing.T) {
 	t.Parallel()
 	a, tok, _ := startProfiles(t, profilesConfig())
@@ -65,12 +66,13 @@ func TestProfilesFilterToolsAndCalls(t *testing.T) {
 	assert.Contains(t, all, "demo_add", "a client without a profile sees everything")
 	assert.Contains(t, all, "counter_increment")
 
+	unknown := ci.callTool("no_such_tool", map[string]any{"a": 1, "b": 2})
+	// demo_add: ci-bot's server, a tool its patterns leave out;
+	// counter_increment: a server its profile leaves out.
 	for _, tool := range []string{"demo_add", "counter_increment"} {
 		resp := ci.callTool(tool, map[string]any{"a": 1, "b": 2})
-		require.NotNil(t, resp.Error, "%s is outside ci-bot's profile", tool)
-		msg := errorMessage(t, resp.Error)
-		assert.Contains(t, msg, fmt.Sprintf("%q", tool), "the refusal names the tool")
-		assert.Contains(t, msg, `client "ci-bot"`)
+		assertLikeUnknown(t, tool, resp.Error, "no_such_tool", unknown.Error, "tools/call")
+		waitLog(t, a.log, 1, "its profile hides", "client=ci-bot", "kind=tool", "name="+tool)
 	}
 	assert.Equal(t, "hi", firstText(t, ci.callToolResult("demo_echo", map[string]any{"text": "hi"})))
 	assert.NotEmpty(t, laptop.callToolResult("counter_increment", map[string]any{}))
@@ -92,13 +94,25 @@ func TestProfilesFilterToolsAndCalls(t *testing.T) {
 	assert.Equal(t, strings.ReplaceAll(missing, "no-such-server", "counter"), hidden,
 		"nothing tells ci-bot that counter exists")
 
-	// The refused calls count as refused calls of those tools, not of an unknown one.
+	// The metrics, which only the operator sees, count the refused calls
+	// as calls of those tools, and the made-up name's as an unknown one's.
 	fams := opsScrapeAs(t, a, tok.laptop)
 	calls := "mcp_aggregator_tool_calls_total"
 	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "demo", "tool": "demo_add", "outcome": "error"}))
 	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "counter", "tool": "counter_increment", "outcome": "error"}))
-	_, unknown := opsSeries(fams, calls, map[string]string{"server": "_unknown", "tool": "_unknown", "outcome": "error"})
-	assert.False(t, unknown, "a refused call of an exported tool is not an unknown tool's")
+	assert.Equal(t, 1.0, opsValue(t, fams, calls, map[string]string{"server": "_unknown", "tool": "_unknown", "outcome": "error"}))
+}
+
+// assertLikeUnknown asserts that a request for a name the client's profile
+// hides was answered (hidden: an error object or a result) as the same
+// request for a made-up name of the same kind was (unknown), as JSON once
+// each name is replaced by NAME: nothing tells the client the name exists.
+func assertLikeUnknown(t *testing.T, name string, hidden json.RawMessage, madeUp string, unknown json.RawMessage, what string) {
+	t.Helper()
+	require.NotEmpty(t, unknown, "%s of %q has an answer", what, madeUp)
+	require.NotEmpty(t, hidden, "%s of %q has an answer", what, name)
+	assert.JSONEq(t, strings.ReplaceAll(string(unknown), madeUp, "NAME"), strings.ReplaceAll(string(hidden), name, "NAME"),
+		"%s: a name outside the profile and a name that does not exist look alike", what)
 }
 
 // errorMessage reads the message of a JSON-RPC error object.
@@ -159,7 +173,8 @@ func TestProfilesLeaseKeysPerClient(t *testing.T) {
 }
 
 // TestProfilesSearch: in search mode, mcp_search_tools finds only what the
-// client's profile admits, and mcp_call_tool refuses the rest.
+// client's profile admits, and mcp_call_tool answers a call of the rest as
+// one of a tool that does not exist, suggesting only tools the client sees.
 func TestProfilesSearch(t *testing.T) {
 	t.Parallel()
 	a, tok, _ := startProfiles(t, strings.Replace(profilesConfig(), "version: 1\n", "version: 1\ndiscovery: {mode: search}\n", 1))
@@ -185,13 +200,34 @@ func TestProfilesSearch(t *testing.T) {
 	for _, n := range found(ci, "counter increment add echo environment") {
 		assert.True(t, strings.HasPrefix(n, "demo_e"), "ci-bot found %s", n)
 	}
-	resp := ci.callTool("mcp_call_tool", map[string]any{"name": "demo_add", "arguments": map[string]any{"a": 1, "b": 2}})
-	require.NotNil(t, resp.Error, "mcp_call_tool refuses a tool outside the profile")
-	assert.Contains(t, errorMessage(t, resp.Error), `"demo_add"`)
+	visible := map[string]bool{"mcp_search_tools": true, "mcp_call_tool": true, "mcp_status": true, "mcp_release": true, "demo_echo": true, "demo_env": true}
+	call := func(name string) json.RawMessage {
+		return ci.callToolResult("mcp_call_tool", map[string]any{"name": name, "arguments": map[string]any{"a": 1, "b": 2}})
+	}
+	var suggested []string
+	for _, tool := range []string{"demo_add", "counter_increment"} {
+		// The made-up name differs only in case, so that the closest names
+		// suggested for the two are searched for with the same words.
+		madeUp := strings.ToUpper(tool)
+		hidden, unknown := call(tool), call(madeUp)
+		assertLikeUnknown(t, tool, hidden, madeUp, unknown, "mcp_call_tool")
+		if closest := regexp.MustCompile(`Closest: ([^.]+)\.`).FindStringSubmatch(firstText(t, hidden)); closest != nil {
+			suggested = append(suggested, strings.Split(closest[1], ", ")...)
+		}
+		waitLog(t, a.log, 1, "its profile hides", "client=ci-bot", "kind=tool", "name="+tool)
+	}
+	require.NotEmpty(t, suggested, "demo_add comes close to tools ci-bot sees")
+	for _, n := range suggested {
+		assert.True(t, visible[n], "%s is suggested to ci-bot, which may not see it", n)
+	}
+	// The operator's metrics count the refused call as the tool's own.
+	fams := opsScrapeAs(t, a, tok.laptop)
+	assert.Equal(t, 1.0, opsValue(t, fams, "mcp_aggregator_tool_calls_total", map[string]string{"server": "demo", "tool": "demo_add", "outcome": "tool_error"}))
 }
 
 // TestProfilesResourcesAndPrompts: a profile's servers limit the resources,
-// resource templates and prompts too, listed and used.
+// resource templates and prompts too, listed and used: a name outside the
+// profile is answered as a name that does not exist, and logged.
 func TestProfilesResourcesAndPrompts(t *testing.T) {
 	t.Parallel()
 	config := profilesConfig() + fmt.Sprintf("  surface:\n    %s\n", demoServer("surface"))
@@ -215,17 +251,41 @@ func TestProfilesResourcesAndPrompts(t *testing.T) {
 	assert.Empty(t, list(ci, "resources/templates/list", "resourceTemplates"))
 	assert.Empty(t, list(ci, "prompts/list", "prompts"))
 
-	uri, _ := resources[0]["uri"].(string)
-	resp := ci.mustRequest("resources/read", map[string]any{"uri": uri})
-	require.NotEmpty(t, resp.Error, "reading a resource of a server outside the profile is refused")
-	assert.Contains(t, errorMessage(t, resp.Error), "is not available to client \"ci-bot\"")
-	resp = laptop.mustRequest("resources/read", map[string]any{"uri": uri})
-	assert.Empty(t, resp.Error, "%s", resp.Error)
-
-	name, _ := prompts[0]["name"].(string)
-	resp = ci.mustRequest("prompts/get", map[string]any{"name": name})
-	require.NotEmpty(t, resp.Error, "getting a prompt of a server outside the profile is refused")
-	assert.Contains(t, errorMessage(t, resp.Error), fmt.Sprintf("prompt %q", name))
+	// Each request asks for a name of its own, so that each is logged.
+	require.GreaterOrEqual(t, len(resources), 3)
+	require.GreaterOrEqual(t, len(prompts), 2)
+	uri := func(i int) string { u, _ := resources[i]["uri"].(string); return u }
+	name := func(i int) string { n, _ := prompts[i]["name"].(string); return n }
+	template, _ := list(laptop, "resources/templates/list", "resourceTemplates")[0]["uriTemplate"].(string)
+	const (
+		madeUpURI      = "none://made-up"
+		madeUpPrompt   = "no_such_prompt"
+		madeUpTemplate = "none://made-up/{id}"
+	)
+	promptRef := func(name string) map[string]any {
+		return map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": name}, "argument": map[string]any{"name": "a", "value": ""}}
+	}
+	templateRef := func(uri string) map[string]any {
+		return map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": uri}, "argument": map[string]any{"name": "id", "value": ""}}
+	}
+	for _, req := range []struct {
+		method, kind, hidden, madeUp string
+		params                       func(string) map[string]any
+	}{
+		{"resources/read", "resource", uri(0), madeUpURI, func(u string) map[string]any { return map[string]any{"uri": u} }},
+		{"resources/subscribe", "resource", uri(1), madeUpURI, func(u string) map[string]any { return map[string]any{"uri": u} }},
+		{"resources/unsubscribe", "resource", uri(2), madeUpURI, func(u string) map[string]any { return map[string]any{"uri": u} }},
+		{"prompts/get", "prompt", name(0), madeUpPrompt, func(n string) map[string]any { return map[string]any{"name": n} }},
+		{"completion/complete", "prompt", name(1), madeUpPrompt, promptRef},
+		{"completion/complete", `"resource template"`, template, madeUpTemplate, templateRef},
+	} {
+		what := req.method + " of a " + strings.Trim(req.kind, `"`)
+		hidden := ci.mustRequest(req.method, req.params(req.hidden))
+		unknown := ci.mustRequest(req.method, req.params(req.madeUp))
+		assertLikeUnknown(t, req.hidden, hidden.Error, req.madeUp, unknown.Error, what)
+		waitLog(t, a.log, 1, "its profile hides", "client=ci-bot", "kind="+req.kind, "name="+req.hidden)
+		assert.Empty(t, laptop.mustRequest(req.method, req.params(req.hidden)).Error, "%s: laptop, without a profile, reaches it", what)
+	}
 }
 
 // TestProfilesServersOfOthersTakeNoPart: a server outside a client's

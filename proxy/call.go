@@ -57,22 +57,28 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		timeout  time.Duration
 	)
 	defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
+	viaCallTool := false // name came from an mcp_call_tool call
 	// A reload may retire the server between the lookup and the lease; the
 	// call then looks again and runs on the server's new instance.
 	for retries := 0; ; {
 		var ok bool
 		st = p.current()
 		entry, ok = st.catalog.Lookup(name)
+		if client := requestClient(inv.req); ok && !st.profileOf(client).tool(entry) {
+			// Answered as a name no server exports (hidden.go). entry
+			// stays set: the metrics, which only the operator sees, count
+			// the call under the tool's own name.
+			p.hiddenName(inv.req, hiddenTool, name, entry.Server)
+			if viaCallTool && st.search != nil {
+				return textResult(true, unknownToolText(st.search.index, name, st.visibility(client))), nil, nil
+			}
+			ok = false
+		}
 		if !ok {
 			if offer := p.unknownToolLoginOffer(ctx, inv.req, st, name); offer != nil {
 				return nil, offer, nil
 			}
 			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s", name, st.awaitingLogin(requestClient(inv.req))), nil
-		}
-		if client := requestClient(inv.req); !st.profileOf(client).tool(entry) {
-			// Counted as a refused call of that tool (outcome error): the
-			// name is one the catalog exports.
-			return nil, notInProfile(client, name), nil
 		}
 		if entry.Server == adminServer && entry.Original == callToolName && st.search != nil {
 			target, answer := p.callTarget(ctx, st, inv)
@@ -82,7 +88,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			// mcp_call_tool is no call of its own: it goes round again as
 			// the tool it names, and is limited, traced and counted as that
 			// tool's call, once.
-			inv, name = target, target.name
+			inv, name, viaCallTool = target, target.name, true
 			continue
 		}
 		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {

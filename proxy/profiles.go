@@ -3,14 +3,12 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -310,32 +308,6 @@ func requestClient(req *downstream.Request) string {
 		return ""
 	}
 	return req.Client
-}
-
-// notInProfile is the error for a tool the client's profile leaves out.
-func notInProfile(client, name string) *jsonrpc.Error {
-	return errorObject(codeInvalidParams, "tool %q is not available to client %q: its profile (profiles.%s) leaves it out; call tools/list for the tools it may use", name, client, client)
-}
-
-// serverRefused answers a request for a resource or prompt of a server
-// the client's profile leaves out; nil when the profile admits it.
-func (st *state) serverRefused(req *downstream.Request, server, what string) *jsonrpc.Message {
-	client := requestClient(req)
-	if st.profileOf(client).server(server) {
-		return nil
-	}
-	return &jsonrpc.Message{Error: &jsonrpc.Error{Code: codeInvalidParams,
-		Message: fmt.Sprintf("%s is not available to client %q: its profile (profiles.%s) leaves out the server that offers it", what, client, client)}}
-}
-
-// hiddenPrompt refuses a prompt name the client's own servers do not
-// export but a server outside its profile does; nil otherwise.
-func (st *state) hiddenPrompt(req *downstream.Request, name string) *jsonrpc.Message {
-	e, ok := st.surface.prompts[name]
-	if !ok {
-		return nil
-	}
-	return st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", name))
 }
 
 // visibility is the search filter of client: nil (everything) without a

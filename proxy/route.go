@@ -251,12 +251,8 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	if !ok {
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
 	}
-	if !ok {
-		if hidden, found := st.surface.resourceOwner(params.URI); found {
-			if refused := st.serverRefused(req, hidden, fmt.Sprintf("resource %q", params.URI)); refused != nil {
-				return refused
-			}
-		}
+	if !ok || !st.profileOf(req.Client).server(server) {
+		p.noteHidden(req, st, hiddenResource, params.URI, (*Surface).resourceOwner)
 		why := "and more than one server offers resources"
 		switch {
 		case len(surface.caps.resourceServers) == 0:
@@ -273,9 +269,6 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: code,
 			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, %s; call resources/list and resources/templates/list", params.URI, why),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
-	}
-	if refused := st.serverRefused(req, server, fmt.Sprintf("resource %q", params.URI)); refused != nil {
-		return refused
 	}
 	if req.Msg.Method != "resources/read" {
 		// Whether a shared instance is to hold the URI is decided, and the
@@ -338,18 +331,13 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 	p.awaitLoad(ctx)
 	st := p.current()
 	e, ok := p.surfaceFor(st, req.Client, req.Session).prompts[params.Name]
-	if !ok {
-		if refused := st.hiddenPrompt(req, params.Name); refused != nil {
-			return refused
-		}
+	if !ok || !st.profileOf(req.Client).server(e.server) {
+		p.noteHidden(req, st, hiddenPrompt, params.Name, (*Surface).promptOwner)
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
 	out, err := renamed(req.Msg.Params, e.original)
 	if err != nil {
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
-	}
-	if refused := st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", params.Name)); refused != nil {
-		return refused
 	}
 	return p.forward(ctx, req, e.server, out)
 }
@@ -374,10 +362,8 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 	switch ref.Type {
 	case "ref/prompt":
 		e, ok := s.prompts[ref.Name]
-		if !ok {
-			if refused := st.hiddenPrompt(req, ref.Name); refused != nil {
-				return refused
-			}
+		if !ok || !st.profileOf(req.Client).server(e.server) {
+			p.noteHidden(req, st, hiddenPrompt, ref.Name, (*Surface).promptOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
 		}
 		newRef, err := renamed(params.Ref, e.original)
@@ -388,27 +374,15 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
-		if refused := st.serverRefused(req, e.server, fmt.Sprintf("prompt %q", ref.Name)); refused != nil {
-			return refused
-		}
 		return p.forward(ctx, req, e.server, out)
 	case "ref/resource":
 		server, ok := s.templateOwner(ref.URI)
 		if !ok {
 			server, ok = s.resourceOwner(ref.URI)
 		}
-		if !ok {
-			server, ok = st.surface.templateOwner(ref.URI)
-			if !ok {
-				server, ok = st.surface.resourceOwner(ref.URI)
-			}
-			if refused := st.serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); ok && refused != nil {
-				return refused
-			}
+		if !ok || !st.profileOf(req.Client).server(server) {
+			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*Surface).templateOwner, (*Surface).resourceOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
-		}
-		if refused := st.serverRefused(req, server, fmt.Sprintf("resource template %q", ref.URI)); refused != nil {
-			return refused
 		}
 		return p.forward(ctx, req, server, req.Msg.Params)
 	default:

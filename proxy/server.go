@@ -69,6 +69,7 @@ type Proxy struct {
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
+	hidden     hiddenNames           // log lines about names a client's profile hides (hidden.go)
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
 	bridge     bridge                // requests of 2026-07-28 clients held while their upstream awaits input
 	loaded     chan struct{}         // closed once the first config load is committed

@@ -97,7 +97,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		sub := subscriptionRequest(req, "resources/subscribe", uri)
-		if p.current().serverRefused(sub, server, "resource "+uri) != nil {
+		if !p.admits(req.Client, server) {
 			continue
 		}
 		release, err := p.subscriptionTurn(ctx, server, uri)

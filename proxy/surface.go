@@ -258,6 +258,15 @@ func (s *Surface) soleServer(subscribe bool) (string, bool) {
 	return "", false
 }
 
+// promptOwner says which server exports the prompt named name.
+func (s *Surface) promptOwner(name string) (string, bool) {
+	e, ok := s.prompts[name]
+	if !ok {
+		return "", false
+	}
+	return e.server, true
+}
+
 // templateOwner says which server listed a resource template.
 func (s *Surface) templateOwner(raw string) (string, bool) {
 	for _, t := range s.templates {
