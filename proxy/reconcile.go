@@ -591,14 +591,39 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 	updated := rs.withTools(rs.cfg, tools, plan)
 	updated.leftOut = inst.LeftOut()
 	next := maps.Clone(st.servers)
-	order := make([]string, 0, len(st.servers))
 	next[id] = updated
-	for _, s := range cat.servers {
-		if s != adminServer {
-			order = append(order, s)
-		}
+	// A name the server no longer exports goes to a tool that had to skip
+	// it, in the same commit; a name it exports again stays with whoever
+	// holds it now (the existing owner keeps it).
+	cat, again := p.reclaim(cat.withServer(id, entries), next, st.order, func(s string) bool { return s == id }, st.pattern)
+	problems := replanned(st.problems, rs, updated)
+	for _, s := range again {
+		problems = replanned(problems, st.servers[s], next[s])
 	}
-	p.commit(st, cat.withServer(id, entries), order, next)
+	// Published first, so that a client told of the change by commit reads
+	// the problems that go with it.
+	p.setProblems(problems)
+	p.commit(st, cat, st.order, next)
+}
+
+// replanned returns problems with the naming and left-out problems of old
+// (a server as last committed) replaced by those of updated, the same
+// server planned again.
+func replanned(problems []config.Problem, old, updated *runningServer) []config.Problem {
+	gone := map[config.Problem]int{}
+	for _, pr := range append(namingProblems(old.cfg, old.plan), leftOutProblems(old.cfg, old.leftOut)...) {
+		gone[pr]++
+	}
+	out := make([]config.Problem, 0, len(problems))
+	for _, pr := range problems {
+		if gone[pr] > 0 {
+			gone[pr]--
+			continue
+		}
+		out = append(out, pr)
+	}
+	out = append(out, namingProblems(updated.cfg, updated.plan)...)
+	return append(out, leftOutProblems(updated.cfg, updated.leftOut)...)
 }
 
 // relistSurface re-reads a server's resources and templates, or prompts,

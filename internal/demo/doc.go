@@ -6,7 +6,8 @@
 // calls it) and are listed by Names:
 //
 //   - tools: stateless tools (echo, add, pid, big, slow, fail, env), built on
-//     mcp-go's server package.
+//     mcp-go's server package; with --mutable also hide_tool and show_tool,
+//     which change its tool list at run time.
 //   - counter: a per-process counter (increment, get, pid), also on mcp-go.
 //   - fidelity: a hand-written JSON-RPC loop that replays the embedded
 //     fixtures under testdata/fidelity byte for byte, to check that nothing a

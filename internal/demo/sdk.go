@@ -59,18 +59,79 @@ func serveSDK(ctx context.Context, name string, s *server.MCPServer, in io.Reade
 
 // runTools serves the stateless demo tools. "--env NAME,..." limits the env
 // tool to those variables: the built-in demo config passes the ones it sets,
-// so that no client can read the host's variables through it.
+// so that no client can read the host's variables through it. "--mutable"
+// adds hide_tool and show_tool, which take a tool out of the list and put it
+// back at run time, each followed by notifications/tools/list_changed.
 func runTools(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {
 	var visible []string
-	switch {
-	case len(args) == 0:
-	case len(args) == 2 && args[0] == "--env":
-		visible = strings.Split(args[1], ",")
-	default:
-		return fmt.Errorf("demo: tools takes no arguments but --env NAME,..., got %q", args)
+	mutable := false
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--env" && i+1 < len(args) && visible == nil:
+			visible = strings.Split(args[i+1], ",")
+			i++
+		case args[i] == "--mutable" && !mutable:
+			mutable = true
+		default:
+			return fmt.Errorf("demo: tools takes no arguments but --env NAME,... and --mutable, got %q", args)
+		}
 	}
 	tracked := &notificationOut{w: out, changed: make(chan struct{})}
-	return serveSDK(ctx, "demo-tools", newToolsServer(errOut, tracked, visible), in, tracked, errOut)
+	s := newToolsServer(errOut, tracked, visible)
+	if mutable {
+		addToggleTools(s)
+	}
+	return serveSDK(ctx, "demo-tools", s, in, tracked, errOut)
+}
+
+// addToggleTools adds hide_tool, which takes one of s's tools out of its
+// list, and show_tool, which puts a hidden one back; mcp-go sends
+// notifications/tools/list_changed after each change.
+func addToggleTools(s *server.MCPServer) {
+	var (
+		mu     sync.Mutex
+		hidden = map[string]server.ServerTool{}
+	)
+	nameArg := mcp.WithString("name", mcp.Required(), mcp.Description("Tool name."))
+	s.AddTool(mcp.NewTool("hide_tool",
+		mcp.WithDescription("Takes the named tool out of this server's tool list until show_tool puts it back."),
+		nameArg,
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		name, err := req.RequireString("name")
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		if name == "hide_tool" || name == "show_tool" {
+			return mcp.NewToolResultErrorf("%s cannot be hidden", name), nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		tool := s.GetTool(name)
+		if tool == nil {
+			return mcp.NewToolResultErrorf("no tool %q is listed", name), nil
+		}
+		hidden[name] = *tool
+		s.DeleteTools(name)
+		return mcp.NewToolResultText("hid " + name), nil
+	})
+	s.AddTool(mcp.NewTool("show_tool",
+		mcp.WithDescription("Puts a tool hide_tool took out back into this server's tool list."),
+		nameArg,
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		name, err := req.RequireString("name")
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		tool, ok := hidden[name]
+		if !ok {
+			return mcp.NewToolResultErrorf("no tool %q is hidden", name), nil
+		}
+		delete(hidden, name)
+		s.AddTools(tool)
+		return mcp.NewToolResultText("showed " + name), nil
+	})
 }
 
 func runCounter(ctx context.Context, args []string, in io.Reader, out io.Writer, errOut io.Writer) error {

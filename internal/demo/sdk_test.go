@@ -28,6 +28,31 @@ func TestRunRejectsBadInput(t *testing.T) {
 	require.ErrorContains(t, Run(ctx, "misbehave", []string{"bogus"}, strings.NewReader(""), &lockedBuffer{}, nil), "unknown misbehave mode")
 	require.ErrorContains(t, Run(ctx, "misbehave", []string{"crash-after", "x"}, strings.NewReader(""), &lockedBuffer{}, nil), "positive integer")
 	require.ErrorContains(t, Run(ctx, "tools", []string{"x"}, strings.NewReader(""), &lockedBuffer{}, nil), "no arguments")
+	require.ErrorContains(t, Run(ctx, "tools", []string{"--mutable", "--mutable"}, strings.NewReader(""), &lockedBuffer{}, nil), "no arguments")
+	require.ErrorContains(t, Run(ctx, "tools", []string{"--mutable", "--env"}, strings.NewReader(""), &lockedBuffer{}, nil), "no arguments")
+}
+
+// TestToolsServerMutable: with --mutable, hide_tool takes a tool out of the list and
+// show_tool puts it back, each announced by notifications/tools/list_changed.
+func TestToolsServerMutable(t *testing.T) {
+	c := start(t, "tools", "--mutable", "--env", "HOME")
+	c.initialize("2025-11-25")
+	c.notify("notifications/initialized", nil)
+	all := []string{"echo", "add", "pid", "big", "slow", "fail", "env", "hide_tool", "show_tool"}
+	assert.ElementsMatch(t, all, toolNames(t, c.mustCall("tools/list", nil)))
+
+	assert.Equal(t, "hid env", c.callTool("hide_tool", map[string]any{"name": "env"}).Content[0].Text)
+	assert.Equal(t, "notifications/tools/list_changed", c.nextNotification().Method)
+	assert.NotContains(t, toolNames(t, c.mustCall("tools/list", nil)), "env")
+	assert.True(t, c.callTool("hide_tool", map[string]any{"name": "env"}).IsError, "env is hidden already")
+	assert.True(t, c.callTool("hide_tool", map[string]any{"name": "show_tool"}).IsError, "show_tool stays")
+
+	assert.Equal(t, "showed env", c.callTool("show_tool", map[string]any{"name": "env"}).Content[0].Text)
+	assert.Equal(t, "notifications/tools/list_changed", c.nextNotification().Method)
+	assert.ElementsMatch(t, all, toolNames(t, c.mustCall("tools/list", nil)))
+	assert.True(t, c.callTool("show_tool", map[string]any{"name": "env"}).IsError, "env is not hidden")
+	r := c.callTool("env", map[string]any{"name": "PATH"})
+	assert.True(t, r.IsError, "the tool put back keeps its --env bound")
 }
 
 func TestPattern(t *testing.T) {
