@@ -169,3 +169,16 @@ func TestFairShareSparesLoopbackWithoutAuth(t *testing.T) {
 	a.connect()
 	a.connect()
 }
+
+// TestFairShareFlagsAreChecked: a negative share is a command line that
+// cannot be used, and the flags are in serve's help.
+func TestFairShareFlagsAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, flag := range []string{"--max-tasks-per-client", "--max-leases-per-client"} {
+		res := runCLI(t, "serve", "--http", "127.0.0.1:0", flag, "-1")
+		assert.Equal(t, 2, res.code, "%s", res.stderr)
+		assert.Contains(t, res.stderr, flag)
+		res = runCLI(t, "serve", "--help")
+		assert.Contains(t, res.stdout+res.stderr, flag[1:])
+	}
+}
