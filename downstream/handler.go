@@ -98,6 +98,11 @@ type Request struct {
 	// Client is the authenticated client the request comes from (see
 	// Session.Client); "" without authentication and on stdio.
 	Client string
+	// Holder is who the request's sessions, tasks and leases count against
+	// for the per-client shares (fairshare.Of): the authenticated client,
+	// else the address that opened its session or sent it (with
+	// HTTPOptions.ClientsByAddress); "" where no share applies (stdio).
+	Holder string
 	// TraceParent and TraceState are the W3C trace context headers of the
 	// HTTP request that carried the message ("" on stdio, or when absent):
 	// a tracing handler's fallback when _meta carries no traceparent.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -41,15 +42,20 @@ type HTTPOptions struct {
 	// Retry-After, so that clients that never end their sessions cannot
 	// grow the gateway without bound before the idle TTL ends them.
 	MaxSessions int
-	// MaxSessionsPerClient caps the sessions one authenticated client (see
-	// WithClient) holds at once (default DefaultMaxSessionsPerClient;
-	// --max-sessions-per-client; negative: no cap beyond MaxSessions): an
+	// MaxSessionsPerClient caps the sessions one client holds at once: an
+	// authenticated client (see WithClient), else, with ClientsByAddress,
+	// one remote address (see fairshare.Of). Default DefaultMaxSessionsPerClient;
+	// --max-sessions-per-client; negative: no cap beyond MaxSessions. An
 	// initialize of a client at its cap is refused with 429 and
 	// Retry-After, so that one client cannot take every session of
-	// MaxSessions and lock the others out until the idle TTL. Requests
-	// without authentication name no client and are not told apart, so
-	// only MaxSessions bounds their sessions.
+	// MaxSessions and lock the others out until the idle TTL.
 	MaxSessionsPerClient int
+	// ClientsByAddress tells unauthenticated clients apart by the address
+	// they connect from, for the per-client shares (a gateway other hosts
+	// reach). Without it, as on a loopback bind, whose clients are this
+	// machine's (or a local proxy's, which carries them all), an
+	// unauthenticated request counts against no client's share.
+	ClientsByAddress bool
 	// MaxConnsPerClient caps the open connections of one remote IP under
 	// Serve (default DefaultMaxConnsPerClient; --max-conns-per-address;
 	// negative: no cap). Connections over the
@@ -114,8 +120,7 @@ const DefaultMaxConnsPerClient = 256
 // HTTPOptions.MaxSessions says otherwise.
 const DefaultMaxSessions = 10_000
 
-// DefaultMaxSessionsPerClient is how many sessions one authenticated
-// client may hold at once unless HTTPOptions.MaxSessionsPerClient says
+// DefaultMaxSessionsPerClient is how many sessions one client may hold at once unless HTTPOptions.MaxSessionsPerClient says
 // otherwise. A client opens a session per conversation or agent it runs,
 // so even a busy agent host holds tens to hundreds; a thousand leaves it
 // ample room while a client that leaks sessions takes at most a tenth of
@@ -194,11 +199,11 @@ type HTTP struct {
 	// mu guards the registry below. Lock order: mu before a session's mu.
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	// perClient counts, per authenticated client, its open sessions and
+	// perClient counts, per client (fairshare.Of), its open sessions and
 	// the initializes of it being served (each holds a place until its
 	// session opens or it fails), so that concurrent initializes cannot
 	// pass MaxSessionsPerClient together.
-	perClient map[string]int
+	perClient fairshare.Shares
 	closed    bool           // Shutdown began: nothing new is registered
 	servers   []*http.Server // started by Serve
 	sweeping  bool           // the idle sweeper runs
@@ -220,11 +225,23 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), perClient: make(map[string]int)}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t.perClient.What, t.perClient.Setting = "open sessions", "--max-sessions-per-client"
+	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
+	t.perClient.SetMax(opts.MaxSessionsPerClient)
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)
 	return t
+}
+
+// holderOf is who r counts against for the per-client shares.
+func (t *HTTP) holderOf(r *http.Request) string {
+	addr := ""
+	if t.opts.ClientsByAddress {
+		addr = r.RemoteAddr
+	}
+	return fairshare.Of(ClientOf(r.Context()), addr)
 }
 
 // SetMaxBodyBytes replaces the bound on a request body (zero or less: the

@@ -137,21 +137,20 @@ func (t *HTTP) initialize(p *post) {
 		return
 	}
 	client := ClientOf(p.r.Context())
-	if held, ok := t.holdClientPlace(client); !ok {
-		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(client), "sessions", held, "max", t.opts.MaxSessionsPerClient)
+	holder := t.holderOf(p.r)
+	if err := t.perClient.Take(holder); err != nil {
+		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(holder), "max", t.opts.MaxSessionsPerClient)
 		p.w.Header().Set("Retry-After", "10")
-		t.refuse(p.w, p.r, refusal(http.StatusTooManyRequests, jsonrpc.CodeInternalError,
-			"client %q holds its maximum of %d open sessions (--max-sessions-per-client); end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl), or an operator can raise --max-sessions-per-client",
-			client, t.opts.MaxSessionsPerClient).withID(p.msg.ID))
+		t.refuse(p.w, p.r, refusal(http.StatusTooManyRequests, jsonrpc.CodeInternalError, "%s", err).withID(p.msg.ID))
 		return
 	}
 	s := t.newSession()
-	s.client = client
+	s.client, s.holder = client, holder
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
 		if !p.opened {
-			t.releaseClientPlace(client)
+			t.perClient.Give(holder)
 		}
 	}()
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
@@ -215,6 +214,11 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		}
 	}
 	req.Client = ClientOf(p.r.Context()) // a session's own client: sessionOf checked it
+	if s != nil {
+		req.Holder = s.holder
+	} else {
+		req.Holder = t.holderOf(p.r)
+	}
 	req.Cancel = cancel
 	out := newOutbox(t.opts.QueueSize, false)
 	rs := newResponseStream(p.w, t.opts.WriteTimeout)

@@ -35,6 +35,9 @@ type httpSession struct {
 	// client is the authenticated client that opened the session (see
 	// WithClient); set before the session is registered, only read after.
 	client string
+	// holder is who the session counts against for the per-client shares
+	// (fairshare.Of): its client, else the address that opened it.
+	holder string
 
 	mu       sync.Mutex
 	closed   bool
@@ -212,39 +215,6 @@ func (t *HTTP) lookup(id string) *httpSession {
 	return t.sessions[id]
 }
 
-// holdClientPlace takes a place among the sessions of an authenticated
-// client for an initialize, unless the client holds MaxSessionsPerClient
-// already (then it reports how many it holds, and false). Requests without
-// authentication take no place.
-func (t *HTTP) holdClientPlace(client string) (int, bool) {
-	if client == "" || t.opts.MaxSessionsPerClient <= 0 {
-		return 0, true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n := t.perClient[client]; n >= t.opts.MaxSessionsPerClient {
-		return n, false
-	}
-	t.perClient[client]++
-	return 0, true
-}
-
-// releaseClientPlace gives back a place holdClientPlace took.
-func (t *HTTP) releaseClientPlace(client string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.releaseClientPlaceLocked(client)
-}
-
-func (t *HTTP) releaseClientPlaceLocked(client string) {
-	if client == "" || t.opts.MaxSessionsPerClient <= 0 {
-		return
-	}
-	if t.perClient[client]--; t.perClient[client] <= 0 {
-		delete(t.perClient, client)
-	}
-}
-
 // register makes s reachable by its id; it fails once Shutdown began.
 func (t *HTTP) register(s *httpSession) bool {
 	t.mu.Lock()
@@ -271,7 +241,7 @@ func (t *HTTP) endSession(s *httpSession, idleSince time.Time, why string) bool 
 		return false
 	}
 	delete(t.sessions, s.id)
-	t.releaseClientPlaceLocked(s.client)
+	t.perClient.Give(s.holder)
 	t.ending.Add(1) // under mu, so Shutdown's wait sees it
 	t.mu.Unlock()
 

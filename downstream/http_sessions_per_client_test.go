@@ -102,14 +102,24 @@ func TestHTTPSessionsPerClientCountsInitializesInFlight(t *testing.T) {
 	assert.Equal(t, 2, s.tr.Sessions())
 }
 
-// Without authentication no client is told apart: only MaxSessions bounds
-// the sessions. A negative MaxSessionsPerClient is no cap of its own.
-func TestHTTPSessionsPerClientSparesUnauthenticatedAndUncapped(t *testing.T) {
-	s := serveAuthenticatedWith(t, newHTTPFake(), HTTPOptions{MaxSessionsPerClient: 1, MaxSessions: 3})
-	for range 3 {
-		openAs(t, s, "")
-	}
+// Without authentication, with ClientsByAddress, the client is the address
+// a session came from: its sessions count against the cap under that name.
+// Without ClientsByAddress (a loopback bind) no unauthenticated client is
+// told apart, and only MaxSessions bounds their sessions. A negative
+// MaxSessionsPerClient is no cap of its own.
+func TestHTTPSessionsPerClientCountsAddressesAndUncapped(t *testing.T) {
+	s := serveAuthenticatedWith(t, newHTTPFake(), HTTPOptions{MaxSessionsPerClient: 1, MaxSessions: 3, ClientsByAddress: true})
+	openAs(t, s, "")
 	resp := s.post(t, initializeBody, nil)
+	msg := requireRefused(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, "address 127.0.0.1 holds its maximum of 1 open sessions")
+	assert.Contains(t, msg.Error.Message, "--max-sessions-per-client")
+	openAs(t, s, "alice") // an authenticated client is told apart from the address
+
+	l := serveAuthenticatedWith(t, newHTTPFake(), HTTPOptions{MaxSessionsPerClient: 1, MaxSessions: 3})
+	for range 3 {
+		openAs(t, l, "")
+	}
+	resp = l.post(t, initializeBody, nil)
 	requireRefused(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "--max-sessions")
 
 	u := serveAuthenticatedWith(t, newHTTPFake(), HTTPOptions{MaxSessionsPerClient: -1, MaxSessions: 3})

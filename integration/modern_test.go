@@ -38,6 +38,11 @@ func modernPost(ctx context.Context, url, method, name string, params map[string
 
 // modernPostAs is modernPost as the client holding token ("": none).
 func modernPostAs(ctx context.Context, url, token, method, name string, params map[string]any) (*http.Response, error) {
+	return modernPostVia(ctx, http.DefaultClient, url, token, method, name, params)
+}
+
+// modernPostVia is modernPostAs sent with hc.
+func modernPostVia(ctx context.Context, hc *http.Client, url, token, method, name string, params map[string]any) (*http.Response, error) {
 	meta, _ := params["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
@@ -62,7 +67,7 @@ func modernPostAs(ctx context.Context, url, token, method, name string, params m
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	return http.DefaultClient.Do(req)
+	return hc.Do(req)
 }
 
 // modernCall calls a tool sessionlessly and returns its result's structuredContent.value.

@@ -52,7 +52,7 @@ func TestSessionsPerClientAreCapped(t *testing.T) {
 		assert.Contains(t, refused.Error.Message, hint)
 	}
 	_, logged := a.log.waitLine(func(line string) bool {
-		return strings.Contains(line, "refused a new session: the client holds its maximum") && strings.Contains(line, "client=alice")
+		return strings.Contains(line, "refused a new session: the client holds its maximum") && strings.Contains(line, "alice")
 	}, callTimeout, a.exited)
 	assert.True(t, logged, "%s", a.log)
 

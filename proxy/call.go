@@ -111,7 +111,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		}
 		callCtx, deadline = callDeadline(ctx, inv.req, timeout)
 		var err error
-		grant, err = rs.pool.Acquire(callCtx, inv.key)
+		grant, err = rs.pool.AcquireAs(callCtx, inv.key, holderOf(inv.req))
 		if err == nil {
 			break
 		}

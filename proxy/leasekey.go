@@ -128,3 +128,12 @@ func withoutClient(key string) string {
 	}
 	return strings.TrimPrefix(rest[len(quoted):], " ")
 }
+
+// holderOf is who req's new leases count against for the per-client
+// share (downstream.Request.Holder); "" for a call made by no request.
+func holderOf(req *downstream.Request) string {
+	if req == nil {
+		return ""
+	}
+	return req.Holder
+}

@@ -505,6 +505,7 @@ const startAttempts = 3
 func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Pool {
 	cfg := poolConfig(s)
 	cfg.Ledger = p.ledger
+	cfg.MaxLeasesPerClient = p.opts.MaxLeasesPerClient
 	cfg.OnEvent = func(e session.Event) {
 		errText := ""
 		if e.Err != nil {

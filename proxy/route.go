@@ -42,7 +42,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 		}
 		cctx, dl = newDeadline(ctx, rs.cfg.RequestTimeout)
 		var err error
-		grant, err = rs.pool.Acquire(cctx, key)
+		grant, err = rs.pool.AcquireAs(cctx, key, holderOf(req))
 		if err == nil {
 			break
 		}

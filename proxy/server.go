@@ -45,7 +45,24 @@ type Options struct {
 	// reload removed or changed may run before its instances are closed
 	// regardless; 0 means drainTimeout.
 	ReloadDrain time.Duration
+	// MaxTasksPerClient and MaxLeasesPerClient are the per-client shares
+	// of the task table and of each leased server's instances
+	// (--max-tasks-per-client, --max-leases-per-client), counted by
+	// downstream.Request.Holder; 0 sets no cap of their own.
+	MaxTasksPerClient, MaxLeasesPerClient int
 }
+
+// DefaultMaxTasksPerClient is how many tasks one client may hold across
+// its sessions unless Options.MaxTasksPerClient says otherwise: as many as
+// one session may, a tenth of the table's maxTasks.
+const DefaultMaxTasksPerClient = maxSessionTasks
+
+// DefaultMaxLeasesPerClient is how many instances of one leased server one
+// client may hold unless Options.MaxLeasesPerClient says otherwise: half of
+// the default lease.max_instances, so that one client (a sessionless one
+// naming a lease per call, or one opening session after session) leaves
+// the other half to the rest.
+const DefaultMaxLeasesPerClient = 8
 
 // Proxy is the aggregator's downstream MCP server: the Handler every
 // downstream transport serves.
@@ -95,6 +112,7 @@ func New(opts Options) *Proxy {
 		opts.Upstream.Logger = opts.Logger
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
+	p.tasks.limitPerClient(opts.MaxTasksPerClient)
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.life, p.endLife = context.WithCancel(context.Background())
 	st := initialState()

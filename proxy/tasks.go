@@ -81,7 +81,7 @@ func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
 	if inv.req == nil || inv.req.Session == nil || !p.clients.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
-	res, err := p.tasks.reserve(inv.req.Session.Key())
+	res, err := p.tasks.reserve(inv.req.Session.Key(), inv.req.Holder)
 	if err != nil {
 		return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
 	}

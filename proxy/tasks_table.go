@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -49,7 +50,10 @@ type taskTable struct {
 	byID      map[string]*taskEntry
 	byUp      map[upstreamTask]*taskEntry
 	bySession map[string]int // tasks and reservations per owner
-	pending   int            // reservations not yet added or released
+	// perClient counts tasks and reservations per client (fairshare.Of),
+	// so that the sessions of one client cannot fill the table.
+	perClient fairshare.Shares
+	pending   int // reservations not yet added or released
 	seq       uint64
 	nextSweep time.Time
 	now       func() time.Time // time.Now unless a test sets it
@@ -84,6 +88,7 @@ type taskEntry struct {
 	id         string // the aggregator's id, as clients see it
 	upstreamID string
 	owner      string // downstream session key
+	holder     string // the owner's client, for the table's per-client share
 	server     string
 	inst       *upstream.Instance
 	lease      session.Key
@@ -124,32 +129,44 @@ func keepFor(ttl time.Duration, ok bool) time.Duration {
 	return ttl + taskGrace
 }
 
-// reservation is room held for one task of owner.
-type reservation struct {
-	owner string
-	ended bool // added or released; guarded by the table's mu
+// limitPerClient sets how many tasks one client (fairshare.Of) may hold
+// across its sessions (--max-tasks-per-client; 0: no cap of its own).
+func (t *taskTable) limitPerClient(n int) {
+	t.perClient.What, t.perClient.Setting = "tasks", "--max-tasks-per-client"
+	t.perClient.Frees = "wait until some expire (their ttl), or end its sessions that hold tasks it no longer needs"
+	t.perClient.SetMax(n)
 }
 
-// reserve holds room for one task of owner before its call is sent, so that
-// an upstream never creates a task the table then has no room for. The
-// reservation ends with add or with release.
-func (t *taskTable) reserve(owner string) (*reservation, error) {
+// reservation is room held for one task of owner.
+type reservation struct {
+	owner  string
+	holder string
+	ended  bool // added or released; guarded by the table's mu
+}
+
+// reserve holds room for one task of owner, a session of holder's, before
+// its call is sent, so that an upstream never creates a task the table then
+// has no room for. The reservation ends with add or with release.
+func (t *taskTable) reserve(owner, holder string) (*reservation, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
 	t.sweepLocked(false)
-	if t.bySession[owner] >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks {
+	if t.bySession[owner] >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks || t.perClient.Full(holder) {
 		t.sweepLocked(true)
 	}
 	switch {
 	case t.bySession[owner] >= maxSessionTasks:
 		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, maxSessionTasks)
+	case t.perClient.Full(holder):
+		return nil, fmt.Errorf("%w: %w", errTasksFull, t.perClient.Take(holder))
 	case len(t.byID)+t.pending >= maxTasks:
 		return nil, fmt.Errorf("%w: the aggregator holds %d tasks, its limit; wait until some expire (their ttl)", errTasksFull, maxTasks)
 	}
+	_ = t.perClient.Take(holder) // not Full, under the table's lock: it takes
 	t.pending++
 	t.bySession[owner]++
-	return &reservation{owner: owner}, nil
+	return &reservation{owner: owner, holder: holder}, nil
 }
 
 // release gives back a reservation that was not added; after add it does
@@ -163,6 +180,7 @@ func (t *taskTable) release(r *reservation) {
 	r.ended = true
 	t.pending--
 	t.decLocked(r.owner)
+	t.perClient.Give(r.holder)
 }
 
 func (t *taskTable) decLocked(owner string) {
@@ -198,7 +216,7 @@ func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEn
 		}
 	}
 	t.seq++
-	e.id, e.seq, e.owner = id, t.seq, r.owner
+	e.id, e.seq, e.owner, e.holder = id, t.seq, r.owner, r.holder
 	e.expires = t.clock().Add(e.keep)
 	if old := t.byUp[upstreamTask{e.inst, e.upstreamID}]; old != nil {
 		t.removeLocked(old)
@@ -397,6 +415,7 @@ func (t *taskTable) removeLocked(e *taskEntry) {
 		delete(t.byUp, upstreamTask{e.inst, e.upstreamID})
 	}
 	t.decLocked(e.owner)
+	t.perClient.Give(e.holder)
 }
 
 // dropSession forgets every task of owner and returns them.

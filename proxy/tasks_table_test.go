@@ -24,7 +24,7 @@ func newTestTable() (*taskTable, *fakeClock) {
 
 func addTask(t *testing.T, tt *taskTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *taskEntry {
 	t.Helper()
-	r, err := tt.reserve(owner)
+	r, err := tt.reserve(owner, "")
 	require.NoError(t, err)
 	e, err := tt.add(r, &taskEntry{upstreamID: upID, server: "s", inst: inst, keep: keep})
 	require.NoError(t, err)
@@ -120,12 +120,12 @@ func TestTaskTableBounds(t *testing.T) {
 	for i := range maxSessionTasks {
 		addTask(t, tt, "alice", inst, "u"+itoa(i), time.Minute)
 	}
-	_, err := tt.reserve("alice")
+	_, err := tt.reserve("alice", "")
 	require.ErrorIs(t, err, errTasksFull)
 	assert.Contains(t, err.Error(), "this session holds 1000 tasks")
 
 	// Another session still has room; a reservation released gives it back.
-	r, err := tt.reserve("bob")
+	r, err := tt.reserve("bob", "")
 	require.NoError(t, err)
 	tt.release(r)
 	tt.release(r) // twice is once
@@ -134,7 +134,7 @@ func TestTaskTableBounds(t *testing.T) {
 
 	// Once they expire, alice has room again.
 	clock.t = clock.t.Add(2 * time.Minute)
-	r, err = tt.reserve("alice")
+	r, err = tt.reserve("alice", "")
 	require.NoError(t, err)
 	tt.release(r)
 	assert.Zero(t, tt.len(), "the full table was swept")
@@ -142,10 +142,10 @@ func TestTaskTableBounds(t *testing.T) {
 	// The aggregator-wide cap counts reservations too.
 	tt2, _ := newTestTable()
 	for i := range maxTasks {
-		_, err := tt2.reserve("s" + itoa(i%(maxTasks/maxSessionTasks+1)))
+		_, err := tt2.reserve("s"+itoa(i%(maxTasks/maxSessionTasks+1)), "")
 		require.NoError(t, err)
 	}
-	_, err = tt2.reserve("another")
+	_, err = tt2.reserve("another", "")
 	require.ErrorIs(t, err, errTasksFull)
 	assert.Contains(t, err.Error(), "the aggregator holds 10000 tasks")
 }
@@ -317,7 +317,7 @@ func TestTaskTableHeldStatus(t *testing.T) {
 	_, held = tt.noteFor(other, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
 	assert.False(t, held, "another instance has no call running")
 
-	r, err := tt.reserve("alice")
+	r, err := tt.reserve("alice", "")
 	require.NoError(t, err)
 	var got []string
 	e, err := tt.addHeld(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute}, func(e *taskEntry, method string, params []byte) {
@@ -339,4 +339,45 @@ func TestTaskTableHeldStatus(t *testing.T) {
 		_, held = tt.noteFor(inst, "u5", "notifications/tasks/status", []byte(`{}`))
 		assert.Equal(t, i < maxHeldStatus, held, "bounded at %d", maxHeldStatus)
 	}
+}
+
+// The sessions of one client share its limitPerClient: a reservation over
+// it is refused naming the client and the cap, another client still
+// reserves, and a task that expires or a session that is dropped gives the
+// client its place back.
+func TestTaskTablePerClientShare(t *testing.T) {
+	tt, clock := newTestTable()
+	tt.limitPerClient(2)
+	inst := &upstream.Instance{}
+	reserveAs := func(owner, holder string) (*reservation, error) { return tt.reserve(owner, holder) }
+	r, err := reserveAs("s1", `client "alice"`)
+	require.NoError(t, err)
+	_, err = tt.add(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute})
+	require.NoError(t, err)
+	r, err = reserveAs("s2", `client "alice"`)
+	require.NoError(t, err)
+	_, err = tt.add(r, &taskEntry{upstreamID: "u2", server: "s", inst: inst, keep: 10 * time.Minute})
+	require.NoError(t, err)
+
+	_, err = reserveAs("s3", `client "alice"`)
+	require.ErrorIs(t, err, errTasksFull)
+	assert.Contains(t, err.Error(), `client "alice" holds its maximum of 2 tasks (--max-tasks-per-client)`)
+
+	r, err = reserveAs("s4", `client "bob"`)
+	require.NoError(t, err, "another client still reserves")
+	tt.release(r)
+
+	clock.t = clock.t.Add(2 * time.Minute) // s1's task expires
+	r, err = reserveAs("s3", `client "alice"`)
+	require.NoError(t, err, "an expired task gives its place back")
+	tt.release(r)
+
+	tt.dropSession("s2")
+	r, err = reserveAs("s3", `client "alice"`)
+	require.NoError(t, err)
+	r2, err := reserveAs("s3", `client "alice"`)
+	require.NoError(t, err, "a dropped session's tasks give their places back")
+	tt.release(r)
+	tt.release(r2)
+	assert.Zero(t, tt.perClient.Held(`client "alice"`))
 }

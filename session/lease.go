@@ -10,7 +10,7 @@ import (
 // acquireLease returns key's dedicated instance, leasing one on first use:
 // a spare when one is ready, else a new instance within the caps. Over a
 // cap it refuses at once, or waits up to lease.queue_timeout for room.
-func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
+func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
 	p.mu.Lock()
@@ -63,7 +63,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key) (*Grant, error) {
 		if retired != nil {
 			p.retire(retired, false, why)
 		}
-		g, wait, err := p.fill(ctx, key)
+		g, wait, err := p.fill(ctx, key, holder)
 		switch {
 		case err != nil:
 			return nil, err
@@ -128,8 +128,9 @@ func (p *Pool) capError(wait *capWait, waited time.Duration, cause error) error 
 // fill gives key's lease an instance: a spare, or a new one. A new lease
 // takes a slot within the caps; a lease that lost or recycled its instance
 // has one already. It returns a grant, or what to wait on when over a cap,
-// or neither when the caller should look again.
-func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
+// or neither when the caller should look again. A new lease takes a place
+// of holder's share first, kept while the lease lasts.
+func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWait, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -151,6 +152,18 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 			return nil, nil, fmt.Errorf("waiting for this session's instance to start: %w", context.Cause(ctx))
 		}
 	}
+	if l == nil {
+		if err := p.perClient.Take(holder); err != nil {
+			p.mu.Unlock()
+			return nil, nil, err
+		}
+	}
+	// giveShare gives the place back when no lease comes of this fill.
+	giveShare := func() {
+		if l == nil {
+			p.perClient.Give(holder)
+		}
+	}
 	var rec *record
 	for len(p.spares) > 0 && rec == nil {
 		rec = p.spares[0]
@@ -168,6 +181,7 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	if rec == nil && l == nil {
 		if err := p.takeSlot(); err != nil {
 			wait := &capWait{err: err, pool: p.freed, ledger: p.ledger.waitFreed(), max: p.cfg.MaxInstances, queue: p.cfg.QueueTimeout}
+			giveShare()
 			p.mu.Unlock()
 			return nil, wait, nil
 		}
@@ -195,6 +209,7 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 			if l == nil {
 				p.freeSlot()
 			}
+			giveShare()
 			closed := p.closed
 			p.mu.Unlock()
 			if closed {
@@ -212,6 +227,7 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 		if l == nil {
 			p.freeSlot()
 		}
+		giveShare()
 		p.mu.Unlock()
 		_ = rec.inst.Close()
 		switch {
@@ -224,7 +240,7 @@ func (p *Pool) fill(ctx context.Context, key Key) (*Grant, *capWait, error) {
 	}
 	first := l == nil
 	if first {
-		l = &lease{}
+		l = &lease{holder: holder}
 		p.leases[key] = l
 	} else {
 		l.restarts++
@@ -271,6 +287,7 @@ func (p *Pool) endIf(key Key, why string, cond func(*lease) bool) bool {
 		return false
 	}
 	delete(p.leases, key)
+	p.perClient.Give(l.holder)
 	if l.rec == nil {
 		p.freeSlot()
 		p.mu.Unlock()

@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -22,6 +24,11 @@ type Config struct {
 	IdleTTL      time.Duration // release a lease unused this long; 0 = never
 	MaxInstances int           // cap on this server's instances (lease.max_instances); 0 = unlimited
 	Prewarm      int           // spare instances kept ready
+	// MaxLeasesPerClient caps the leases of this server one client holds
+	// at once (--max-leases-per-client), counted by the holder given to
+	// AcquireAs; 0 = no cap of its own. A client at it is refused at once,
+	// without queueing: only its own leases would free a place.
+	MaxLeasesPerClient int
 	// QueueTimeout is how long a session over a cap waits for room
 	// (lease.queue_timeout); 0 refuses it at once.
 	QueueTimeout time.Duration
@@ -147,6 +154,8 @@ type lease struct {
 	// first call may have been a read, whose result has no room to say so);
 	// grants say First until Announced.
 	unannounced bool
+	// holder is who the lease counts against for MaxLeasesPerClient.
+	holder string
 }
 
 // Pool owns every instance of one server.
@@ -155,12 +164,14 @@ type Pool struct {
 	factory Factory
 	ledger  *Ledger
 
-	mu       sync.Mutex
-	shared   *record
-	spares   []*record
-	leases   map[Key]*lease
-	draining map[*record]bool      // retired instances, until closed
-	pending  map[Key]chan struct{} // keys whose instance is starting
+	mu     sync.Mutex
+	shared *record
+	spares []*record
+	leases map[Key]*lease
+	// perClient counts each holder's leases, and new ones being filled.
+	perClient fairshare.Shares
+	draining  map[*record]bool      // retired instances, until closed
+	pending   map[Key]chan struct{} // keys whose instance is starting
 	// acquiring counts the Acquire calls of each key under way; ended
 	// marks keys whose session ended while one was, so that none of them
 	// leases an instance to a session that is gone.
@@ -207,6 +218,10 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
 		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
 	p.life, p.endLife = context.WithCancel(context.Background())
+	p.perClient.What = fmt.Sprintf("leased instances of server %q", cfg.Server)
+	p.perClient.Setting = "--max-leases-per-client"
+	p.perClient.Frees = "release one with mcp_release (a lease also ends with its session, or after lease.idle_ttl unused)"
+	p.perClient.SetMax(cfg.MaxLeasesPerClient)
 	p.ledger.add(p)
 	if first != nil {
 		p.live = 1
@@ -232,10 +247,16 @@ func (p *Pool) Stateless() bool { return p.cfg.Stateless }
 
 // Acquire returns the instance that serves key for one call.
 func (p *Pool) Acquire(ctx context.Context, key Key) (*Grant, error) {
+	return p.AcquireAs(ctx, key, "")
+}
+
+// AcquireAs is Acquire for a call of holder (fairshare.Of): a new lease
+// counts against holder's MaxLeasesPerClient until it ends.
+func (p *Pool) AcquireAs(ctx context.Context, key Key, holder string) (*Grant, error) {
 	if p.cfg.Stateless {
 		return p.acquireShared(ctx)
 	}
-	return p.acquireLease(ctx, key)
+	return p.acquireLease(ctx, key, holder)
 }
 
 // use hands rec out for one call. Callers hold mu.

@@ -549,3 +549,41 @@ func TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly(t *testing.T) 
 		assert.GreaterOrEqual(t, waits[i], least-50*time.Millisecond, "restart %d came before its backoff", i+1)
 	}
 }
+
+// A holder at MaxLeasesPerClient is refused a new lease at once, naming the
+// cap, while another holder still leases one of the instances left and the
+// holder's own leases go on; a lease that ends gives its place back.
+func TestMaxLeasesPerClientKeepsInstancesForOthers(t *testing.T) {
+	t.Parallel()
+	f := newDemoFactory(t, "counter")
+	pool := NewPool(Config{Server: "counter", MaxInstances: 4, MaxLeasesPerClient: 2, QueueTimeout: waitTimeout}, f.start, f.first(t))
+	closePool(t, pool)
+	as := func(key Key, holder string) (*Grant, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		return pool.AcquireAs(ctx, key, holder)
+	}
+	for _, key := range []Key{"a1", "a2"} {
+		g, err := as(key, "address 10.0.0.1")
+		require.NoError(t, err)
+		g.Done()
+	}
+	began := time.Now()
+	_, err := as("a3", "address 10.0.0.1")
+	require.Error(t, err)
+	assert.Less(t, time.Since(began), time.Second, "refused at once, not queued")
+	assert.Contains(t, err.Error(), `address 10.0.0.1 holds its maximum of 2 leased instances of server "counter" (--max-leases-per-client)`)
+
+	g, err := as("a1", "address 10.0.0.1")
+	require.NoError(t, err, "a lease it holds still serves it")
+	g.Done()
+	g, err = as("b1", "address 10.0.0.2")
+	require.NoError(t, err, "another client still leases")
+	g.Done()
+
+	require.True(t, pool.Release("a2"))
+	g, err = as("a3", "address 10.0.0.1")
+	require.NoError(t, err, "a released lease gives its place back")
+	g.Done()
+	assert.Equal(t, 3, pool.Stats().Leased)
+}

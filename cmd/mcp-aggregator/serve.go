@@ -40,7 +40,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://`ADDR`/mcp instead of stdio (loopback unless a host is given)")
 	sessionTTL := fs.Duration("session-idle-ttl", 30*time.Minute, "with --http: end HTTP sessions idle this long (their leases end too)")
 	maxSessions := fs.Int("max-sessions", downstream.DefaultMaxSessions, "with --http: refuse a new session (503) while this many are open")
-	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of an http.auth client while it holds this many; 0: no cap beyond --max-sessions")
+	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of a client (its http.auth name, else its address off loopback) while it holds this many; 0: no cap beyond --max-sessions")
+	maxTasks := fs.Int("max-tasks-per-client", proxy.DefaultMaxTasksPerClient, "with --http: refuse a task-augmented call of a client (its http.auth name, else its address off loopback) while its sessions hold this many tasks; 0: no cap beyond the aggregator's 10000")
+	maxLeases := fs.Int("max-leases-per-client", proxy.DefaultMaxLeasesPerClient, "with --http: refuse a client (its http.auth name, else its address off loopback) a new lease of a server while it holds this many of that server's instances; 0: no cap beyond lease.max_instances")
 	maxConns := fs.Int("max-conns-per-address", downstream.DefaultMaxConnsPerClient, "with --http: answer 429 to a connection from an address that holds this many open; 0: no cap (behind a load balancer, every client shares its address)")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
@@ -67,6 +69,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *maxPerClient < 0 {
 		fmt.Fprintf(stderr, "serve: --max-sessions-per-client %d: use a count of sessions, or 0 for no cap beyond --max-sessions\n", *maxPerClient)
 		return 2
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"max-tasks-per-client", *maxTasks}, {"max-leases-per-client", *maxLeases}} {
+		if f.n < 0 {
+			fmt.Fprintf(stderr, "serve: --%s %d: use a count, or 0 for no cap of the client's own\n", f.name, f.n)
+			return 2
+		}
+	}
+	if *httpAddr == "" {
+		*maxTasks, *maxLeases = 0, 0 // stdio has one client: no share to keep
 	}
 	if *maxConns < 0 {
 		fmt.Fprintf(stderr, "serve: --max-conns-per-address %d: use a count of connections, or 0 for no cap\n", *maxConns)
@@ -154,6 +168,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		offerLogin = upAuth.offerLogin
 	}
 	p := proxy.New(proxy.Options{Logger: log, Version: version, Observer: recorder, Tracer: tracer,
+		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases,
 		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
 		OnWorkspace: func(ws *config.Workspace) {
@@ -179,8 +194,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
-			MaxConnsPerClient: *maxConns,
-			ProbePaths:        probePaths()})
+			MaxConnsPerClient: *maxConns, ClientsByAddress: !loopbackBind(*httpAddr),
+			ProbePaths: probePaths()})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
