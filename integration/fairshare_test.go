@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,9 +95,22 @@ func TestFairShareSessionsPerAddress(t *testing.T) {
 // and a release makes room for the first again.
 func TestFairShareLeasesPerAddress(t *testing.T) {
 	t.Parallel()
+	open := []string{"--http", "0.0.0.0:0", "--allow-unauthenticated"}
+	for name, flags := range map[string][]string{
+		"flag":    append(slices.Clone(open), "--max-leases-per-client", "2"),
+		"default": open, // half of lease.max_instances 4
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fairShareLeases(t, flags)
+		})
+	}
+}
+
+func fairShareLeases(t *testing.T, flags []string) {
 	a := startAggregator(t, httpTransport, aggregatorOptions{
 		configs: []string{writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  counter:\n    %s\n    transform: [{prefix: c_}]\n    lease: {max_instances: 4}\n", demoServer("counter")))},
-		flags:   []string{"--http", "0.0.0.0:0", "--allow-unauthenticated", "--max-leases-per-client", "2"},
+		flags:   flags,
 	})
 	a.url = loopbackURL(a.url)
 	a.waitLoaded()
@@ -175,7 +189,7 @@ func TestFairShareSparesLoopbackWithoutAuth(t *testing.T) {
 func TestFairShareFlagsAreChecked(t *testing.T) {
 	t.Parallel()
 	for _, flag := range []string{"--max-tasks-per-client", "--max-leases-per-client"} {
-		res := runCLI(t, "serve", "--http", "127.0.0.1:0", flag, "-1")
+		res := runCLI(t, "serve", "--http", "127.0.0.1:0", flag, "-2")
 		assert.Equal(t, 2, res.code, "%s", res.stderr)
 		assert.Contains(t, res.stderr, flag)
 		res = runCLI(t, "serve", "--help")

@@ -168,7 +168,9 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if changes := poolChanges(old.cfg, s); len(changes) > 0 {
 			// Running instances keep serving their sessions; the pool takes
 			// the new settings as they are committed below.
-			old.pool.Adjust(poolConfig(s))
+			cfg := poolConfig(s)
+			cfg.MaxLeasesPerClient = p.leasesPerClient(s)
+			old.pool.Adjust(cfg)
 			report.Applied = append(report.Applied, s.ID+": "+strings.Join(changes, ", "))
 		}
 	}
@@ -505,7 +507,7 @@ const startAttempts = 3
 func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Pool {
 	cfg := poolConfig(s)
 	cfg.Ledger = p.ledger
-	cfg.MaxLeasesPerClient = p.opts.MaxLeasesPerClient
+	cfg.MaxLeasesPerClient = p.leasesPerClient(s)
 	cfg.OnEvent = func(e session.Event) {
 		errText := ""
 		if e.Err != nil {

@@ -57,12 +57,22 @@ type Options struct {
 // one session may, a tenth of the table's maxTasks.
 const DefaultMaxTasksPerClient = maxSessionTasks
 
-// DefaultMaxLeasesPerClient is how many instances of one leased server one
-// client may hold unless Options.MaxLeasesPerClient says otherwise: half of
-// the default lease.max_instances, so that one client (a sessionless one
-// naming a lease per call, or one opening session after session) leaves
-// the other half to the rest.
-const DefaultMaxLeasesPerClient = 8
+// DefaultMaxLeasesPerClient, as Options.MaxLeasesPerClient, gives one
+// client at most half of each leased server's lease.max_instances (rounded
+// up; none of its own where that cap is 0), so that one client (a
+// sessionless one naming a lease per call, or one opening session after
+// session) leaves the other half to the rest.
+const DefaultMaxLeasesPerClient = -1
+
+// leasesPerClient is the share of server s's instances one client may
+// lease at once: Options.MaxLeasesPerClient, or by default half of the
+// server's lease.max_instances; 0 is no cap of the client's own.
+func (p *Proxy) leasesPerClient(s *config.Server) int {
+	if n := p.opts.MaxLeasesPerClient; n >= 0 {
+		return n
+	}
+	return (s.Lease.MaxInstances + 1) / 2
+}
 
 // Proxy is the aggregator's downstream MCP server: the Handler every
 // downstream transport serves.

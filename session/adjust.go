@@ -25,6 +25,8 @@ func (p *Pool) Adjust(cfg Config) {
 	p.cfg.IdleTTL, p.cfg.MaxInstances, p.cfg.Prewarm = cfg.IdleTTL, cfg.MaxInstances, cfg.Prewarm
 	p.cfg.QueueTimeout, p.cfg.MaxAge, p.cfg.MaxCalls = cfg.QueueTimeout, cfg.MaxAge, cfg.MaxCalls
 	p.cfg.PingInterval = cfg.PingInterval
+	p.cfg.MaxLeasesPerClient = cfg.MaxLeasesPerClient
+	p.perClient.SetMax(cfg.MaxLeasesPerClient)
 	var surplus []*record
 	if !p.cfg.Stateless {
 		n := 0

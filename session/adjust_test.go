@@ -17,7 +17,7 @@ import (
 // until it is put on one side or the other.
 func TestAdjustTakesEveryPoolSettingAndNothingElse(t *testing.T) {
 	adjusted := map[string]bool{"IdleTTL": true, "MaxInstances": true, "Prewarm": true,
-		"QueueTimeout": true, "MaxAge": true, "MaxCalls": true, "PingInterval": true}
+		"QueueTimeout": true, "MaxAge": true, "MaxCalls": true, "PingInterval": true, "MaxLeasesPerClient": true}
 	typ := reflect.TypeOf(Config{})
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -45,6 +45,9 @@ func TestAdjustTakesEveryPoolSettingAndNothingElse(t *testing.T) {
 			pool.mu.Lock()
 			after := reflect.ValueOf(pool.cfg).Field(i)
 			pool.mu.Unlock()
+			if f.Name == "MaxLeasesPerClient" {
+				assert.Equal(t, 1, pool.perClient.Max(), "Adjust left the per-client share as it was")
+			}
 			if adjusted[f.Name] {
 				assert.Equal(t, v.Interface(), after.Interface(), "Adjust left %s as it was", f.Name)
 			} else if f.Type.Kind() == reflect.Func {

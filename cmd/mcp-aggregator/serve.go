@@ -42,7 +42,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxSessions := fs.Int("max-sessions", downstream.DefaultMaxSessions, "with --http: refuse a new session (503) while this many are open")
 	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of a client (its http.auth name, else its address off loopback) while it holds this many; 0: no cap beyond --max-sessions")
 	maxTasks := fs.Int("max-tasks-per-client", proxy.DefaultMaxTasksPerClient, "with --http: refuse a task-augmented call of a client (its http.auth name, else its address off loopback) while its sessions hold this many tasks; 0: no cap beyond the aggregator's 10000")
-	maxLeases := fs.Int("max-leases-per-client", proxy.DefaultMaxLeasesPerClient, "with --http: refuse a client (its http.auth name, else its address off loopback) a new lease of a server while it holds this many of that server's instances; 0: no cap beyond lease.max_instances")
+	maxLeases := fs.Int("max-leases-per-client", proxy.DefaultMaxLeasesPerClient, "with --http: refuse a client (its http.auth name, else its address off loopback) a new lease of a server while it holds this many of that server's instances; -1: half of the server's lease.max_instances; 0: no cap beyond lease.max_instances")
 	maxConns := fs.Int("max-conns-per-address", downstream.DefaultMaxConnsPerClient, "with --http: answer 429 to a connection from an address that holds this many open; 0: no cap (behind a load balancer, every client shares its address)")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
@@ -73,9 +73,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"max-tasks-per-client", *maxTasks}, {"max-leases-per-client", *maxLeases}} {
-		if f.n < 0 {
-			fmt.Fprintf(stderr, "serve: --%s %d: use a count, or 0 for no cap of the client's own\n", f.name, f.n)
+		min  int
+	}{{"max-tasks-per-client", *maxTasks, 0}, {"max-leases-per-client", *maxLeases, -1}} {
+		if f.n < f.min {
+			extra := ""
+			if f.min < 0 {
+				extra = ", or -1 for half of each server's lease.max_instances"
+			}
+			fmt.Fprintf(stderr, "serve: --%s %d: use a count, or 0 for no cap of the client's own%s\n", f.name, f.n, extra)
 			return 2
 		}
 	}
