@@ -233,8 +233,8 @@ func (st *state) awaitingLogin(client string) string {
 func (st *state) awaitingLoginIDs(client string) []string {
 	pr := st.profileOf(client)
 	var ids []string
-	for id, why := range st.failed {
-		if pr.server(id) && strings.Contains(why, "mcp-aggregator login") {
+	for id, f := range st.failed {
+		if pr.server(id) && strings.Contains(f.why, "mcp-aggregator login") {
 			ids = append(ids, id)
 		}
 	}

@@ -206,7 +206,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	planned := map[string]naming.Plan{} // the last plan of each server started here
-	failed := map[string]string{}
+	failed := map[string]failedServer{}
 	var started []string // servers with new instances, not yet committed
 	apply := func(pr prepared) {
 		s := pr.cfg
@@ -227,7 +227,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			report.Failed = append(report.Failed, s.ID)
 			report.Problems = append(report.Problems, startProblem(s, pr.err))
 			if next[s.ID] == nil {
-				failed[s.ID] = pr.err.Error()
+				failed[s.ID] = failedServer{cfg: s, why: pr.err.Error()}
 			}
 			return
 		}
