@@ -149,6 +149,24 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			p.log.Info("server removed", "server", id)
 		}
 	}
+	// The aggregator's own tools are planned around as ws has them: names
+	// of tools it turns off are free for upstream tools (reclaim below hands
+	// them out), and a server holding the name of one it turns on gives the
+	// name up.
+	cat = cat.withAdmin(append(adminEntries(ws.Admin), discoveryEntries(ws.Discovery, cat)...))
+	for _, id := range slices.Sorted(maps.Keys(next)) {
+		rs := next[id]
+		if !yields(cat, id) {
+			continue
+		}
+		plan, entries := p.plan(rs.cfg, rs.tools, cat.withServer(id, nil), ws.Naming.ValidPattern)
+		if plan.Failed {
+			continue // names taken never make a plan fail; see reclaim
+		}
+		next[id] = rs.withTools(rs.cfg, rs.tools, plan)
+		cat = cat.withServer(id, entries)
+		p.log.Info("server gave up names to the aggregator's own tools", "server", id, "tools", len(entries))
+	}
 	replanFailed := map[string]bool{}
 	for _, s := range replan {
 		old := next[s.ID]
@@ -334,7 +352,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 // names) that skipped tools because another owner held their names, when one
 // of those names has no owner in cat any more: its owner was removed, or no
 // longer exports it. It updates next and returns cat with their new entries,
-// and the ids planned again. The admin tools' names stay reserved.
+// and the ids planned again. The aggregator's own tools keep the names cat
+// gives them.
 func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []string, skip func(string) bool, pattern string) (*Catalog, []string) {
 	var again []string
 	for _, id := range order {
@@ -357,10 +376,18 @@ func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []st
 // anyFree reports whether one of names is owned by nobody in cat.
 func anyFree(cat *Catalog, names []string) bool {
 	for _, n := range names {
-		if _, reserved := adminTools[n]; reserved {
-			continue
-		}
 		if _, owned := cat.Owner(n); !owned {
+			return true
+		}
+	}
+	return false
+}
+
+// yields reports whether server exports, in cat, a name that cat gives to
+// another owner.
+func yields(cat *Catalog, server string) bool {
+	for _, e := range cat.Server(server) {
+		if owner, _ := cat.Owner(e.Exported); owner != server {
 			return true
 		}
 	}
