@@ -60,6 +60,9 @@ type Report struct {
 	Applied []string
 	// Failed lists servers whose start or update failed in this reconcile.
 	Failed []string
+	// StartFailed are the problems of Problems that Options.OnStartFailed
+	// was given as they happened.
+	StartFailed []config.Problem
 	// Abandoned lists servers whose start the end of ctx cut short (the
 	// aggregator stops): not failures, since nothing was wrong with them.
 	Abandoned []string
@@ -225,7 +228,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	}
 	planned := map[string]naming.Plan{} // the last plan of each server started here
 	failed := map[string]failedServer{}
-	var started []string // servers with new instances, not yet committed
+	var started []string             // servers with new instances, not yet committed
+	var startFailed []config.Problem // problems of failed starts, not yet published
 	apply := func(pr prepared) {
 		s := pr.cfg
 		if pr.err != nil && ctx.Err() != nil {
@@ -242,8 +246,16 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			return
 		}
 		if pr.err != nil {
+			// Told now, and shown from the next wave on: the others may
+			// take their connect_timeout to end.
+			problem := startProblem(s, pr.err)
 			report.Failed = append(report.Failed, s.ID)
-			report.Problems = append(report.Problems, startProblem(s, pr.err))
+			report.Problems = append(report.Problems, problem)
+			report.StartFailed = append(report.StartFailed, problem)
+			startFailed = append(startFailed, problem)
+			if p.opts.OnStartFailed != nil {
+				p.opts.OnStartFailed(problem)
+			}
 			if next[s.ID] == nil {
 				failed[s.ID] = failedServer{cfg: s, why: pr.err.Error()}
 			}
@@ -303,6 +315,10 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		settings.failed = maps.Clone(failed)
 		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
+		}
+		if len(startFailed) > 0 {
+			p.addStartProblems(startFailed)
+			startFailed = nil
 		}
 		for _, id := range started {
 			p.resubscribe(id) // what clients subscribed to on the instances replaced
@@ -682,6 +698,25 @@ func (p *Proxy) setProblems(problems []config.Problem) {
 	next := p.current().with()
 	next.problems = problems
 	p.publish(next)
+}
+
+// addStartProblems publishes found, the start failures of a reconcile under
+// way, among the problems of the last one, so that they show before it ends
+// (which publishes its whole list); each replaces an earlier start failure
+// of its server. Callers hold reloadMu.
+func (p *Proxy) addStartProblems(found []config.Problem) {
+	failed := map[string]bool{}
+	for _, pr := range found {
+		failed[pr.Server] = true
+	}
+	cur := p.current().problems
+	problems := make([]config.Problem, 0, len(cur)+len(found))
+	for _, pr := range cur {
+		if !failed[pr.Server] || !strings.HasPrefix(pr.Message, startFailure) {
+			problems = append(problems, pr)
+		}
+	}
+	p.setProblems(append(problems, found...))
 }
 
 // Problems returns the problems found by the last reconcile.
