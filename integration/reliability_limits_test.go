@@ -39,8 +39,9 @@ func relWaitProgress(t testing.TB, c *client, token string) {
 	require.True(t, ok, "no progress notification for token %s", token)
 }
 
-// TestReliabilityTimeouts checks request_timeout, its per-tool override, and that
-// progress pushes the deadline back.
+// TestReliabilityTimeouts checks request_timeout, its per-tool overrides, that the
+// error of a call past its limit names the setting that set it, and that progress
+// pushes the deadline back.
 func TestReliabilityTimeouts(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, stdioTransport, `version: 1
@@ -58,6 +59,13 @@ servers:
     tools:
       config:
         slow: {timeout: 300ms}
+  bydefault:
+    truely-stateless: true
+    `+demoServer("tools")+`
+    transform: [{prefix: bd_}]
+    request_timeout: 30s
+    tools:
+      defaults: {timeout: 400ms}
 `)
 	a.waitLoaded()
 	c := a.connect()
@@ -69,6 +77,8 @@ servers:
 		assert.Contains(t, msg, `server "demo"`)
 		assert.Contains(t, msg, `tool "demo_slow"`, "the error names the tool")
 		assert.Contains(t, msg, "500ms", "the error names the limit")
+		assert.Contains(t, msg, "request_timeout", "the error names the setting of the limit")
+		assert.NotContains(t, msg, "tools.", "no per-tool setting is in force")
 		assert.GreaterOrEqual(t, o.elapsed, 500*time.Millisecond, "the call ended before its timeout")
 		relAssertFast(t, o, "a call with a 500ms timeout")
 		content, ok := waitForFile(t, marker, 20*time.Second)
@@ -83,6 +93,7 @@ servers:
 		assert.Contains(t, msg, `tool "pt_slow"`)
 		assert.Contains(t, msg, "300ms", "the error names the per-tool limit, not request_timeout")
 		assert.Contains(t, msg, "tools.config.slow.timeout", "the error says how to raise it")
+		assert.NotContains(t, msg, "request_timeout", "raising request_timeout would change nothing")
 		assert.GreaterOrEqual(t, o.elapsed, 300*time.Millisecond)
 		relAssertFast(t, o, "a call with a 300ms per-tool timeout (request_timeout 30s)")
 		_, ok := waitForFile(t, marker, 20*time.Second)
@@ -91,6 +102,17 @@ servers:
 		// Other tools of the server keep request_timeout.
 		assert.Equal(t, "done after 4 steps", firstText(t, relResult(t,
 			relCall(c, "pt_slow", map[string]any{"seconds": 0.05, "steps": 4}, nil))), "a short call stays under the per-tool timeout")
+	})
+
+	t.Run("tools.defaults timeout overrides request_timeout", func(t *testing.T) {
+		o := relCall(c, "bd_slow", map[string]any{"seconds": 30}, nil)
+		msg := relErrorMessage(t, o)
+		assert.Contains(t, msg, `tool "bd_slow"`)
+		assert.Contains(t, msg, "400ms set by tools.defaults.timeout", "the error names the limit and its setting")
+		assert.NotContains(t, msg, "request_timeout", "raising request_timeout would change nothing")
+		assert.NotContains(t, msg, "tools.config", "the tool has no tools.config entry")
+		assert.GreaterOrEqual(t, o.elapsed, 400*time.Millisecond)
+		relAssertFast(t, o, "a call with a 400ms tools.defaults timeout (request_timeout 30s)")
 	})
 
 	t.Run("progress resets the deadline", func(t *testing.T) {

@@ -363,6 +363,7 @@ servers:
 	e := mustTaskError(t, c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID}), "tasks/result past the tool's timeout")
 	assert.Less(t, time.Since(start), 2500*time.Millisecond, "bounded by the tool's 1s timeout")
 	assert.Contains(t, e.Message, "the task goes on")
+	assert.Contains(t, e.Message, "1s set by tools.config.countdown.timeout", "the error names the setting of the limit")
 	got := mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": task.TaskID}), "tasks/get")
 	assert.Equal(t, "working", got["status"], "the task was not cancelled with tasks/result")
 }

@@ -118,6 +118,15 @@ type ServerStatus struct {
 	PID       int    `json:"pid,omitempty"`
 }
 
+// serverMode is how s hands out its instances, as mcp_status names it:
+// shared (truely-stateless) or leased.
+func serverMode(s *config.Server) string {
+	if s.Stateless {
+		return "shared"
+	}
+	return "leased"
+}
+
 // LeaseStatus is one instance the calling session holds.
 type LeaseStatus struct {
 	Server string `json:"serverId"`
@@ -141,15 +150,16 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 		stats := rs.pool.Stats()
 		ss := ServerStatus{ID: id, Transport: string(rs.cfg.Transport), Tools: len(cat.Server(id)), Instances: stats.Live, Health: "ok"}
 		ss.Resources, ss.Templates, ss.Prompts = cur.surface.Counts(id)
+		ss.Mode = serverMode(rs.cfg)
 		if rs.pool.Stateless() {
-			ss.Mode, ss.PID = "shared", stats.SharedPID
+			ss.PID = stats.SharedPID
 			if stats.Down != "" {
 				ss.Health = "down: " + stats.Down + "; restarting with backoff"
 			} else if !stats.SharedAlive {
 				ss.Health = "down; restarting"
 			}
 		} else {
-			ss.Mode, ss.Leased, ss.Spares = "leased", stats.Leased, stats.Spares
+			ss.Leased, ss.Spares = stats.Leased, stats.Spares
 		}
 		st.Servers = append(st.Servers, ss)
 		if pid, ok := rs.pool.Held(key); ok {
@@ -162,11 +172,13 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 	}
 	sort.Strings(failedIDs)
 	for _, id := range failedIDs {
+		f := cur.failed[id]
 		retry := "; fix the config to retry"
-		if strings.Contains(cur.failed[id], "mcp-aggregator login") {
+		if strings.Contains(f.why, "mcp-aggregator login") {
 			retry = "; it starts once you log in as it says" // the token directory is watched
 		}
-		st.Servers = append(st.Servers, ServerStatus{ID: id, Health: "failed: " + cur.failed[id] + retry})
+		st.Servers = append(st.Servers, ServerStatus{ID: id, Transport: string(f.cfg.Transport), Mode: serverMode(f.cfg),
+			Health: "failed: " + f.why + retry})
 	}
 	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())

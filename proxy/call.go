@@ -54,7 +54,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		grant    *session.Grant
 		deadline *deadline
 		callCtx  context.Context
-		timeout  time.Duration
+		limit    timeLimit
 	)
 	defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
 	viaCallTool := false // name came from an mcp_call_tool call
@@ -105,11 +105,8 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
 				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
 		}
-		timeout = rs.cfg.RequestTimeout
-		if entry.Settings.Timeout > 0 {
-			timeout = entry.Settings.Timeout
-		}
-		callCtx, deadline = callDeadline(ctx, inv.req, timeout)
+		limit = toolLimit(rs.cfg, entry)
+		callCtx, deadline = callDeadline(ctx, inv.req, limit.d)
 		var err error
 		grant, err = rs.pool.AcquireAs(callCtx, inv.key, holderOf(inv.req))
 		if err == nil {
@@ -186,7 +183,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		case errors.As(err, &upstreamErr):
 			return nil, &jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data}, nil
 		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-			return nil, errorObject(codeInternal, "server %q: tool %q: no result within %s (cancelled upstream); raise tools.config.%s.timeout or request_timeout if it needs longer", entry.Server, name, timeout, entry.Original), nil
+			return nil, errorObject(codeInternal, "server %q: tool %q: no result within %s set by %s (cancelled upstream); raise %s if it needs longer", entry.Server, name, limit.d, limit.setting, limit.setting), nil
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
@@ -200,7 +197,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		}
 	}
 	if task != nil {
-		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, timeout, raw); ok {
+		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {
 			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}
@@ -239,8 +236,8 @@ func (st *state) awaitingLogin(client string) string {
 func (st *state) awaitingLoginIDs(client string) []string {
 	pr := st.profileOf(client)
 	var ids []string
-	for id, why := range st.failed {
-		if pr.server(id) && strings.Contains(why, "mcp-aggregator login") {
+	for id, f := range st.failed {
+		if pr.server(id) && strings.Contains(f.why, "mcp-aggregator login") {
 			ids = append(ids, id)
 		}
 	}

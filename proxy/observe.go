@@ -224,7 +224,7 @@ func (p *Proxy) Readiness() (ready bool, notReady []string) {
 	for _, id := range st.required {
 		rs := st.servers[id]
 		if rs == nil {
-			why := st.failed[id]
+			why := st.failed[id].why
 			if why == "" {
 				why = "not running"
 			}

@@ -61,11 +61,14 @@ func rulesFor(s *config.Server, pattern string) naming.Rules {
 	return r
 }
 
+// startFailure begins the message of a server's start failure.
+const startFailure = "could not start: "
+
 func startProblem(s *config.Server, err error) config.Problem {
 	// The problem names the server already; the error mostly does too.
 	why := strings.TrimPrefix(err.Error(), fmt.Sprintf("server %q: ", s.ID))
 	return config.Problem{Severity: config.SeverityError, File: s.File, Line: s.Line, Server: s.ID,
-		Message: "could not start: " + why}
+		Message: startFailure + why}
 }
 
 // exclusionNotes says what the filters kept out of s's catalog, in at most one line.

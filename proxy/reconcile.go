@@ -60,6 +60,9 @@ type Report struct {
 	Applied []string
 	// Failed lists servers whose start or update failed in this reconcile.
 	Failed []string
+	// StartFailed are the problems of Problems that Options.OnStartFailed
+	// was given as they happened.
+	StartFailed []config.Problem
 	// Abandoned lists servers whose start the end of ctx cut short (the
 	// aggregator stops): not failures, since nothing was wrong with them.
 	Abandoned []string
@@ -149,6 +152,24 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			p.log.Info("server removed", "server", id)
 		}
 	}
+	// The aggregator's own tools are planned around as ws has them: names
+	// of tools it turns off are free for upstream tools (reclaim below hands
+	// them out), and a server holding the name of one it turns on gives the
+	// name up.
+	cat = cat.withAdmin(append(adminEntries(ws.Admin), discoveryEntries(ws.Discovery, cat)...))
+	for _, id := range slices.Sorted(maps.Keys(next)) {
+		rs := next[id]
+		if !yields(cat, id) {
+			continue
+		}
+		plan, entries := p.plan(rs.cfg, rs.tools, cat.withServer(id, nil), ws.Naming.ValidPattern)
+		if plan.Failed {
+			continue // names taken never make a plan fail; see reclaim
+		}
+		next[id] = rs.withTools(rs.cfg, rs.tools, plan)
+		cat = cat.withServer(id, entries)
+		p.log.Info("server gave up names to the aggregator's own tools", "server", id, "tools", len(entries))
+	}
 	replanFailed := map[string]bool{}
 	for _, s := range replan {
 		old := next[s.ID]
@@ -208,8 +229,9 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	planned := map[string]naming.Plan{} // the last plan of each server started here
-	failed := map[string]string{}
-	var started []string // servers with new instances, not yet committed
+	failed := map[string]failedServer{}
+	var started []string             // servers with new instances, not yet committed
+	var startFailed []config.Problem // problems of failed starts, not yet published
 	apply := func(pr prepared) {
 		s := pr.cfg
 		if pr.err != nil && ctx.Err() != nil {
@@ -226,10 +248,18 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			return
 		}
 		if pr.err != nil {
+			// Told now, and shown from the next wave on: the others may
+			// take their connect_timeout to end.
+			problem := startProblem(s, pr.err)
 			report.Failed = append(report.Failed, s.ID)
-			report.Problems = append(report.Problems, startProblem(s, pr.err))
+			report.Problems = append(report.Problems, problem)
+			report.StartFailed = append(report.StartFailed, problem)
+			startFailed = append(startFailed, problem)
+			if p.opts.OnStartFailed != nil {
+				p.opts.OnStartFailed(problem)
+			}
 			if next[s.ID] == nil {
-				failed[s.ID] = pr.err.Error()
+				failed[s.ID] = failedServer{cfg: s, why: pr.err.Error()}
 			}
 			return
 		}
@@ -288,6 +318,10 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
 		}
+		if len(startFailed) > 0 {
+			p.addStartProblems(startFailed)
+			startFailed = nil
+		}
 		for _, id := range started {
 			p.resubscribe(id) // what clients subscribed to on the instances replaced
 		}
@@ -336,7 +370,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 // names) that skipped tools because another owner held their names, when one
 // of those names has no owner in cat any more: its owner was removed, or no
 // longer exports it. It updates next and returns cat with their new entries,
-// and the ids planned again. The admin tools' names stay reserved.
+// and the ids planned again. The aggregator's own tools keep the names cat
+// gives them.
 func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []string, skip func(string) bool, pattern string) (*Catalog, []string) {
 	var again []string
 	for _, id := range order {
@@ -359,10 +394,18 @@ func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []st
 // anyFree reports whether one of names is owned by nobody in cat.
 func anyFree(cat *Catalog, names []string) bool {
 	for _, n := range names {
-		if _, reserved := adminTools[n]; reserved {
-			continue
-		}
 		if _, owned := cat.Owner(n); !owned {
+			return true
+		}
+	}
+	return false
+}
+
+// yields reports whether server exports, in cat, a name that cat gives to
+// another owner.
+func yields(cat *Catalog, server string) bool {
+	for _, e := range cat.Server(server) {
+		if owner, _ := cat.Owner(e.Exported); owner != server {
 			return true
 		}
 	}
@@ -683,6 +726,25 @@ func (p *Proxy) setProblems(problems []config.Problem) {
 	next := p.current().with()
 	next.problems = problems
 	p.publish(next)
+}
+
+// addStartProblems publishes found, the start failures of a reconcile under
+// way, among the problems of the last one, so that they show before it ends
+// (which publishes its whole list); each replaces an earlier start failure
+// of its server. Callers hold reloadMu.
+func (p *Proxy) addStartProblems(found []config.Problem) {
+	failed := map[string]bool{}
+	for _, pr := range found {
+		failed[pr.Server] = true
+	}
+	cur := p.current().problems
+	problems := make([]config.Problem, 0, len(cur)+len(found))
+	for _, pr := range cur {
+		if !failed[pr.Server] || !strings.HasPrefix(pr.Message, startFailure) {
+			problems = append(problems, pr)
+		}
+	}
+	p.setProblems(append(problems, found...))
 }
 
 // Problems returns the problems found by the last reconcile.

@@ -26,6 +26,11 @@ type Options struct {
 	// OnWorkspace, when set, is given every valid workspace a reconcile
 	// applies, so that the transports can follow its http settings.
 	OnWorkspace func(*config.Workspace)
+	// OnStartFailed, when set, is given the problem of each server whose
+	// start fails in a reconcile, as soon as it fails: the reconcile itself
+	// may go on for up to another server's connect_timeout. The problem is
+	// in the reconcile's Report too (Report.StartFailed).
+	OnStartFailed func(config.Problem)
 	// AuthProblems, when set, gives the problems of upstream
 	// authorization found while running (a refresh token the issuer
 	// refused); they show with the config's in Problems and mcp_status.

@@ -12,9 +12,9 @@ type state struct {
 	catalog  *Catalog
 	surface  *Surface // resources, templates, prompts
 	servers  map[string]*runningServer
-	order    []string          // servers in config order
-	failed   map[string]string // servers in the config with no running instance: why
-	problems []config.Problem  // from the last reload
+	order    []string                // servers in config order
+	failed   map[string]failedServer // servers in the config with no running instance
+	problems []config.Problem        // from the last reload
 	admin    config.Admin
 	pattern  string   // naming.valid_pattern of the last good config
 	required []string // servers marked required in the last good config
@@ -27,8 +27,15 @@ type state struct {
 }
 
 func initialState() *state {
-	return &state{catalog: emptyCatalog(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]string{},
+	return &state{catalog: emptyCatalog(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
 		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0)}
+}
+
+// failedServer is a server of the config that has no running instance: the
+// definition it failed to start with, and why.
+type failedServer struct {
+	cfg *config.Server
+	why string
 }
 
 // with returns a shallow copy of s for the reconciler to change; the maps

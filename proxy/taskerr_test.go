@@ -27,9 +27,9 @@ func TestTaskErrorsNameTheClientsID(t *testing.T) {
 // of the caller's profile that wait for a login, whose tools are missing until then,
 // and no others.
 func TestUnknownToolNamesServersAwaitingLogin(t *testing.T) {
-	st := &state{failed: map[string]string{
-		"lin":   "not logged in; run `mcp-aggregator login lin`",
-		"other": "could not start: exec: not found",
+	st := &state{failed: map[string]failedServer{
+		"lin":   {why: "not logged in; run `mcp-aggregator login lin`"},
+		"other": {why: "could not start: exec: not found"},
 	}}
 	hint := st.awaitingLogin("")
 	assert.Contains(t, hint, `server "lin" waits for a login (mcp-aggregator login lin`)

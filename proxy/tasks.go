@@ -95,7 +95,7 @@ func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
 // Status notifications of the task that came before the result are
 // delivered to the owner now, in order; the progress token of the call
 // (tp, nil when it had none) stays valid until the task ends.
-func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, inst *upstream.Instance, lease session.Key, timeout time.Duration, raw json.RawMessage) (json.RawMessage, bool) {
+func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, inst *upstream.Instance, lease session.Key, timeout timeLimit, raw json.RawMessage) (json.RawMessage, bool) {
 	upID, ok := stringAt(raw, createdTaskIDPath)
 	if !ok {
 		tp.drop()
@@ -177,9 +177,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	// A requestor's related-task _meta is to be ignored here; it is mapped
 	// all the same, so that no aggregator id reaches the upstream.
 	params = p.relatedToUpstream(params, req.Session.Key(), e.inst)
-	timeout := time.Duration(0)
+	var timeout timeLimit
 	if rs := p.current().servers[e.server]; rs != nil {
-		timeout = rs.cfg.RequestTimeout
+		timeout = requestLimit(rs.cfg)
 	}
 	if method == "tasks/result" {
 		// It waits for the task to end: the tool's own call timeout.
@@ -211,7 +211,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 // went away and no answer is due. A task whose instance stopped or was
 // replaced is lost, and forgotten.
 func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *taskEntry, method string, params json.RawMessage,
-	timeout time.Duration, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
+	timeout timeLimit, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
 	lost := func() (json.RawMessage, *jsonrpc.Error, bool) {
 		p.tasks.remove(e)
 		return nil, errorObject(jsonrpc.CodeInvalidParams, "%s: task %q is lost: the instance of server %q that ran it has stopped or was replaced (a restart, a reload, a release of the lease or its recycling), and its tasks with it",
@@ -227,7 +227,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 			return lost()
 		}
 	}
-	cctx, dl := newDeadline(ctx, timeout)
+	cctx, dl := newDeadline(ctx, timeout.d)
 	defer dl.stop()
 	grant, err := rs.pool.Acquire(cctx, e.lease)
 	if err != nil {
@@ -262,11 +262,11 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	case errors.As(err, &upErr):
 		return nil, &jsonrpc.Error{Code: upErr.Code, Message: upErr.Message, Data: upErr.Data}, true
 	case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-		hint := "raise request_timeout if it needs longer"
+		hint := "raise " + timeout.setting + " if it needs longer"
 		if method == "tasks/result" {
-			hint = "the task goes on: poll tasks/get, call tasks/result again, or raise the tool's timeout (tools.config.<tool>.timeout or request_timeout)"
+			hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
 		}
-		return nil, errorObject(codeInternal, "%s: server %q: no answer within %s (cancelled upstream); %s", method, e.server, timeout, hint), true
+		return nil, errorObject(codeInternal, "%s: server %q: no answer within %s set by %s (cancelled upstream); %s", method, e.server, timeout.d, timeout.setting, hint), true
 	case ctx.Err() != nil:
 		return nil, nil, false
 	default:
@@ -364,9 +364,9 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 // taskState asks e's instance for the task's state, for tasks/list; nil
 // when it cannot be had.
 func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskEntry) json.RawMessage {
-	var timeout time.Duration
+	var timeout timeLimit
 	if rs := p.current().servers[e.server]; rs != nil {
-		timeout = rs.cfg.RequestTimeout
+		timeout = requestLimit(rs.cfg)
 	}
 	params := rawjson.AppendString([]byte(`{"taskId":`), e.upstreamID)
 	params = append(params, '}')

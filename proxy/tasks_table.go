@@ -94,7 +94,7 @@ type taskEntry struct {
 	lease      session.Key
 	// timeout bounds a tasks/result that waits for the task: the tool's
 	// call timeout.
-	timeout time.Duration
+	timeout timeLimit
 	seq     uint64 // creation order, for tasks/list pages
 	keep    time.Duration
 	expires time.Time // guarded by the table's mu

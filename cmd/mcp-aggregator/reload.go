@@ -171,7 +171,7 @@ func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *
 	}
 	running := p.Servers()
 	report := p.Reconcile(ctx, ws, problems)
-	logProblems(log, report.Problems)
+	logProblems(log, report.Problems, report.StartFailed)
 	logRejected(log, ws, running)
 	attrs := []any{"changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed}
 	if len(report.Applied) > 0 {
@@ -182,9 +182,13 @@ func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *
 	return ws
 }
 
-// logProblems logs each problem at its severity.
-func logProblems(log *slog.Logger, problems []config.Problem) {
+// logProblems logs each problem at its severity, but those of logged,
+// which were logged as they happened (proxy.Options.OnStartFailed).
+func logProblems(log *slog.Logger, problems []config.Problem, logged []config.Problem) {
 	for _, pr := range problems {
+		if slices.Contains(logged, pr) {
+			continue
+		}
 		if pr.Severity == config.SeverityError {
 			log.Error(pr.String())
 		} else {

@@ -176,6 +176,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases,
 		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
+		// A server that fails at once is told at once, not when the
+		// slowest of the others is done.
+		OnStartFailed: func(pr config.Problem) { logProblems(log, []config.Problem{pr}, nil) },
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
 			if gwAuth != nil {
@@ -288,7 +291,7 @@ func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logg
 		log.Error("config rejected; serving no upstream server until the errors below are fixed (the config is reloaded when it changes, or on SIGHUP)")
 	}
 	report := p.Reconcile(ctx, ws, problems)
-	logProblems(log, report.Problems)
+	logProblems(log, report.Problems, report.StartFailed)
 	logRejected(log, ws, nil)
 	// One line, of bounded length however many tools the upstreams export.
 	const shown = 100

@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReliabilityStartFailureToldAtOnce: on the first load, servers that fail at
+// once (a command that does not exist, a server that exits in initialize) are told
+// in the log and in mcp_status (problems and health) while another server still
+// starts: nobody waits out the slow one's connect_timeout to learn of them.
+func TestReliabilityStartFailureToldAtOnce(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  slow:
+    truely-stateless: true
+    %s
+    connect_timeout: 10m
+  missing:
+    command: %s
+  exitinit:
+    %s
+`, demoServer("misbehave", "hang-init"), quoted(t.TempDir()+"/no-such-command"), demoServer("misbehave", "exit-init")))
+	const soon = 20 * time.Second // far less than slow's connect_timeout
+	for _, id := range []string{"missing", "exitinit"} {
+		relLogLine(t, a, soon, "level=ERROR", `\"`+id+`\"`, "could not start")
+	}
+	c := a.connect()
+	for _, id := range []string{"missing", "exitinit"} {
+		health := relWaitHealth(t, c, id, func(h string) bool { return h != "" }, soon)
+		assert.Contains(t, health, "failed: ", "server %q", id)
+	}
+	problems := relStatus(t, c).Problems
+	require.False(t, a.loaded(), "the first load has ended: slow no longer starts; stderr:\n%s", a.log)
+	for _, id := range []string{"missing", "exitinit"} {
+		assert.True(t, anyContains(problems, "error:", `server "`+id+`"`, "could not start"), "server %q: mcp_status problems: %q", id, problems)
+	}
+	assert.False(t, anyContains(problems, `server "slow"`), "slow is still starting: %q", problems)
+}

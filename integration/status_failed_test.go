@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStatusNamesTransportAndModeOfServerThatNeverStarted: servers that fail on
+// the first load, and so never ran, are listed by mcp_status with the transport
+// and mode (shared or leased) of their config, as running servers are.
+func TestStatusNamesTransportAndModeOfServerThatNeverStarted(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  missing:
+    command: %s
+  gone:
+    truely-stateless: true
+    url: http://127.0.0.1:%d/mcp
+  demo:
+    truely-stateless: true
+    %s
+`, quoted(t.TempDir()+"/no-such-command"), freePort(t), demoServer("tools")))
+	a.waitLoaded()
+	c := a.connect()
+	text := firstText(t, c.callToolResult("mcp_status", map[string]any{}))
+	var st struct {
+		Servers []map[string]any `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &st), "mcp_status: %s", text)
+	got := map[string]string{}
+	for _, s := range st.Servers {
+		id, _ := s["id"].(string)
+		line, err := json.Marshal(map[string]any{"transport": s["transport"], "mode": s["mode"]})
+		require.NoError(t, err)
+		got[id] = string(line)
+	}
+	require.Contains(t, got, "missing", "mcp_status: %s", text)
+	require.Contains(t, got, "gone", "mcp_status: %s", text)
+	assert.JSONEq(t, `{"transport": "stdio", "mode": "leased"}`, got["missing"], "mcp_status: %s", text)
+	assert.JSONEq(t, `{"transport": "streamable_http", "mode": "shared"}`, got["gone"], "mcp_status: %s", text)
+	assert.JSONEq(t, `{"transport": "stdio", "mode": "shared"}`, got["demo"], "a running server, for comparison: %s", text)
+}
