@@ -178,7 +178,8 @@ servers:
 		o := relCall(c, "short_echo", map[string]any{"text": "never runs"}, nil)
 		msg := relErrorMessage(t, o)
 		assert.Contains(t, msg, `server "short"`)
-		assert.Contains(t, msg, "max_concurrent", "the error names the limit")
+		assert.Contains(t, msg, "limits.max_concurrent (1)", "the error names the limit")
+		assert.Contains(t, msg, "300ms set by request_timeout", "the error names how long the call waited, and the setting behind it")
 		relAssertFast(t, o, "a call waiting for a slot with a 300ms timeout")
 		assert.Equal(t, "done after 15 steps", firstText(t, relResult(t, relAwait(t, running))), "the running call is not disturbed")
 		assert.Equal(t, "now", firstText(t, relResult(t, relCall(c, "short_echo", map[string]any{"text": "now"}, nil))),

@@ -131,6 +131,11 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	}
 	hold, err := st.limits.acquire(callCtx, tool, entry.Settings.MaxInstances)
 	if err != nil {
+		var full *limitError
+		if errors.As(err, &full) && errors.Is(err, ErrTimeout) {
+			return nil, errorObject(codeInternal, "server %q: tool %q: %s calls were in flight for the whole %s set by %s; raise that limit, or %s to let a call wait longer",
+				entry.Server, name, full.limit, limit.d, limit.setting, limit.setting), nil
+		}
 		return nil, errorObject(codeInternal, "server %q: tool %q: %v", entry.Server, name, err), nil
 	}
 	defer hold.release()

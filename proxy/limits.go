@@ -43,7 +43,7 @@ func (l *limiter) acquire(ctx context.Context, tool string, max int) (limitHold,
 		select {
 		case l.global <- struct{}{}:
 		case <-ctx.Done():
-			return limitHold{}, fmt.Errorf("limits.max_concurrent (%d) calls already in flight: %w", cap(l.global), context.Cause(ctx))
+			return limitHold{}, &limitError{limit: fmt.Sprintf("limits.max_concurrent (%d)", cap(l.global)), cause: context.Cause(ctx)}
 		}
 	}
 	slot := l.toolSlot(tool, max)
@@ -54,11 +54,25 @@ func (l *limiter) acquire(ctx context.Context, tool string, max int) (limitHold,
 			if l.global != nil {
 				<-l.global
 			}
-			return limitHold{}, fmt.Errorf("tool %q: max_instances (%d) calls already in flight: %w", tool, max, context.Cause(ctx))
+			return limitHold{}, &limitError{limit: fmt.Sprintf("tool %q: max_instances (%d)", tool, max), cause: context.Cause(ctx)}
 		}
 	}
 	return limitHold{global: l.global, tool: slot}, nil
 }
+
+// limitError is a call that got no slot of a limit: the limit (as it reads
+// in the config, with its value) had that many calls in flight until the
+// call's context ended for cause.
+type limitError struct {
+	limit string
+	cause error
+}
+
+func (e *limitError) Error() string {
+	return e.limit + " calls already in flight: " + e.cause.Error()
+}
+
+func (e *limitError) Unwrap() error { return e.cause }
 
 // limitHold is what one call holds of a limiter.
 type limitHold struct{ global, tool chan struct{} }
