@@ -52,6 +52,8 @@ func TestCollisionAdminNameFreeWhileAdminToolsAreOff(t *testing.T) {
 	require.Len(t, servers, 1, "mcp_status: %v", st)
 	problems, _ := st["problems"].([]any)
 	assert.True(t, anyContains(stringsOf(problems), `"mcp_status" is already owned by "mcp_admin"`), "%q", problems)
+	assert.True(t, anyContains(stringsOf(problems), "the aggregator's own tools keep their names"), "the fix offered is one that can be made: %q", problems)
+	assert.False(t, anyContains(stringsOf(problems), "to one of them"), "the admin tool cannot be renamed: %q", problems)
 
 	r.save(adminNameConfig(false))
 	r.waitReload()
