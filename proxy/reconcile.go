@@ -281,6 +281,11 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
+			if next[s.ID] == nil {
+				// Nothing of it runs: it is listed as failed, as a server
+				// that could not start is.
+				failed[s.ID] = failedServer{cfg: s, why: planFailure(plan)}
+			}
 			return
 		}
 		rs := (&runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}).fromInstance(pr.inst)
