@@ -32,7 +32,7 @@ servers:
 	}
 	c := a.connect()
 	for _, id := range []string{"missing", "exitinit"} {
-		health := relWaitHealth(t, c, id, func(h string) bool { return h != "" }, soon)
+		health := relWaitHealth(t, c, id, func(h string) bool { return h != "" && h != "starting" }, soon)
 		assert.Contains(t, health, "failed: ", "server %q", id)
 	}
 	problems := relStatus(t, c).Problems

@@ -74,3 +74,40 @@ func TestStatusListsServerWhoseToolsBreakStrictMode(t *testing.T) {
 		assert.Equal(t, "ok", h, "server %q", id)
 	}
 }
+
+// TestStatusListsServerStillStarting: while the first load waits for a server
+// that hangs in initialize, mcp_status lists it with health "starting" and the
+// transport and mode of its config, next to the servers already running.
+func TestStatusListsServerStillStarting(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  slow:
+    truely-stateless: true
+    %s
+    connect_timeout: 10m
+  demo:
+    truely-stateless: true
+    %s
+`, demoServer("misbehave", "hang-init"), demoServer("tools")))
+	c := a.connect()
+	relWaitHealth(t, c, "demo", func(h string) bool { return h == "ok" }, startTimeout)
+	text := firstText(t, c.callToolResult("mcp_status", map[string]any{}))
+	var st struct {
+		Servers []json.RawMessage `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &st), "mcp_status: %s", text)
+	var slow json.RawMessage
+	for _, s := range st.Servers {
+		var head struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(s, &head))
+		if head.ID == "slow" {
+			slow = s
+		}
+	}
+	require.NotNil(t, slow, "mcp_status lists no server slow: %s", text)
+	require.False(t, a.loaded(), "the first load has ended: slow no longer starts; stderr:\n%s", a.log)
+	assert.JSONEq(t, `{"id": "slow", "transport": "stdio", "mode": "shared", "health": "starting", "tools": 0, "instances": 0}`, string(slow))
+}
