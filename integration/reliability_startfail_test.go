@@ -32,7 +32,7 @@ servers:
 	}
 	c := a.connect()
 	for _, id := range []string{"missing", "exitinit"} {
-		health := relWaitHealth(t, c, id, func(h string) bool { return h != "" }, soon)
+		health := relWaitHealth(t, c, id, func(h string) bool { return h != "" && h != "starting" }, soon)
 		assert.Contains(t, health, "failed: ", "server %q", id)
 	}
 	problems := relStatus(t, c).Problems
@@ -41,4 +41,26 @@ servers:
 		assert.True(t, anyContains(problems, "error:", `server "`+id+`"`, "could not start"), "server %q: mcp_status problems: %q", id, problems)
 	}
 	assert.False(t, anyContains(problems, `server "slow"`), "slow is still starting: %q", problems)
+}
+
+// TestReliabilityRequiredStartFailureExitsAtOnce: a required server that fails
+// every start attempt on the first load makes serve exit non-zero then, while
+// another server still starts, not once that one's connect_timeout is out.
+func TestReliabilityRequiredStartFailureExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
+servers:
+  slow:
+    truely-stateless: true
+    %s
+    connect_timeout: 10m
+  vital:
+    required: true
+    command: %s
+`, demoServer("misbehave", "hang-init"), quoted(t.TempDir()+"/no-such-command")))
+	code := relWaitExit(t, a, "a required server failing to start") // far less than slow's connect_timeout
+	a.killed = true                                                 // it exits by itself, non-zero
+	assert.Equal(t, 1, code, "exit code; stderr:\n%s", a.log)
+	assert.True(t, a.log.containsLine("level=ERROR", "a required server could not start; exiting", "server=vital"), "stderr:\n%s", a.log)
+	assert.Equal(t, 1, relCountLines(a, "a required server could not start; exiting"), "told once; stderr:\n%s", a.log)
 }

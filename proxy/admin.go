@@ -102,7 +102,11 @@ type Status struct {
 	Instances   []InstanceStatus `json:"instances"`
 }
 
-// ServerStatus describes one running server.
+// healthStarting is the health of a server whose first instance is being
+// started: nothing of it runs yet, and nothing of it has failed.
+const healthStarting = "starting"
+
+// ServerStatus describes one server of the config: running, failed, or starting.
 type ServerStatus struct {
 	ID        string `json:"id"`
 	Transport string `json:"transport"`
@@ -179,6 +183,17 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 		}
 		st.Servers = append(st.Servers, ServerStatus{ID: id, Transport: string(f.cfg.Transport), Mode: serverMode(f.cfg),
 			Health: "failed: " + f.why + retry})
+	}
+	startingIDs := make([]string, 0, len(cur.starting))
+	for id := range cur.starting {
+		if cur.servers[id] == nil && cur.failed[id].cfg == nil {
+			startingIDs = append(startingIDs, id)
+		}
+	}
+	sort.Strings(startingIDs)
+	for _, id := range startingIDs {
+		s := cur.starting[id]
+		st.Servers = append(st.Servers, ServerStatus{ID: id, Transport: string(s.Transport), Mode: serverMode(s), Health: healthStarting})
 	}
 	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())

@@ -71,6 +71,28 @@ func startProblem(s *config.Server, err error) config.Problem {
 		Message: startFailure + why}
 }
 
+// planFailure says in one line why plan, which failed, was rejected: its
+// first error, the count of the others, and where to read them all.
+func planFailure(plan naming.Plan) string {
+	var first string
+	n := 0
+	for _, np := range plan.Problems {
+		if !np.Error {
+			continue
+		}
+		if n == 0 {
+			first, _, _ = strings.Cut(np.Message, "\n")
+			first = strings.TrimSuffix(first, ".")
+		}
+		n++
+	}
+	why := "its tools break the naming rules of its config: " + first
+	if n > 1 {
+		why += fmt.Sprintf(" (and %d more errors)", n-1)
+	}
+	return why + "; the problems list says how to resolve each"
+}
+
 // exclusionNotes says what the filters kept out of s's catalog, in at most one line.
 func exclusionNotes(s *config.Server, plan naming.Plan) []string {
 	if sum := plan.Summary(); sum != "" {

@@ -136,6 +136,21 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		desired[id] = true // keeps its last good state
 	}
 
+	// Servers with nothing running yet are shown as starting until their
+	// start is over: a client asking meanwhile learns they are coming.
+	starting := map[string]*config.Server{}
+	for _, s := range todo {
+		if current[s.ID] == nil {
+			starting[s.ID] = s
+		}
+	}
+	settings.starting = maps.Clone(starting)
+	if len(starting) > 0 {
+		shown := p.current().with()
+		shown.starting = maps.Clone(starting)
+		p.publish(shown)
+	}
+
 	results := p.prepare(ctx, todo)
 
 	// Commit, in the order that avoids collisions: removed servers leave
@@ -234,6 +249,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	var startFailed []config.Problem // problems of failed starts, not yet published
 	apply := func(pr prepared) {
 		s := pr.cfg
+		delete(starting, s.ID) // shown from the next wave on as what came of it
 		if pr.err != nil && ctx.Err() != nil {
 			// Stopping: the start was given up, which says nothing about
 			// the server, so it is no problem to report or alert on.
@@ -281,6 +297,11 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		if plan.Failed {
 			report.Failed = append(report.Failed, s.ID)
 			go pr.inst.Close()
+			if next[s.ID] == nil {
+				// Nothing of it runs: it is listed as failed, as a server
+				// that could not start is.
+				failed[s.ID] = failedServer{cfg: s, why: planFailure(plan)}
+			}
 			return
 		}
 		rs := (&runningServer{cfg: s, tools: pr.inst.Tools(), plan: plan}).fromInstance(pr.inst)
@@ -315,6 +336,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			}
 		}
 		settings.failed = maps.Clone(failed)
+		settings.starting = maps.Clone(starting)
 		if p.commit(settings, cat, order, maps.Clone(next)) {
 			report.Changed = true
 		}

@@ -12,9 +12,10 @@ type state struct {
 	catalog  *Catalog
 	surface  *Surface // resources, templates, prompts
 	servers  map[string]*runningServer
-	order    []string                // servers in config order
-	failed   map[string]failedServer // servers in the config with no running instance
-	problems []config.Problem        // from the last reload
+	order    []string                  // servers in config order
+	failed   map[string]failedServer   // servers in the config with no running instance
+	starting map[string]*config.Server // servers of the config being started, none running yet
+	problems []config.Problem          // from the last reload
 	admin    config.Admin
 	pattern  string   // naming.valid_pattern of the last good config
 	required []string // servers marked required in the last good config

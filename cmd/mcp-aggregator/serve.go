@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -165,6 +166,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var gwAuth *access        // likewise; nil on stdio
 	var drain *drainer        // likewise; nil on stdio
 	upAuth := newUpstreamAuth(ctx, &c, log)
+	// The first load's outcome: an exit code, which a required server that
+	// fails sends as soon as it fails (a second send fits too).
+	loaded := make(chan int, 2)
+	firstLoad := &requiredWatch{log: log, loaded: loaded}
 	var offerLogin proxy.LoginOffer
 	if *httpAddr == "" || loopbackBind(*httpAddr) {
 		// Only where the aggregator serves one person: the login's browser
@@ -178,7 +183,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
 		// A server that fails at once is told at once, not when the
 		// slowest of the others is done.
-		OnStartFailed: func(pr config.Problem) { logProblems(log, []config.Problem{pr}, nil) },
+		OnStartFailed: func(pr config.Problem) {
+			logProblems(log, []config.Problem{pr}, nil)
+			firstLoad.startFailed(pr.Server)
+		},
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
 			if gwAuth != nil {
@@ -218,11 +226,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The load stops early if the downstream goes away while upstreams start.
 	loadCtx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
-	loaded := make(chan int, 1)
 	go func() {
 		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
 		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
-			code, ws := initialLoad(loadCtx, p, src, log)
+			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
 			loaded <- code
 			return ws, code == 0
 		})
@@ -284,13 +291,15 @@ func stdioDone(ctx context.Context, err error, log *slog.Logger) int {
 // initialLoad loads the config and starts every upstream. It returns a
 // non-zero exit code when a required server could not start, and the
 // workspace loaded (nil when it was rejected).
-func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) (int, *config.Workspace) {
+func initialLoad(ctx context.Context, p *proxy.Proxy, src source, watch *requiredWatch, log *slog.Logger) (int, *config.Workspace) {
 	defer p.MarkLoaded()
 	ws, problems := src.loadLive()
 	if ws == nil {
 		log.Error("config rejected; serving no upstream server until the errors below are fixed (the config is reloaded when it changes, or on SIGHUP)")
 	}
+	watch.arm(ws)
 	report := p.Reconcile(ctx, ws, problems)
+	watch.disarm()
 	logProblems(log, report.Problems, report.StartFailed)
 	logRejected(log, ws, nil)
 	// One line, of bounded length however many tools the upstreams export.
@@ -307,13 +316,72 @@ func initialLoad(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logg
 	if ws != nil {
 		for _, s := range ws.Servers {
 			if s.Required && contains(report.Failed, s.ID) {
-				log.Error("a required server could not start; exiting", "server", s.ID,
-					"fix", "repair the server or set required: false to serve without it")
+				watch.exit(s.ID) // once: it may have been told as the server failed
 				return 1, ws
 			}
 		}
 	}
 	return 0, ws
+}
+
+// requiredWatch ends serve as soon as a server marked required fails to
+// start on the first load, rather than when the slowest other server is
+// ready or past its connect_timeout. Reloads are not watched: a required
+// server that fails in one keeps its last good state.
+type requiredWatch struct {
+	log    *slog.Logger
+	loaded chan<- int // serve exits with the code sent here
+
+	mu       sync.Mutex
+	required map[string]bool // while the first load runs: the required servers
+	told     bool            // serve was told to exit
+}
+
+// arm watches the required servers of ws (nil: none) until disarm.
+func (w *requiredWatch) arm(ws *config.Workspace) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.required = map[string]bool{}
+	if ws == nil {
+		return
+	}
+	for _, s := range ws.Servers {
+		if s.Required {
+			w.required[s.ID] = true
+		}
+	}
+}
+
+// disarm ends the watch: the first load is over.
+func (w *requiredWatch) disarm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.required = nil
+}
+
+// startFailed is told of each server whose start failed, every attempt
+// spent (proxy.Options.OnStartFailed).
+func (w *requiredWatch) startFailed(id string) {
+	w.mu.Lock()
+	watched := w.required[id]
+	w.mu.Unlock()
+	if watched && w.exit(id) {
+		w.loaded <- 1
+	}
+}
+
+// exit logs why serve exits, the first time only, and reports whether this
+// was the first.
+func (w *requiredWatch) exit(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.told {
+		return false
+	}
+	w.told = true
+	w.log.Error("a required server could not start; exiting", "server", id,
+		"fix", "repair the server or set required: false to serve without it")
+	return true
 }
 
 func contains(list []string, s string) bool {
