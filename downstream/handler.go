@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // Well-known _meta keys of protocol 2026-07-28.
@@ -93,6 +94,15 @@ type Request struct {
 	// A handler uses it to bound its work (a call's timeout) without a
 	// context of its own. Nil for requests made outside a transport.
 	Cancel context.CancelCauseFunc
+}
+
+// Sessionless reports whether the request belongs to no session: it speaks
+// the sessionless generation (2026-07-28), over stdio too, where Session is
+// the connection it came on and still no session of the request's, or it
+// came with no session at all. This is the one place that question is
+// answered; leases, log levels and subscriptions all ask here.
+func (r *Request) Sessionless() bool {
+	return r.Session == nil || protocol.Modern(r.Protocol)
 }
 
 // Meta returns the request's params._meta members (nil when there are none).

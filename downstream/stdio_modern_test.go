@@ -36,3 +36,21 @@ func TestStdioModernRequestChecks(t *testing.T) {
 	assert.Equal(t, "3", string(p.next(t)["id"]))
 	assert.EqualValues(t, 1, h.handled.Load())
 }
+
+// A 2026-07-28 request over stdio comes on the connection's session, yet
+// belongs to none: Sessionless says so, as it does for HTTP, where such a
+// request has no Session at all.
+func TestStdioModernRequestIsSessionless(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	result := func(m map[string]json.RawMessage) map[string]string {
+		var r map[string]string
+		require.NoError(t, json.Unmarshal(m["result"], &r), "%v", m)
+		return r
+	}
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	assert.Equal(t, "true", result(p.next(t))["sessionless"])
+
+	var none *Request = &Request{Msg: &jsonrpc.Message{Method: "tools/list"}, Protocol: "2025-11-25"}
+	assert.True(t, none.Sessionless(), "a request without a session is sessionless whatever its version")
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,7 @@ func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Messag
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progress":` + string(rune('0'+i)) + `}`)})
 		}
 	}
-	body, _ := json.Marshal(map[string]string{"method": req.Msg.Method, "protocol": req.Protocol})
+	body, _ := json.Marshal(map[string]string{"method": req.Msg.Method, "protocol": req.Protocol, "sessionless": strconv.FormatBool(req.Sessionless())})
 	return &jsonrpc.Message{Result: body}
 }
 

@@ -362,7 +362,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	inv.meta = forwardedMeta(params.Meta)
 	result, rpcErr, err := p.invoke(ctx, inv)
-	if req.Session != nil && !protocol.Modern(req.Protocol) && !p.clients.alive(req.Session) {
+	if !req.Sessionless() && !p.clients.alive(req.Session) {
 		// The session ended while the call ran: a lease the call took after
 		// the session's leases were ended must not outlive it. (A sessionless
 		// request's lease is its _meta conversation's, not the session's.)

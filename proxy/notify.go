@@ -276,7 +276,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	msg = &jsonrpc.Message{Method: "notifications/message", Params: params}
 	wants := func(s downstream.Session) bool { return p.takesLog(s, level) }
 	if req := p.inflight.only(inst); req != nil && (!related || sameSession(req.Session, owner)) {
-		if req.Session == nil || protocol.Modern(req.Protocol) {
+		if req.Sessionless() {
 			// 2026-07-28: the request's own level, and nothing without one
 			// (over stdio too, where such a request has the connection's session).
 			reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]
