@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // JSON-RPC batches. Protocol 2025-03-26 added them to MCP ("implementations
@@ -131,7 +132,7 @@ func (b *batchAnswer) array() []byte {
 // (progress, requests to the client) take the way they take for a POST
 // answered with JSON: requests go on the session's GET stream.
 func (t *HTTP) postBatch(w http.ResponseWriter, r *http.Request, body []byte, acceptJSON bool) {
-	if v := r.Header.Get(headerProtocol); Modern(v) {
+	if v := r.Header.Get(headerProtocol); protocol.Modern(v) {
 		t.refuse(w, r, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"protocol %s has no JSON-RPC batches: POST one message at a time", v))
 		return

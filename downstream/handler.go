@@ -3,33 +3,14 @@ package downstream
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
-// Protocol versions the transports serve, newest first. Versions up to
-// 2025-11-25 are session-based (initialize, Mcp-Session-Id); 2026-07-28 is
-// sessionless (server/discover, per-request _meta).
-var Versions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// LatestSessionVersion is the newest version negotiable through initialize.
-const LatestSessionVersion = "2025-11-25"
-
-// Modern reports whether version belongs to the sessionless generation
-// (2026-07-28 and later; versions are dates and sort as strings).
-func Modern(version string) bool { return version >= "2026-07-28" }
-
-// Supported reports whether version is one the transports serve.
-func Supported(version string) bool { return slices.Contains(Versions, version) }
-
 // Well-known _meta keys of protocol 2026-07-28.
 const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	MetaLogLevel       = "io.modelcontextprotocol/logLevel"
 )
 
 // Session is one downstream client connection: the stdio connection, or

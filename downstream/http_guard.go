@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // checkHost guards a loopback listener against DNS rebinding: a web page
@@ -100,7 +101,7 @@ func checkRepeated(r *http.Request) *httpError {
 	for _, name := range singleHeaders {
 		if n := len(r.Header.Values(name)); n > 1 {
 			code := jsonrpc.CodeInvalidRequest
-			if mirrored(name) && slices.ContainsFunc(r.Header.Values(headerProtocol), Modern) {
+			if mirrored(name) && slices.ContainsFunc(r.Header.Values(headerProtocol), protocol.Modern) {
 				code = codeHeaderMismatch
 			}
 			return refusal(http.StatusBadRequest, code, "the %s header appears %d times: send it once", name, n)

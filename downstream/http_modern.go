@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // Error codes protocol 2026-07-28 defines for the transport.
@@ -74,17 +75,17 @@ func checkModern(r *http.Request, msg *jsonrpc.Message) *httpError {
 	// Last-Event-ID is ignored: streams of this generation cannot be
 	// resumed, and a request that carries one is served as a new one.
 	switch {
-	case header != "" && !Supported(header):
+	case header != "" && !protocol.Supported(header):
 		return unsupportedVersion(msg.ID, header)
 	case header == "":
-		return mismatch("the MCP-Protocol-Version header is required and must equal params._meta[%q] (%q)", MetaProtocolVersion, meta)
+		return mismatch("the MCP-Protocol-Version header is required and must equal params._meta[%q] (%q)", protocol.MetaProtocolVersion, meta)
 	case meta == "":
 		// A required member of _meta is missing: the request is malformed.
 		return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidParams,
-			"params._meta[%q] is required and must equal the MCP-Protocol-Version header (%q)", MetaProtocolVersion, header)
+			"params._meta[%q] is required and must equal the MCP-Protocol-Version header (%q)", protocol.MetaProtocolVersion, header)
 	case header != meta:
-		return mismatch("the MCP-Protocol-Version header %q does not match params._meta[%q] %q", header, MetaProtocolVersion, meta)
-	case !Supported(meta):
+		return mismatch("the MCP-Protocol-Version header %q does not match params._meta[%q] %q", header, protocol.MetaProtocolVersion, meta)
+	case !protocol.Supported(meta):
 		return unsupportedVersion(msg.ID, meta)
 	}
 	switch got := r.Header.Get(headerMethod); {
@@ -146,10 +147,10 @@ func unsupportedVersion(id json.RawMessage, version string) *httpError {
 	data, _ := json.Marshal(struct {
 		Supported []string `json:"supported"`
 		Requested string   `json:"requested"`
-	}{Versions, version})
+	}{protocol.Versions, version})
 	return &httpError{status: http.StatusBadRequest, id: id, err: &jsonrpc.Error{
 		Code:    codeUnsupportedVersion,
-		Message: fmt.Sprintf("protocol version %q is not supported: use one of %s", version, strings.Join(Versions, ", ")),
+		Message: fmt.Sprintf("protocol version %q is not supported: use one of %s", version, strings.Join(protocol.Versions, ", ")),
 		Data:    data,
 	}}
 }
@@ -186,10 +187,10 @@ func checkModernRequest(msg *jsonrpc.Message) *jsonrpc.Error {
 		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s is not part of protocol 2026-07-28", clip(msg.Method))
 	}
 	caps := members(msg.Params)["_meta"]
-	raw, ok := members(caps)[MetaClientCapabilities]
+	raw, ok := members(caps)[protocol.MetaClientCapabilities]
 	if !ok || members(raw) == nil && string(raw) != "{}" {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
-			"params._meta[%q] is required: an object of the capabilities the client has for this request ({} when none)", MetaClientCapabilities)
+			"params._meta[%q] is required: an object of the capabilities the client has for this request ({} when none)", protocol.MetaClientCapabilities)
 	}
 	return nil
 }

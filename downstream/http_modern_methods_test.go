@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // A sessionless request must carry its client capabilities in _meta (an
@@ -23,7 +24,7 @@ func TestHTTPModernRequiresClientCapabilities(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp := s.post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":`+meta+`}}`, modernHeaders("tools/list", ""))
-			msg := requireRefused(t, resp, http.StatusBadRequest, jsonrpc.CodeInvalidParams, MetaClientCapabilities)
+			msg := requireRefused(t, resp, http.StatusBadRequest, jsonrpc.CodeInvalidParams, protocol.MetaClientCapabilities)
 			assert.JSONEq(t, `7`, string(msg.ID))
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // modernBody is a 2026-07-28 request whose params carry version in _meta
@@ -103,7 +104,7 @@ func TestHTTPModernUnsupportedVersion(t *testing.T) {
 		Requested string   `json:"requested"`
 	}
 	require.NoError(t, json.Unmarshal(msg.Error.Data, &data))
-	assert.Equal(t, Versions, data.Supported)
+	assert.Equal(t, protocol.Versions, data.Supported)
 	assert.Equal(t, "2099-01-01", data.Requested)
 	assert.Empty(t, h.seen())
 }

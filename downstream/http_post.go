@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // post is one POSTed message being served.
@@ -58,7 +59,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 
 	// The generation is decided per message: 2026-07-28 and later, named in
 	// the header or in _meta, is sessionless.
-	if Modern(r.Header.Get(headerProtocol)) || Modern(metaVersion(msg.Params)) {
+	if protocol.Modern(r.Header.Get(headerProtocol)) || protocol.Modern(metaVersion(msg.Params)) {
 		t.postModern(p)
 	} else {
 		t.postSession(p)

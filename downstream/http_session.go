@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // httpSession is one session of the session-based generation: created by a
@@ -292,7 +293,7 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 	if e := s.checkClient(r); e != nil {
 		return nil, e
 	}
-	if v := r.Header.Get(headerProtocol); v != "" && !Supported(v) {
+	if v := r.Header.Get(headerProtocol); v != "" && !protocol.Supported(v) {
 		return nil, unsupportedVersion(nil, v)
 	}
 	return s, nil
@@ -302,7 +303,7 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 // names a version the transport does not serve (a missing one is the
 // oldest clients' way).
 func checkVersionHeader(r *http.Request) *httpError {
-	if v := r.Header.Get(headerProtocol); v != "" && !Supported(v) {
+	if v := r.Header.Get(headerProtocol); v != "" && !protocol.Supported(v) {
 		return unsupportedVersion(nil, v)
 	}
 	return nil
@@ -316,7 +317,7 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	if Modern(r.Header.Get(headerProtocol)) {
+	if protocol.Modern(r.Header.Get(headerProtocol)) {
 		w.Header().Set("Allow", http.MethodPost)
 		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
 			"GET is not part of protocol %s: open a subscriptions/listen request for server notifications", r.Header.Get(headerProtocol)))
@@ -381,7 +382,7 @@ func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	if Modern(r.Header.Get(headerProtocol)) {
+	if protocol.Modern(r.Header.Get(headerProtocol)) {
 		w.Header().Set("Allow", http.MethodPost)
 		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
 			"DELETE is not part of protocol %s, which has no sessions", r.Header.Get(headerProtocol)))

@@ -3,6 +3,7 @@ package downstream
 import (
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -17,7 +18,7 @@ func metaVersion(params json.RawMessage) string {
 	if meta == nil {
 		return ""
 	}
-	v, _ := rawjson.String(rawjson.Member(meta, MetaProtocolVersion))
+	v, _ := rawjson.String(rawjson.Member(meta, protocol.MetaProtocolVersion))
 	return v
 }
 
@@ -78,7 +79,7 @@ func initCapabilities(params json.RawMessage) json.RawMessage {
 // metaCapabilities reads the client capabilities a sessionless request
 // declares in its _meta (nil when absent or null), kept raw.
 func metaCapabilities(params json.RawMessage) json.RawMessage {
-	return present(members(members(params)["_meta"])[MetaClientCapabilities])
+	return present(members(members(params)["_meta"])[protocol.MetaClientCapabilities])
 }
 
 func present(raw json.RawMessage) json.RawMessage {

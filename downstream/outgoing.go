@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // Why a server-to-client request (Session.Request, Request.Ask) failed
@@ -172,5 +173,5 @@ func within(ctx, life context.Context) (context.Context, context.CancelFunc) {
 // sessionless one (2026-07-28) carries them in input_required results
 // instead, and its stdio binding forbids requests on stdout.
 func usesRequests(req *Request) bool {
-	return req.Msg.Method != "initialize" && req.Protocol != "" && !Modern(req.Protocol)
+	return req.Msg.Method != "initialize" && req.Protocol != "" && !protocol.Modern(req.Protocol)
 }

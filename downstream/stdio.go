@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // StdioOptions bound one stdio connection.
@@ -168,7 +169,7 @@ func (s *stdioSession) ClientCapabilities() json.RawMessage {
 // initialized a session (the sessionless generation forbids requests on
 // stdout).
 func (s *stdioSession) Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-	if v := s.protocol.Load(); v == nil || Modern(*v) {
+	if v := s.protocol.Load(); v == nil || protocol.Modern(*v) {
 		return nil, fmt.Errorf("%s: %w: the client initialized no session", method, ErrNoStream)
 	}
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
@@ -421,13 +422,13 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, reply fu
 			return
 		}
 		meta := metaVersion(msg.Params)
-		if meta != "" && !Supported(meta) && !initialize {
+		if meta != "" && !protocol.Supported(meta) && !initialize {
 			// As over HTTP: a request that names a generation the
 			// server does not speak is refused, with those it does.
 			reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode())
 			return
 		}
-		if Modern(meta) && !initialize {
+		if protocol.Modern(meta) && !initialize {
 			if err := checkModernRequest(msg); err != nil {
 				reply(jsonrpc.Failure(msg.ID, err).Encode())
 				return
@@ -505,7 +506,7 @@ func (s *stdioSession) capabilities(req *Request) json.RawMessage {
 	switch {
 	case req.Msg.Method == "initialize":
 		return initCapabilities(req.Msg.Params)
-	case Modern(req.Protocol):
+	case protocol.Modern(req.Protocol):
 		return metaCapabilities(req.Msg.Params)
 	}
 	return s.ClientCapabilities()

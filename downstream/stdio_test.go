@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
 // stdioHandler answers every request with {"method": ...}; "slow" waits for
@@ -200,7 +201,7 @@ func TestStdioUnsupportedMetaVersion(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(m["error"], &e), "%s", m["error"])
 	assert.Equal(t, codeUnsupportedVersion, e.Code)
-	assert.Equal(t, Versions, e.Data.Supported)
+	assert.Equal(t, protocol.Versions, e.Data.Supported)
 	assert.Equal(t, "1999-01-01", e.Data.Requested)
 	p.send(t, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
 	assert.Equal(t, "8", string(p.next(t)["id"]), "the session goes on")

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
 // Apply builds the plan for one server. upstream lists the tool names the server reported,
@@ -63,7 +61,7 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 		if owner != nil {
 			if server, taken := owner(exported); taken && server != rules.Server {
 				fix := "add a prefix transform to one of them"
-				if server == config.ReservedServerID {
+				if rules.Reserved != "" && server == rules.Reserved {
 					fix = fmt.Sprintf("the aggregator's own tools keep their names: add a prefix transform to server %q, or set admin.enabled: false", rules.Server)
 				}
 				p.warn(name, "", "exported name %q is already owned by %q, which keeps it; the tool from server %q is skipped; %s", exported, server, rules.Server, fix)

@@ -252,6 +252,10 @@ func TestApplyOwnedByAnotherServer(t *testing.T) {
 	assert.Contains(t, p.Message, `server "fs"`)
 	assert.Contains(t, findProblem(t, plan, "mcp_release").Message, `"mcp_admin"`)
 	assert.Equal(t, []string{"search", "mcp_release"}, plan.Yielded, "the names held by other owners, to take once they are free")
+	assert.NotContains(t, findProblem(t, plan, "mcp_release").Message, "admin.enabled", "no reserved owner was named")
+
+	reserved := Apply(Rules{Server: "fs", Reserved: "mcp_admin"}, []string{"mcp_release"}, owner)
+	assert.Contains(t, findProblem(t, reserved, "mcp_release").Message, "admin.enabled: false", "a name the aggregator's own tools keep is fixed on the upstream side")
 }
 
 func TestApplyNoTools(t *testing.T) {

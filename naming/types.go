@@ -16,6 +16,10 @@ type (
 		Config       map[string]Settings // keyed by original tool name
 		Transforms   []Transform
 		ValidPattern string // "" = DefaultValidPattern
+		// Reserved is the owner name under which the aggregator's own tools are
+		// reported; they keep their names, so a conflict with one is fixed on the
+		// upstream side. "" when nothing is reserved.
+		Reserved string
 	}
 
 	// Settings are per-tool limits; zero values mean "not set".

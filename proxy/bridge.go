@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/requeststate"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -108,7 +109,7 @@ type inputAsk struct {
 // requests protocol 2026-07-28 allows input_required on, from a client of
 // that generation.
 func bridgeable(req *downstream.Request) bool {
-	if !downstream.Modern(req.Protocol) {
+	if !protocol.Modern(req.Protocol) {
 		return false
 	}
 	switch req.Msg.Method {

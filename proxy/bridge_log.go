@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -55,7 +56,7 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 		return ctx // served here, or not long enough to log for
 	}
 	c := &requestCaller{p: p, req: req}
-	if req.Session == nil || downstream.Modern(req.Protocol) {
+	if req.Session == nil || protocol.Modern(req.Protocol) {
 		c.level = metaString(req.Msg.Params, downstream.MetaLogLevel)
 	} else if p.clients.offerOf(req.Session.Key()).logging {
 		// A session not offered logging takes no log messages: none is asked for.
@@ -92,7 +93,7 @@ func logNotification(server string, params json.RawMessage) (level int, msg *jso
 // its caller wants that level: a 2026-07-28 request's own level (none
 // without one), an older client's session level.
 func (p *Proxy) logToRequest(req *downstream.Request, level int, msg *jsonrpc.Message) {
-	if req.Session == nil || downstream.Modern(req.Protocol) {
+	if req.Session == nil || protocol.Modern(req.Protocol) {
 		if reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]; ok && level >= reqLevel {
 			req.Send(msg)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -100,7 +101,7 @@ func failure(code int, format string, args ...any) *jsonrpc.Message {
 // result answers with body, adding what the request's protocol requires of
 // every result (resultType from 2026-07-28 on).
 func (p *Proxy) result(req *downstream.Request, body json.RawMessage) *jsonrpc.Message {
-	if downstream.Modern(req.Protocol) {
+	if protocol.Modern(req.Protocol) {
 		body = withMember(body, "resultType", []byte(`"complete"`))
 	}
 	return &jsonrpc.Message{Result: body}
@@ -110,7 +111,7 @@ func (p *Proxy) result(req *downstream.Request, body json.RawMessage) *jsonrpc.M
 // The catalog can change at any time and may be filtered per client, so
 // it is stale at once and private.
 func cacheable(req *downstream.Request, body json.RawMessage) json.RawMessage {
-	if !downstream.Modern(req.Protocol) {
+	if !protocol.Modern(req.Protocol) {
 		return body
 	}
 	body = withMember(body, "ttlMs", []byte(`0`))
@@ -228,8 +229,8 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	// The client's version when it is one the session generation has;
 	// else the newest, and the client decides whether it can go on.
 	version := params.Version
-	if !downstream.Supported(version) || downstream.Modern(version) {
-		version = downstream.LatestSessionVersion
+	if !protocol.Supported(version) || protocol.Modern(version) {
+		version = protocol.LatestSession
 	}
 	c := p.offerable(req.Client)
 	caps := offeredCapabilities(c)
@@ -252,7 +253,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
-		"supportedVersions": downstream.Versions,
+		"supportedVersions": protocol.Versions,
 		"capabilities":      offeredCapabilities(p.offerable(req.Client)),
 	}) // its _meta names the aggregator, as every result's does
 
@@ -361,7 +362,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	inv.meta = forwardedMeta(params.Meta)
 	result, rpcErr, err := p.invoke(ctx, inv)
-	if req.Session != nil && !downstream.Modern(req.Protocol) && !p.clients.alive(req.Session) {
+	if req.Session != nil && !protocol.Modern(req.Protocol) && !p.clients.alive(req.Session) {
 		// The session ended while the call ran: a lease the call took after
 		// the session's leases were ended must not outlive it. (A sessionless
 		// request's lease is its _meta conversation's, not the session's.)

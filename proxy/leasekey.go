@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -51,7 +52,7 @@ func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key sessio
 // the anonymous one or one named by the same _meta string.
 func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
 	s := req.Session
-	if downstream.Modern(req.Protocol) {
+	if protocol.Modern(req.Protocol) {
 		// A sessionless request names its conversation in _meta, over stdio
 		// as over HTTP: the connection it came on is no session of its.
 		s = nil
@@ -70,7 +71,7 @@ func leaseNameError(req *downstream.Request, meta map[string]json.RawMessage) *j
 	if !ok || len(raw) <= maxLeaseName+2 { // a JSON string is at least its text and two quotes
 		return nil
 	}
-	if req.Session != nil && req.Session.Key() != "" && !downstream.Modern(req.Protocol) {
+	if req.Session != nil && req.Session.Key() != "" && !protocol.Modern(req.Protocol) {
 		return nil // a session's leases are the session's: the name is not used
 	}
 	var name string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -275,7 +276,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	msg = &jsonrpc.Message{Method: "notifications/message", Params: params}
 	wants := func(s downstream.Session) bool { return p.takesLog(s, level) }
 	if req := p.inflight.only(inst); req != nil && (!related || sameSession(req.Session, owner)) {
-		if req.Session == nil || downstream.Modern(req.Protocol) {
+		if req.Session == nil || protocol.Modern(req.Protocol) {
 			// 2026-07-28: the request's own level, and nothing without one
 			// (over stdio too, where such a request has the connection's session).
 			reqLevel, ok := logLevels[metaString(req.Msg.Params, downstream.MetaLogLevel)]
@@ -296,7 +297,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		}
 		return
 	}
-	if upstream.Modern(inst.Protocol()) {
+	if protocol.Modern(inst.Protocol()) {
 		// A 2026-07-28 upstream logs for one request only; with none, or
 		// several, running, whose it is is unknown: it goes to no one else.
 		return
@@ -367,7 +368,7 @@ func (p *Proxy) rootsChanged(s downstream.Session) {
 // invalidLogLevel refuses a 2026-07-28 request whose _meta names a log level
 // that is not one; nil when there is none or it is valid.
 func invalidLogLevel(req *downstream.Request) *jsonrpc.Message {
-	if !downstream.Modern(req.Protocol) || !rawjson.Mentions(req.Msg.Params, downstream.MetaLogLevel) {
+	if !protocol.Modern(req.Protocol) || !rawjson.Mentions(req.Msg.Params, downstream.MetaLogLevel) {
 		return nil
 	}
 	raw, ok := requestMeta(req.Msg.Params)[downstream.MetaLogLevel]

@@ -48,6 +48,7 @@ func rulesFor(s *config.Server, pattern string) naming.Rules {
 		Strict:       s.Tools.Mode == config.ModeStrict,
 		Defaults:     naming.Settings(s.Tools.Defaults),
 		ValidPattern: pattern,
+		Reserved:     config.ReservedServerID,
 	}
 	if len(s.Tools.Config) > 0 {
 		r.Config = make(map[string]naming.Settings, len(s.Tools.Config))

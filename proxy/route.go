@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -263,7 +264,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 			why = "and more than one server offers resource subscriptions"
 		}
 		code := codeResourceNotFound
-		if downstream.Modern(req.Protocol) {
+		if protocol.Modern(req.Protocol) {
 			code = jsonrpc.CodeInvalidParams // 2026-07-28 has no -32002: an unknown URI is an invalid param
 		}
 		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: code,
@@ -305,7 +306,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	case req.Msg.Method == "resources/unsubscribe" && done && req.Session != nil:
 		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
 	}
-	if req.Msg.Method == "resources/read" && resp != nil && resp.Error == nil && downstream.Modern(req.Protocol) {
+	if req.Msg.Method == "resources/read" && resp != nil && resp.Error == nil && protocol.Modern(req.Protocol) {
 		resp.Result = cacheable(req, resp.Result)
 	}
 	return resp

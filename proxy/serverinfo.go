@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -23,7 +24,7 @@ func (p *Proxy) identified(req *downstream.Request, resp *jsonrpc.Message) *json
 	if resp == nil || len(resp.Result) == 0 {
 		return resp
 	}
-	if downstream.Modern(req.Protocol) {
+	if protocol.Modern(req.Protocol) {
 		resp.Result = withResultMeta(resp.Result, serverInfoKey, p.serverInfoJSON)
 	} else if rawjson.Mentions(resp.Result, serverInfoKey) {
 		resp.Result = withResultMeta(resp.Result, serverInfoKey, nil)

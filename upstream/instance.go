@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 )
@@ -219,7 +220,7 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	if name == "" {
 		name = "mcp-aggregator"
 	}
-	if Modern(version) {
+	if protocol.Modern(version) {
 		return i.discover(ctx, srv, version, name, ver)
 	}
 	params := map[string]any{

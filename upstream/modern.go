@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -27,17 +28,6 @@ import (
 // acts on) in the Mcp-Method and Mcp-Name headers. A server that needs
 // input in the middle of a request does not send requests of its own: it
 // answers input_required (see inputrequired.go).
-
-// Modern reports whether version belongs to the sessionless generation
-// (2026-07-28 and later; versions are dates and sort as strings).
-func Modern(version string) bool { return version >= "2026-07-28" }
-
-// Well-known _meta keys of the sessionless generation.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-)
 
 // envelope is what every request of the aggregator to a sessionless
 // upstream carries in its _meta, each member already encoded, in a fixed
@@ -52,7 +42,7 @@ type envelopeMember struct {
 func newEnvelope(version, name, ver string) envelope {
 	info, _ := rawjson.Marshal(map[string]string{"name": name, "version": ver})
 	v, _ := rawjson.Marshal(version)
-	return envelope{{metaProtocolVersion, v}, {metaClientInfo, info}, {metaClientCapabilities, clientCapabilities}}
+	return envelope{{protocol.MetaProtocolVersion, v}, {protocol.MetaClientInfo, info}, {protocol.MetaClientCapabilities, clientCapabilities}}
 }
 
 // wrap returns params with the envelope's members set in its _meta; the
@@ -153,7 +143,7 @@ func logLevelOf(ctx context.Context) string {
 // _meta that depend on the caller (its log level); params stay as they are
 // for older upstreams or when there is nothing to set.
 func (i *Instance) modernParams(ctx context.Context, params json.RawMessage) json.RawMessage {
-	if !Modern(i.protocol) {
+	if !protocol.Modern(i.protocol) {
 		return params
 	}
 	level := logLevelOf(ctx)
@@ -252,7 +242,7 @@ func (i *Instance) listenParams() (json.RawMessage, map[string]bool) {
 // follow keeps a subscriptions/listen stream open to a sessionless
 // upstream while the connection lives.
 func (i *Instance) follow() {
-	if !Modern(i.protocol) {
+	if !protocol.Modern(i.protocol) {
 		return
 	}
 	go i.listenLoop()

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
@@ -276,10 +277,10 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		raw json.RawMessage
 		err error
 	)
-	if Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
+	if protocol.Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
 		return i.subscription(ctx, r.Method, params)
 	}
-	if Modern(i.protocol) && multiRound(r.Method) {
+	if protocol.Modern(i.protocol) && multiRound(r.Method) {
 		raw, err = i.rounds(ctx, r, params)
 	} else {
 		raw, err = i.conn.call(ctx, r.Method, p)
