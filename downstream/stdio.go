@@ -188,7 +188,7 @@ func (s *stdioSession) written(response bool) {
 // would first have to be scheduled, with the reader back in read(2) and
 // holding its thread meanwhile. So the request goes on at once, and the wait
 // for a worker falls on the next read, off the request's path (stdio at one
-// call in flight: 8 % more calls per second; see BENCHMARKS.md). When
+// call in flight: 8 % more calls per second in BenchmarkCall). When
 // reading ends, why is sent to inErr.
 func (s *stdioSession) read(ctx context.Context) {
 	for {
@@ -647,7 +647,7 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 // writeNow writes a response from the goroutine that pushed it, when it
 // is the only one in flight and nothing is queued or being written: the
 // writer would otherwise have to be woken and scheduled for it (stdio at
-// one call in flight; see BENCHMARKS.md). What the pipe does not take at
+// one call in flight, as BenchmarkCall measures). What the pipe does not take at
 // once is queued first in line, for the writer to wait on; so is the
 // response when the write fails, and the writer reports why. Called with
 // o.mu held; returns with it released.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,39 +19,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeBlock is one fenced code block of the README.
+// onboardingPages are the pages a newcomer follows, in the order the README sends them
+// there: the README itself, then the client snippets, then the configuration page (whose
+// "Configs you already have" section imports another client's config).
+var onboardingPages = []string{"README.md", "docs/clients.md", "docs/configuration.md"}
+
+// readmeBlock is one fenced code block of an onboarding page.
 type readmeBlock struct {
 	lang string
 	text string
-	line int // of the opening fence
+	at   string // the page and the line of the opening fence, "README.md line 12"
 }
 
-// readmeBlocks returns the README's fenced code blocks in order.
+// readmeBlocks returns the fenced code blocks of the onboarding pages, in order.
 func readmeBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
-	require.NoError(t, err)
 	var blocks []readmeBlock
-	var cur *readmeBlock
-	for i, line := range strings.Split(string(data), "\n") {
-		switch {
-		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &readmeBlock{lang: strings.TrimPrefix(line, "```"), line: i + 1}
-		case cur != nil && line == "```":
-			blocks = append(blocks, *cur)
-			cur = nil
-		case cur != nil:
-			cur.text += line + "\n"
+	for _, page := range onboardingPages {
+		data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(page)))
+		require.NoError(t, err)
+		var cur *readmeBlock
+		for i, line := range strings.Split(string(data), "\n") {
+			switch {
+			case cur == nil && strings.HasPrefix(line, "```"):
+				cur = &readmeBlock{lang: strings.TrimPrefix(line, "```"), at: fmt.Sprintf("%s line %d", page, i+1)}
+			case cur != nil && line == "```":
+				blocks = append(blocks, *cur)
+				cur = nil
+			case cur != nil:
+				cur.text += line + "\n"
+			}
 		}
+		require.Nil(t, cur, "an unclosed code block in %s", page)
 	}
-	require.Nil(t, cur, "an unclosed code block in the README")
 	return blocks
 }
 
 // envPrefix matches the variable assignments in front of a command.
 var envPrefix = regexp.MustCompile(`^(\w+=("[^"]*"|'[^']*'|\S*)\s+)*`)
 
-// readmeSkip says why a README command is not run here: it needs a network, a login or
+// readmeSkip says why a command of an onboarding page is not run here: it needs a network, a login or
 // a client this machine does not have, or it is a test suite, or it is none of the
 // onboarding commands this test knows to run (mcp-aggregator, go build, and the shell's
 // file commands).
@@ -82,7 +90,8 @@ func serves(cmd string) bool {
 	return strings.HasPrefix(envPrefix.ReplaceAllString(cmd, ""), "mcp-aggregator ") && strings.Contains(cmd, "--http")
 }
 
-// TestOnboardingREADME runs the README's shell commands as a new user would, in order,
+// TestOnboardingREADME runs the shell commands of the README and of the onboarding pages
+// it links as a new user would, in order,
 // in a fresh home directory: the build from a checkout, then every command that needs
 // no network and no login. A command that starts a server runs until it says where it
 // listens. The JSON and TOML snippets must parse, and have the shape client-config prints.
@@ -111,7 +120,7 @@ func TestOnboardingREADME(t *testing.T) {
 		switch b.lang {
 		case "sh":
 		case "json":
-			require.True(t, json.Valid([]byte(b.text)), "README line %d: the JSON snippet does not parse", b.line)
+			require.True(t, json.Valid([]byte(b.text)), "%s: the JSON snippet does not parse", b.at)
 			var v map[string]map[string]struct {
 				Command string   `json:"command"`
 				Args    []string `json:"args"`
@@ -121,14 +130,14 @@ func TestOnboardingREADME(t *testing.T) {
 			}
 			for _, servers := range v {
 				if s, ok := servers["mcp-aggregator"]; ok {
-					assert.True(t, filepath.IsAbs(s.Command), "README line %d: the command is an absolute path", b.line)
-					assert.Equal(t, []string{"serve", "--config"}, s.Args[:2], "README line %d", b.line)
-					assert.True(t, filepath.IsAbs(s.Args[2]), "README line %d: the config is an absolute path", b.line)
+					assert.True(t, filepath.IsAbs(s.Command), "%s: the command is an absolute path", b.at)
+					assert.Equal(t, []string{"serve", "--config"}, s.Args[:2], b.at)
+					assert.True(t, filepath.IsAbs(s.Args[2]), "%s: the config is an absolute path", b.at)
 				}
 			}
 			continue
 		case "toml":
-			assert.Contains(t, b.text, "[mcp_servers.mcp-aggregator]\ncommand = \"/", "README line %d", b.line)
+			assert.Contains(t, b.text, "[mcp_servers.mcp-aggregator]\ncommand = \"/", b.at)
 			continue
 		default:
 			continue
@@ -136,7 +145,7 @@ func TestOnboardingREADME(t *testing.T) {
 		for _, cmd := range readmeCommands(b.text) {
 			first := strings.SplitN(cmd, "\n", 2)[0]
 			if why := readmeSkip(first); why != "" {
-				t.Logf("README line %d: not run here (%s): %s", b.line, why, first)
+				t.Logf("%s: not run here (%s): %s", b.at, why, first)
 				continue
 			}
 			ran++
@@ -145,18 +154,18 @@ func TestOnboardingREADME(t *testing.T) {
 				dir = repo // "from a checkout of this repository"
 			}
 			if serves(first) {
-				readmeServe(t, dir, env, cmd, b.line)
+				readmeServe(t, dir, env, cmd, b.at)
 				continue
 			}
 			out, err := readmeRun(dir, env, cmd)
-			require.NoError(t, err, "README line %d: %s\n%s", b.line, first, out)
-			t.Logf("README line %d: %s\n%s", b.line, first, out)
+			require.NoError(t, err, "%s: %s\n%s", b.at, first, out)
+			t.Logf("%s: %s\n%s", b.at, first, out)
 		}
 	}
-	assert.GreaterOrEqual(t, ran, 8, "the README's commands were found and run")
+	assert.GreaterOrEqual(t, ran, 8, "the onboarding pages' commands were found and run")
 	assertNoSurvivors(t, marker)
 
-	// What the README promises of the commands it ran.
+	// What the configuration page promises of the commands it ran.
 	out, err := readmeRun(work, env, "mcp-aggregator check --config mcp-aggregator.yaml")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "read as mcp-aggregator YAML, 1 server(s)", "import wrote the config check reads")
@@ -199,8 +208,8 @@ func readmeRun(dir string, env []string, cmd string) (string, error) {
 
 // readmeServe starts a serving command, waits until it logs where it listens, then
 // stops it with SIGTERM and expects a clean exit. It listens on a free port rather than
-// the README's, which may be taken on this machine.
-func readmeServe(t *testing.T, dir string, env []string, cmd string, line int) {
+// the page's, which may be taken on this machine.
+func readmeServe(t *testing.T, dir string, env []string, cmd string, at string) {
 	t.Helper()
 	cmd = regexp.MustCompile(`--http 127\.0\.0\.1:\d+`).ReplaceAllString(cmd, "--http 127.0.0.1:0")
 	c := exec.Command("bash", "-c", "exec "+cmd)
@@ -222,10 +231,10 @@ func readmeServe(t *testing.T, dir string, env []string, cmd string, line int) {
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	got, ok := <-listening
-	require.True(t, ok, "README line %d: %q never listened", line, cmd)
+	require.True(t, ok, "%s: %q never listened", at, cmd)
 	assert.Regexp(t, `url=http://127\.0\.0\.1:\d+/mcp`, got)
 	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
 	for range listening { // drain until stderr closes
 	}
-	assert.NoError(t, c.Wait(), "README line %d: %q did not stop cleanly:\n%s", line, cmd, log.String())
+	assert.NoError(t, c.Wait(), "%s: %q did not stop cleanly:\n%s", at, cmd, log.String())
 }

@@ -14,6 +14,6 @@ const slowVar = "MCP_AGGREGATOR_SLOW"
 func requireSlow(t *testing.T) {
 	t.Helper()
 	if os.Getenv(slowVar) != "1" {
-		t.Skipf("slow suite: set %s=1 to run it (.ci/run does; see the README's Test section)", slowVar)
+		t.Skipf("slow suite: set %s=1 to run it (.ci/run does; see docs/testing.md)", slowVar)
 	}
 }

@@ -3,6 +3,6 @@
 // one more hop can cost (a relay that copies bytes, a naive HTTP bridge), tools/list over a
 // catalog of 5,000 tools, the time from a config write to tools/list_changed, memory per
 // idle HTTP session, and the time to lease a stateful instance. The benchmarks run the real
-// binary against real upstream processes; how to run them and the latest figures are in
-// BENCHMARKS.md at the module root.
+// binary against real upstream processes; how to run them and the current figures are in
+// docs/benchmarks.md.
 package benchmark
