@@ -210,7 +210,7 @@ func checkHAProxy(t *testing.T, m manifest, agg *appsv1.Deployment, replicas int
 		"retry-on conn-failure empty-response 503",
 		fmt.Sprintf("bind :%d", containerPort(t, c, "http")),
 	} {
-		assert.Contains(t, cfg, want)
+		assert.True(t, strings.Contains(cfg, want), "haproxy.cfg lacks %q", want)
 	}
 	aggPort := containerPort(t, one(t, agg.Spec.Template.Spec.Containers, "aggregator container"), "http")
 	st := regexp.MustCompile(`(?m)^\s*server-template r (\d+) (\S+):(\d+) `).FindStringSubmatch(cfg)
