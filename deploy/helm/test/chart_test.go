@@ -30,7 +30,7 @@ var valueSets = []struct {
 	haproxy  bool
 	monitor  bool
 }{
-	{name: "defaults", replicas: 2},
+	{name: "defaults", replicas: 1},
 	{name: "ha", files: []string{chartDir + "/ci/ha-values.yaml"}, replicas: 3, haproxy: true, monitor: true},
 }
 
