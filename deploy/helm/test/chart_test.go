@@ -245,8 +245,9 @@ func checkServiceMonitor(t *testing.T, m manifest, sm *serviceMonitor, svc *core
 	assert.Contains(t, secret.Data, ep.Authorization.Credentials.Key)
 }
 
-// TestValuesRefused checks that values the aggregator could not run with
-// stop the render, with a message naming the value.
+// TestValuesRefused checks that values the aggregator could not run with,
+// and values the chart does not know (values.schema.json), stop the render
+// with a message naming the value.
 func TestValuesRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -257,6 +258,9 @@ func TestValuesRefused(t *testing.T) {
 		{"kill with the grace", []string{"aggregator.shutdownMarginSeconds=0"}, "aggregator.shutdownMarginSeconds"},
 		{"too few HAProxy slots", []string{"haproxy.enabled=true", "replicaCount=3", "haproxy.serverSlots=2"}, "haproxy.serverSlots"},
 		{"Secret key no variable can be named", []string{"secret.env.bad-name=x"}, "not an environment variable name"},
+		{"misspelt value", []string{"replicaCont=3"}, "replicaCont"},
+		{"grace not a number of seconds", []string{"aggregator.drainGraceSeconds=30s"}, "drainGraceSeconds"},
+		{"log level the aggregator lacks", []string{"aggregator.logLevel=trace"}, "logLevel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helm(t, templateArgs(nil, tc.set)...)
