@@ -153,18 +153,12 @@ func envRefs(node any) []string {
 	return slices.Compact(refs)
 }
 
-// aggregatorBinary returns $MCP_AGGREGATOR_BIN, else mcp-aggregator built
-// from this repository.
+// aggregatorBinary returns mcp-aggregator, which TestMain built or found
+// in $MCP_AGGREGATOR_BIN.
 func aggregatorBinary(t *testing.T) string {
 	t.Helper()
-	if bin := os.Getenv("MCP_AGGREGATOR_BIN"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "mcp-aggregator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mcp-aggregator")
-	cmd.Dir = repoRoot
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/mcp-aggregator:\n%s", out)
+	bin := os.Getenv("MCP_AGGREGATOR_BIN")
+	require.NotEmpty(t, bin, "MCP_AGGREGATOR_BIN is set by TestMain")
 	return bin
 }
 

@@ -20,9 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// helmModule is the helm release the chart is checked with, run from the Go
-// module proxy (go run caches the built binary). $HELM names a helm binary
-// to use instead.
+// helmModule is the helm release the chart is checked with, built from the
+// Go module proxy by TestMain. $HELM names a helm binary to use instead.
 const helmModule = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 
 // chartDir is the chart, relative to this module's directory.
@@ -36,11 +35,7 @@ const namespace = "mcp"
 // that carries its standard error.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	name, pre := "go", []string{"run", helmModule}
-	if bin := os.Getenv("HELM"); bin != "" {
-		name, pre = bin, nil
-	}
-	cmd := exec.Command(name, append(pre, args...)...)
+	cmd := exec.Command(os.Getenv("HELM"), args...) // set by TestMain
 	// helm keeps repositories and plugins under these; nothing of the
 	// user's may change what is checked, and nothing is left behind.
 	home := t.TempDir()
