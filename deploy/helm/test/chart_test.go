@@ -283,3 +283,30 @@ func TestTerminationGraceFollowsDrainGrace(t *testing.T) {
 	require.NotNil(t, c.Lifecycle.PreStop.Sleep)
 	assert.Equal(t, int64(7), c.Lifecycle.PreStop.Sleep.Seconds)
 }
+
+// TestExistingSecret checks a Secret the user keeps: the chart renders none,
+// the pods and the ServiceMonitor take theirs, and no checksum of values
+// that are not there rolls the pods.
+func TestExistingSecret(t *testing.T) {
+	m := render(t, nil, "secret.existingSecret=gw-tokens", "serviceMonitor.enabled=true")
+	assert.Empty(t, m.Secrets)
+	d := one(t, component(m.Deployments, deploymentMeta, "aggregator"), "aggregator Deployment")
+	c := one(t, d.Spec.Template.Spec.Containers, "aggregator container")
+	require.NotEmpty(t, c.EnvFrom)
+	require.NotNil(t, c.EnvFrom[0].SecretRef)
+	assert.Equal(t, "gw-tokens", c.EnvFrom[0].SecretRef.Name)
+	assert.NotContains(t, d.Spec.Template.Annotations, "checksum/secret")
+	ep := one(t, one(t, m.Monitors, "ServiceMonitor").Spec.Endpoints, "ServiceMonitor endpoint")
+	require.NotNil(t, ep.Authorization)
+	assert.Equal(t, "gw-tokens", ep.Authorization.Credentials.Name)
+}
+
+// TestServiceMonitorWithoutToken checks that an empty tokenSecret.key (for
+// pods behind something else that authenticates) scrapes without a token.
+func TestServiceMonitorWithoutToken(t *testing.T) {
+	m := render(t, nil, "serviceMonitor.enabled=true", "serviceMonitor.tokenSecret.key=", "aggregator.allowUnauthenticated=true")
+	ep := one(t, one(t, m.Monitors, "ServiceMonitor").Spec.Endpoints, "ServiceMonitor endpoint")
+	assert.Nil(t, ep.Authorization)
+	d := one(t, component(m.Deployments, deploymentMeta, "aggregator"), "aggregator Deployment")
+	assert.Contains(t, flags(one(t, d.Spec.Template.Spec.Containers, "aggregator container").Args), "--allow-unauthenticated")
+}
