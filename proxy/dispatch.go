@@ -102,7 +102,7 @@ func failure(code int, format string, args ...any) *jsonrpc.Message {
 // every result (resultType from 2026-07-28 on).
 func (p *Proxy) result(req *downstream.Request, body json.RawMessage) *jsonrpc.Message {
 	if protocol.Modern(req.Protocol) {
-		body = withMember(body, "resultType", []byte(`"complete"`))
+		body = rawjson.Add(body, "resultType", []byte(`"complete"`))
 	}
 	return &jsonrpc.Message{Result: body}
 }
@@ -114,42 +114,8 @@ func cacheable(req *downstream.Request, body json.RawMessage) json.RawMessage {
 	if !protocol.Modern(req.Protocol) {
 		return body
 	}
-	body = withMember(body, "ttlMs", []byte(`0`))
-	return withMember(body, "cacheScope", []byte(`"private"`))
-}
-
-// withMember adds a member to a JSON object unless it has one of that name.
-// The object's own bytes are kept.
-func withMember(obj json.RawMessage, name string, value []byte) json.RawMessage {
-	if hasMember(obj, name) {
-		return obj
-	}
-	i := 0
-	for i < len(obj) && obj[i] != '{' {
-		i++
-	}
-	if i == len(obj) {
-		return obj
-	}
-	out := make([]byte, 0, len(obj)+len(name)+len(value)+4)
-	out = append(out, obj[:i+1]...)
-	out = rawjson.AppendString(out, name)
-	out = append(out, ':')
-	out = append(out, value...)
-	rest := obj[i+1:]
-	j := 0
-	for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r') {
-		j++
-	}
-	if j < len(rest) && rest[j] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
-}
-
-func hasMember(obj json.RawMessage, name string) bool {
-	_, _, err := memberValueSpan(obj, name)
-	return err == nil
+	body = rawjson.Add(body, "ttlMs", []byte(`0`))
+	return rawjson.Add(body, "cacheScope", []byte(`"private"`))
 }
 
 // serverInfo is the aggregator's own identity.

@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -393,14 +394,11 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 
 // replaced returns obj with its top-level member name's value replaced.
 func replaced(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
-	start, end, err := memberValueSpan(obj, name)
-	if err != nil {
-		return nil, err
+	out, ok := rawjson.Replace(obj, name, func([]byte) ([]byte, bool) { return value, true })
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object with a member %q", name)
 	}
-	out := make([]byte, 0, len(obj)-(end-start)+len(value))
-	out = append(out, obj[:start]...)
-	out = append(out, value...)
-	return append(out, obj[end:]...), nil
+	return out, nil
 }
 
 func mustJSON(v any) json.RawMessage {

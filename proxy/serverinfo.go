@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -52,7 +51,7 @@ func withResultMeta(result json.RawMessage, key string, value []byte) json.RawMe
 		if value == nil {
 			return result
 		}
-		return withMember(result, "_meta", metaOf(key, value))
+		return rawjson.Add(result, "_meta", metaOf(key, value))
 	}
 	meta := result[start:end]
 	var updated []byte
@@ -64,15 +63,15 @@ func withResultMeta(result json.RawMessage, key string, value []byte) json.RawMe
 		}
 		updated = metaOf(key, value)
 	case rawjson.Mentions(meta, key) && rawjson.Member(meta, key) != nil:
-		updated = withoutMember(meta, key)
+		updated = rawjson.Without(meta, key)
 		if value != nil {
-			updated = withMember(updated, key, value)
+			updated = rawjson.Add(updated, key, value)
 		}
 	default:
 		if value == nil {
 			return result
 		}
-		updated = withMember(meta, key, value)
+		updated = rawjson.Add(meta, key, value)
 	}
 	out := make([]byte, 0, len(result)-len(meta)+len(updated))
 	out = append(out, result[:start]...)
@@ -86,26 +85,4 @@ func metaOf(key string, value []byte) []byte {
 	b = append(b, ':')
 	b = append(b, value...)
 	return append(b, '}')
-}
-
-// withoutMember returns the JSON object obj without its members named
-// name; the others keep their value bytes and their order.
-func withoutMember(obj []byte, name string) []byte {
-	var b bytes.Buffer
-	b.Grow(len(obj))
-	b.WriteByte('{')
-	o := rawjson.NewObject(obj)
-	for o.Next() {
-		if string(o.Name()) == name {
-			continue
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(rawjson.AppendString(nil, string(o.Name())))
-		b.WriteByte(':')
-		b.Write(o.Value())
-	}
-	b.WriteByte('}')
-	return b.Bytes()
 }

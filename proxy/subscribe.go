@@ -286,7 +286,7 @@ func withSubscriptionID(params json.RawMessage, id json.RawMessage) json.RawMess
 		if id == nil {
 			return params
 		}
-		return withMember(params, "_meta", subscriptionMeta(id, nil)[len(`{"_meta":`):len(subscriptionMeta(id, nil))-1])
+		return rawjson.Add(params, "_meta", subscriptionMeta(id, nil)[len(`{"_meta":`):len(subscriptionMeta(id, nil))-1])
 	}
 	out := make([]byte, 0, len(params)+len(id)+48)
 	out = append(out, '{')
