@@ -80,12 +80,17 @@ func Add(obj []byte, name string, value []byte) []byte {
 // kept). obj comes back as it is when it has no such member or is not one
 // valid JSON object.
 func Without(obj []byte, name string) []byte {
+	return WithoutFunc(obj, func(n string) bool { return n == name })
+}
+
+// WithoutFunc is Without for every member whose name drop reports true.
+func WithoutFunc(obj []byte, drop func(name string) bool) []byte {
 	type span struct{ start, end int }
 	var kept []span
 	dropped := false
 	o := NewObject(obj)
 	for o.Next() {
-		if string(o.Name()) == name {
+		if drop(string(o.Name())) {
 			dropped = true
 			continue
 		}
@@ -104,6 +109,12 @@ func Without(obj []byte, name string) []byte {
 		out = append(out, obj[s.start:s.end]...)
 	}
 	return append(out, '}')
+}
+
+// Empty reports whether obj is a JSON object without members.
+func Empty(obj []byte) bool {
+	o := NewObject(obj)
+	return !o.Next() && o.Err() == nil
 }
 
 // validObject reports whether obj is one valid JSON object.
