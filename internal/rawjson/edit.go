@@ -140,3 +140,108 @@ func insertFirst(obj []byte, name string, value []byte) []byte {
 	}
 	return append(out, obj[open:]...)
 }
+
+// Edit is one member's change, for Edits.
+type Edit struct {
+	// Name is the member's name.
+	Name string
+	// Value returns the member's new value given its old one (nil when obj
+	// has no such member); returning nil drops the member, or adds none.
+	Value func(old []byte) []byte
+}
+
+// Edits applies every edit to obj in one pass and one copy: a member
+// present is changed where it stands (every repeat of its name), one
+// absent is added before the others, in the order of edits. Every other
+// byte keeps its place, but for the whitespace between members when a
+// member is dropped. obj comes back as it is when it is not one valid JSON
+// object.
+func Edits(obj []byte, edits ...Edit) []byte {
+	type member struct {
+		start, end           int // the member's span
+		valueStart, valueEnd int
+		value                []byte // the new value; nil: dropped
+	}
+	var members []member
+	seen := make([]bool, len(edits))
+	dropped, count := false, 0
+	o := NewObject(obj)
+	for o.Next() {
+		count++
+		for i := range edits {
+			if string(o.Name()) != edits[i].Name {
+				continue
+			}
+			seen[i] = true
+			m := member{value: edits[i].Value(o.Value())}
+			m.start, m.end = o.MemberSpan()
+			m.valueStart, m.valueEnd = o.ValueSpan()
+			dropped = dropped || m.value == nil
+			members = append(members, m)
+			break
+		}
+	}
+	if o.Err() != nil {
+		return obj
+	}
+	var added [][]byte
+	size := len(obj)
+	for i, e := range edits {
+		if seen[i] {
+			continue
+		}
+		if v := e.Value(nil); v != nil {
+			m := append(AppendString(nil, e.Name), ':')
+			m = append(m, v...)
+			added = append(added, m)
+			size += len(m) + 1
+		}
+	}
+	for _, m := range members {
+		size += len(m.value)
+	}
+	out := make([]byte, 0, size)
+	open := skipSpace(obj, 0) + 1
+	out = append(out, obj[:open]...)
+	for i, a := range added {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, a...)
+	}
+	if !dropped {
+		// Every member stays where it is: splice the new values in.
+		if len(added) > 0 && count > 0 {
+			out = append(out, ',')
+		}
+		last := open
+		for _, m := range members {
+			out = append(out, obj[last:m.valueStart]...)
+			out = append(out, m.value...)
+			last = m.valueEnd
+		}
+		return append(out, obj[last:]...)
+	}
+	// A member goes: write the members again, one after the other.
+	first := len(added) == 0
+	next := 0
+	o = NewObject(obj)
+	for o.Next() {
+		start, end := o.MemberSpan()
+		piece := obj[start:end]
+		if next < len(members) && members[next].start == start {
+			m := members[next]
+			next++
+			if m.value == nil {
+				continue
+			}
+			piece = append(append(append([]byte(nil), obj[start:m.valueStart]...), m.value...), obj[m.valueEnd:end]...)
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, piece...)
+	}
+	return append(out, '}')
+}

@@ -125,3 +125,79 @@ func TestWithoutFuncAndEmpty(t *testing.T) {
 	assert.False(t, Empty([]byte(`[]`)), "an array is no empty object")
 	assert.False(t, Empty([]byte(`{`)))
 }
+
+func TestEditsInOnePass(t *testing.T) {
+	complete := Edit{Name: "resultType", Value: func(old []byte) []byte {
+		if old != nil {
+			return old
+		}
+		return []byte(`"complete"`)
+	}}
+	meta := Edit{Name: "_meta", Value: func(old []byte) []byte {
+		if old == nil {
+			return []byte(`{"s":1}`)
+		}
+		out, _ := Set(old, "s", func([]byte) []byte { return []byte(`1`) })
+		return out
+	}}
+	drop := Edit{Name: "gone", Value: func([]byte) []byte { return nil }}
+	for _, tt := range []struct{ in, want string }{
+		{`{}`, `{"resultType":"complete","_meta":{"s":1}}`},
+		{`{"content":[ 1 ]}`, `{"resultType":"complete","_meta":{"s":1},"content":[ 1 ]}`},
+		{`{"resultType":"input_required", "_meta" : {"x":2,"s":0}}`, `{"resultType":"input_required", "_meta" : {"x":2,"s":1}}`},
+		{`{"a":1, "gone":2, "b":3}`, `{"resultType":"complete","_meta":{"s":1},"a":1,"b":3}`},
+		{`{"gone":2}`, `{"resultType":"complete","_meta":{"s":1}}`},
+		{`[1]`, `[1]`},
+	} {
+		assert.Equal(t, tt.want, string(Edits([]byte(tt.in), complete, meta, drop)), "Edits(%s)", tt.in)
+	}
+	assert.Equal(t, `{"a":1,"b":3}`, string(Edits([]byte(`{"a":1,"gone":2,"b":3}`), drop)))
+	assert.Equal(t, `{}`, string(Edits([]byte(`{"gone":2}`), drop)))
+}
+
+// FuzzEditsInOnePass: Edits agrees with decoding into a map, changing the
+// members named and no other, and keeps its output valid.
+func FuzzEditsInOnePass(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"a":1,"b":[2],"c":{"d":3}}`))
+	f.Add([]byte(`{"b":1,"b":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before map[string]json.RawMessage
+		if json.Unmarshal(data, &before) != nil || before == nil {
+			if string(Edits(data, Edit{Name: "a", Value: func([]byte) []byte { return []byte(`0`) }})) != string(data) {
+				t.Fatalf("Edits changed %q, which is not an object", data)
+			}
+			return
+		}
+		out := Edits(data,
+			Edit{Name: "a", Value: func([]byte) []byte { return []byte(`"a"`) }},
+			Edit{Name: "b", Value: func([]byte) []byte { return nil }},
+			Edit{Name: "c", Value: func(old []byte) []byte {
+				if old == nil {
+					return []byte(`"c"`)
+				}
+				return old
+			}},
+		)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("Edits(%q) = %q: %v", data, out, err)
+		}
+		want := maps.Clone(before)
+		want["a"] = json.RawMessage(`"a"`)
+		delete(want, "b")
+		if _, ok := want["c"]; !ok {
+			want["c"] = json.RawMessage(`"c"`)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Edits(%q) = %q", data, out)
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("Edits(%q) = %q: member %q is %q, want %q", data, out, k, got[k], v)
+			}
+		}
+	})
+}
