@@ -31,7 +31,7 @@ func (p *Proxy) encode(req *downstream.Request, resp *jsonrpc.Message) *jsonrpc.
 		return resp
 	}
 	if !protocol.Modern(req.Protocol) {
-		if rawjson.Mentions(resp.Result, serverInfoKey) {
+		if rawjson.Mentions(resp.Result, serverInfoKey) && rawjson.Has(rawjson.Member(resp.Result, "_meta"), serverInfoKey) {
 			resp.Result = rawjson.Edits(resp.Result, rawjson.Edit{Name: "_meta", Value: func(old []byte) []byte {
 				return rawjson.Without(old, serverInfoKey) // nil stays nil: nothing is added
 			}})
