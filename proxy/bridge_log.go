@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -83,7 +84,7 @@ func logNotification(server string, params json.RawMessage) (level int, msg *jso
 	}
 	if len(head.Logger) == 0 {
 		// Say which server spoke; the upstream's own logger name is kept.
-		params = withMember(params, "logger", mustJSON(server))
+		params = rawjson.Add(params, "logger", mustJSON(server))
 	}
 	return level, &jsonrpc.Message{Method: "notifications/message", Params: params}, true
 }

@@ -3,9 +3,10 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"sort"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
@@ -162,53 +163,10 @@ func sameSurface(a, b *Catalog) bool {
 // renamed returns raw with its top-level "name" member set to name. Every
 // other byte, key order included, stays as the upstream sent it.
 func renamed(raw json.RawMessage, name string) (json.RawMessage, error) {
-	start, end, err := memberValueSpan(raw, "name")
-	if err != nil {
-		return nil, err
+	quoted := rawjson.AppendString(nil, name)
+	out, ok := rawjson.Replace(raw, "name", func([]byte) ([]byte, bool) { return quoted, true })
+	if !ok {
+		return nil, errors.New("tool definition is not a JSON object with a name")
 	}
-	quoted, _ := json.Marshal(name)
-	out := make([]byte, 0, len(raw)-(end-start)+len(quoted))
-	out = append(out, raw[:start]...)
-	out = append(out, quoted...)
-	out = append(out, raw[end:]...)
 	return out, nil
-}
-
-// memberValueSpan finds the byte span of the value of a top-level member of
-// a JSON object.
-func memberValueSpan(raw []byte, key string) (int, int, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return 0, 0, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return 0, 0, fmt.Errorf("tool definition is not a JSON object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return 0, 0, err
-		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if k != key {
-			if err := dec.Decode(&v); err != nil {
-				return 0, 0, err
-			}
-			continue
-		}
-		before := int(dec.InputOffset())
-		if err := dec.Decode(&v); err != nil {
-			return 0, 0, err
-		}
-		end := int(dec.InputOffset())
-		// InputOffset sits just after the ':' (plus whitespace) before Decode.
-		start := before
-		for start < end && (raw[start] == ' ' || raw[start] == ':' || raw[start] == '\t' || raw[start] == '\n' || raw[start] == '\r') {
-			start++
-		}
-		return start, end, nil
-	}
-	return 0, 0, fmt.Errorf("tool definition has no %q member", key)
 }

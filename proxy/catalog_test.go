@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 func TestRenamed(t *testing.T) {
@@ -134,7 +136,7 @@ func TestToolsResultIsShared(t *testing.T) {
 	assert.Equal(t, `[{"name":"x"},{"name":"y"}]`, string(c.ToolsJSON()))
 	assert.Equal(t, len(c.ToolsResult()), cap(c.ToolsResult()))
 	assert.Equal(t, len(c.ToolsJSON()), cap(c.ToolsJSON()))
-	grown := withMember(c.ToolsResult(), "ttlMs", []byte("0"))
+	grown := rawjson.Add(c.ToolsResult(), "ttlMs", []byte("0"))
 	assert.Equal(t, `{"ttlMs":0,"tools":[{"name":"x"},{"name":"y"}]}`, string(grown))
 	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()), "unchanged")
 	assert.Equal(t, `{"tools":[]}`, string(emptyCatalog().ToolsResult()))

@@ -19,10 +19,10 @@ func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	return p.traced(ctx, req)
 }
 
-// dispatch answers a request, whichever transport it came on, with the
-// server identity its result is owed (see identified).
+// dispatch answers a request, whichever transport it came on, its result
+// encoded for the request's generation (see encode).
 func (p *Proxy) dispatch(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	return p.identified(req, p.route(ctx, req))
+	return p.encode(req, p.route(ctx, req))
 }
 
 // route is the dispatcher: one path per method, raw params in, raw JSON
@@ -43,7 +43,7 @@ func (p *Proxy) route(ctx context.Context, req *downstream.Request) *jsonrpc.Mes
 	case "initialize":
 		return p.initialize(req)
 	case "ping":
-		return p.result(req, []byte(`{}`))
+		return answer([]byte(`{}`))
 	case "server/discover":
 		return p.discover(req)
 	case "subscriptions/listen":
@@ -98,58 +98,10 @@ func failure(code int, format string, args ...any) *jsonrpc.Message {
 	return jsonrpc.Failure(nil, jsonrpc.Errorf(code, format, args...))
 }
 
-// result answers with body, adding what the request's protocol requires of
-// every result (resultType from 2026-07-28 on).
-func (p *Proxy) result(req *downstream.Request, body json.RawMessage) *jsonrpc.Message {
-	if protocol.Modern(req.Protocol) {
-		body = withMember(body, "resultType", []byte(`"complete"`))
-	}
+// answer answers with body; encode adds what the request's generation
+// requires of it.
+func answer(body json.RawMessage) *jsonrpc.Message {
 	return &jsonrpc.Message{Result: body}
-}
-
-// cacheable adds the caching hints 2026-07-28 requires on list results.
-// The catalog can change at any time and may be filtered per client, so
-// it is stale at once and private.
-func cacheable(req *downstream.Request, body json.RawMessage) json.RawMessage {
-	if !protocol.Modern(req.Protocol) {
-		return body
-	}
-	body = withMember(body, "ttlMs", []byte(`0`))
-	return withMember(body, "cacheScope", []byte(`"private"`))
-}
-
-// withMember adds a member to a JSON object unless it has one of that name.
-// The object's own bytes are kept.
-func withMember(obj json.RawMessage, name string, value []byte) json.RawMessage {
-	if hasMember(obj, name) {
-		return obj
-	}
-	i := 0
-	for i < len(obj) && obj[i] != '{' {
-		i++
-	}
-	if i == len(obj) {
-		return obj
-	}
-	out := make([]byte, 0, len(obj)+len(name)+len(value)+4)
-	out = append(out, obj[:i+1]...)
-	out = rawjson.AppendString(out, name)
-	out = append(out, ':')
-	out = append(out, value...)
-	rest := obj[i+1:]
-	j := 0
-	for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r') {
-		j++
-	}
-	if j < len(rest) && rest[j] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
-}
-
-func hasMember(obj json.RawMessage, name string) bool {
-	_, _, err := memberValueSpan(obj, name)
-	return err == nil
 }
 
 // serverInfo is the aggregator's own identity.
@@ -257,7 +209,7 @@ func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 		"capabilities":      offeredCapabilities(p.offerable(req.Client)),
 	}) // its _meta names the aggregator, as every result's does
 
-	return p.result(req, cacheable(req, body))
+	return answer(body)
 }
 
 func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
@@ -279,14 +231,14 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	st := p.current()
 	if st.profileOf(req.Client) == nil {
-		return p.result(req, cacheable(req, st.toolsResult()))
+		return answer(st.toolsResult())
 	}
 	tools := p.listed(st, listTools, req.Client)
 	body := make([]byte, 0, len(tools)+16)
 	body = append(body, toolsResultPrefix...)
 	body = append(body, tools...)
 	body = append(body, '}')
-	return p.result(req, cacheable(req, body))
+	return answer(body)
 }
 
 // callParams are the members of tools/call params the dispatcher reads; the
@@ -374,7 +326,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	case rpcErr != nil:
 		return &jsonrpc.Message{Error: rpcErr}
 	default:
-		return p.result(req, result)
+		return answer(result)
 	}
 }
 
@@ -445,7 +397,7 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 		return nil
 	case <-l.end:
 	}
-	return p.result(req, subscriptionMeta(l.id, nil))
+	return answer(subscriptionMeta(l.id, nil))
 }
 
 // granted is the part of a listen filter the aggregator can honour: as

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -72,9 +73,9 @@ func TestDispatchProtocolGenerations(t *testing.T) {
 }
 
 func TestWithMember(t *testing.T) {
-	assert.Equal(t, `{"resultType":"complete","a":1}`, string(withMember([]byte(`{"a":1}`), "resultType", []byte(`"complete"`))))
-	assert.Equal(t, `{"resultType":"complete"}`, string(withMember([]byte(`{}`), "resultType", []byte(`"complete"`))))
-	assert.Equal(t, `{ "resultType":"x"}`, string(withMember([]byte(`{ "resultType":"x"}`), "resultType", []byte(`"complete"`))), "an upstream's own member is kept")
+	assert.Equal(t, `{"resultType":"complete","a":1}`, string(rawjson.Add([]byte(`{"a":1}`), "resultType", []byte(`"complete"`))))
+	assert.Equal(t, `{"resultType":"complete"}`, string(rawjson.Add([]byte(`{}`), "resultType", []byte(`"complete"`))))
+	assert.Equal(t, `{ "resultType":"x"}`, string(rawjson.Add([]byte(`{ "resultType":"x"}`), "resultType", []byte(`"complete"`))), "an upstream's own member is kept")
 }
 
 // A listen stream gets its acknowledgement first, then list_changed with

@@ -32,48 +32,21 @@ func upstreamParams(params json.RawMessage, meta map[string]json.RawMessage) jso
 	if !drop {
 		return params
 	}
-	out := make([]byte, 0, len(params))
-	out = append(out, '{')
-	first := true
-	add := func(name, value []byte) {
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = rawjson.AppendString(out, string(name))
-		out = append(out, ':')
-		out = append(out, value...)
-	}
-	o := rawjson.NewObject(params)
-	for o.Next() {
-		if string(o.Name()) != "_meta" {
-			add(o.Name(), o.Value())
-			continue
-		}
-		kept := []byte{'{'}
-		any := false
-		m := rawjson.NewObject(o.Value())
-		for m.Next() {
-			if keptBack(string(m.Name())) {
-				continue
-			}
-			if any {
-				kept = append(kept, ',')
-			}
-			any = true
-			kept = rawjson.AppendString(kept, string(m.Name()))
-			kept = append(kept, ':')
-			kept = append(kept, m.Value()...)
-		}
-		if m.Err() != nil {
-			return params
-		}
-		if any {
-			add(o.Name(), append(kept, '}'))
-		}
-	}
-	if o.Err() != nil {
+	return editMeta(params, func(m []byte) []byte { return rawjson.WithoutFunc(m, keptBack) })
+}
+
+// editMeta returns params with its _meta replaced by edit(_meta), or
+// without _meta when edit leaves an object that had members empty. params
+// without _meta, or that are not one JSON object, are returned as they are.
+func editMeta(params json.RawMessage, edit func(meta []byte) []byte) json.RawMessage {
+	meta := rawjson.Member(params, "_meta")
+	if meta == nil {
 		return params
 	}
-	return append(out, '}')
+	edited := edit(meta)
+	if rawjson.Empty(edited) && !rawjson.Empty(meta) {
+		return rawjson.Without(params, "_meta")
+	}
+	out, _ := rawjson.Replace(params, "_meta", func([]byte) ([]byte, bool) { return edited, true })
+	return out
 }

@@ -221,7 +221,7 @@ func (p *Proxy) setLevel(req *downstream.Request) *jsonrpc.Message {
 		return failure(jsonrpc.CodeInvalidRequest, "logging/setLevel needs a session; sessionless clients set io.modelcontextprotocol/logLevel in a request's _meta")
 	}
 	p.levels.set(req.Session.Key(), level)
-	return p.result(req, []byte(`{}`))
+	return answer([]byte(`{}`))
 }
 
 // upstreamNotified takes an upstream notification other than progress and

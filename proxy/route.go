@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -89,7 +90,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 			return failure(codeInternal, "%s: server %q: %s", method, server, p.scrub(rs.cfg, err.Error()))
 		}
 	}
-	return p.result(req, raw)
+	return answer(raw)
 }
 
 // requestMeta reads params._meta.
@@ -224,7 +225,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	return p.result(req, cacheable(req, p.surfaceFor(p.current(), req.Client, req.Session).results[key]))
+	return answer(p.surfaceFor(p.current(), req.Client, req.Session).results[key])
 }
 
 func cursorOf(params json.RawMessage) string {
@@ -284,7 +285,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		// The shared instance goes on sending the updates others still
 		// subscribe to; this session no longer hears of them.
 		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
-		return p.result(req, []byte(`{}`))
+		return answer([]byte(`{}`))
 	}
 	// A subscription counts from before it is sent: an upstream may send
 	// the URI's first update right after its answer, before the answer is
@@ -305,9 +306,6 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
 	case req.Msg.Method == "resources/unsubscribe" && done && req.Session != nil:
 		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
-	}
-	if req.Msg.Method == "resources/read" && resp != nil && resp.Error == nil && protocol.Modern(req.Protocol) {
-		resp.Result = cacheable(req, resp.Result)
 	}
 	return resp
 }
@@ -393,14 +391,11 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 
 // replaced returns obj with its top-level member name's value replaced.
 func replaced(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
-	start, end, err := memberValueSpan(obj, name)
-	if err != nil {
-		return nil, err
+	out, ok := rawjson.Replace(obj, name, func([]byte) ([]byte, bool) { return value, true })
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object with a member %q", name)
 	}
-	out := make([]byte, 0, len(obj)-(end-start)+len(value))
-	out = append(out, obj[:start]...)
-	out = append(out, value...)
-	return append(out, obj[end:]...), nil
+	return out, nil
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -110,6 +110,8 @@ type Proxy struct {
 	// serverInfoJSON is the aggregator's identity as every 2026-07-28
 	// result carries it.
 	serverInfoJSON json.RawMessage
+	// modernEdits are what encode does to a 2026-07-28 result (resultEdits).
+	modernEdits [4]rawjson.Edit
 	// life ends when a Close's drain time is up: retiring servers then stop
 	// waiting for their calls.
 	life    context.Context
@@ -129,6 +131,7 @@ func New(opts Options) *Proxy {
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
 	p.tasks.limitPerClient(opts.MaxTasksPerClient)
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
+	p.modernEdits = resultEdits(p.serverInfoJSON)
 	p.life, p.endLife = context.WithCancel(context.Background())
 	st := initialState()
 	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -14,70 +13,72 @@ import (
 // server that produced it.
 const serverInfoKey = "io.modelcontextprotocol/serverInfo"
 
-// identified gives resp's result the server identity its client is owed.
-// From 2026-07-28 on a server SHOULD name itself in every result's _meta,
-// and the aggregator is the server its client talks to: every result names
-// the aggregator, in place of any name an upstream gave there. A client of
-// an earlier generation met the aggregator at initialize and is told no
-// upstream's name either. Every other byte of the result stays.
-func (p *Proxy) identified(req *downstream.Request, resp *jsonrpc.Message) *jsonrpc.Message {
+// encode is the one result encoder: it gives resp's result, in one pass
+// and one copy, what the request's generation requires of it, and nothing
+// else of the result changes.
+//
+// From 2026-07-28 on, every result says its resultType ("complete" unless
+// the result already names one), a list or read says how long it may be
+// cached (ttlMs 0, cacheScope private: the catalog can change at any time
+// and is filtered per client), and a server SHOULD name itself in every
+// result's _meta; the aggregator is the server its client talks to, so it
+// names itself in place of any upstream. A client of an earlier
+// generation met the aggregator at initialize and is told no upstream's
+// name either. A result is never written to in place: it may be a cached
+// list.
+func (p *Proxy) encode(req *downstream.Request, resp *jsonrpc.Message) *jsonrpc.Message {
 	if resp == nil || len(resp.Result) == 0 {
 		return resp
 	}
-	if protocol.Modern(req.Protocol) {
-		resp.Result = withResultMeta(resp.Result, serverInfoKey, p.serverInfoJSON)
-	} else if rawjson.Mentions(resp.Result, serverInfoKey) {
-		resp.Result = withResultMeta(resp.Result, serverInfoKey, nil)
+	if !protocol.Modern(req.Protocol) {
+		if rawjson.Mentions(resp.Result, serverInfoKey) && rawjson.Has(rawjson.Member(resp.Result, "_meta"), serverInfoKey) {
+			resp.Result = rawjson.Edits(resp.Result, rawjson.Edit{Name: "_meta", Value: func(old []byte) []byte {
+				return rawjson.Without(old, serverInfoKey) // nil stays nil: nothing is added
+			}})
+		}
+		return resp
 	}
+	edits := p.modernEdits[:]
+	if !cacheable(req.Msg.Method) {
+		edits = edits[:2]
+	}
+	resp.Result = rawjson.Edits(resp.Result, edits...)
 	return resp
 }
 
-// withResultMeta returns result with its _meta member key set to value, or
-// removed when value is nil. The result's other bytes, and those of its
-// other _meta members, are kept; result itself is never written to (it may
-// be a cached list). A result that is not a JSON object is returned as is.
-func withResultMeta(result json.RawMessage, key string, value []byte) json.RawMessage {
-	start, end, found := -1, -1, false
-	obj := rawjson.NewObject(result)
-	for obj.Next() {
-		if string(obj.Name()) == "_meta" {
-			start, end = obj.ValueSpan() // the last, as encoding/json decodes it
-			found = true
+// cacheable reports whether method's results carry the caching hints of
+// 2026-07-28: the lists and resources/read.
+func cacheable(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover":
+		return true
+	}
+	return false
+}
+
+// resultEdits are the edits encode makes to a 2026-07-28 result: resultType
+// and the serverInfo _meta of every result, then the caching hints of the
+// cacheable ones.
+func resultEdits(serverInfo json.RawMessage) [4]rawjson.Edit {
+	ifAbsent := func(value string) func([]byte) []byte {
+		return func(old []byte) []byte {
+			if old != nil {
+				return old
+			}
+			return []byte(value)
 		}
 	}
-	if obj.Err() != nil {
-		return result
+	return [4]rawjson.Edit{
+		{Name: "resultType", Value: ifAbsent(`"complete"`)},
+		{Name: "_meta", Value: func(old []byte) []byte {
+			if out, ok := rawjson.Set(old, serverInfoKey, func([]byte) []byte { return serverInfo }); ok {
+				return out
+			}
+			return metaOf(serverInfoKey, serverInfo) // none, null or not an object: nothing of it to keep
+		}},
+		{Name: "ttlMs", Value: ifAbsent(`0`)},
+		{Name: "cacheScope", Value: ifAbsent(`"private"`)},
 	}
-	if !found {
-		if value == nil {
-			return result
-		}
-		return withMember(result, "_meta", metaOf(key, value))
-	}
-	meta := result[start:end]
-	var updated []byte
-	switch {
-	case len(meta) == 0 || meta[0] != '{':
-		// null or not an object: nothing of it to keep.
-		if value == nil {
-			return result
-		}
-		updated = metaOf(key, value)
-	case rawjson.Mentions(meta, key) && rawjson.Member(meta, key) != nil:
-		updated = withoutMember(meta, key)
-		if value != nil {
-			updated = withMember(updated, key, value)
-		}
-	default:
-		if value == nil {
-			return result
-		}
-		updated = withMember(meta, key, value)
-	}
-	out := make([]byte, 0, len(result)-len(meta)+len(updated))
-	out = append(out, result[:start]...)
-	out = append(out, updated...)
-	return append(out, result[end:]...)
 }
 
 // metaOf renders {key: value}.
@@ -86,26 +87,4 @@ func metaOf(key string, value []byte) []byte {
 	b = append(b, ':')
 	b = append(b, value...)
 	return append(b, '}')
-}
-
-// withoutMember returns the JSON object obj without its members named
-// name; the others keep their value bytes and their order.
-func withoutMember(obj []byte, name string) []byte {
-	var b bytes.Buffer
-	b.Grow(len(obj))
-	b.WriteByte('{')
-	o := rawjson.NewObject(obj)
-	for o.Next() {
-		if string(o.Name()) == name {
-			continue
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(rawjson.AppendString(nil, string(o.Name())))
-		b.WriteByte(':')
-		b.Write(o.Value())
-	}
-	b.WriteByte('}')
-	return b.Bytes()
 }

@@ -282,71 +282,21 @@ func (p *Proxy) followSubscriptions(rs *runningServer, inst *upstream.Instance, 
 // upstream's own subscription id belongs to the aggregator's listen stream
 // upstream, never to a client. Every other member keeps its bytes.
 func withSubscriptionID(params json.RawMessage, id json.RawMessage) json.RawMessage {
-	if rawjson.Member(params, "_meta") == nil {
-		if id == nil {
-			return params
-		}
-		return withMember(params, "_meta", subscriptionMeta(id, nil)[len(`{"_meta":`):len(subscriptionMeta(id, nil))-1])
-	}
-	out := make([]byte, 0, len(params)+len(id)+48)
-	out = append(out, '{')
-	obj := rawjson.NewObject(params)
-	first := true
-	for obj.Next() {
-		value := obj.Value()
-		if string(obj.Name()) == "_meta" {
-			meta, only := metaWithout(value, downstream.MetaSubscriptionID)
-			switch {
-			case id != nil:
-				if len(meta) > 2 {
-					meta = append(meta[:len(meta)-1], ',')
-				} else {
-					meta = meta[:1]
-				}
-				meta = rawjson.AppendString(meta, downstream.MetaSubscriptionID)
-				meta = append(meta, ':')
-				meta = append(meta, id...)
-				meta = append(meta, '}')
-			case only:
-				continue // it named the upstream's subscription and nothing else
-			}
-			value = meta
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = rawjson.AppendString(out, string(obj.Name()))
-		out = append(out, ':')
-		out = append(out, value...)
-	}
-	if obj.Err() != nil {
+	const key = downstream.MetaSubscriptionID
+	meta := rawjson.Member(params, "_meta")
+	switch {
+	case meta == nil && id == nil:
 		return params
+	case meta == nil:
+		return rawjson.Add(params, "_meta", append(append(append(rawjson.AppendString([]byte{'{'}, key), ':'), id...), '}'))
+	case id == nil:
+		// An upstream's own subscription id goes, and _meta with it when
+		// that was all it held.
+		return editMeta(params, func(m []byte) []byte { return rawjson.Without(m, key) })
+	default:
+		out, _ := rawjson.Replace(params, "_meta", func(old []byte) ([]byte, bool) {
+			return rawjson.Set(old, key, func([]byte) []byte { return id })
+		})
+		return out
 	}
-	return append(out, '}')
-}
-
-// metaWithout returns the object meta without its member name, and whether
-// name was its only member. A _meta that is not an object is kept.
-func metaWithout(meta []byte, name string) ([]byte, bool) {
-	out := []byte{'{'}
-	obj := rawjson.NewObject(meta)
-	found, others := false, 0
-	for obj.Next() {
-		if string(obj.Name()) == name {
-			found = true
-			continue
-		}
-		if others > 0 {
-			out = append(out, ',')
-		}
-		others++
-		out = rawjson.AppendString(out, string(obj.Name()))
-		out = append(out, ':')
-		out = append(out, obj.Value()...)
-	}
-	if obj.Err() != nil {
-		return append([]byte(nil), meta...), false
-	}
-	return append(out, '}'), found && others == 0
 }

@@ -201,7 +201,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		raw, _ = mapStringAt(raw, taskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
 	}
 	raw = p.relatedToClient(raw, e.inst, e.owner)
-	return p.result(req, raw)
+	return answer(raw)
 }
 
 // onTaskInstance sends a request about task e to the instance that runs
@@ -358,7 +358,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 		body = rawjson.AppendString(body, taskCursor(page[len(page)-1].seq))
 	}
 	body = append(body, '}')
-	return p.result(req, body)
+	return answer(body)
 }
 
 // taskState asks e's instance for the task's state, for tasks/list; nil

@@ -32,7 +32,7 @@ func stringAt(obj []byte, path []string) (string, bool) {
 // when obj is not a valid JSON object, nothing on the path is a string, or
 // to declines every one.
 func mapStringAt(obj []byte, path []string, to func(old string) (string, bool)) ([]byte, bool) {
-	return spliceMembers(obj, path[0], func(value []byte) ([]byte, bool) {
+	return rawjson.Replace(obj, path[0], func(value []byte) ([]byte, bool) {
 		if len(path) > 1 {
 			return mapStringAt(value, path[1:], to)
 		}
@@ -46,41 +46,6 @@ func mapStringAt(obj []byte, path []string, to func(old string) (string, bool)) 
 		}
 		return rawjson.AppendString(nil, next), true
 	})
-}
-
-// spliceMembers returns obj with the value of each member called name
-// replaced by replace(value), where replace reports true. The other bytes
-// stay as they were. It reports whether anything was replaced; obj must be
-// one valid JSON object, else it is returned as it is.
-func spliceMembers(obj []byte, name string, replace func(value []byte) ([]byte, bool)) ([]byte, bool) {
-	type span struct {
-		start, end int
-		with       []byte
-	}
-	var spans []span
-	o := rawjson.NewObject(obj)
-	for o.Next() {
-		if string(o.Name()) != name {
-			continue
-		}
-		v := o.Value()
-		// Value is a subslice of obj: its offset follows from the capacities.
-		start := cap(obj) - cap(v)
-		if with, ok := replace(v); ok {
-			spans = append(spans, span{start, start + len(v), with})
-		}
-	}
-	if o.Err() != nil || len(spans) == 0 {
-		return obj, false
-	}
-	out := make([]byte, 0, len(obj)+32)
-	last := 0
-	for _, s := range spans {
-		out = append(out, obj[last:s.start]...)
-		out = append(out, s.with...)
-		last = s.end
-	}
-	return append(out, obj[last:]...), true
 }
 
 // setString returns a to that answers s whatever it is given.

@@ -199,13 +199,13 @@ func retryParams(params, responses json.RawMessage, state *string) (json.RawMess
 	}
 	var ok bool
 	if len(responses) > 0 {
-		if out, ok = setMember(out, "inputResponses", func([]byte) []byte { return responses }); !ok {
+		if out, ok = rawjson.Set(out, "inputResponses", func([]byte) []byte { return responses }); !ok {
 			return nil, fmt.Errorf("params are not a JSON object")
 		}
 	}
 	if state != nil {
 		quoted := rawjson.AppendString(nil, *state)
-		if out, ok = setMember(out, "requestState", func([]byte) []byte { return quoted }); !ok {
+		if out, ok = rawjson.Set(out, "requestState", func([]byte) []byte { return quoted }); !ok {
 			return nil, fmt.Errorf("params are not a JSON object")
 		}
 	}

@@ -375,7 +375,7 @@ func encodeCallParams(p callParams) (json.RawMessage, error) {
 // retoken replaces progressToken in a progress notification's params,
 // leaving every other byte as it was.
 func retoken(params json.RawMessage, token json.RawMessage) json.RawMessage {
-	out, ok := setMember(params, "progressToken", func([]byte) []byte { return token })
+	out, ok := rawjson.Set(params, "progressToken", func([]byte) []byte { return token })
 	if !ok {
 		return params
 	}

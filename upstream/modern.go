@@ -51,12 +51,12 @@ func (e envelope) wrap(params json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
-	out, ok := setMember(params, "_meta", func(meta []byte) []byte {
+	out, ok := rawjson.Set(params, "_meta", func(meta []byte) []byte {
 		if meta == nil || len(meta) == 0 || meta[0] != '{' {
 			meta = []byte(`{}`)
 		}
 		for _, m := range e {
-			if next, ok := setMember(meta, m.key, func([]byte) []byte { return m.value }); ok {
+			if next, ok := rawjson.Set(meta, m.key, func([]byte) []byte { return m.value }); ok {
 				meta = next
 			}
 		}

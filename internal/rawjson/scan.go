@@ -51,6 +51,7 @@ type Object struct {
 	data        []byte
 	pos         int
 	name, value []byte
+	nameStart   int
 	valueStart  int
 	err         error
 	started     bool
@@ -89,6 +90,7 @@ func (o *Object) Next() bool {
 	if i == len(d) || d[i] != '"' {
 		return o.fail(errSyntax)
 	}
+	o.nameStart = i
 	end, _, ok := skipString(d, i)
 	if !ok {
 		return o.fail(errSyntax)
@@ -125,6 +127,10 @@ func (o *Object) Value() []byte { return o.value }
 // ValueSpan is where the current member's value lies in the input:
 // Value is data[start:end].
 func (o *Object) ValueSpan() (start, end int) { return o.valueStart, o.pos }
+
+// MemberSpan is where the current member lies in the input, from the
+// opening quote of its name to the end of its value.
+func (o *Object) MemberSpan() (start, end int) { return o.nameStart, o.pos }
 
 // Err is nil once Next has gone through one valid JSON object to its end
 // (whitespace may follow it); ErrNotObject when the input does not start

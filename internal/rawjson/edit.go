@@ -1,0 +1,247 @@
+package rawjson
+
+// The edits below change one member of a JSON object and keep every other
+// byte as it came: the aggregator adds what a protocol generation requires
+// or maps a name, and never re-encodes a peer's payload to do so. Each
+// takes one valid JSON object; anything else is reported or returned as it
+// is, as each function says.
+
+// Has reports whether obj is a valid JSON object with a member called name.
+func Has(obj []byte, name string) bool {
+	found := false
+	o := NewObject(obj)
+	for o.Next() {
+		if string(o.Name()) == name {
+			found = true
+		}
+	}
+	return found && o.Err() == nil
+}
+
+// Replace returns obj with the value of each member called name replaced
+// by with(value), wherever with reports true. It reports whether anything
+// was replaced; when nothing was, or obj is not one valid JSON object, obj
+// comes back as it is.
+func Replace(obj []byte, name string, with func(value []byte) ([]byte, bool)) ([]byte, bool) {
+	type edit struct {
+		start, end int
+		value      []byte
+	}
+	var edits []edit
+	o := NewObject(obj)
+	for o.Next() {
+		if string(o.Name()) != name {
+			continue
+		}
+		if v, ok := with(o.Value()); ok {
+			start, end := o.ValueSpan()
+			edits = append(edits, edit{start, end, v})
+		}
+	}
+	if o.Err() != nil || len(edits) == 0 {
+		return obj, false
+	}
+	out := make([]byte, 0, len(obj)+32)
+	last := 0
+	for _, e := range edits {
+		out = append(out, obj[last:e.start]...)
+		out = append(out, e.value...)
+		last = e.end
+	}
+	return append(out, obj[last:]...), true
+}
+
+// Set returns obj with the value of every member called name replaced by
+// value(old), or, when it has none, with name: value(nil) added as its
+// first member. It reports false, and returns nil, when obj is not one
+// valid JSON object.
+func Set(obj []byte, name string, value func(old []byte) []byte) ([]byte, bool) {
+	if out, ok := Replace(obj, name, func(old []byte) ([]byte, bool) { return value(old), true }); ok {
+		return out, true
+	}
+	if !validObject(obj) {
+		return nil, false
+	}
+	return insertFirst(obj, name, value(nil)), true
+}
+
+// Add returns obj with name: value added as its first member, unless obj
+// already has a member of that name. obj comes back as it is when it is
+// not one valid JSON object.
+func Add(obj []byte, name string, value []byte) []byte {
+	if Has(obj, name) || !validObject(obj) {
+		return obj
+	}
+	return insertFirst(obj, name, value)
+}
+
+// Without returns obj without its members called name; the others keep
+// their bytes and their order (the whitespace between members is not
+// kept). obj comes back as it is when it has no such member or is not one
+// valid JSON object.
+func Without(obj []byte, name string) []byte {
+	return WithoutFunc(obj, func(n string) bool { return n == name })
+}
+
+// WithoutFunc is Without for every member whose name drop reports true.
+func WithoutFunc(obj []byte, drop func(name string) bool) []byte {
+	type span struct{ start, end int }
+	var kept []span
+	dropped := false
+	o := NewObject(obj)
+	for o.Next() {
+		if drop(string(o.Name())) {
+			dropped = true
+			continue
+		}
+		start, end := o.MemberSpan()
+		kept = append(kept, span{start, end})
+	}
+	if o.Err() != nil || !dropped {
+		return obj
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for i, s := range kept {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, obj[s.start:s.end]...)
+	}
+	return append(out, '}')
+}
+
+// Empty reports whether obj is a JSON object without members.
+func Empty(obj []byte) bool {
+	o := NewObject(obj)
+	return !o.Next() && o.Err() == nil
+}
+
+// validObject reports whether obj is one valid JSON object.
+func validObject(obj []byte) bool {
+	o := NewObject(obj)
+	for o.Next() {
+	}
+	return o.Err() == nil
+}
+
+// insertFirst adds name: value right after the opening brace of the valid
+// JSON object obj.
+func insertFirst(obj []byte, name string, value []byte) []byte {
+	open := skipSpace(obj, 0) + 1
+	empty := obj[skipSpace(obj, open)] == '}'
+	out := make([]byte, 0, len(obj)+len(name)+len(value)+4)
+	out = append(out, obj[:open]...)
+	out = AppendString(out, name)
+	out = append(out, ':')
+	out = append(out, value...)
+	if !empty {
+		out = append(out, ',')
+	}
+	return append(out, obj[open:]...)
+}
+
+// Edit is one member's change, for Edits.
+type Edit struct {
+	// Name is the member's name.
+	Name string
+	// Value returns the member's new value given its old one (nil when obj
+	// has no such member); returning nil drops the member, or adds none.
+	Value func(old []byte) []byte
+}
+
+// Edits applies every edit to obj in one pass and one copy: a member
+// present is changed where it stands (every repeat of its name), one
+// absent is added before the others, in the order of edits. Every other
+// byte keeps its place, but for the whitespace between members when a
+// member is dropped. obj comes back as it is when it is not one valid JSON
+// object.
+func Edits(obj []byte, edits ...Edit) []byte {
+	type member struct {
+		start, end           int // the member's span
+		valueStart, valueEnd int
+		value                []byte // the new value; nil: dropped
+	}
+	var members []member
+	seen := make([]bool, len(edits))
+	dropped, count := false, 0
+	o := NewObject(obj)
+	for o.Next() {
+		count++
+		for i := range edits {
+			if string(o.Name()) != edits[i].Name {
+				continue
+			}
+			seen[i] = true
+			m := member{value: edits[i].Value(o.Value())}
+			m.start, m.end = o.MemberSpan()
+			m.valueStart, m.valueEnd = o.ValueSpan()
+			dropped = dropped || m.value == nil
+			members = append(members, m)
+			break
+		}
+	}
+	if o.Err() != nil {
+		return obj
+	}
+	var added [][]byte
+	size := len(obj)
+	for i, e := range edits {
+		if seen[i] {
+			continue
+		}
+		if v := e.Value(nil); v != nil {
+			m := append(AppendString(nil, e.Name), ':')
+			m = append(m, v...)
+			added = append(added, m)
+			size += len(m) + 1
+		}
+	}
+	for _, m := range members {
+		size += len(m.value)
+	}
+	out := make([]byte, 0, size)
+	open := skipSpace(obj, 0) + 1
+	out = append(out, obj[:open]...)
+	for i, a := range added {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, a...)
+	}
+	if !dropped {
+		// Every member stays where it is: splice the new values in.
+		if len(added) > 0 && count > 0 {
+			out = append(out, ',')
+		}
+		last := open
+		for _, m := range members {
+			out = append(out, obj[last:m.valueStart]...)
+			out = append(out, m.value...)
+			last = m.valueEnd
+		}
+		return append(out, obj[last:]...)
+	}
+	// A member goes: write the members again, one after the other.
+	first := len(added) == 0
+	next := 0
+	o = NewObject(obj)
+	for o.Next() {
+		start, end := o.MemberSpan()
+		piece := obj[start:end]
+		if next < len(members) && members[next].start == start {
+			m := members[next]
+			next++
+			if m.value == nil {
+				continue
+			}
+			piece = append(append(append([]byte(nil), obj[start:m.valueStart]...), m.value...), obj[m.valueEnd:end]...)
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, piece...)
+	}
+	return append(out, '}')
+}
