@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/throttle"
 )
 
 // remoteConn speaks to a streamable-HTTP or SSE upstream. mcp-go's client
@@ -141,7 +142,7 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	// Authorization and cookies with them (the OAuth token, set per request
 	// by the authorizing transport, stays with the origin by itself).
 	var rt http.RoundTripper = &limitedTransport{base: base, max: maxMessage, server: srv.ID, log: log, tap: c, opened: c.streamOpened,
-		dropped: throttledLog{every: streamFailureLogEvery}}
+		dropped: throttledLog{throttle.Log{Every: streamFailureLogEvery}}}
 	rt = sameorigin.Headers(rt, sameorigin.Origin(target), srv.Headers)
 	// A redirect elsewhere takes no credentials along, and a request's body
 	// (a call's arguments) is not sent to an origin the config did not name.
@@ -591,7 +592,7 @@ type noStreamNotice struct {
 func newNoStreamNotice(h slog.Handler) noStreamNotice {
 	failing := map[string]*throttledLog{}
 	for _, msg := range streamFailures {
-		failing[msg] = &throttledLog{every: streamFailureLogEvery}
+		failing[msg] = &throttledLog{throttle.Log{Every: streamFailureLogEvery}}
 	}
 	return noStreamNotice{Handler: h, failing: failing}
 }
@@ -605,7 +606,7 @@ var streamFailures = []string{"failed to listen to server. retry in 1 second", "
 
 func (h noStreamNotice) Handle(ctx context.Context, r slog.Record) error {
 	if t := h.failing[r.Message]; t != nil && r.Level == slog.LevelError {
-		ok, skipped := t.allow()
+		ok, skipped := t.Allow()
 		if !ok {
 			return nil
 		}
