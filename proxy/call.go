@@ -213,6 +213,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if grant.Recycled {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", entry.Server))
 	}
+	if grant.Reclaimed {
+		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", entry.Server))
+	}
 	if grant.First && !rs.pool.Stateless() {
 		grant.Announced() // with the reminder below, or with none when it is off
 	}

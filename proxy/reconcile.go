@@ -573,6 +573,7 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 	cfg := poolConfig(s)
 	cfg.Ledger = p.ledger
 	cfg.MaxLeasesPerClient = p.leasesPerClient(s)
+	cfg.Connected = p.attached
 	cfg.OnEvent = func(e session.Event) {
 		errText := ""
 		if e.Err != nil {

@@ -36,6 +36,14 @@ type Config struct {
 	// is this old or has served this many calls; 0 = never.
 	MaxAge   time.Duration
 	MaxCalls int
+	// ReclaimIdle is how long a lease must have gone unused before a new
+	// session over MaxInstances may take its place (DefaultReclaimIdle
+	// when 0): see reclaim.
+	ReclaimIdle time.Duration
+	// Connected, when set, reports whether the downstream session of a
+	// lease key has an open connection or stream: of two idle leases, one
+	// whose session has none is reclaimed first.
+	Connected func(Key) bool
 	// PingInterval is how often a shared instance is pinged; 0 = never.
 	// Two failed pings in a row count as a crash.
 	PingInterval time.Duration
@@ -68,7 +76,8 @@ type Event struct {
 	// "restarted" (a shared instance after a crash, or with Key set, the
 	// instance a session got in place of its lost one), "spawn-failed",
 	// "spare-stopped" (lease.prewarm or lease.max_instances lowered),
-	// "revoked" (the client's profile no longer admits the server).
+	// "revoked" (the client's profile no longer admits the server),
+	// "reclaimed" (idle, ended for a new session over lease.max_instances).
 	Kind   string
 	Server string
 	Key    Key
@@ -106,8 +115,12 @@ type Grant struct {
 	// Recycled is true when the session's previous instance was replaced
 	// on purpose (lease.max_age, lease.max_calls): its state is gone.
 	Recycled bool
-	pool     *Pool
-	rec      *record
+	// Reclaimed is true on the first grant of a session whose previous
+	// lease was reclaimed for another session while it went unused: its
+	// state is gone.
+	Reclaimed bool
+	pool      *Pool
+	rec       *record
 }
 
 // Done must be called when the call finishes.
@@ -177,6 +190,9 @@ type Pool struct {
 	// leases an instance to a session that is gone.
 	acquiring map[Key]int
 	ended     map[Key]bool
+	// reclaimed marks the keys whose lease was reclaimed (reclaim.go),
+	// with when, until their session is told or ends.
+	reclaimed map[Key]time.Time
 	// afterIdleScan, if set, runs between expire's look for idle leases
 	// and their end (tests).
 	afterIdleScan func()
@@ -215,8 +231,11 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 	if cfg.UsageInterval <= 0 {
 		cfg.UsageInterval = defaultUsageInterval
 	}
+	if cfg.ReclaimIdle <= 0 {
+		cfg.ReclaimIdle = DefaultReclaimIdle
+	}
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
-		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
+		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, reclaimed: map[Key]time.Time{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.perClient.What = fmt.Sprintf("leased instances of server %q", cfg.Server)
 	p.perClient.Setting = "--max-leases-per-client"
