@@ -209,8 +209,8 @@ type HTTP struct {
 	sweeping  bool           // the idle sweeper runs
 	ending    sync.WaitGroup // ended sessions whose SessionClosed has not returned
 
-	draining atomic.Bool  // Drain was called: no new sessions (http_drain.go)
-	inflight atomic.Int64 // requests being served (InFlight)
+	draining atomic.Bool // Drain was called: no new sessions (http_drain.go)
+	activity *activity   // requests being served, and when the last ended (InFlight, Quiet)
 }
 
 // Reasons a request's context ends, told apart by context.Cause.
@@ -225,7 +225,7 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), activity: newActivity(time.Now())}
 	t.perClient.What, t.perClient.Setting = "open sessions", "--max-sessions-per-client"
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)

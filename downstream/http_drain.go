@@ -49,7 +49,13 @@ func (t *HTTP) Draining() bool { return t.draining.Load() }
 // InFlight reports how many requests are being served, not counting
 // streams that only wait for notifications (a GET stream,
 // subscriptions/listen).
-func (t *HTTP) InFlight() int { return int(t.inflight.Load()) }
+func (t *HTTP) InFlight() int { return int(t.activity.inflight.Load()) }
+
+// Quiet reports how long no request counted by InFlight has been in
+// flight: 0 while one is, else the time since the last one ended. Unlike
+// InFlight looked at now and then, it misses no call that began and ended
+// between two looks.
+func (t *HTTP) Quiet() time.Duration { return t.activity.quiet(time.Now()) }
 
 // refuseDraining answers a request that would start new state here while
 // draining.

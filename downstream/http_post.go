@@ -200,8 +200,8 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		base = s.ctx
 	}
 	if req.Msg.Method != "subscriptions/listen" { // a listener waits; it is not work in flight
-		t.inflight.Add(1)
-		defer t.inflight.Add(-1)
+		t.activity.begin()
+		defer func() { t.activity.end(time.Now()) }()
 	}
 	ctx, cancel := context.WithCancelCause(p.r.Context())
 	defer cancel(errResponseEnded)
