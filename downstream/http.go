@@ -103,6 +103,12 @@ type HTTPOptions struct {
 	// It is a label, not a secret: the random part follows it. Check it
 	// with ValidSessionIDPrefix.
 	SessionIDPrefix string
+	// LeaseHere reports whether this process holds a lease of the
+	// conversation name a sessionless request names in _meta (MetaLease)
+	// for client. While draining, a request naming a lease held elsewhere
+	// or nowhere is refused as one naming none is: serving it would start
+	// a new lease here. nil: every named lease may be here.
+	LeaseHere func(client, name string) bool
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless

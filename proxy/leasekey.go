@@ -87,9 +87,28 @@ func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessa
 	}
 	var name string
 	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
-		return withClient(client, session.Key("meta:"+name)), false
+		return namedLeaseKey(client, name), false
 	}
 	return withClient(client, anonymousKey), true
+}
+
+// namedLeaseKey is the lease key of client's sessionless requests naming
+// the conversation name under LeaseMetaKey.
+func namedLeaseKey(client, name string) session.Key {
+	return withClient(client, session.Key("meta:"+name))
+}
+
+// HoldsLease reports whether client's conversation name, as a sessionless
+// request names it under LeaseMetaKey, holds a lease of any server here
+// (downstream.HTTPOptions.LeaseHere).
+func (p *Proxy) HoldsLease(client, name string) bool {
+	key := namedLeaseKey(client, name)
+	for _, rs := range p.current().servers {
+		if _, ok := rs.pool.Held(key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // withClient puts key in client's own space: `client:"NAME" KEY`. Without a

@@ -211,7 +211,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
 			MaxConnsPerClient: *maxConns, ClientsByAddress: !loopbackBind(*httpAddr),
-			ProbePaths: probePaths()})
+			ProbePaths: probePaths(), LeaseHere: p.HoldsLease})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
