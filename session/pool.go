@@ -200,7 +200,7 @@ type Pool struct {
 	starting      int           // spares being started
 	freed         chan struct{} // closed and replaced whenever a slot frees
 	closed        bool
-	settled       bool // Close gave every slot back to the ledger
+	settled       bool // Close began and gave every slot back to the ledger
 	drained       chan struct{}
 	cut           bool // Close closed the instances before their calls finished
 	inflight      int
@@ -523,6 +523,13 @@ func (p *Pool) Close(ctx context.Context) {
 	p.closed = true
 	close(p.stopTTL) // also stops watchShared
 	p.endLife()      // and every start under way
+	// From now on its instances only finish their calls: they give their
+	// slots back at once, as a recycled instance does, so that the server's
+	// new definition after a reload, or another server, may start
+	// instances beside them. (A slot taken while Close runs is given back
+	// at its end.)
+	p.ledger.give(p.live)
+	p.live, p.settled = 0, true
 	// Every instance now only finishes its calls, and is listed so: a
 	// shared instance of a server a reload replaced is not counted as
 	// serving beside its successor.
@@ -578,7 +585,7 @@ func (p *Pool) Close(ctx context.Context) {
 	p.wg.Wait()
 	p.mu.Lock()
 	p.ledger.give(p.live)
-	p.live, p.settled = 0, true
+	p.live = 0
 	p.mu.Unlock()
 	p.ledger.remove(p)
 }
