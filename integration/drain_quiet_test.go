@@ -13,15 +13,15 @@ import (
 )
 
 // TestDrainWaitsWhileShortCallsGoOn: a draining replica whose session keeps making
-// short calls, each over in a few milliseconds with a short pause before the next,
-// serves every one of them and exits only after the last, once no call has run for a
-// second. The calls spend most of the time between them: a replica that only looked
-// at its in-flight count now and then would mostly see none, and exit under them.
+// short calls, each over in a few milliseconds with a pause far under a second before
+// the next, serves every one of them and exits only after the last, once no call has
+// run for a second. The session spends most of its time between calls: a replica that
+// looked at its in-flight count every 50ms would mostly see none, and exit under it.
 func TestDrainWaitsWhileShortCallsGoOn(t *testing.T) {
 	t.Parallel()
 	const (
-		calls = 100
-		pause = 40 * time.Millisecond // the client's pace: its input, not a wait
+		calls = 40
+		pause = 150 * time.Millisecond // the client's pace, its input: far under the quiet second
 	)
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, replicaConfig())}})
 	a.waitLoaded()
