@@ -56,7 +56,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 		default:
 			l.lastUsed = time.Now()
 			g := p.use(l.rec)
-			g.First = l.unannounced
+			g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
 			p.mu.Unlock()
 			return g, nil
 		}
@@ -254,7 +254,10 @@ func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWa
 	g := p.use(rec)
 	l.unannounced = l.unannounced || first || l.lost
 	g.First, g.Lost, g.Recycled = l.unannounced, l.lost, l.recycled
-	g.Reclaimed = first && p.takeReclaimed(key)
+	if first {
+		l.reclaimed = p.takeReclaimed(key)
+	}
+	g.Reclaimed = l.unannounced && l.reclaimed
 	l.lost, l.recycled = false, false
 	p.mu.Unlock()
 	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})

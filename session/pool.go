@@ -115,9 +115,9 @@ type Grant struct {
 	// Recycled is true when the session's previous instance was replaced
 	// on purpose (lease.max_age, lease.max_calls): its state is gone.
 	Recycled bool
-	// Reclaimed is true on the first grant of a session whose previous
-	// lease was reclaimed for another session while it went unused: its
-	// state is gone.
+	// Reclaimed is true, with First, on the first lease of a session whose
+	// previous lease was reclaimed for another session while it went
+	// unused (its state is gone), until Announced says the session was told.
 	Reclaimed bool
 	pool      *Pool
 	rec       *record
@@ -167,6 +167,9 @@ type lease struct {
 	// first call may have been a read, whose result has no room to say so);
 	// grants say First until Announced.
 	unannounced bool
+	// reclaimed: the session's lease before this one was reclaimed
+	// (reclaim.go); grants say Reclaimed while unannounced.
+	reclaimed bool
 	// holder is who the lease counts against for MaxLeasesPerClient.
 	holder string
 }

@@ -63,15 +63,20 @@ func TestReclaimAtTheCap(t *testing.T) {
 		assert.Equal(t, 2, pool.Stats().Live, "the reclaimed slot went to c: the cap holds")
 
 		// Its next call: a fresh instance (taking the next idle one's place),
-		// and the news that its state is gone, once.
+		// and the news that its state is gone, until a result told it.
 		again := acquire(t, pool, "older")
 		again.Done()
 		assert.True(t, again.Reclaimed)
 		assert.True(t, again.First, "a new lease, announced as one")
 		assert.NotEqual(t, older.Instance.PID(), again.Instance.PID())
+		read := acquire(t, pool, "older") // a read, whose result has no room to tell
+		read.Done()
+		assert.True(t, read.Reclaimed, "not told yet")
+		read.Announced()
 		next := acquire(t, pool, "older")
 		next.Done()
 		assert.False(t, next.Reclaimed, "told once")
+		assert.False(t, next.First)
 	})
 
 	t.Run("a session without a connection goes before one with", func(t *testing.T) {
