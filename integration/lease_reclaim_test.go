@@ -47,6 +47,7 @@ func TestLeaseReclaimAbandonedSessions(t *testing.T) {
 	got := leaseCall(t, newcomer, "counter_pid", nil)
 	require.NotNil(t, got.PID)
 	assert.NotEmpty(t, got.reminder(), "the newcomer holds a lease like any other")
+	leaseWaitEvent(t, a, "reclaimed", "counter", pids[1])
 	assert.Equal(t, []int{pids[1]}, leaseEvents(a, "reclaimed", "counter"),
 		"the abandoned session idle longest is reclaimed, not the one still listening")
 	waitGone(t, pids[1])
@@ -57,6 +58,7 @@ func TestLeaseReclaimAbandonedSessions(t *testing.T) {
 	require.NotNil(t, again.Value)
 	assert.Equal(t, 1, *again.Value, "a fresh instance")
 	assert.True(t, containsNote(again.Texts, "reclaimed", "state was lost"), "no notice in %q", again.Texts)
+	leaseWaitEvent(t, a, "reclaimed", "counter", pids[2])
 	assert.Equal(t, []int{pids[1], pids[2]}, leaseEvents(a, "reclaimed", "counter"))
 	next := leaseCall(t, sessions[1], "counter_increment", nil)
 	assert.False(t, containsNote(next.Texts, "reclaimed"), "the notice is given once")
