@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -192,28 +191,6 @@ func TestRemoteCallErrorKeepsItsData(t *testing.T) {
 		"the error's data as the upstream sent it")
 }
 
-func FuzzReadStreamedResponse(f *testing.F) {
-	f.Add([]byte("id: 1\nretry: 10\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"a\":[1,\n\n"))
-	f.Add([]byte(": comment\r\nid: a\x00b\r\ndata:{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"result\":1}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":1,\"message\":\"m\"}}"))
-	f.Add([]byte("data: {\"method\":\"notifications/x\"}\n\nretry: 99999999999\n\n"))
-	want := []byte("7")
-	f.Fuzz(func(t *testing.T, stream []byte) {
-		var cursor resumeCursor
-		m, err := readStreamedResponse(bytes.NewReader(stream), &cursor, want)
-		switch {
-		case m != nil:
-			require.NoError(t, err)
-			require.True(t, m.IsResponse())
-			require.Equal(t, "7", string(m.ID))
-		case err != io.EOF && !errors.As(err, new(*malformedResponse)):
-			t.Fatalf("a stream read whole ended with %v", err)
-		}
-		require.NotContains(t, cursor.lastID, "\x00")
-		require.GreaterOrEqual(t, cursor.retry, time.Duration(0))
-	})
-}
-
 func TestRemoteGETStreamNoticesTheSessionEnd(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -224,7 +201,7 @@ func TestRemoteGETStreamNoticesTheSessionEnd(t *testing.T) {
 		n := gets
 		mu.Unlock()
 		if n == 1 {
-			// The stream opens on the session, then ends; mcp-go asks again.
+			// The stream opens on the session, then ends; it is asked for again.
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			return
