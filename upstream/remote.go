@@ -29,7 +29,7 @@ import (
 //   - a request is a POST, answered by a JSON body or an event stream that
 //     carries its response, and may carry notifications and requests of
 //     the upstream before it (exchange, remote_call.go); a legacy SSE
-//     upstream answers on its one stream instead (exchangeSSE);
+//     upstream answers on its one stream instead;
 //   - a notification, or the answer to a request of the upstream, is a POST
 //     of its own (post);
 //   - a streamable-HTTP upstream's session (Mcp-Session-Id) and protocol
@@ -86,7 +86,7 @@ type remoteConn struct {
 
 	// sse is set for a legacy SSE upstream: endpoint is where its messages
 	// go, named by its stream, and pending are its requests awaiting their
-	// responses on that stream, by id (exchangeSSE).
+	// responses on that stream, by id (awaitStreamed).
 	sse       bool
 	endpoint  atomic.Pointer[url.URL]
 	pendingMu sync.Mutex
@@ -243,8 +243,8 @@ func (c *remoteConn) call(ctx context.Context, method string, params any) (json.
 	return oneLine(m.Result), nil
 }
 
-// request sends the request id and returns its response: a legacy SSE
-// upstream's from its stream, any other's from the answer to the POST.
+// request sends the request id, in the envelope of a sessionless
+// upstream, and returns its response.
 func (c *remoteConn) request(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params any) (*jsonrpc.Message, error) {
 	raw, err := rawParams(params)
 	var header http.Header
@@ -255,9 +255,6 @@ func (c *remoteConn) request(ctx context.Context, cancel context.CancelCauseFunc
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	if c.sse {
-		return c.exchangeSSE(ctx, id, method, raw)
 	}
 	return c.exchange(ctx, cancel, id, method, raw, header)
 }

@@ -16,12 +16,14 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
-// A request to a streamable-HTTP upstream is one POST (exchange):
+// A request is one POST (exchange), the same for both transports:
 //   - with the session, the protocol version and Accept: application/json,
 //     text/event-stream (setHeaders); the configured headers are the
 //     client's to add;
 //   - answered by a JSON body, or an event stream whose notifications and
-//     requests are taken on the way to the response (streamedResponse);
+//     requests are taken on the way to the response (streamedResponse); a
+//     legacy SSE upstream answers the POST with a status only, and the
+//     response comes on its one stream (awaitStreamed);
 //   - a stream the upstream ends, before the response, after an event id is
 //     resumed with a GET and Last-Event-ID after the time its retry field
 //     asks for (before 2026-07-28, SEP-1699);
@@ -30,9 +32,6 @@ import (
 // An error status that says the upstream no longer knows the session the
 // request carried (sessionLost) fails the connection, so that the pool
 // connects a new instance instead of every later call failing the same way.
-//
-// A legacy SSE upstream's request is a POST to its endpoint whose answer is
-// only a status: the response comes on its stream (exchangeSSE).
 
 const (
 	// defaultResumeDelay is how long a stream the upstream ended is left
@@ -48,7 +47,17 @@ const (
 // it, and cancel ends ctx; header, when not nil, is the request's own (it is
 // written to).
 func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params json.RawMessage, header http.Header) (*jsonrpc.Message, error) {
-	req, session, err := c.newPost(ctx, c.url, requestBody(id, method, params), header)
+	endpoint, err := c.postURL()
+	if err != nil {
+		return nil, err
+	}
+	var streamed <-chan *jsonrpc.Message
+	if c.sse {
+		var forget func()
+		streamed, forget = c.awaitStreamed(id)
+		defer forget()
+	}
+	req, session, err := c.newPost(ctx, endpoint, requestBody(id, method, params), header)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +77,18 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 			return nil, err
 		}
 		return statusError(resp.StatusCode, body, method, want, c.scrub)
+	}
+	if streamed != nil {
+		// What the POST answers besides its status is not the response.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
+		select {
+		case m := <-streamed:
+			return m, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-c.closed:
+			return nil, c.closedErr()
+		}
 	}
 	if method == "initialize" {
 		// The session starts with the answer to initialize, which names it

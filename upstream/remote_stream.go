@@ -341,15 +341,10 @@ func (c *remoteConn) vetEndpoint(data string) (*url.URL, error) {
 	return u, nil
 }
 
-// exchangeSSE sends the request id to a legacy SSE upstream, in a POST to
-// the endpoint its stream named, and waits for the response on that stream
-// (answered). ctx bounds all of it; the connection's end (its stream lost)
-// fails it.
-func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-	endpoint, err := c.postURL()
-	if err != nil {
-		return nil, err
-	}
+// awaitStreamed registers the request id of a legacy SSE upstream, whose
+// response comes on its stream (answered), and returns where it will be
+// put and how to forget the request.
+func (c *remoteConn) awaitStreamed(id int64) (<-chan *jsonrpc.Message, func()) {
 	answer := make(chan *jsonrpc.Message, 1)
 	c.pendingMu.Lock()
 	if c.pending == nil {
@@ -357,37 +352,16 @@ func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, p
 	}
 	c.pending[id] = answer
 	c.pendingMu.Unlock()
-	defer func() {
+	return answer, func() {
 		c.pendingMu.Lock()
 		delete(c.pending, id)
 		c.pendingMu.Unlock()
-	}()
-	req, _, err := c.newPost(ctx, endpoint, requestBody(id, method, params), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	// What the POST answers besides its status is not the response.
-	text, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		return statusError(resp.StatusCode, text, method, strconv.AppendInt(nil, id, 10), c.scrub)
-	}
-	select {
-	case m := <-answer:
-		return m, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-c.closed:
-		return nil, c.closedErr()
 	}
 }
 
 // answered hands a response that came on a stream no request owns to the
-// exchangeSSE awaiting it, if any; any other is let be.
+// exchange of a legacy SSE upstream awaiting it (awaitStreamed), if any;
+// any other is let be.
 func (c *remoteConn) answered(m *jsonrpc.Message) {
 	key, ok := sentID(m.ID)
 	if !ok || !c.sse {
