@@ -76,7 +76,13 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 			go c.fail(fmt.Errorf("server %q: %w", c.server, err))
 			return nil, err
 		}
-		return statusError(resp.StatusCode, body, method, want, c.scrub)
+		m, err := statusError(resp.StatusCode, body, method, want, c.scrub)
+		if err != nil && method == "initialize" && !c.sse && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+			// How the specification tells a server of the legacy HTTP+SSE
+			// transport: it takes no POST at its SSE URL.
+			err = fmt.Errorf("%w; if it is a server of the legacy HTTP+SSE transport, set transport: sse and url to its SSE endpoint", err)
+		}
+		return m, err
 	}
 	if streamed != nil {
 		// What the POST answers besides its status is not the response.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -382,6 +383,25 @@ func TestRemoteCallInvalidUTF8IsRepaired(t *testing.T) {
 			raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
 			require.NoError(t, err)
 			assert.Equal(t, `{"content":[{"type":"text","text":"caf`+"\uFFFD \uFFFD\uFFFD \u00e9"+`"}]}`, string(raw))
+		})
+	}
+}
+
+// TestRemoteLegacySSEServerAtAStreamableURL: a server that takes no POST at
+// its URL (404 or 405), as a server of the legacy HTTP+SSE transport does,
+// fails the start with an error that says how to reach it.
+func TestRemoteLegacySSEServerAtAStreamableURL(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+			t.Cleanup(srv.Close)
+			_, err := Start(testContext(t), &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL + "/sse"},
+				Options{Logger: newLogRecorder().logger()})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("it answered initialize with HTTP status %d", status))
+			assert.Contains(t, err.Error(), "set transport: sse")
 		})
 	}
 }
