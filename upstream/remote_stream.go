@@ -163,13 +163,14 @@ func (c *remoteConn) listen() {
 		case errors.As(err, &status) && status.code == http.StatusMethodNotAllowed:
 			c.log.Info("server offers no GET stream (HTTP 405); it sends only what answers a request", "server", c.server)
 			return
-		case errors.As(err, &status) && c.sessionID() != "" && sessionLost(status.code, status.body):
-			if opened {
+		case errors.As(err, &status) && (status.code == http.StatusNotFound || c.sessionID() != "" && sessionLost(status.code, status.body)):
+			if opened && c.sessionID() != "" {
 				c.fail(fmt.Errorf("server %q: it no longer knows the session (HTTP %d to the GET stream); connecting again", c.server, status.code))
 				return
 			}
-			// Refused on a session that never had a stream: the server
-			// offers none, saying so the wrong way (405 is right).
+			// Refused on a session that never had a stream, or with no
+			// session at all: the server offers none, saying so the wrong
+			// way (405 is right).
 			c.log.Info("server offers no GET stream; it sends only what answers a request", "server", c.server, "status", status.code)
 			return
 		case errors.As(err, &tooLong):
