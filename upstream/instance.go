@@ -24,7 +24,7 @@ import (
 )
 
 // DefaultProtocol is the handshake version used unless a server's config
-// pins another one. Pinning it avoids mcp-go's server/discover probe, which
+// pins another one. Pinning it avoids probing with server/discover, which
 // many third-party servers answer slowly or not at all.
 const DefaultProtocol = "2025-11-25"
 
