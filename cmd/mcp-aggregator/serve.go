@@ -200,6 +200,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
 				edge.SetMaxBodyBytes(ws.HTTP.MaxBodyBytes)
+				edge.SetMaxBatchBytes(ws.HTTP.MaxBatchBytes)
 			}
 		}})
 	if *httpAddr != "" {
