@@ -76,10 +76,14 @@ func decodeBatched(raw json.RawMessage) (*jsonrpc.Message, []byte) {
 
 // batchAnswer gathers the responses to a stdio batch's requests into the one
 // array that answers the batch (JSON-RPC 2.0: in any order; none for a
-// notification, and no array at all when nothing is answered).
+// notification, and no array at all when nothing is answered). It holds
+// at most DefaultMaxBatchBytes of them: each response past that is
+// replaced by an error saying so, as over HTTP for a client that accepts
+// only JSON (a stdio client has no stream to take them instead).
 type batchAnswer struct {
 	mu      sync.Mutex
 	answers [][]byte
+	held    int
 	pending int // requests still being served
 	// done receives the encoded array, or nil when nothing is answered,
 	// once the last request was served.
@@ -94,12 +98,19 @@ func (b *batchAnswer) add(line []byte) {
 	b.mu.Unlock()
 }
 
-// reply records one request's response (nil: none is due) and, after the
-// last, sends the batch's answer.
-func (b *batchAnswer) reply(line []byte) {
+// reply records the response to the request with id (nil: none is due)
+// and, after the last, sends the batch's answer.
+func (b *batchAnswer) reply(id json.RawMessage, line []byte) {
 	b.mu.Lock()
-	if line != nil {
+	switch {
+	case line == nil:
+	case b.held+len(line) > DefaultMaxBatchBytes:
+		b.answers = append(b.answers, jsonrpc.Failure(id, jsonrpc.Errorf(jsonrpc.CodeInternalError,
+			"the answer to this request (%d bytes) would take the answers to its JSON-RPC batch past %d bytes, the most the aggregator holds for one batch: send the request on its own",
+			len(line), DefaultMaxBatchBytes)).Encode())
+	default:
 		b.answers = append(b.answers, line)
+		b.held += len(line)
 	}
 	b.pending--
 	last := b.pending == 0
