@@ -37,7 +37,11 @@ func TestBatchMemoryBounded(t *testing.T) {
 	session := newBatchClient(t, a, batchVers).session
 	require.NotEmpty(t, session)
 
-	post := func(ctx context.Context, body, accept string) *http.Response {
+	// post sends a batch and returns the response, whose reading is
+	// bounded by callTimeout.
+	post := func(body, accept string) *http.Response {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		t.Cleanup(cancel)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
@@ -80,9 +84,7 @@ func TestBatchMemoryBounded(t *testing.T) {
 	base, _ := coreResetPeak(t, corePID(a))
 
 	// JSON only: the answers that fit, and an error for each other call.
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	resp := post(ctx, batch, "application/json")
+	resp := post(batch, "application/json")
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	var replies []batchReply
@@ -100,7 +102,7 @@ func TestBatchMemoryBounded(t *testing.T) {
 	t.Logf("JSON: %d results of %d MiB, %d errors; peak RSS grew by %.1f MiB", results, size>>20, calls-results, float64(coreGrowth(t, corePID(a), base))/MiB)
 
 	// SSE: every answer, as an event of its own.
-	resp = post(ctx, batch, "application/json, text/event-stream")
+	resp = post(batch, "application/json, text/event-stream")
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	require.Equal(t, "text/event-stream", mt)
 	ids = map[string]bool{}
@@ -117,7 +119,7 @@ func TestBatchMemoryBounded(t *testing.T) {
 	// of the same batch still runs; cancelling it then ends the stream.
 	const bigs = 9 // more than http.max_batch_bytes holds
 	members := append([]string{`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow","arguments":{"seconds":600,"steps":1}}}`}, bigCalls(1000, bigs)...)
-	resp = post(ctx, "["+strings.Join(members, ",")+"]", "application/json, text/event-stream")
+	resp = post("["+strings.Join(members, ",")+"]", "application/json, text/event-stream")
 	got := 0
 	require.NoError(t, readSSE(resp.Body, func(data []byte) bool {
 		var r batchReply
