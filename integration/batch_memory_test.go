@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -146,4 +147,47 @@ func coreMessageBody(t *testing.T, a *aggregator, session, version, body string)
 	t.Helper()
 	r := corePost(t, a.url, session, []byte(body), map[string]string{"MCP-Protocol-Version": version})
 	return r.status
+}
+
+// TestBatchBoundFromConfig: http.max_batch_bytes sets the bound on a
+// batch's array, and a reload that changes it is followed.
+func TestBatchBoundFromConfig(t *testing.T) {
+	t.Parallel()
+	configFor := func(bound int) string {
+		return fmt.Sprintf("version: 1\nhttp: {max_batch_bytes: %d}\nservers:\n  demo:\n    truely-stateless: true\n    %s\n", bound, demoServer("tools"))
+	}
+	path := writeConfig(t, configFor(1024))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path}})
+	a.waitLoaded()
+	c := newBatchClient(t, a, "2025-03-26")
+	text := strings.Repeat("x", 600)
+	batch := "[" + strings.Join([]string{
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, text),
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, text),
+	}, ",") + "]"
+	// A client that accepts only JSON gets errors past the bound (one that
+	// accepts a stream would get the answers streamed).
+	send := func() []byte {
+		r := corePost(t, a.url, c.session, []byte(batch), map[string]string{"Accept": "application/json", "MCP-Protocol-Version": "2025-03-26"})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		return r.body
+	}
+	errorsIn := func(raw []byte) (n int) {
+		var replies []batchReply
+		require.NoError(t, json.Unmarshal(raw, &replies), "%s", raw)
+		require.Len(t, replies, 2, "%s", raw)
+		for _, r := range replies {
+			if r.Error != nil {
+				assert.Contains(t, r.Error.Message, "past 1024 bytes (http.max_batch_bytes)")
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 1, errorsIn(send()), "one echo's answer fits in 1024 bytes, not two")
+
+	require.NoError(t, os.WriteFile(path, []byte(configFor(1<<20)), 0o644))
+	_, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, `msg="reload done"`) }, startTimeout, a.exited)
+	require.True(t, ok, "the config was never reloaded; stderr:\n%s", a.log)
+	assert.Zero(t, errorsIn(send()), "the raised bound holds both")
 }
