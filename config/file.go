@@ -39,6 +39,7 @@ type settings struct {
 	allowedOrigins  []string
 	originsSet      bool
 	maxBodyBytes    *int
+	maxBatchBytes   *int
 	maxInstances    *int
 	maxRSS          *int64
 	discoveryMode   *DiscoveryMode
@@ -227,7 +228,7 @@ func readSettings(r *reader, f map[string]pair) settings {
 			}
 		}
 	}
-	if f := section("http", "allowed_origins, max_body_bytes, auth", "allowed_origins", "max_body_bytes", "auth"); f != nil {
+	if f := section("http", "allowed_origins, max_body_bytes, max_batch_bytes, auth", "allowed_origins", "max_body_bytes", "max_batch_bytes", "auth"); f != nil {
 		if p, ok := f["allowed_origins"]; ok {
 			s.allowedOrigins, s.originsSet = r.strings(p.v, "http.allowed_origins"), true
 			for _, o := range s.allowedOrigins {
@@ -242,6 +243,15 @@ func readSettings(r *reader, f map[string]pair) settings {
 					r.errorf(p.v.Line, "http.max_body_bytes", "%d is too small for any MCP request; use at least 1024 (default %d)", v, DefaultMaxBodyBytes)
 				} else {
 					s.maxBodyBytes = &v
+				}
+			}
+		}
+		if p, ok := f["max_batch_bytes"]; ok {
+			if v, ok := r.count(p.v, "http.max_batch_bytes"); ok {
+				if v < 1024 {
+					r.errorf(p.v.Line, "http.max_batch_bytes", "%d is too small for the answers to any batch; use at least 1024 (default %d)", v, DefaultMaxBatchBytes)
+				} else {
+					s.maxBatchBytes = &v
 				}
 			}
 		}

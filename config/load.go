@@ -98,7 +98,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		Limits:    Limits{MaxInstances: DefaultMaxInstances},
 		Naming:    Naming{ValidPattern: DefaultValidPattern},
 		Admin:     Admin{Enabled: true, LeaseReminder: true},
-		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
+		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes, MaxBatchBytes: DefaultMaxBatchBytes},
 		Discovery: Discovery{Mode: DiscoveryAll},
 	}
 	// Every env_file a server names, read or not, is watched with the config.
@@ -213,6 +213,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.maxBodyBytes != nil {
 		ws.HTTP.MaxBodyBytes = int64(*s.maxBodyBytes)
+	}
+	if s.maxBatchBytes != nil {
+		ws.HTTP.MaxBatchBytes = int64(*s.maxBatchBytes)
 	}
 	if s.discoveryMode != nil {
 		ws.Discovery.Mode = *s.discoveryMode

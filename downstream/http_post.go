@@ -47,7 +47,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isBatch(body) {
-		t.postBatch(w, r, body, acceptJSON)
+		t.postBatch(w, r, body, acceptJSON, acceptSSE)
 		return
 	}
 	msg, e := decodeMessage(body)

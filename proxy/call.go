@@ -129,7 +129,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if entry.Settings.MaxInstances > 0 {
 		tool = entry.Server + "/" + entry.Original
 	}
-	hold, err := st.limits.acquire(callCtx, tool, entry.Settings.MaxInstances)
+	hold, err := st.limits.acquire(callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
 	if err != nil {
 		var full *limitError
 		if errors.As(err, &full) && errors.Is(err, ErrTimeout) {

@@ -112,9 +112,9 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.pattern = ws.Naming.ValidPattern
 	settings.profiles = compileProfiles(ws.Profiles)
 	settings.required = requiredServers(ws)
-	if cap(settings.limits.global) != ws.Limits.MaxConcurrent {
+	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {
 		// Calls in flight release the slots of the limiter they took them from.
-		settings.limits = newLimiter(ws.Limits.MaxConcurrent)
+		settings.limits = newLimiter(ws.Limits.MaxConcurrent, share)
 	}
 	current := maps.Clone(settings.servers)
 

@@ -55,6 +55,12 @@ type Options struct {
 	// (--max-tasks-per-client, --max-leases-per-client), counted by
 	// downstream.Request.Holder; 0 sets no cap of their own.
 	MaxTasksPerClient, MaxLeasesPerClient int
+	// MaxCallsPerClient is one client's share of limits.max_concurrent
+	// (--max-calls-per-client): the calls it may have in flight at once,
+	// counted by downstream.Request.Holder; its further calls wait for one
+	// of its own to end. DefaultMaxCallsPerClient (-1) is half of
+	// limits.max_concurrent; 0 sets no share of its own.
+	MaxCallsPerClient int
 }
 
 // DefaultMaxTasksPerClient is how many tasks one client may hold across
@@ -68,6 +74,22 @@ const DefaultMaxTasksPerClient = maxSessionTasks
 // sessionless one naming a lease per call, or one opening session after
 // session) leaves the other half to the rest.
 const DefaultMaxLeasesPerClient = -1
+
+// DefaultMaxCallsPerClient, as Options.MaxCallsPerClient, gives one
+// client at most half of limits.max_concurrent (rounded up) in flight at
+// once, so that a client running many slow calls leaves the other half to
+// the rest, whose calls then start at once rather than after its slowest.
+const DefaultMaxCallsPerClient = -1
+
+// callsPerClient is the share of maxConcurrent slots one client may hold at
+// once: Options.MaxCallsPerClient, or by default half of maxConcurrent; 0 is
+// no share of the client's own.
+func (p *Proxy) callsPerClient(maxConcurrent int) int {
+	if n := p.opts.MaxCallsPerClient; n >= 0 {
+		return n
+	}
+	return (maxConcurrent + 1) / 2
+}
 
 // leasesPerClient is the share of server s's instances one client may
 // lease at once: Options.MaxLeasesPerClient, or by default half of the
