@@ -125,12 +125,8 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downst
 	}
 	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))
 	if declares(s.ClientCapabilities(), "roots") {
-		inst := grant.Instance
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = inst.Notify(ctx, "notifications/roots/list_changed", nil)
-		}()
+		// In turn with the session's own roots notifications (upstreamNotes).
+		p.notes.send(p.life, p.log, grant.Instance, "notifications/roots/list_changed")
 	}
 	p.followSubscriptions(rs, grant.Instance, req)
 }

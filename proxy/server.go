@@ -97,6 +97,7 @@ type Proxy struct {
 	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
 	own        sync.Map      // leased *upstream.Instance -> *ownLists, its holder's lists (leasedlists.go)
 	relists    relists       // per-server coalescing of upstream list_changed
+	notes      upstreamNotes // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
