@@ -87,7 +87,8 @@ type Proxy struct {
 	state   atomic.Pointer[state]
 	version atomic.Uint64
 
-	reloadMu sync.Mutex // one reconcile, relist or problems update at a time
+	reloadMu    sync.Mutex // one commit (of a reconcile, relist or problems update) at a time; never held while an upstream starts
+	reconcileMu sync.Mutex // one reconcile at a time, starts included
 
 	clients    clients       // connected sessions and listen streams, for notifications
 	inflight   inflight      // downstream requests running on each instance
@@ -200,6 +201,9 @@ const closeBudget = 5 * time.Second
 // that nothing is left when ctx ends.
 func (p *Proxy) Close(ctx context.Context) {
 	p.closed.Store(true)
+	// Starts under way are given up: what they would start, nobody would
+	// serve. The reconcile waiting for them commits nothing from now on.
+	p.starting.abandonAll(errClosing)
 	p.clients.endListeners()
 	p.bridge.close()
 	drain := ctx

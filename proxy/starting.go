@@ -13,9 +13,12 @@ import (
 // while it was starting, removed or defines otherwise.
 var errSuperseded = errors.New("a newer config no longer wants this server as it was being started")
 
+// errClosing ends the starts under way when the proxy closes.
+var errClosing = errors.New("the aggregator is stopping")
+
 // starts are the servers a reconcile is starting, by id: the definition
 // (hash) being started and how to abandon it. They are kept apart from
-// reloadMu, which the reconcile holds while it waits for them.
+// reloadMu, which no one holds while a start runs.
 type starts struct {
 	mu sync.Mutex
 	by map[string]*startingServer
@@ -81,4 +84,14 @@ func (p *Proxy) Supersede(ws *config.Workspace) []string {
 	}
 	sort.Strings(abandoned)
 	return abandoned
+}
+
+// abandonAll abandons every start under way, for cause.
+func (st *starts) abandonAll(cause error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for id, s := range st.by {
+		s.abandon(cause)
+		delete(st.by, id)
+	}
 }
