@@ -154,6 +154,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	}
 	if inv.req != nil {
 		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+		call.Principal = principalOf(inv.req)
 		p.bindSession(rs, grant, inv.req)
 		p.inflight.add(grant.Instance, inv.req)
 		defer p.inflight.remove(grant.Instance, inv.req)

@@ -56,7 +56,8 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	defer grant.Done()
 	p.bindSession(rs, grant, req)
 
-	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session)}
+	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session),
+		Principal: principalOf(req)}
 	if token, ok := meta["progressToken"]; ok {
 		up.ProgressToken = token
 		up.OnProgress = func(progress json.RawMessage) {
