@@ -95,6 +95,14 @@ type prepared struct {
 func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblems []config.Problem) Report {
 	p.reconcileMu.Lock()
 	defer p.reconcileMu.Unlock()
+	// What Close left to this reconcile to stop, stopped once reloadMu is
+	// let go (deferred calls run last first) and before the next reconcile.
+	var stale []func()
+	defer func() {
+		for _, stop := range stale {
+			stop()
+		}
+	}()
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	defer p.MarkLoaded()
@@ -415,7 +423,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			// Close took every server down, or is doing so: what started
 			// since is closed here, and nothing is committed.
 			if ready && pr.inst != nil {
-				go pr.inst.Close()
+				stale = append(stale, func() { _ = pr.inst.Close() })
 			}
 			if ready {
 				report.Abandoned = append(report.Abandoned, pr.cfg.ID)
@@ -432,6 +440,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 	}
 	if p.closed.Load() {
+		// What was started and not yet committed, Close did not see.
+		stale = append(stale, p.uncommitted(next, seen)...)
 		report.Version = p.Version()
 		return report
 	}
@@ -454,6 +464,22 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
 	return report
+}
+
+// uncommitted returns how to close the pools of next that were never
+// published (committed is what was): once Close has begun, no one else will.
+func (p *Proxy) uncommitted(next, committed map[string]*runningServer) []func() {
+	var stops []func()
+	for id, rs := range next {
+		if old := committed[id]; old == nil || old.pool != rs.pool {
+			stops = append(stops, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+				defer cancel()
+				rs.pool.Close(ctx)
+			})
+		}
+	}
+	return stops
 }
 
 // reclaim plans again, in config order, each server of next (but those skip

@@ -214,6 +214,27 @@ func (p *Proxy) Close(ctx context.Context) {
 	}
 	stop := context.AfterFunc(drain, p.endLife)
 	defer stop()
+	p.closeServers(drain)
+	p.endLife()
+	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
+	// A reconcile under way commits nothing now, and its starts were
+	// abandoned: it ends soon, closing what it started. Waited for within
+	// ctx, and without reloadMu, which it needs to end.
+	reconciled := make(chan struct{})
+	go func() {
+		p.reconcileMu.Lock()
+		p.reconcileMu.Unlock()
+		close(reconciled)
+	}()
+	select {
+	case <-reconciled:
+	case <-ctx.Done():
+	}
+}
+
+// closeServers unpublishes every server and closes it, its calls allowed
+// until drain ends.
+func (p *Proxy) closeServers(drain context.Context) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	st := p.current()
@@ -226,6 +247,4 @@ func (p *Proxy) Close(ctx context.Context) {
 		go func() { defer wg.Done(); rs.pool.Close(drain) }()
 	}
 	wg.Wait()
-	p.endLife()
-	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
 }

@@ -20,8 +20,9 @@ var errClosing = errors.New("the aggregator is stopping")
 // (hash) being started and how to abandon it. They are kept apart from
 // reloadMu, which no one holds while a start runs.
 type starts struct {
-	mu sync.Mutex
-	by map[string]*startingServer
+	mu     sync.Mutex
+	by     map[string]*startingServer
+	closed error // set by abandonAll: every start from then on is abandoned at once
 }
 
 type startingServer struct {
@@ -39,6 +40,10 @@ func (st *starts) begin(ctx context.Context, s *config.Server) (context.Context,
 		st.by = map[string]*startingServer{}
 	}
 	start := &startingServer{hash: s.Hash, abandon: cancel}
+	if st.closed != nil {
+		cancel(st.closed)
+		return ctx, start
+	}
 	st.by[s.ID] = start
 	return ctx, start
 }
@@ -86,10 +91,12 @@ func (p *Proxy) Supersede(ws *config.Workspace) []string {
 	return abandoned
 }
 
-// abandonAll abandons every start under way, for cause.
+// abandonAll abandons every start under way, and every one begun later,
+// for cause.
 func (st *starts) abandonAll(cause error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.closed = cause
 	for id, s := range st.by {
 		s.abandon(cause)
 		delete(st.by, id)
