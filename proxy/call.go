@@ -154,6 +154,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	}
 	if inv.req != nil {
 		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+		call.Principal = principalOf(inv.req)
 		p.bindSession(rs, grant, inv.req)
 		p.inflight.add(grant.Instance, inv.req)
 		defer p.inflight.remove(grant.Instance, inv.req)
@@ -253,20 +254,17 @@ func (st *state) awaitingLoginIDs(client string) []string {
 	return ids
 }
 
-// appendText adds text items to a result's content, leaving everything else as is.
+// appendText adds text items at the end of a result's content: spliced
+// into the upstream's bytes, which otherwise stay as they are (their
+// members' order, numbers and escapes included). A result that is no JSON
+// object is returned as it is.
 func appendText(result json.RawMessage, texts []string) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(result, &fields) != nil {
-		return result
-	}
-	var content []json.RawMessage
-	_ = json.Unmarshal(fields["content"], &content)
+	items := make([][]byte, 0, len(texts))
 	for _, t := range texts {
-		item, _ := rawjson.Marshal(map[string]string{"type": "text", "text": t})
-		content = append(content, item)
+		item := append([]byte(`{"type":"text","text":`), rawjson.AppendString(nil, t)...)
+		items = append(items, append(item, '}'))
 	}
-	fields["content"], _ = rawjson.Marshal(content)
-	out, err := rawjson.Marshal(fields)
+	out, err := rawjson.AppendToArray(result, "content", items...)
 	if err != nil {
 		return result
 	}

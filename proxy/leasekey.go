@@ -150,6 +150,25 @@ func withoutClient(key string) string {
 
 // holderOf is who req's new leases count against for the per-client
 // share (downstream.Request.Holder); "" for a call made by no request.
+// principalOf is who req is made for, as far as the requests a shared
+// instance sends without saying for which call go (upstream.Request.
+// Principal): the authenticated client (a static token's name, an OAuth
+// client); without authentication, the address its session or request came
+// from where the aggregator tells clients apart by address (a non-loopback
+// bind); otherwise "local", whoever runs the aggregator (stdio, or a
+// loopback bind without authentication).
+func principalOf(req *downstream.Request) string {
+	switch {
+	case req == nil:
+		return ""
+	case req.Client != "":
+		return "client:" + req.Client
+	case req.Holder != "":
+		return "address:" + req.Holder
+	}
+	return "local"
+}
+
 func holderOf(req *downstream.Request) string {
 	if req == nil {
 		return ""

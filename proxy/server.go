@@ -109,7 +109,8 @@ type Proxy struct {
 	state   atomic.Pointer[state]
 	version atomic.Uint64
 
-	reloadMu sync.Mutex // one reconcile, relist or problems update at a time
+	reloadMu    sync.Mutex // one commit (of a reconcile, relist or problems update) at a time; never held while an upstream starts
+	reconcileMu sync.Mutex // one reconcile at a time, starts included
 
 	clients    clients       // connected sessions and listen streams, for notifications
 	inflight   inflight      // downstream requests running on each instance
@@ -119,6 +120,7 @@ type Proxy struct {
 	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
 	own        sync.Map      // leased *upstream.Instance -> *ownLists, its holder's lists (leasedlists.go)
 	relists    relists       // per-server coalescing of upstream list_changed
+	notes      upstreamNotes // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
@@ -224,6 +226,9 @@ const closeBudget = 5 * time.Second
 // that nothing is left when ctx ends.
 func (p *Proxy) Close(ctx context.Context) {
 	p.closed.Store(true)
+	// Starts under way are given up: what they would start, nobody would
+	// serve. The reconcile waiting for them commits nothing from now on.
+	p.starting.abandonAll(errClosing)
 	p.clients.endListeners()
 	p.bridge.close()
 	drain := ctx
@@ -234,6 +239,27 @@ func (p *Proxy) Close(ctx context.Context) {
 	}
 	stop := context.AfterFunc(drain, p.endLife)
 	defer stop()
+	p.closeServers(drain)
+	p.endLife()
+	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
+	// A reconcile under way commits nothing now, and its starts were
+	// abandoned: it ends soon, closing what it started. Waited for within
+	// ctx, and without reloadMu, which it needs to end.
+	reconciled := make(chan struct{})
+	go func() {
+		p.reconcileMu.Lock()
+		p.reconcileMu.Unlock()
+		close(reconciled)
+	}()
+	select {
+	case <-reconciled:
+	case <-ctx.Done():
+	}
+}
+
+// closeServers unpublishes every server and closes it, its calls allowed
+// until drain ends.
+func (p *Proxy) closeServers(drain context.Context) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	st := p.current()
@@ -246,6 +272,4 @@ func (p *Proxy) Close(ctx context.Context) {
 		go func() { defer wg.Done(); rs.pool.Close(drain) }()
 	}
 	wg.Wait()
-	p.endLife()
-	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
 }

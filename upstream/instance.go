@@ -322,6 +322,8 @@ type Call struct {
 	// OnServerRequest answers the upstream's requests that belong to this
 	// call, as Request.OnServerRequest does.
 	OnServerRequest ServerRequestHandler
+	// Principal is who the call is made for, as Request.Principal.
+	Principal string
 }
 
 type callParams struct {
@@ -343,7 +345,7 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 		return nil, err
 	}
 	return i.Do(ctx, Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
-		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest})
+		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest, Principal: call.Principal})
 }
 
 // encodeCallParams writes tools/call params around the already-encoded
