@@ -163,6 +163,8 @@ type translation struct {
 	problems problemList
 	notes    map[string]*serverNotes // by server id
 	skipped  []string                // comments for import: what was left out and why
+	ids      map[string]string       // source name -> the id uniqueID gave it
+	suffix   map[string]int          // derived id -> the next -N suffix worth trying
 }
 
 // serverNotes is what the translation of one server found.
@@ -232,15 +234,28 @@ func (t *translation) uniqueID(name string) string {
 			id = "server"
 		}
 	}
-	if prev, taken := t.notes[id]; id != ReservedServerID && (!taken || prev.name == name) {
-		return id // a name written twice is the native reader's duplicate to report
+	if prev, ok := t.ids[name]; ok {
+		return prev // a name written twice is the native reader's duplicate to report
 	}
-	for n := 2; ; n++ {
-		c := fmt.Sprintf("%s-%d", id, n)
-		if prev, taken := t.notes[c]; !taken || prev.name == name {
-			return c
+	if t.ids == nil {
+		t.ids, t.suffix = map[string]string{}, map[string]int{}
+	}
+	unique := id
+	if _, taken := t.notes[id]; taken || id == ReservedServerID {
+		// The suffixes below suffix[id] are all taken (ids are never given back),
+		// so many names that read as one id cost one step each, not one per
+		// name before them.
+		n := max(t.suffix[id], 2)
+		for ; ; n++ {
+			unique = fmt.Sprintf("%s-%d", id, n)
+			if _, taken := t.notes[unique]; !taken {
+				break
+			}
 		}
+		t.suffix[id] = n + 1
 	}
+	t.ids[name] = unique
+	return unique
 }
 
 // set adds a native key to the server, read from the source key srcKey.

@@ -24,6 +24,7 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	out := mappingNode(1)
 	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
 	servers := mappingNode(1)
+	index := map[string]int{} // server id -> its key's position in servers.Content
 	var (
 		problems []Problem
 		header   = []string{"mcp-aggregator config, written by `mcp-aggregator import` from:"}
@@ -68,7 +69,7 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 				header = append(header, "  left out: "+skip)
 			}
 		}
-		importServers(servers, t, f.Name)
+		importServers(servers, index, t, f.Name)
 		own, merged := mappingPairs(t.root)
 		for _, p := range append(own, merged...) {
 			if p.key == "version" || p.key == "servers" {
@@ -106,8 +107,10 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 }
 
 // importServers adds t's servers to servers, a later definition replacing an earlier one
-// in place, each with a comment on where it came from.
-func importServers(servers *yaml.Node, t *translation, file string) {
+// in place, each with a comment on where it came from. index holds the position of each
+// id's key in servers.Content, so that finding an earlier definition costs the same for
+// the last server of a large file as for the first.
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string) {
 	if t.servers == nil || !isMapping(t.servers) {
 		return
 	}
@@ -132,16 +135,12 @@ func importServers(servers *yaml.Node, t *translation, file string) {
 				"keep secrets out of this file with NAME: {env: HOST_VAR} or an env_file")
 		}
 		key.HeadComment = strings.Join(comment, "\n")
-		replaced := false
-		for i := 0; i+1 < len(servers.Content); i += 2 {
-			if servers.Content[i].Value == p.key {
-				servers.Content[i], servers.Content[i+1] = key, p.v
-				replaced = true
-			}
+		if i, ok := index[p.key]; ok {
+			servers.Content[i], servers.Content[i+1] = key, p.v
+			continue
 		}
-		if !replaced {
-			addPairNode(servers, key, p.v)
-		}
+		index[p.key] = len(servers.Content)
+		addPairNode(servers, key, p.v)
 	}
 }
 
@@ -181,6 +180,10 @@ func mergeMappings(a, b *yaml.Node) *yaml.Node {
 	return out
 }
 
+// unicodeBreaks are the characters besides \n and \r that YAML 1.1 reads as line breaks:
+// next line, line separator and paragraph separator.
+const unicodeBreaks = "\u0085\u2028\u2029"
+
 // tidy copies a node tree for printing in the native style: block mappings, short lists
 // and {env: NAME} on one line, strings quoted only where YAML needs it, aliases expanded.
 func tidy(n *yaml.Node) *yaml.Node {
@@ -198,9 +201,15 @@ func tidyAt(n *yaml.Node, depth int) *yaml.Node {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.Tag == "!!str" && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
+		switch {
+		case strings.ContainsAny(n.Value, unicodeBreaks):
+			// The encoder would write these as they are, as line breaks of a
+			// literal block, and one at the end leaves the file without its
+			// last newline; escaped in double quotes they read back the same.
+			out.Style = yaml.DoubleQuotedStyle
+		case n.Tag == "!!str" && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle):
 			out.Style = 0 // the encoder quotes where the plain form would read otherwise
-		} else {
+		default:
 			out.Style = n.Style
 		}
 	case yaml.SequenceNode:
@@ -217,6 +226,9 @@ func tidyAt(n *yaml.Node, depth int) *yaml.Node {
 		own, merged := mappingPairs(n)
 		for _, p := range append(own, merged...) {
 			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p.key, HeadComment: p.k.HeadComment, LineComment: p.k.LineComment}
+			if strings.ContainsAny(p.key, unicodeBreaks) {
+				k.Style = yaml.DoubleQuotedStyle
+			}
 			out.Content = append(out.Content, k, tidyAt(p.v, depth+1))
 		}
 		if len(out.Content) == 2 && out.Content[0].Value == "env" && out.Content[1].Kind == yaml.ScalarNode {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,4 +105,27 @@ func TestImportUnreadable(t *testing.T) {
 	assert.Contains(t, render(problems), "a.json:1: not a config mcp-aggregator can read")
 	assert.Contains(t, string(out), "a.json (not read: see the errors)")
 	assert.Contains(t, string(out), "\n  x:\n")
+}
+
+// TestImportEndsWithNewline: the YAML import prints ends with a newline, so that what
+// follows it (the warnings on stderr, in a terminal) starts on a line of its own, and
+// every value reads back as it was, even one with a line break YAML 1.1 knows beyond
+// \n (next line, line and paragraph separators), which the encoder wrote raw.
+func TestImportEndsWithNewline(t *testing.T) {
+	for _, value := range []string{"plain", "two\nlines", "ends\n", "x\n\u2028", "a\u2029", "b\u0085", "\u2028"} {
+		t.Run(fmt.Sprintf("%q", value), func(t *testing.T) {
+			src, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+				"a": map[string]any{"command": "x", "env": map[string]string{"K" + value: value}, "args": []string{value}},
+			}})
+			require.NoError(t, err)
+			out, problems := Import([]ImportFile{{Name: "a.json", Data: src}})
+			require.NotNil(t, out, render(problems))
+			assert.True(t, strings.HasSuffix(string(out), "\n"), "%q", out)
+			ws, problems := LoadBytes("mcp-aggregator.yaml", out, nil)
+			require.NotNil(t, ws, "%s\n%s", render(problems), out)
+			require.Len(t, ws.Servers, 1, "%s\n%s", render(problems), out)
+			assert.Equal(t, map[string]string{"K" + value: value}, ws.Servers[0].Env, "%q", out)
+			assert.Equal(t, []string{value}, ws.Servers[0].Args, "%q", out)
+		})
+	}
 }

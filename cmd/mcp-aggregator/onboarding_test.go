@@ -182,6 +182,18 @@ func TestImportCommand(t *testing.T) {
 	assert.Empty(t, out, "nothing read, nothing printed: `import x.json > mcp-aggregator.yaml` must not write an empty config")
 }
 
+// TestImportOutputEndsWithNewline: the config import prints ends with a newline, so
+// that in a terminal the notes that follow on stderr ("checking the result:") start on
+// a line of their own, even when the last value ends with a line separator (U+2028).
+func TestImportOutputEndsWithNewline(t *testing.T) {
+	dir := t.TempDir()
+	src := write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"fs": {"command": "npx", "env": {"KEY": "${IMPORT_UNSET_VAR}", "NOTE": "x\n\u2028"}}}}`)
+	out, errOut, code := runIn(t, dir, "import", src)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "checking the result:\nerror: ")
+	assert.True(t, strings.HasSuffix(out, "\n"), "%q", out)
+}
+
 func TestLoggerScrubsWhatConfigsHold(t *testing.T) {
 	dir := t.TempDir()
 	cfg := write(t, filepath.Join(dir, "c.yaml"), "version: 1\nservers:\n  a: {command: sh, env: {TOKEN: {env: ONB_HOST_SECRET}}}\n")
