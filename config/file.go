@@ -101,6 +101,10 @@ func translate(d Dialect, fc fileContext, root *yaml.Node) *translation {
 // decodeDocument parses a file as JSON when it is a JSON object, else as YAML, and
 // reports a syntax error on the line it is on. ok is false when there is nothing to read.
 func decodeDocument(r *reader, data []byte) (root *yaml.Node, isJSON, ok bool) {
+	if len(data) > MaxFileSize {
+		r.errorf(0, "", "%s", tooLarge(int64(len(data))))
+		return nil, false, false
+	}
 	if looksLikeJSON(data) {
 		n, err := decodeJSON(data)
 		if err != nil {
@@ -300,6 +304,9 @@ func readDiscovery(r *reader, f map[string]pair, s *settings) {
 // workspace-level error: there is no telling which definition was meant.
 func readServers(r *reader, fc fileContext, n *yaml.Node) []*serverDef {
 	if !r.mapping(n, "servers", "server id: settings") || isNull(n) {
+		return nil
+	}
+	if tooManyServers(r, n) {
 		return nil
 	}
 	own, merged := mappingPairs(n)

@@ -54,20 +54,25 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 			header = append(header, fmt.Sprintf("  %s (not read: see the errors)", f.Name))
 			continue
 		}
-		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
 		var t *translation
 		if d == DialectNative {
 			t = &translation{dialect: d, root: deref(root), notes: map[string]*serverNotes{}}
 			t.servers = deref(topPairs(root)["servers"].v)
 		} else {
 			t = translate(d, fileContext{file: f.Name, dir: dir}, root)
-			problems = append(problems, t.problems.problems...)
-			for _, s := range t.notes {
-				problems = append(problems, s.problems...)
-			}
-			for _, skip := range t.skipped {
-				header = append(header, "  left out: "+skip)
-			}
+		}
+		if tooManyServers(r, t.servers) {
+			problems = append(problems, r.problems[len(r.problems)-1])
+			header = append(header, fmt.Sprintf("  %s (not read: see the errors)", f.Name))
+			continue
+		}
+		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
+		problems = append(problems, t.problems.problems...)
+		for _, s := range t.notes {
+			problems = append(problems, s.problems...)
+		}
+		for _, skip := range t.skipped {
+			header = append(header, "  left out: "+skip)
 		}
 		importServers(servers, index, t, f.Name)
 		own, merged := mappingPairs(t.root)

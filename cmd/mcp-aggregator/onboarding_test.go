@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -192,6 +193,23 @@ func TestImportOutputEndsWithNewline(t *testing.T) {
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "checking the result:\nerror: ")
 	assert.True(t, strings.HasSuffix(out, "\n"), "%q", out)
+}
+
+// TestImportRefusesTooLargeFile: a file larger than a config may be is refused before
+// it is read, with a message saying so, and nothing is printed.
+func TestImportRefusesTooLargeFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "dump.json")
+	require.NoError(t, os.WriteFile(src, []byte(`{"mcpServers": {}}`), 0o644))
+	require.NoError(t, os.Truncate(src, config.MaxFileSize+1)) // sparse
+	out, errOut, code := runIn(t, dir, "import", src)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "dump.json: file too large: it has 16777217 bytes, more than the 16 MiB a config file may be")
+
+	out, _, code = runIn(t, dir, "check", "--config", src)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "more than the 16 MiB a config file may be")
 }
 
 func TestLoggerScrubsWhatConfigsHold(t *testing.T) {
