@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,6 +68,8 @@ func detectDialect(root *yaml.Node, isJSON bool) (d Dialect, unknown bool) {
 	switch {
 	case hasVersion:
 		return DialectNative, false
+	case hasServers && isJSON && len(ownKeys(root, 1)) > 0:
+		return DialectNative, false // which then asks for its version
 	case hasServers && isJSON:
 		return serversDialect(root), false
 	case hasServers:
@@ -89,6 +92,47 @@ func detectDialect(root *yaml.Node, isJSON bool) (d Dialect, unknown bool) {
 		}
 	}
 	return "", true
+}
+
+// ownKeys returns up to limit keys of root, a JSON file with servers and no version, that
+// belong to the native format and to no client's servers JSON: top-level settings such
+// as limits, and server keys such as transform, tools or truely-stateless. A file using
+// one was written for mcp-aggregator; read as a VS Code or TENEX mcp.json it would lose
+// them, filters included, to warnings. Keys are named by their path.
+func ownKeys(root *yaml.Node, limit int) []string {
+	var found []string
+	top := topPairs(root)
+	for _, k := range topKeys {
+		if _, ok := top[k]; ok && k != "version" && k != "servers" && len(found) < limit {
+			found = append(found, k)
+		}
+	}
+	servers := top["servers"].v
+	if !isMapping(servers) {
+		return found
+	}
+	own, merged := mappingPairs(servers)
+	for _, s := range append(own, merged...) {
+		if len(found) >= limit {
+			break
+		}
+		if !isMapping(s.v) {
+			continue
+		}
+		keys, more := mappingPairs(s.v)
+		for _, k := range append(keys, more...) {
+			if len(found) < limit && isOwnServerKey(k.key) {
+				found = append(found, "servers."+s.key+"."+k.key)
+			}
+		}
+	}
+	return found
+}
+
+// isOwnServerKey reports whether key is a native server key that no client's server
+// entry has.
+func isOwnServerKey(key string) bool {
+	return slices.Contains(serverKeys, key) && !slices.Contains(clientKeys, key) && !clientOnlyKeys[key] && key != "allowedPaths"
 }
 
 // serversDialect tells VS Code's servers JSON from TENEX's: VS Code has inputs and typed

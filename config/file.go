@@ -64,7 +64,7 @@ func parseFile(fc fileContext, data []byte) (res fileResult) {
 		return res
 	}
 	res.dialect = d
-	fc.dialect = d
+	fc.dialect, fc.json = d, isJSON
 	if d == DialectNative {
 		parseNative(r, fc, root, &res)
 		return res
@@ -147,7 +147,12 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	f := r.fields(root, "", topKeys...)
 
 	if p, ok := f["version"]; !ok {
-		r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		if keys := ownKeys(root, 3); fc.json && len(keys) > 0 {
+			r.errorf(root.Line, "version", "required: the file uses keys of mcp-aggregator's own config (%s), so it is read as one, not as a VS Code or TENEX mcp.json; "+
+				"add \"version\": %d to its top-level object", strings.Join(keys, ", "), SupportedVersion)
+		} else {
+			r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		}
 	} else if v := deref(p.v); v.Kind != yaml.ScalarNode || v.Value != strconv.Itoa(SupportedVersion) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}

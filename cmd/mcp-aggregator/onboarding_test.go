@@ -212,6 +212,21 @@ func TestImportRefusesTooLargeFile(t *testing.T) {
 	assert.Contains(t, out, "more than the 16 MiB a config file may be")
 }
 
+// TestCheckOwnKeysWithoutVersion: a JSON config that uses mcp-aggregator's own keys
+// (a whitelist, a transform) but lacks its version is not taken for a TENEX mcp.json,
+// whose reading drops the whitelist and exports every tool it hides: check names the
+// file, asks for the version and exits 1.
+func TestCheckOwnKeysWithoutVersion(t *testing.T) {
+	dir := t.TempDir()
+	cfg := write(t, filepath.Join(dir, "mcp.json"), `{"servers": {"a": {"command": "sh", "transform": [{"prefix": "a_"}], "truely-stateless": true, "tools": {"whitelist": ["read_*"]}}}}`)
+	out, errOut, code := runIn(t, dir, "check", "--config", cfg)
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errOut)
+	assert.Contains(t, out, "error: "+cfg+":1: version: required: the file uses keys of mcp-aggregator's own config")
+	assert.Contains(t, out, `add "version": 1 to its top-level object`)
+	assert.NotContains(t, out, "read as TENEX")
+	assert.NotContains(t, out, `did you mean "transport"`)
+}
+
 func TestLoggerScrubsWhatConfigsHold(t *testing.T) {
 	dir := t.TempDir()
 	cfg := write(t, filepath.Join(dir, "c.yaml"), "version: 1\nservers:\n  a: {command: sh, env: {TOKEN: {env: ONB_HOST_SECRET}}}\n")
