@@ -94,21 +94,91 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	for _, k := range order {
 		addPair(out, k, 1, sections[k])
 	}
-	addPair(out, "servers", 1, servers)
 	header = append(header,
 		"Relative paths (cwd, env_file) are relative to this file's directory: save it beside",
 		"the files above, or make them absolute. Check it with: mcp-aggregator check --config FILE")
 	out.HeadComment = strings.Join(header, "\n")
 
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(tidy(out)); err != nil {
+	text, err := encodeConfig(out, servers)
+	if err != nil {
 		problems = append(problems, Problem{Severity: SeverityError, Message: "cannot write the YAML: " + err.Error()})
 		return nil, problems
 	}
-	_ = enc.Close()
-	return buf.Bytes(), problems
+	return text, problems
+}
+
+// encodeConfig writes the document settings (version and the workspace settings) and
+// then servers under servers:, one server at a time. The YAML encoder keeps every event
+// of a document until the document ends, so a config of tens of thousands of servers
+// written as one document would be held in memory several times over; written one
+// server at a time and indented in place, it reads the same.
+func encodeConfig(settings, servers *yaml.Node) ([]byte, error) {
+	var buf, one bytes.Buffer
+	if err := encodeYAML(&buf, tidy(settings)); err != nil {
+		return nil, err
+	}
+	if len(servers.Content) == 0 {
+		buf.WriteString("servers: {}\n")
+		return buf.Bytes(), nil
+	}
+	buf.WriteString("servers:\n")
+	for i := 0; i+1 < len(servers.Content); i += 2 {
+		server := mappingNode(1)
+		addPairNode(server, servers.Content[i], servers.Content[i+1])
+		one.Reset()
+		// At depth 1, where the servers mapping is in the document.
+		if err := encodeYAML(&one, tidyAt(server, 1)); err != nil {
+			return nil, err
+		}
+		indent(&buf, one.Bytes())
+	}
+	return buf.Bytes(), nil
+}
+
+// indent writes text with two spaces before every line that is not empty, as the
+// encoder indents a nested node. Lines end where YAML says they do: at \n, \r, \r\n,
+// and at the next-line, line and paragraph separators, which a comment may hold.
+func indent(w *bytes.Buffer, text []byte) {
+	atStart := true
+	for i := 0; i < len(text); {
+		if n := lineBreak(text[i:]); n > 0 {
+			w.Write(text[i : i+n])
+			i += n
+			atStart = true
+			continue
+		}
+		if atStart {
+			w.WriteString("  ")
+			atStart = false
+		}
+		w.WriteByte(text[i])
+		i++
+	}
+}
+
+// lineBreak is the length of the line break text starts with, or 0.
+func lineBreak(text []byte) int {
+	switch {
+	case bytes.HasPrefix(text, []byte("\r\n")):
+		return 2
+	case len(text) > 0 && (text[0] == '\n' || text[0] == '\r'):
+		return 1
+	case bytes.HasPrefix(text, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(text, []byte("\u2028")), bytes.HasPrefix(text, []byte("\u2029")):
+		return 3
+	}
+	return 0
+}
+
+// encodeYAML writes n as one YAML document, indented by two spaces.
+func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return err
+	}
+	return enc.Close()
 }
 
 // importServers adds t's servers to servers, a later definition replacing an earlier one

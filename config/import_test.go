@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +129,44 @@ func TestImportEndsWithNewline(t *testing.T) {
 			assert.Equal(t, map[string]string{"K" + value: value}, ws.Servers[0].Env, "%q", out)
 			assert.Equal(t, []string{value}, ws.Servers[0].Args, "%q", out)
 		})
+	}
+}
+
+// TestImportWritesServersOneByOne: the servers, encoded one at a time and indented in
+// place, read exactly as the one document the encoder would write for them all, with
+// values and comments (a source's server name) of every kind of text and line break.
+func TestImportWritesServersOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	chars := []rune("ab  \n\n\t\"'#:-{}[]|>&*!%@`,?\\\u00e9\r\u2028\u0085x")
+	text := func() string {
+		rs := make([]rune, rng.Intn(100))
+		for i := range rs {
+			rs[i] = chars[rng.Intn(len(chars))]
+		}
+		return string(rs)
+	}
+	for i := range 300 {
+		servers := map[string]any{}
+		for range i % 4 { // none, in the first round
+			servers[text()] = map[string]any{"command": text(), "args": []string{text(), strings.Repeat("w ", rng.Intn(60))}, "env": map[string]string{text(): text()}}
+		}
+		data, err := json.Marshal(map[string]any{"mcpServers": servers})
+		require.NoError(t, err)
+		root, err := decodeJSON(data)
+		require.NoError(t, err)
+		list := mappingNode(1)
+		importServers(list, map[string]int{}, translateClients(DialectMCPServers, fileContext{file: "a.json", dir: "/"}, root), "a.json")
+		settings := mappingNode(1)
+		addPair(settings, "version", 1, scalarNode("1", "!!int", 1))
+		settings.HeadComment = "written by import"
+
+		got, err := encodeConfig(settings, list)
+		require.NoError(t, err)
+		whole := mappingNode(1)
+		whole.HeadComment = settings.HeadComment
+		whole.Content = append(append(whole.Content, settings.Content...), scalarNode("servers", "!!str", 1), list)
+		var want bytes.Buffer
+		require.NoError(t, encodeYAML(&want, tidy(whole)))
+		require.Equal(t, want.String(), string(got))
 	}
 }
