@@ -64,7 +64,7 @@ func parseFile(fc fileContext, data []byte) (res fileResult) {
 		return res
 	}
 	res.dialect = d
-	fc.dialect = d
+	fc.dialect, fc.json = d, isJSON
 	if d == DialectNative {
 		parseNative(r, fc, root, &res)
 		return res
@@ -101,6 +101,10 @@ func translate(d Dialect, fc fileContext, root *yaml.Node) *translation {
 // decodeDocument parses a file as JSON when it is a JSON object, else as YAML, and
 // reports a syntax error on the line it is on. ok is false when there is nothing to read.
 func decodeDocument(r *reader, data []byte) (root *yaml.Node, isJSON, ok bool) {
+	if len(data) > MaxFileSize {
+		r.errorf(0, "", "%s", tooLarge(int64(len(data))))
+		return nil, false, false
+	}
 	if looksLikeJSON(data) {
 		n, err := decodeJSON(data)
 		if err != nil {
@@ -143,7 +147,12 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	f := r.fields(root, "", topKeys...)
 
 	if p, ok := f["version"]; !ok {
-		r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		if keys := ownKeys(root, 3); fc.json && len(keys) > 0 {
+			r.errorf(root.Line, "version", "required: the file uses keys of mcp-aggregator's own config (%s), so it is read as one, not as a VS Code or TENEX mcp.json; "+
+				"add \"version\": %d to its top-level object", strings.Join(keys, ", "), SupportedVersion)
+		} else {
+			r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		}
 	} else if v := deref(p.v); v.Kind != yaml.ScalarNode || v.Value != strconv.Itoa(SupportedVersion) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}
@@ -300,6 +309,9 @@ func readDiscovery(r *reader, f map[string]pair, s *settings) {
 // workspace-level error: there is no telling which definition was meant.
 func readServers(r *reader, fc fileContext, n *yaml.Node) []*serverDef {
 	if !r.mapping(n, "servers", "server id: settings") || isNull(n) {
+		return nil
+	}
+	if tooManyServers(r, n) {
 		return nil
 	}
 	own, merged := mappingPairs(n)
