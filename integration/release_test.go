@@ -26,7 +26,9 @@ import (
 )
 
 // releaseTargets are the GOOS/GOARCH pairs scripts/release.sh builds by default.
-var releaseTargets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+// Windows joins them once the code builds there (upstream process supervision is
+// unix-only); the script already packs a windows target as zip.
+var releaseTargets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
 
 // releaseRepo is the module root: go test runs in integration/.
 func releaseRepo(t *testing.T) string {
@@ -40,9 +42,9 @@ func releaseRepo(t *testing.T) string {
 // environment, and returns the commit it stamped.
 func runRelease(t *testing.T, out, version string, env ...string) string {
 	t.Helper()
-	for _, tool := range []string{"bash", "git", "tar", "gzip", "zip"} {
+	for _, tool := range []string{"bash", "git", "tar", "gzip"} {
 		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "scripts/release.sh needs %s (.ci/run installs zip)", tool)
+		require.NoError(t, err, "scripts/release.sh needs %s", tool)
 	}
 	root := releaseRepo(t)
 	commit := "0123456789abcdef0123456789abcdef01234567"
