@@ -25,8 +25,10 @@ func TestReadStamp(t *testing.T) {
 	}{
 		{"stamped by the release build", "1.2.3", "abc123", vcs("(devel)", "vcs.revision", "fff", "vcs.modified", "true"),
 			stamp{version: "1.2.3", commit: "abc123", goVer: "go1.99.1"}},
-		{"go build in a checkout", defaultVersion, "", vcs("(devel)", "vcs.revision", "0123abcd", "vcs.modified", "true"),
-			stamp{version: defaultVersion, commit: "0123abcd", modified: true, goVer: "go1.99.1"}},
+		{"go build in a checkout", defaultVersion, "", vcs("v0.0.0-20261129044249-0123abcd0000+dirty", "vcs.revision", "0123abcd0000", "vcs.modified", "true"),
+			stamp{version: "v0.0.0-20261129044249-0123abcd0000+dirty", commit: "0123abcd0000", modified: true, goVer: "go1.99.1"}},
+		{"go build without version control information", defaultVersion, "", vcs("(devel)"),
+			stamp{version: defaultVersion, goVer: "go1.99.1"}},
 		{"go install of a tagged module", defaultVersion, "", vcs("v1.4.0"),
 			stamp{version: "v1.4.0", goVer: "go1.99.1"}},
 		{"a stamped version beats the module's", "1.2.3", "", vcs("v1.4.0", "vcs.revision", "0123abcd"),
