@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func newContainerRig(t *testing.T) *containerRig {
 		dir:    dir,
 		env:    append(os.Environ(), "CONTAINERS_CONF="+conf, "TMPDIR="+filepath.Join(dir, "tmp")),
 		global: global,
-		podman: append(slicesClone(global), "--runtime", "runc", "--cgroup-manager", "cgroupfs",
+		podman: append(slices.Clone(global), "--runtime", "runc", "--cgroup-manager", "cgroupfs",
 			"--events-backend", "file", "--tmpdir", filepath.Join(dir, "libpod")),
 		cgroup: "/mcp-aggregator-test-" + randomHex(t, 6),
 	}
@@ -76,7 +77,7 @@ func (r *containerRig) run(timeout time.Duration, tool string, args ...string) (
 	if tool == "podman" {
 		flags = r.podman
 	}
-	cmd := exec.CommandContext(ctx, tool, append(slicesClone(flags), args...)...)
+	cmd := exec.CommandContext(ctx, tool, append(slices.Clone(flags), args...)...)
 	cmd.Env = r.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -130,8 +131,6 @@ func randomHex(t *testing.T, n int) string {
 	require.NoError(t, err)
 	return hex.EncodeToString(b)
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // TestContainerImage builds deploy/container/Containerfile from the release directory
 // and runs the image as an operator would: it prints its version, serves tools/list to
@@ -205,17 +204,16 @@ servers:
 		}
 
 		// Ready once the config is loaded and the upstream started.
-		deadline := time.Now().Add(time.Minute)
-		for {
+		ready := func() bool {
 			resp, err := http.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			require.True(t, time.Now().Before(deadline), "the container never got ready: %v\n%s", err, logs())
-			time.Sleep(100 * time.Millisecond)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}
+		if !assert.Eventually(t, ready, time.Minute, 100*time.Millisecond, "GET /readyz answers 200") {
+			t.Fatalf("the container never got ready; its log:\n%s", logs())
 		}
 
 		init, err := json.Marshal(initializeMsg())
