@@ -87,7 +87,8 @@ for target in $targets; do
   mkdir -p "$stage"
 
   # Static, without local paths, stamped; -s -w drops the symbol table and DWARF
-  # (the build info that `go version -m` reads stays).
+  # (the build info that `go version -m` reads stays, without -ldflags, which
+  # -trimpath leaves out).
   CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath -buildvcs=false \
     -ldflags "-s -w -X main.version=$version -X main.commit=$commit" \
     -o "$stage/$exe" ./cmd/mcp-aggregator
@@ -104,15 +105,16 @@ for target in $targets; do
     (cd "$pack" && TZ=UTC zip -q -X -r "$out/$archive" "$name")
   else
     archive="$name.tar.gz"
-    tar -C "$pack" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
+    tar -C "$pack" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --mode=go-w,a+rX \
       -cf - "$name" | gzip -9 -n >"$out/$archive"
   fi
 
   # The SBOM lists what this binary is built from, read from the build info the Go
   # linker put in it: the modules of this target's packages and the standard library,
   # with their licenses, detected in the module cache that the build just filled (the
-  # main module's own is LICENSE). Its log is shown only when it fails.
-  if ! GOPROXY=off "$tools/cyclonedx-gomod" bin -json -licenses -std -version "$version" \
+  # main module's own is LICENSE). GOOS and GOARCH name the target in its package URL.
+  # Its log is shown only when it fails.
+  if ! GOOS=$goos GOARCH=$goarch GOPROXY=off "$tools/cyclonedx-gomod" bin -json -licenses -std -version "$version" \
     -output "$out/$name.cdx.json" "$stage/$exe" 2>"$tools/sbom.log"; then
     cat "$tools/sbom.log" >&2
     echo "release: the SBOM of $goos/$goarch failed" >&2
