@@ -50,7 +50,10 @@ func newContainerRig(t *testing.T) *containerRig {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "containers.conf")
 	// No default ulimits: a sandbox may forbid raising them, and the image needs none.
-	require.NoError(t, os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644))
+	// The network backend's lock files go to the temporary directory too (podman still
+	// makes an empty /run/containers/networks).
+	require.NoError(t, os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n[network]\nnetwork_config_dir = "+
+		quoted(filepath.Join(dir, "networks"))+"\n"), 0o644))
 	for _, sub := range []string{"tmp", "libpod"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, sub), 0o700))
 	}
