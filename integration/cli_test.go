@@ -29,7 +29,7 @@ func TestCLIVersion(t *testing.T) {
 	t.Parallel()
 	res := runCLI(t, "version")
 	assert.Equal(t, 0, res.code, "stderr: %s", res.stderr)
-	assert.Regexp(t, `^mcp-aggregator \S+\n$`, res.stdout)
+	assert.Regexp(t, `^mcp-aggregator \S+\ncommit: \S+.*\ngo: go\S+ \S+/\S+\n$`, res.stdout)
 }
 
 // catalogEntry is one tool of `tools --json`.

@@ -14,7 +14,7 @@ func TestOnboardingVersionFlag(t *testing.T) {
 	t.Parallel()
 	res := runCLIIn(t, t.TempDir(), nil, "--version")
 	assert.Equal(t, 0, res.code, res.stderr)
-	assert.Regexp(t, `^mcp-aggregator \S+\n$`, res.stdout)
+	assert.Regexp(t, `^mcp-aggregator \S+\ncommit: \S+.*\ngo: go\S+ \S+/\S+\n$`, res.stdout)
 }
 
 // TestOnboardingConfigFromEnvironment: a client that keeps --config for itself (the

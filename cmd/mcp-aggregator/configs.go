@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -172,16 +171,4 @@ func printProblems(w interface{ Write([]byte) (int, error) }, problems []config.
 		}
 	}
 	return errors, warnings
-}
-
-// buildVersion is the version set at build time, else the module version go install
-// recorded, else the development default.
-func buildVersion() string {
-	if version != defaultVersion {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return version
 }

@@ -18,8 +18,15 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = defaultVersion
+// version and commit are stamped at build time (scripts/release.sh):
+//
+//	go build -ldflags "-X main.version=1.2.3 -X main.commit=$(git rev-parse HEAD)" ./cmd/mcp-aggregator
+//
+// Unstamped, readStamp falls back on what the Go toolchain recorded.
+var (
+	version = defaultVersion
+	commit  = ""
+)
 
 const defaultVersion = "0.1.0-dev"
 
@@ -38,7 +45,7 @@ Usage:
                                                            log in to a server with auth: {type: oauth}; the
                                                            tokens are kept in the user's config directory
   mcp-aggregator logout SERVER [--config FILE]...          remove the stored tokens of SERVER
-  mcp-aggregator version                                   print the version (also --version)
+  mcp-aggregator version                                   print the version, commit and Go version (also --version)
 
 Config files: the --config flags; else MCP_AGGREGATOR_CONFIG (files separated
 like PATH); else the first of ./mcp-aggregator.yaml and ./.minds/mcp.yaml in
@@ -74,7 +81,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "version: unexpected argument %q\n", args[0])
 			return 2
 		}
-		fmt.Fprintln(stdout, "mcp-aggregator", buildVersion())
+		printVersion(stdout)
 		return 0
 	case "client-config":
 		return clientConfig(args, stdout, stderr)

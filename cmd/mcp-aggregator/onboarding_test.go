@@ -33,7 +33,7 @@ func TestVersionFlag(t *testing.T) {
 	for _, arg := range []string{"version", "--version", "-version", "-V"} {
 		out, _, code := runIn(t, t.TempDir(), arg)
 		assert.Equal(t, 0, code, arg)
-		assert.Regexp(t, `^mcp-aggregator \S+\n$`, out, arg)
+		assert.Regexp(t, `^mcp-aggregator \S+\ncommit: \S+.*\ngo: go\S+ \S+/\S+\n$`, out, arg)
 	}
 }
 

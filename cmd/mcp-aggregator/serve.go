@@ -153,7 +153,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.secrets.Add(telemetry.Secrets(os.Getenv)...) // a collector's refusal may quote them
 	// Off unless an OTLP endpoint is set. Flushed last, after the proxy's
 	// Close below, so that the spans of the last requests go out too.
-	tracer := telemetry.FromEnv(context.Background(), log, version)
+	tracer := telemetry.FromEnv(context.Background(), log, buildVersion())
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.Background(), traceFlushGrace)
 		defer cancel()
@@ -179,7 +179,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// the tokens it gets.
 		offerLogin = upAuth.offerLogin
 	}
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Observer: recorder, Tracer: tracer,
+	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Observer: recorder, Tracer: tracer,
 		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases, MaxCallsPerClient: *maxCalls,
 		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
@@ -260,7 +260,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return stdioDone(ctx, err, log)
 	}
 	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth, drain: drain,
-		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: version, Secrets: &c.secrets, Draining: drain.draining})}, ln, loaded, log)
+		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.draining})}, ln, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see upstream.Supervisor),

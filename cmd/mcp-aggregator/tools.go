@@ -54,7 +54,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	supervisor := startSupervisor(log, false)
 	defer supervisor.Close()
 	upAuth := newUpstreamAuth(context.Background(), &c, log)
-	p := proxy.New(proxy.Options{Logger: log, Version: version, Upstream: upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets}})
+	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Upstream: upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets}})
 	report := p.Reconcile(context.Background(), ws, problems)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
