@@ -1,4 +1,4 @@
-package upstream
+package supervise
 
 import (
 	"crypto/rand"
@@ -31,8 +31,8 @@ const (
 // upstreams carry the outer tags too, comma-separated.
 const tagVar = "MCP_AGGREGATOR_UPSTREAM"
 
-// SupervisorOptions configure a Supervisor.
-type SupervisorOptions struct {
+// Options configure a Supervisor.
+type Options struct {
 	Logger *slog.Logger
 	// Reaper is the reaper process's command line (this binary's hidden
 	// subcommand that calls RunReaper); empty: no reaper.
@@ -55,13 +55,13 @@ type Supervisor struct {
 	seq       atomic.Int64
 	subreaper bool                       // orphans re-parent to this process
 	cgroups   atomic.Pointer[cgroupTree] // nil outside cgroup mode
-	reaper    *Reaper
+	reaper    *reaper
 }
 
-// NewSupervisor sets up process supervision, as far as the system allows,
+// New sets up process supervision, as far as the system allows,
 // and logs which mode it runs in. It never fails: what is not available is
 // logged, and the rest still works.
-func NewSupervisor(opts SupervisorOptions) *Supervisor {
+func New(opts Options) *Supervisor {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -80,7 +80,7 @@ func NewSupervisor(opts SupervisorOptions) *Supervisor {
 		}
 	}
 	if len(opts.Reaper) > 0 {
-		r, err := StartReaper(log, opts.Reaper...)
+		r, err := startReaper(log, opts.Reaper...)
 		if err != nil {
 			log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
 		} else {
@@ -145,10 +145,13 @@ func (s *Supervisor) Close() error {
 	return s.reaper.Close()
 }
 
-// start starts cmd as a new instance of server: the leader of a process
-// group of its own, with the instance's tag in its environment and, in
-// cgroup mode, in a cgroup of its own from its first instruction on.
-func (s *Supervisor) start(server string, cmd *exec.Cmd) (*process, error) {
+// Start starts cmd as a new instance of server (a name for the log and the
+// cgroup): the leader of a process group of its own, with a parent-death
+// signal on Linux, with the instance's tag in its environment, in cgroup
+// mode in a cgroup of its own from its first instruction on, and
+// registered with the reaper. It sets cmd.SysProcAttr. A nil Supervisor
+// starts cmd in a process group of its own, and no more.
+func (s *Supervisor) Start(server string, cmd *exec.Cmd) (*Process, error) {
 	if s == nil {
 		cmd.SysProcAttr = groupAttr(nil)
 		if err := spawn(cmd); err != nil {
