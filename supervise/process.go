@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervise
 
 import (
@@ -7,14 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
-
-// Grace periods of the MCP shutdown sequence, for callers that set no
-// others (tests shorten them): how long Stop waits for the server to exit
-// after its stdin closed, and then after SIGTERM.
-const (
-	DefaultStdinGrace = 2 * time.Second
-	DefaultTermGrace  = 2 * time.Second
 )
 
 // spawnRequests carries commands to the one goroutine that starts processes.

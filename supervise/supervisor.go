@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervise
 
 import (
@@ -12,35 +14,10 @@ import (
 	"sync/atomic"
 )
 
-// Supervision modes, as Supervisor.Mode reports them: how the processes an
-// upstream starts are found, so that none outlives its instance.
-const (
-	// ModeCgroup: each instance has a cgroup v2 of its own (Linux, where
-	// cgroup v2 is writable); nothing escapes it, and cgroup.kill ends it.
-	ModeCgroup = "cgroup"
-	// ModeSubreaper: the aggregator is a child subreaper (Linux), so orphans
-	// re-parent to it, and each instance's processes carry its tag in their
-	// environment; a daemon that left the process group is found by either.
-	ModeSubreaper = "subreaper"
-	// ModeProcessGroup: process groups and the reaper only (other systems).
-	ModeProcessGroup = "process-group"
-)
-
 // tagVar is the environment variable that marks every process of an
 // instance with the instance's tag, "<run id>:<n>". A nested aggregator's
 // upstreams carry the outer tags too, comma-separated.
 const tagVar = "MCP_AGGREGATOR_UPSTREAM"
-
-// Options configure a Supervisor.
-type Options struct {
-	Logger *slog.Logger
-	// Reaper is the reaper process's command line (this binary's hidden
-	// subcommand that calls RunReaper); empty: no reaper.
-	Reaper []string
-	// NoCgroups keeps to process groups and the subreaper even where
-	// cgroup v2 is writable.
-	NoCgroups bool
-}
 
 // Supervisor sees to it that no process an upstream starts outlives its
 // instance, nor the aggregator. It makes the aggregator a child subreaper,
