@@ -9,5 +9,7 @@
 // killed. It knows nothing of MCP or JSON-RPC: the caller owns the pipes.
 //
 // A Supervisor (New) serves the whole aggregator; Supervisor.Start gives a
-// Process, and Process.Stop ends it.
+// Process, and Process.Stop ends it. Linux has all of this; other Unix
+// systems have process groups and the reaper; elsewhere a command is
+// started as it is and killed once the graces pass.
 package supervise

@@ -24,9 +24,6 @@ func New(Options) *Supervisor { return &Supervisor{} }
 // Mode is "": no mode of supervision runs here.
 func (s *Supervisor) Mode() string { return "" }
 
-// ReaperPID is 0: there is no reaper.
-func (s *Supervisor) ReaperPID() int { return 0 }
-
 // Close has nothing to end.
 func (s *Supervisor) Close() error { return nil }
 

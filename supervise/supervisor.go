@@ -102,8 +102,8 @@ func (s *Supervisor) Mode() string {
 	}
 }
 
-// ReaperPID is the pid of the current reaper process, 0 without one.
-func (s *Supervisor) ReaperPID() int {
+// reaperPID is the pid of the current reaper process, 0 without one.
+func (s *Supervisor) reaperPID() int {
 	if s == nil || s.reaper == nil {
 		return 0
 	}

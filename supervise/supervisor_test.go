@@ -142,11 +142,11 @@ func TestADeadReaperIsRestartedAndToldEverything(t *testing.T) {
 	t.Parallel()
 	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
 		d := startDaemon(t, sup)
-		first := sup.ReaperPID()
+		first := sup.reaperPID()
 		require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
 		rec.waitFor(t, "WARN the reaper process died; restarting it")
 		rec.waitFor(t, "INFO reaper restarted")
-		second := sup.ReaperPID()
+		second := sup.reaperPID()
 		assert.NotEqual(t, first, second)
 		requireReaped(t, first)
 		require.True(t, processExists(second))
