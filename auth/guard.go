@@ -47,12 +47,15 @@ type OAuth struct {
 }
 
 // Guard authenticates requests to the gateway. It is safe for concurrent
-// use and immutable but for its cache of the issuer's keys.
+// use and immutable but for its cache of the issuer's keys and its count
+// of refusals.
 type Guard struct {
-	opts   Options
-	log    *slog.Logger
-	static *staticTokens
-	oauth  *oauthVerifier
+	opts Options
+	// refused logs refusals, throttled; shared with the Guards built
+	// from this one.
+	refused *refusals
+	static  *staticTokens
+	oauth   *oauthVerifier
 }
 
 // New returns a Guard for opts.
@@ -81,7 +84,12 @@ func NewFrom(prev *Guard, opts Options) *Guard {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Guard{opts: opts, log: opts.Logger, static: newStaticTokens(opts.Tokens)}
+	g := &Guard{opts: opts, static: newStaticTokens(opts.Tokens)}
+	if prev != nil {
+		g.refused = prev.refused
+	} else {
+		g.refused = newRefusals(opts.Logger)
+	}
 	if prev != nil && prev.oauth != nil && sameOAuth(prev.opts.OAuth, opts.OAuth) {
 		g.oauth = prev.oauth
 		return g
@@ -166,14 +174,14 @@ func (g *Guard) Authenticate(r *http.Request) (string, *Failure) {
 		return client, nil
 	}
 	if g.oauth == nil || strings.Count(token, ".") != 2 {
-		g.log.Info("refused a request with an unknown bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
+		g.refused.note(slog.LevelInfo, "refused a request with an unknown bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
 		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
 	}
 	client, err := g.oauth.verify(r.Context(), token)
 	if err == nil && g.static.has(client) {
 		// The name of a static token's client: taking it would act as that
 		// client (its profile, sessions, leases, operator rights).
-		g.log.Warn("refused an access token that names a client of http.auth.tokens", "client", client, "remote", r.RemoteAddr,
+		g.refused.note(slog.LevelWarn, "refused an access token that names a client of http.auth.tokens", "client", client, "remote", r.RemoteAddr,
 			"fix", "give the static token's client another name, or stop the issuer from issuing tokens with that client_id, azp or sub")
 		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token",
 			fmt.Sprintf("the token names client %q, which authenticates with a static token here", client))
@@ -182,14 +190,14 @@ func (g *Guard) Authenticate(r *http.Request) (string, *Failure) {
 		return client, nil
 	}
 	if err.unavailable {
-		g.log.Warn("refused a request: the OAuth issuer's keys are not available", "remote", r.RemoteAddr, "err", err.cause)
+		g.refused.note(slog.LevelWarn, "refused a request: the OAuth issuer's keys are not available", "remote", r.RemoteAddr, "err", err.cause)
 		return "", &Failure{Status: http.StatusServiceUnavailable, Challenge: "", Message: err.description, RetryAfter: 10}
 	}
 	if err.insufficientScope {
-		g.log.Info("refused a request: insufficient scope", "client", client, "remote", r.RemoteAddr, "reason", err.description)
+		g.refused.note(slog.LevelInfo, "refused a request: insufficient scope", "client", client, "remote", r.RemoteAddr, "reason", err.description)
 		return "", g.refuse(r, http.StatusForbidden, "insufficient_scope", err.description)
 	}
-	g.log.Info("refused a request: invalid access token", "remote", r.RemoteAddr, "reason", err.description)
+	g.refused.note(slog.LevelInfo, "refused a request: invalid access token", "remote", r.RemoteAddr, "reason", err.description)
 	return "", g.refuse(r, http.StatusUnauthorized, "invalid_token", err.description)
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,6 +68,8 @@ func detectDialect(root *yaml.Node, isJSON bool) (d Dialect, unknown bool) {
 	switch {
 	case hasVersion:
 		return DialectNative, false
+	case hasServers && isJSON && len(ownKeys(root, 1)) > 0:
+		return DialectNative, false // which then asks for its version
 	case hasServers && isJSON:
 		return serversDialect(root), false
 	case hasServers:
@@ -89,6 +92,47 @@ func detectDialect(root *yaml.Node, isJSON bool) (d Dialect, unknown bool) {
 		}
 	}
 	return "", true
+}
+
+// ownKeys returns up to limit keys of root, a JSON file with servers and no version, that
+// belong to the native format and to no client's servers JSON: top-level settings such
+// as limits, and server keys such as transform, tools or truely-stateless. A file using
+// one was written for mcp-aggregator; read as a VS Code or TENEX mcp.json it would lose
+// them, filters included, to warnings. Keys are named by their path.
+func ownKeys(root *yaml.Node, limit int) []string {
+	var found []string
+	top := topPairs(root)
+	for _, k := range topKeys {
+		if _, ok := top[k]; ok && k != "version" && k != "servers" && len(found) < limit {
+			found = append(found, k)
+		}
+	}
+	servers := top["servers"].v
+	if !isMapping(servers) {
+		return found
+	}
+	own, merged := mappingPairs(servers)
+	for _, s := range append(own, merged...) {
+		if len(found) >= limit {
+			break
+		}
+		if !isMapping(s.v) {
+			continue
+		}
+		keys, more := mappingPairs(s.v)
+		for _, k := range append(keys, more...) {
+			if len(found) < limit && isOwnServerKey(k.key) {
+				found = append(found, "servers."+s.key+"."+k.key)
+			}
+		}
+	}
+	return found
+}
+
+// isOwnServerKey reports whether key is a native server key that no client's server
+// entry has.
+func isOwnServerKey(key string) bool {
+	return slices.Contains(serverKeys, key) && !slices.Contains(clientKeys, key) && !clientOnlyKeys[key] && key != "allowedPaths"
 }
 
 // serversDialect tells VS Code's servers JSON from TENEX's: VS Code has inputs and typed
@@ -163,6 +207,8 @@ type translation struct {
 	problems problemList
 	notes    map[string]*serverNotes // by server id
 	skipped  []string                // comments for import: what was left out and why
+	ids      map[string]string       // source name -> the id uniqueID gave it
+	suffix   map[string]int          // derived id -> the next -N suffix worth trying
 }
 
 // serverNotes is what the translation of one server found.
@@ -232,15 +278,28 @@ func (t *translation) uniqueID(name string) string {
 			id = "server"
 		}
 	}
-	if prev, taken := t.notes[id]; id != ReservedServerID && (!taken || prev.name == name) {
-		return id // a name written twice is the native reader's duplicate to report
+	if prev, ok := t.ids[name]; ok {
+		return prev // a name written twice is the native reader's duplicate to report
 	}
-	for n := 2; ; n++ {
-		c := fmt.Sprintf("%s-%d", id, n)
-		if prev, taken := t.notes[c]; !taken || prev.name == name {
-			return c
+	if t.ids == nil {
+		t.ids, t.suffix = map[string]string{}, map[string]int{}
+	}
+	unique := id
+	if _, taken := t.notes[id]; taken || id == ReservedServerID {
+		// The suffixes below suffix[id] are all taken (ids are never given back),
+		// so many names that read as one id cost one step each, not one per
+		// name before them.
+		n := max(t.suffix[id], 2)
+		for ; ; n++ {
+			unique = fmt.Sprintf("%s-%d", id, n)
+			if _, taken := t.notes[unique]; !taken {
+				break
+			}
 		}
+		t.suffix[id] = n + 1
 	}
+	t.ids[name] = unique
+	return unique
 }
 
 // set adds a native key to the server, read from the source key srcKey.

@@ -263,6 +263,20 @@ func TestDialectQuirks(t *testing.T) {
 		}
 		assert.Equal(t, []string{"my-server", "my-server-2"}, ids)
 	})
+	t.Run("names that clean to one id take the free suffixes in order", func(t *testing.T) {
+		ws, problems := loadYAML(t, `{"mcpServers": {"my server": {"command": "a"}, "my-server-3": {"command": "b"}, "my+server": {"command": "c"},
+			"my/server": {"command": "d"}, "my-server": {"command": "e"}, "my server": {"command": "f"}}}`, nil)
+		require.Nil(t, ws, "a name written twice is an error")
+		assert.Contains(t, render(problems), `server id "my-server" is already defined on line 1`)
+		ws, problems = loadYAML(t, `{"mcpServers": {"my server": {"command": "a"}, "my-server-3": {"command": "b"}, "my+server": {"command": "c"},
+			"my/server": {"command": "d"}, "my-server": {"command": "e"}}}`, nil)
+		require.NotNil(t, ws, render(problems))
+		ids := map[string]string{}
+		for _, s := range ws.Servers {
+			ids[s.Command] = s.ID
+		}
+		assert.Equal(t, map[string]string{"a": "my-server", "b": "my-server-3", "c": "my-server-2", "d": "my-server-4", "e": "my-server-5"}, ids)
+	})
 	t.Run("JSONC comments, trailing commas and escaped slashes", func(t *testing.T) {
 		ws, problems := loadYAML(t, "{\n // c\n \"mcpServers\": {\"a\": {\"command\": \"\\/bin\\/x\", /* c */ \"args\": [\"1\",],},},\n}\n", nil)
 		require.NotNil(t, ws, render(problems))

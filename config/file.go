@@ -39,6 +39,7 @@ type settings struct {
 	allowedOrigins  []string
 	originsSet      bool
 	maxBodyBytes    *int
+	maxBatchBytes   *int
 	maxInstances    *int
 	maxRSS          *int64
 	discoveryMode   *DiscoveryMode
@@ -63,7 +64,7 @@ func parseFile(fc fileContext, data []byte) (res fileResult) {
 		return res
 	}
 	res.dialect = d
-	fc.dialect = d
+	fc.dialect, fc.json = d, isJSON
 	if d == DialectNative {
 		parseNative(r, fc, root, &res)
 		return res
@@ -100,6 +101,10 @@ func translate(d Dialect, fc fileContext, root *yaml.Node) *translation {
 // decodeDocument parses a file as JSON when it is a JSON object, else as YAML, and
 // reports a syntax error on the line it is on. ok is false when there is nothing to read.
 func decodeDocument(r *reader, data []byte) (root *yaml.Node, isJSON, ok bool) {
+	if len(data) > MaxFileSize {
+		r.errorf(0, "", "%s", tooLarge(int64(len(data))))
+		return nil, false, false
+	}
 	if looksLikeJSON(data) {
 		n, err := decodeJSON(data)
 		if err != nil {
@@ -142,7 +147,12 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	f := r.fields(root, "", topKeys...)
 
 	if p, ok := f["version"]; !ok {
-		r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		if keys := ownKeys(root, 3); fc.json && len(keys) > 0 {
+			r.errorf(root.Line, "version", "required: the file uses keys of mcp-aggregator's own config (%s), so it is read as one, not as a VS Code or TENEX mcp.json; "+
+				"add \"version\": %d to its top-level object", strings.Join(keys, ", "), SupportedVersion)
+		} else {
+			r.errorf(root.Line, "version", "required; add version: %d at the top of the file", SupportedVersion)
+		}
 	} else if v := deref(p.v); v.Kind != yaml.ScalarNode || v.Value != strconv.Itoa(SupportedVersion) {
 		r.errorf(p.v.Line, "version", "version %s is not supported; this build reads version: %d", safeName(v.Value), SupportedVersion)
 	}
@@ -227,7 +237,7 @@ func readSettings(r *reader, f map[string]pair) settings {
 			}
 		}
 	}
-	if f := section("http", "allowed_origins, max_body_bytes, auth", "allowed_origins", "max_body_bytes", "auth"); f != nil {
+	if f := section("http", "allowed_origins, max_body_bytes, max_batch_bytes, auth", "allowed_origins", "max_body_bytes", "max_batch_bytes", "auth"); f != nil {
 		if p, ok := f["allowed_origins"]; ok {
 			s.allowedOrigins, s.originsSet = r.strings(p.v, "http.allowed_origins"), true
 			for _, o := range s.allowedOrigins {
@@ -242,6 +252,15 @@ func readSettings(r *reader, f map[string]pair) settings {
 					r.errorf(p.v.Line, "http.max_body_bytes", "%d is too small for any MCP request; use at least 1024 (default %d)", v, DefaultMaxBodyBytes)
 				} else {
 					s.maxBodyBytes = &v
+				}
+			}
+		}
+		if p, ok := f["max_batch_bytes"]; ok {
+			if v, ok := r.count(p.v, "http.max_batch_bytes"); ok {
+				if v < 1024 {
+					r.errorf(p.v.Line, "http.max_batch_bytes", "%d is too small for the answers to any batch; use at least 1024 (default %d)", v, DefaultMaxBatchBytes)
+				} else {
+					s.maxBatchBytes = &v
 				}
 			}
 		}
@@ -290,6 +309,9 @@ func readDiscovery(r *reader, f map[string]pair, s *settings) {
 // workspace-level error: there is no telling which definition was meant.
 func readServers(r *reader, fc fileContext, n *yaml.Node) []*serverDef {
 	if !r.mapping(n, "servers", "server id: settings") || isNull(n) {
+		return nil
+	}
+	if tooManyServers(r, n) {
 		return nil
 	}
 	own, merged := mappingPairs(n)

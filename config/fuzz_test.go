@@ -81,7 +81,7 @@ func dialectSeeds() []string {
 }
 
 // FuzzImport checks the promise of import: whatever a file is, if it loads, the YAML
-// import prints for it loads to the same servers.
+// import prints for it ends with a newline and loads to the same servers.
 func FuzzImport(f *testing.F) {
 	for _, seed := range dialectSeeds() {
 		f.Add(seed)
@@ -97,6 +97,9 @@ func FuzzImport(f *testing.F) {
 		out, problems := Import([]ImportFile{{Name: "/cfg/mcp.yaml", Data: []byte(data)}})
 		if HasErrors(problems) {
 			t.Fatalf("import failed on a config that loads:\n%s", render(problems))
+		}
+		if !strings.HasSuffix(string(out), "\n") {
+			t.Fatalf("the imported YAML does not end with a newline: %q", out)
 		}
 		got, problems := load([]source{{name: "/cfg/imported.yaml", data: out}}, env, noFiles)
 		if got == nil {

@@ -24,6 +24,7 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	out := mappingNode(1)
 	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
 	servers := mappingNode(1)
+	index := map[string]int{} // server id -> its key's position in servers.Content
 	var (
 		problems []Problem
 		header   = []string{"mcp-aggregator config, written by `mcp-aggregator import` from:"}
@@ -53,22 +54,27 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 			header = append(header, fmt.Sprintf("  %s (not read: see the errors)", f.Name))
 			continue
 		}
-		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
 		var t *translation
 		if d == DialectNative {
 			t = &translation{dialect: d, root: deref(root), notes: map[string]*serverNotes{}}
 			t.servers = deref(topPairs(root)["servers"].v)
 		} else {
 			t = translate(d, fileContext{file: f.Name, dir: dir}, root)
-			problems = append(problems, t.problems.problems...)
-			for _, s := range t.notes {
-				problems = append(problems, s.problems...)
-			}
-			for _, skip := range t.skipped {
-				header = append(header, "  left out: "+skip)
-			}
 		}
-		importServers(servers, t, f.Name)
+		if tooManyServers(r, t.servers) {
+			problems = append(problems, r.problems[len(r.problems)-1])
+			header = append(header, fmt.Sprintf("  %s (not read: see the errors)", f.Name))
+			continue
+		}
+		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
+		problems = append(problems, t.problems.problems...)
+		for _, s := range t.notes {
+			problems = append(problems, s.problems...)
+		}
+		for _, skip := range t.skipped {
+			header = append(header, "  left out: "+skip)
+		}
+		importServers(servers, index, t, f.Name)
 		own, merged := mappingPairs(t.root)
 		for _, p := range append(own, merged...) {
 			if p.key == "version" || p.key == "servers" {
@@ -88,26 +94,98 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	for _, k := range order {
 		addPair(out, k, 1, sections[k])
 	}
-	addPair(out, "servers", 1, servers)
 	header = append(header,
 		"Relative paths (cwd, env_file) are relative to this file's directory: save it beside",
 		"the files above, or make them absolute. Check it with: mcp-aggregator check --config FILE")
 	out.HeadComment = strings.Join(header, "\n")
 
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(tidy(out)); err != nil {
+	text, err := encodeConfig(out, servers)
+	if err != nil {
 		problems = append(problems, Problem{Severity: SeverityError, Message: "cannot write the YAML: " + err.Error()})
 		return nil, problems
 	}
-	_ = enc.Close()
-	return buf.Bytes(), problems
+	return text, problems
+}
+
+// encodeConfig writes the document settings (version and the workspace settings) and
+// then servers under servers:, one server at a time. The YAML encoder keeps every event
+// of a document until the document ends, so a config of tens of thousands of servers
+// written as one document would be held in memory several times over; written one
+// server at a time and indented in place, it reads the same.
+func encodeConfig(settings, servers *yaml.Node) ([]byte, error) {
+	var buf, one bytes.Buffer
+	if err := encodeYAML(&buf, tidy(settings)); err != nil {
+		return nil, err
+	}
+	if len(servers.Content) == 0 {
+		buf.WriteString("servers: {}\n")
+		return buf.Bytes(), nil
+	}
+	buf.WriteString("servers:\n")
+	for i := 0; i+1 < len(servers.Content); i += 2 {
+		server := mappingNode(1)
+		addPairNode(server, servers.Content[i], servers.Content[i+1])
+		one.Reset()
+		// At depth 1, where the servers mapping is in the document.
+		if err := encodeYAML(&one, tidyAt(server, 1)); err != nil {
+			return nil, err
+		}
+		indent(&buf, one.Bytes())
+	}
+	return buf.Bytes(), nil
+}
+
+// indent writes text with two spaces before every line that is not empty, as the
+// encoder indents a nested node. Lines end where YAML says they do: at \n, \r, \r\n,
+// and at the next-line, line and paragraph separators, which a comment may hold.
+func indent(w *bytes.Buffer, text []byte) {
+	atStart := true
+	for i := 0; i < len(text); {
+		if n := lineBreak(text[i:]); n > 0 {
+			w.Write(text[i : i+n])
+			i += n
+			atStart = true
+			continue
+		}
+		if atStart {
+			w.WriteString("  ")
+			atStart = false
+		}
+		w.WriteByte(text[i])
+		i++
+	}
+}
+
+// lineBreak is the length of the line break text starts with, or 0.
+func lineBreak(text []byte) int {
+	switch {
+	case bytes.HasPrefix(text, []byte("\r\n")):
+		return 2
+	case len(text) > 0 && (text[0] == '\n' || text[0] == '\r'):
+		return 1
+	case bytes.HasPrefix(text, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(text, []byte("\u2028")), bytes.HasPrefix(text, []byte("\u2029")):
+		return 3
+	}
+	return 0
+}
+
+// encodeYAML writes n as one YAML document, indented by two spaces.
+func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return err
+	}
+	return enc.Close()
 }
 
 // importServers adds t's servers to servers, a later definition replacing an earlier one
-// in place, each with a comment on where it came from.
-func importServers(servers *yaml.Node, t *translation, file string) {
+// in place, each with a comment on where it came from. index holds the position of each
+// id's key in servers.Content, so that finding an earlier definition costs the same for
+// the last server of a large file as for the first.
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string) {
 	if t.servers == nil || !isMapping(t.servers) {
 		return
 	}
@@ -132,16 +210,12 @@ func importServers(servers *yaml.Node, t *translation, file string) {
 				"keep secrets out of this file with NAME: {env: HOST_VAR} or an env_file")
 		}
 		key.HeadComment = strings.Join(comment, "\n")
-		replaced := false
-		for i := 0; i+1 < len(servers.Content); i += 2 {
-			if servers.Content[i].Value == p.key {
-				servers.Content[i], servers.Content[i+1] = key, p.v
-				replaced = true
-			}
+		if i, ok := index[p.key]; ok {
+			servers.Content[i], servers.Content[i+1] = key, p.v
+			continue
 		}
-		if !replaced {
-			addPairNode(servers, key, p.v)
-		}
+		index[p.key] = len(servers.Content)
+		addPairNode(servers, key, p.v)
 	}
 }
 
@@ -181,6 +255,10 @@ func mergeMappings(a, b *yaml.Node) *yaml.Node {
 	return out
 }
 
+// unicodeBreaks are the characters besides \n and \r that YAML 1.1 reads as line breaks:
+// next line, line separator and paragraph separator.
+const unicodeBreaks = "\u0085\u2028\u2029"
+
 // tidy copies a node tree for printing in the native style: block mappings, short lists
 // and {env: NAME} on one line, strings quoted only where YAML needs it, aliases expanded.
 func tidy(n *yaml.Node) *yaml.Node {
@@ -198,9 +276,15 @@ func tidyAt(n *yaml.Node, depth int) *yaml.Node {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.Tag == "!!str" && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
+		switch {
+		case strings.ContainsAny(n.Value, unicodeBreaks):
+			// The encoder would write these as they are, as line breaks of a
+			// literal block, and one at the end leaves the file without its
+			// last newline; escaped in double quotes they read back the same.
+			out.Style = yaml.DoubleQuotedStyle
+		case n.Tag == "!!str" && (n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle):
 			out.Style = 0 // the encoder quotes where the plain form would read otherwise
-		} else {
+		default:
 			out.Style = n.Style
 		}
 	case yaml.SequenceNode:
@@ -217,6 +301,9 @@ func tidyAt(n *yaml.Node, depth int) *yaml.Node {
 		own, merged := mappingPairs(n)
 		for _, p := range append(own, merged...) {
 			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p.key, HeadComment: p.k.HeadComment, LineComment: p.k.LineComment}
+			if strings.ContainsAny(p.key, unicodeBreaks) {
+				k.Style = yaml.DoubleQuotedStyle
+			}
 			out.Content = append(out.Content, k, tidyAt(p.v, depth+1))
 		}
 		if len(out.Content) == 2 && out.Content[0].Value == "env" && out.Content[1].Kind == yaml.ScalarNode {

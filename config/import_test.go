@@ -1,6 +1,10 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,4 +107,66 @@ func TestImportUnreadable(t *testing.T) {
 	assert.Contains(t, render(problems), "a.json:1: not a config mcp-aggregator can read")
 	assert.Contains(t, string(out), "a.json (not read: see the errors)")
 	assert.Contains(t, string(out), "\n  x:\n")
+}
+
+// TestImportEndsWithNewline: the YAML import prints ends with a newline, so that what
+// follows it (the warnings on stderr, in a terminal) starts on a line of its own, and
+// every value reads back as it was, even one with a line break YAML 1.1 knows beyond
+// \n (next line, line and paragraph separators), which the encoder wrote raw.
+func TestImportEndsWithNewline(t *testing.T) {
+	for _, value := range []string{"plain", "two\nlines", "ends\n", "x\n\u2028", "a\u2029", "b\u0085", "\u2028"} {
+		t.Run(fmt.Sprintf("%q", value), func(t *testing.T) {
+			src, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+				"a": map[string]any{"command": "x", "env": map[string]string{"K" + value: value}, "args": []string{value}},
+			}})
+			require.NoError(t, err)
+			out, problems := Import([]ImportFile{{Name: "a.json", Data: src}})
+			require.NotNil(t, out, render(problems))
+			assert.True(t, strings.HasSuffix(string(out), "\n"), "%q", out)
+			ws, problems := LoadBytes("mcp-aggregator.yaml", out, nil)
+			require.NotNil(t, ws, "%s\n%s", render(problems), out)
+			require.Len(t, ws.Servers, 1, "%s\n%s", render(problems), out)
+			assert.Equal(t, map[string]string{"K" + value: value}, ws.Servers[0].Env, "%q", out)
+			assert.Equal(t, []string{value}, ws.Servers[0].Args, "%q", out)
+		})
+	}
+}
+
+// TestImportWritesServersOneByOne: the servers, encoded one at a time and indented in
+// place, read exactly as the one document the encoder would write for them all, with
+// values and comments (a source's server name) of every kind of text and line break.
+func TestImportWritesServersOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	chars := []rune("ab  \n\n\t\"'#:-{}[]|>&*!%@`,?\\\u00e9\r\u2028\u0085x")
+	text := func() string {
+		rs := make([]rune, rng.Intn(100))
+		for i := range rs {
+			rs[i] = chars[rng.Intn(len(chars))]
+		}
+		return string(rs)
+	}
+	for i := range 300 {
+		servers := map[string]any{}
+		for range i % 4 { // none, in the first round
+			servers[text()] = map[string]any{"command": text(), "args": []string{text(), strings.Repeat("w ", rng.Intn(60))}, "env": map[string]string{text(): text()}}
+		}
+		data, err := json.Marshal(map[string]any{"mcpServers": servers})
+		require.NoError(t, err)
+		root, err := decodeJSON(data)
+		require.NoError(t, err)
+		list := mappingNode(1)
+		importServers(list, map[string]int{}, translateClients(DialectMCPServers, fileContext{file: "a.json", dir: "/"}, root), "a.json")
+		settings := mappingNode(1)
+		addPair(settings, "version", 1, scalarNode("1", "!!int", 1))
+		settings.HeadComment = "written by import"
+
+		got, err := encodeConfig(settings, list)
+		require.NoError(t, err)
+		whole := mappingNode(1)
+		whole.HeadComment = settings.HeadComment
+		whole.Content = append(append(whole.Content, settings.Content...), scalarNode("servers", "!!str", 1), list)
+		var want bytes.Buffer
+		require.NoError(t, encodeYAML(&want, tidy(whole)))
+		require.Equal(t, want.String(), string(got))
+	}
 }

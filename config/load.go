@@ -34,7 +34,7 @@ func DefaultPaths() []string {
 func Load(paths []string, lookupEnv func(string) (string, bool)) (*Workspace, []Problem) {
 	srcs := make([]source, len(paths))
 	for i, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := ReadFile(p)
 		srcs[i] = source{name: p, data: data, err: err}
 	}
 	return load(srcs, lookupEnv, readEnvFile)
@@ -98,7 +98,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		Limits:    Limits{MaxInstances: DefaultMaxInstances},
 		Naming:    Naming{ValidPattern: DefaultValidPattern},
 		Admin:     Admin{Enabled: true, LeaseReminder: true},
-		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes},
+		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes, MaxBatchBytes: DefaultMaxBatchBytes},
 		Discovery: Discovery{Mode: DiscoveryAll},
 	}
 	// Every env_file a server names, read or not, is watched with the config.
@@ -177,6 +177,10 @@ func readProblem(src source) Problem {
 	switch st, err := os.Stat(src.name); {
 	case errors.Is(src.err, fs.ErrNotExist):
 		p.Message = "file does not exist; create it, or stop passing it with --config"
+	case errors.Is(src.err, ErrFileTooLarge) && err == nil && st.Mode().IsRegular():
+		p.Message = tooLarge(st.Size())
+	case errors.Is(src.err, ErrFileTooLarge):
+		p.Message = tooLarge(-1)
 	case err == nil && st.IsDir():
 		p.Message = fmt.Sprintf("is a directory, not a config file; name the file in it, such as %s", filepath.Join(src.name, "mcp-aggregator.yaml"))
 	default:
@@ -213,6 +217,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.maxBodyBytes != nil {
 		ws.HTTP.MaxBodyBytes = int64(*s.maxBodyBytes)
+	}
+	if s.maxBatchBytes != nil {
+		ws.HTTP.MaxBatchBytes = int64(*s.maxBatchBytes)
 	}
 	if s.discoveryMode != nil {
 		ws.Discovery.Mode = *s.discoveryMode

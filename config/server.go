@@ -50,6 +50,7 @@ type fileContext struct {
 	lookupEnv func(string) (string, bool)
 	readFile  func(string) ([]byte, error)
 	dialect   Dialect // the file's format; a fix that needs a native key says how to get one
+	json      bool    // the file is JSON, where a fix is written in JSON
 }
 
 // parseServer reads one entry of the servers mapping.

@@ -42,6 +42,7 @@ type (
 	HTTP struct {
 		AllowedOrigins []string // Origins accepted besides the server's own
 		MaxBodyBytes   int64    // bound on one request body
+		MaxBatchBytes  int64    // bound on the answers held for one JSON-RPC batch's array
 		Auth           Auth     // who may connect; zero when http.auth is not set
 	}
 
@@ -221,6 +222,10 @@ const DefaultValidPattern = `^[a-zA-Z0-9_-]{1,64}$`
 
 // DefaultMaxBodyBytes bounds one HTTP request body unless http.max_body_bytes says otherwise.
 const DefaultMaxBodyBytes = 32 << 20
+
+// DefaultMaxBatchBytes bounds the answers held for one JSON-RPC batch's
+// JSON array unless http.max_batch_bytes says otherwise.
+const DefaultMaxBatchBytes = 16 << 20
 
 // String renders the problem on one line for people:
 // `error: mcp.yaml:12: server "github": env.TOKEN: host variable GITHUB_TOKEN is not set`.

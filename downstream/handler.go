@@ -48,6 +48,14 @@ type Session interface {
 	Client() string
 }
 
+// Attached is implemented by a Session whose client may be gone without
+// having ended it (an HTTP session left without DELETE): Attached reports
+// whether the client is there now, with a request being served or a
+// stream open. A Session without it is there until it ends.
+type Attached interface {
+	Attached() bool
+}
+
 // Request is one client request being served.
 type Request struct {
 	Msg *jsonrpc.Message

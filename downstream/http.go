@@ -32,6 +32,12 @@ type HTTPOptions struct {
 	// a larger Content-Length is refused before anything is read, and a body
 	// that grows past it while being read is refused too.
 	MaxBodyBytes int64
+	// MaxBatchBytes bounds the answers the transport holds for one JSON-RPC
+	// batch's JSON array (default DefaultMaxBatchBytes;
+	// http.max_batch_bytes). A client that accepts text/event-stream gets
+	// the answers streamed instead once they would pass it; for one that
+	// does not, each answer past it is replaced by an error naming it.
+	MaxBatchBytes int64
 	// AllowedOrigins are the browser origins ("https://app.example") accepted
 	// besides the server's own, compared without regard to the case of the
 	// scheme and host (http.allowed_origins). A request without Origin is
@@ -103,6 +109,12 @@ type HTTPOptions struct {
 	// It is a label, not a secret: the random part follows it. Check it
 	// with ValidSessionIDPrefix.
 	SessionIDPrefix string
+	// LeaseHere reports whether this process holds a lease of the
+	// conversation name a sessionless request names in _meta (MetaLease)
+	// for client. While draining, a request naming a lease held elsewhere
+	// or nowhere is refused as one naming none is: serving it would start
+	// a new lease here. nil: every named lease may be here.
+	LeaseHere func(client, name string) bool
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless
@@ -115,6 +127,12 @@ const DefaultMaxHeaderBytes = 64 << 10
 // client, however many sessions it runs. A load balancer is one address
 // for all the clients behind it, and needs a cap of its own.
 const DefaultMaxConnsPerClient = 256
+
+// DefaultMaxBatchBytes bounds the answers held for one batch's JSON array
+// unless HTTPOptions.MaxBatchBytes says otherwise: as a stream's queue is
+// bounded (maxQueuedBytes), so that one batch of a hundred calls with big
+// results costs the gateway tens of MiB, not their sum.
+const DefaultMaxBatchBytes = 16 << 20
 
 // DefaultMaxSessions is how many sessions may be open at once unless
 // HTTPOptions.MaxSessions says otherwise.
@@ -141,6 +159,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	def(&o.Heartbeat, 25*time.Second)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBody
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
@@ -190,6 +211,8 @@ type HTTP struct {
 	log     *slog.Logger
 	origins atomic.Pointer[[]string] // normalized AllowedOrigins
 	maxBody atomic.Int64             // MaxBodyBytes, as reloads change it
+	// maxBatch is MaxBatchBytes, as reloads change it.
+	maxBatch atomic.Int64
 
 	// ctx ends at Shutdown (cause errShutdown); every session's context, and
 	// so every request's, derives from it.
@@ -209,8 +232,8 @@ type HTTP struct {
 	sweeping  bool           // the idle sweeper runs
 	ending    sync.WaitGroup // ended sessions whose SessionClosed has not returned
 
-	draining atomic.Bool  // Drain was called: no new sessions (http_drain.go)
-	inflight atomic.Int64 // requests being served (InFlight)
+	draining atomic.Bool // Drain was called: no new sessions (http_drain.go)
+	activity *activity   // requests being served, and when the last ended (InFlight, Quiet)
 }
 
 // Reasons a request's context ends, told apart by context.Cause.
@@ -225,13 +248,14 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession)}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), activity: newActivity(time.Now())}
 	t.perClient.What, t.perClient.Setting = "open sessions", "--max-sessions-per-client"
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)
+	t.maxBatch.Store(opts.MaxBatchBytes)
 	return t
 }
 
@@ -251,6 +275,16 @@ func (t *HTTP) SetMaxBodyBytes(n int64) {
 		n = DefaultMaxBody
 	}
 	t.maxBody.Store(n)
+}
+
+// SetMaxBatchBytes replaces the bound on the answers held for one batch
+// (zero or less: the default); batches already being served keep the old
+// one.
+func (t *HTTP) SetMaxBatchBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxBatchBytes
+	}
+	t.maxBatch.Store(n)
 }
 
 // SetAllowedOrigins replaces the origins accepted besides the server's own;

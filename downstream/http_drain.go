@@ -33,9 +33,10 @@ const drainRetryAfter = 1 * time.Second
 
 // Drain makes t refuse what would start new state here, so that a load
 // balancer retries it on another replica: an initialize (a new session)
-// and a sessionless request that names no lease get 503 with Retry-After.
-// Existing sessions, and sessionless requests naming a lease, are served
-// as before: their leases live here until the process exits. Drain cannot
+// and a sessionless request that names no lease, or one not held here
+// (HTTPOptions.LeaseHere), get 503 with Retry-After. Existing sessions, and
+// sessionless requests naming a lease held here, are served as before:
+// their leases live here until the process exits. Drain cannot
 // be undone; Shutdown still ends everything.
 func (t *HTTP) Drain() {
 	if t.draining.CompareAndSwap(false, true) {
@@ -49,7 +50,13 @@ func (t *HTTP) Draining() bool { return t.draining.Load() }
 // InFlight reports how many requests are being served, not counting
 // streams that only wait for notifications (a GET stream,
 // subscriptions/listen).
-func (t *HTTP) InFlight() int { return int(t.inflight.Load()) }
+func (t *HTTP) InFlight() int { return int(t.activity.inflight.Load()) }
+
+// Quiet reports how long no request counted by InFlight has been in
+// flight: 0 while one is, else the time since the last one ended. Unlike
+// InFlight looked at now and then, it misses no call that began and ended
+// between two looks.
+func (t *HTTP) Quiet() time.Duration { return t.activity.quiet(time.Now()) }
 
 // refuseDraining answers a request that would start new state here while
 // draining.
@@ -63,6 +70,17 @@ func (t *HTTP) refuseDraining(p *post, what string) {
 func namesLease(params []byte) bool {
 	key, ok := stringMember(members(members(params)["_meta"]), MetaLease)
 	return ok && key != ""
+}
+
+// leaseHere reports whether a sessionless request's _meta names a lease
+// that lives here (HTTPOptions.LeaseHere): only such a request is served
+// while draining.
+func (t *HTTP) leaseHere(r *http.Request, params []byte) bool {
+	name, ok := stringMember(members(members(params)["_meta"]), MetaLease)
+	if !ok || name == "" {
+		return false
+	}
+	return t.opts.LeaseHere == nil || t.opts.LeaseHere(ClientOf(r.Context()), name)
 }
 
 // checkLeaseHeader checks the optional Mcp-Lease header of a sessionless

@@ -91,7 +91,7 @@ func TestHTTPDrainRefusesNewState(t *testing.T) {
 		res, _ := jsonrpc.Result(nil, map[string]string{"method": req.Msg.Method})
 		return res
 	}
-	s := serveHTTP(t, h, HTTPOptions{})
+	s := serveHTTP(t, h, HTTPOptions{LeaseHere: func(client, name string) bool { return client == "" && name == "conv-1" }})
 	id := s.initialize(t)
 	// The answer may reach the client before its request stops counting.
 	eventually(t, func() bool { return s.tr.InFlight() == 0 }, "initialize no longer in flight")
@@ -115,8 +115,11 @@ func TestHTTPDrainRefusesNewState(t *testing.T) {
 
 	requireRefused(t, s.post(t, leaseCall(""), modernHeaders("tools/call", "echo")),
 		http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "no requests without a lease")
+	elsewhere := s.post(t, leaseCall("conv-2"), modernHeaders("tools/call", "echo"))
+	assert.Equal(t, "1", elsewhere.Header.Get("Retry-After"))
+	requireRefused(t, elsewhere, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "no requests without a lease held here")
 	leased := s.post(t, leaseCall("conv-1"), modernHeaders("tools/call", "echo"))
-	require.Equal(t, http.StatusOK, leased.StatusCode, "a lease may live here: served")
+	require.Equal(t, http.StatusOK, leased.StatusCode, "a lease held here: served")
 	assert.Nil(t, readMessage(t, leased).Error)
 
 	// The open session goes on: its call finishes, and it may call again.

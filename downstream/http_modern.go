@@ -55,10 +55,11 @@ func (t *HTTP) postModern(p *post) {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
 	}
-	if t.Draining() && !namesLease(msg.Params) {
-		// Stateless here: another replica serves it as well. A request
-		// naming a lease is served, as the lease may live here.
-		t.refuseDraining(p, "requests without a lease")
+	if t.Draining() && !t.leaseHere(p.r, msg.Params) {
+		// Stateless here, or a lease this replica does not hold: another
+		// replica serves it as well, and would start that lease there. A
+		// request naming a lease held here is served, as its state is here.
+		t.refuseDraining(p, "requests without a lease held here")
 		return
 	}
 	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params)}, nil, nil)

@@ -47,7 +47,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isBatch(body) {
-		t.postBatch(w, r, body, acceptJSON)
+		t.postBatch(w, r, body, acceptJSON, acceptSSE)
 		return
 	}
 	msg, e := decodeMessage(body)
@@ -200,8 +200,8 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		base = s.ctx
 	}
 	if req.Msg.Method != "subscriptions/listen" { // a listener waits; it is not work in flight
-		t.inflight.Add(1)
-		defer t.inflight.Add(-1)
+		t.activity.begin()
+		defer func() { t.activity.end(time.Now()) }()
 	}
 	ctx, cancel := context.WithCancelCause(p.r.Context())
 	defer cancel(errResponseEnded)

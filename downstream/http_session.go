@@ -127,6 +127,14 @@ func (s *httpSession) end() {
 	s.work.Done()
 }
 
+// Attached implements downstream.Attached: the session has a request being
+// served or its GET stream open.
+func (s *httpSession) Attached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && s.busy > 0
+}
+
 // beginRequest begins the request with id, cancelled by cancel when the
 // client sends notifications/cancelled for it.
 func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) *httpError {

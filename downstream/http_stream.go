@@ -158,11 +158,17 @@ func (rs *responseStream) startSSE() error {
 
 // event writes m as one SSE event, starting the stream if need be.
 func (rs *responseStream) event(m *jsonrpc.Message) error {
+	return rs.rawEvent(m.Encode())
+}
+
+// rawEvent writes an encoded message as one SSE event, starting the stream
+// if need be.
+func (rs *responseStream) rawEvent(enc []byte) error {
 	if err := rs.startSSE(); err != nil {
 		return err
 	}
 	return rs.write(func() error {
-		_, err := rs.w.Write(appendEvent(nil, m))
+		_, err := rs.w.Write(appendEventData(nil, enc))
 		return err
 	})
 }
@@ -181,7 +187,12 @@ func (rs *responseStream) heartbeat() error {
 // json writes m as the whole response; it is only called before anything
 // else was written.
 func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
-	body := m.Encode()
+	return rs.raw(status, m.Encode())
+}
+
+// raw writes body, JSON, as the whole response; it is only called before
+// anything else was written.
+func (rs *responseStream) raw(status int, body []byte) error {
 	h := rs.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -224,7 +235,11 @@ func (rs *responseStream) finish() {
 // hold one) starts a new data line, which the client joins back with a
 // newline, so the event carries the message unchanged as JSON.
 func appendEvent(b []byte, m *jsonrpc.Message) []byte {
-	enc := m.Encode()
+	return appendEventData(b, m.Encode())
+}
+
+// appendEventData appends an encoded message as an SSE "message" event.
+func appendEventData(b, enc []byte) []byte {
 	b = append(b, "event: message\ndata: "...)
 	for {
 		i := bytes.IndexAny(enc, "\r\n")

@@ -363,7 +363,7 @@ func (s *stdioSession) batch(ctx context.Context, line []byte) bool {
 	b.pending = len(requests)
 	b.done = func(array []byte) { s.reply(array) }
 	for _, msg := range requests {
-		if serve := s.start(ctx, msg, b.reply); serve != nil {
+		if serve := s.start(ctx, msg, func(line []byte) { b.reply(msg.ID, line) }); serve != nil {
 			go serve()
 		}
 	}

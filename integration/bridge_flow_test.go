@@ -37,6 +37,13 @@ type modernExchange struct {
 // in the background. The lease key is "flow", or lease when given.
 func modernOpen(t *testing.T, url, method, name string, params map[string]any, caps []string, token, level string, lease ...string) *modernExchange {
 	t.Helper()
+	return modernOpenAs(t, "", url, method, name, params, caps, token, level, lease...)
+}
+
+// modernOpenAs is modernOpen presenting bearer, a static token of
+// http.auth ("" presents none).
+func modernOpenAs(t *testing.T, bearer, url, method, name string, params map[string]any, caps []string, token, level string, lease ...string) *modernExchange {
+	t.Helper()
 	capabilities := map[string]any{}
 	for _, c := range caps {
 		capabilities[c] = map[string]any{}
@@ -66,6 +73,9 @@ func modernOpen(t *testing.T, url, method, name string, params map[string]any, c
 	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("Mcp-Name", name)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	x := &modernExchange{t: t, cancel: cancel, msgs: make(chan map[string]any, 64)}
@@ -397,11 +407,11 @@ func TestBridgeModernUpstreamListChanged(t *testing.T) {
 }
 
 // TestBridgeSharedStdioAttribution: one shared stdio instance, two calls of
-// 2026-07-28 clients held open at once. A stdio upstream's request does not
-// say which call it belongs to: the first call's, asked while it ran alone,
-// reaches its client; the second's, asked while both run, is refused to the
-// upstream with an error saying why, so the second call fails and the first
-// completes with its own answer.
+// one 2026-07-28 client held open at once. A stdio upstream's request does
+// not say which call it belongs to; the first call waits for its answer
+// already, so the second's is the second call's. Answered in reverse order,
+// each call gets its own answer, and a call of a third client afterwards
+// gets its round too.
 func TestBridgeSharedStdioAttribution(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, askServerConfig(t, "    truely-stateless: true\n"))
@@ -415,22 +425,67 @@ func TestBridgeSharedStdioAttribution(t *testing.T) {
 		_, resp := modernOpen(t, a.url, "tools/call", "elicit_name", p, caps, "", "", lease).until()
 		return resp
 	}
-	state, key := inputState(t, call("conv-a", nil))
+	answer := func(lease, state, key, name string) string {
+		resp := call(lease, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": name})}})
+		result, ok := resp["result"].(map[string]any)
+		require.True(t, ok, "%v", resp)
+		return result["content"].([]any)[0].(map[string]any)["text"].(string)
+	}
+	firstState, firstKey := inputState(t, call("conv-a", nil))
+	secondState, secondKey := inputState(t, call("conv-a", nil))
+	assert.Equal(t, "hello Bea", answer("conv-a", secondState, secondKey, "Bea"), "the second call has its own answer")
+	assert.Equal(t, "hello Al", answer("conv-a", firstState, firstKey, "Al"), "the first call has its own answer")
+	assert.False(t, a.log.containsLine("askserver: elicit_name got no answer"), "%s", a.log)
 
-	second := call("conv-b", nil)
-	result, ok := second["result"].(map[string]any)
-	require.True(t, ok, "%v", second)
-	assert.Equal(t, true, result["isError"], "%v", result)
+	state, key := inputState(t, call("conv-c", nil))
+	assert.Equal(t, "hello Cy", answer("conv-c", state, key, "Cy"), "a later client's round works")
+}
+
+// TestBridgeSharedStdioAttributionPrincipals: one shared stdio instance and
+// two clients (static tokens). While alice's call waits for her answer,
+// bob's call asks too: his request is not hers to see, nor hers his, so
+// the upstream's request is refused with an error that says how to serve
+// both (lease the server); alice's call completes with her answer, and bob,
+// alone on the instance, gets his round.
+func TestBridgeSharedStdioAttributionPrincipals(t *testing.T) {
+	t.Parallel()
+	alice, bob := randomToken(t), randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, "http:\n  auth:\n    tokens:\n      alice: { env: ALICE_TOKEN }\n      bob: { env: BOB_TOKEN }\n"+
+			askServerConfig(t, "    truely-stateless: true\n"))},
+		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
+	})
+	a.waitLoaded()
+	caps := []string{"elicitation"}
+	call := func(bearer string, extra map[string]any) map[string]any {
+		p := map[string]any{"name": "elicit_name", "arguments": map[string]any{}}
+		for k, v := range extra {
+			p[k] = v
+		}
+		_, resp := modernOpenAs(t, bearer, a.url, "tools/call", "elicit_name", p, caps, "", "").until()
+		return resp
+	}
+	state, key := inputState(t, call(alice, nil))
+
+	refused := call(bob, nil)
+	result, ok := refused["result"].(map[string]any)
+	require.True(t, ok, "%v", refused)
+	assert.Equal(t, true, result["isError"], "bob is not asked alice's question, nor she his: %v", result)
 	text := result["content"].([]any)[0].(map[string]any)["text"].(string)
 	assert.Contains(t, text, "elicitation/create cannot be attributed")
-	assert.Contains(t, text, "2 requests that could be asking are in flight")
-	_, failed := a.log.waitLine(func(line string) bool { return strings.Contains(line, "askserver: elicit_name got no answer") }, 30*time.Second, a.exited)
-	require.True(t, failed, "%s", a.log)
+	assert.Contains(t, text, "2 requests of 2 clients")
+	assert.Contains(t, text, "lease the server (truely-stateless: false")
 
-	first := call("conv-a", map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Zed"})}})
-	result, ok = first["result"].(map[string]any)
-	require.True(t, ok, "%v", first)
-	assert.Equal(t, "hello Zed", result["content"].([]any)[0].(map[string]any)["text"], "%v", result)
+	done := call(alice, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Al"})}})
+	result, ok = done["result"].(map[string]any)
+	require.True(t, ok, "%v", done)
+	assert.Equal(t, "hello Al", result["content"].([]any)[0].(map[string]any)["text"], "%v", result)
+
+	state, key = inputState(t, call(bob, nil))
+	done = call(bob, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Bo"})}})
+	result, ok = done["result"].(map[string]any)
+	require.True(t, ok, "%v", done)
+	assert.Equal(t, "hello Bo", result["content"].([]any)[0].(map[string]any)["text"], "%v", result)
 }
 
 // TestBridgeModernStdioUpstream: a 2026-07-28 upstream over stdio (SDK v2's

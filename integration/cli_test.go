@@ -160,6 +160,8 @@ servers:
 	}{
 		{"invalid YAML", "version: 1\nservers:\n  a: [unclosed\n", []string{"invalid YAML"}, 3},
 		{"missing version", "servers:\n  a:\n    command: x\n", []string{"version:", "required"}, 1},
+		{"own keys in JSON without version", `{"servers": {"a": {"command": "x", "transform": [{"prefix": "a_"}], "truely-stateless": true, "tools": {"whitelist": ["read_*"]}}}}`,
+			[]string{"version:", "required", "servers.a.transform", `add "version": 1`}, 1},
 		{"duplicate ids", "version: 1\nservers:\n  twin:\n    command: a\n  twin:\n    command: b\n",
 			[]string{`"twin"`, "already defined"}, 5},
 		{"transport websocket", "version: 1\nservers:\n  ws:\n    transport: websocket\n    url: wss://example.com/mcp\n",

@@ -188,7 +188,7 @@ func TestFairShareSparesLoopbackWithoutAuth(t *testing.T) {
 // cannot be used, and the flags are in serve's help.
 func TestFairShareFlagsAreChecked(t *testing.T) {
 	t.Parallel()
-	for _, flag := range []string{"--max-tasks-per-client", "--max-leases-per-client"} {
+	for _, flag := range []string{"--max-tasks-per-client", "--max-leases-per-client", "--max-calls-per-client"} {
 		res := runCLI(t, "serve", "--http", "127.0.0.1:0", flag, "-2")
 		assert.Equal(t, 2, res.code, "%s", res.stderr)
 		assert.Contains(t, res.stderr, flag)

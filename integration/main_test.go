@@ -57,17 +57,38 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// nodeEntry returns the path of a file inside node/node_modules, installing the pinned
-// packages first (installNode) when they are not there, and fails the test when they
-// cannot be: CI always has them, so a missing one is a broken setup, never a reason to
-// skip.
+// nodeEntry returns the path of a file inside node/node_modules. What happens when
+// Node.js or the pinned packages are missing depends on the slow switch (slowVar):
+//
+//   - switched on, as in .ci/run: the packages are installed (installNode) when they are
+//     not there, and the test fails when Node.js is missing or the packages cannot be
+//     installed: CI always has them, so a missing one is a broken setup, never a reason
+//     to skip;
+//   - switched off, as in a plain go test ./...: the test is skipped, saying what it
+//     needs, since a fresh checkout may have neither Node.js nor the network npm ci
+//     needs, and the default run must pass there.
 func nodeEntry(t testing.TB, rel string) string {
 	t.Helper()
+	return nodeEntryIn(t, nodeDir, slowSwitchedOn(), rel)
+}
+
+// nodeEntryIn is nodeEntry for the packages installed in dir, with the slow switch on
+// or off.
+func nodeEntryIn(t testing.TB, dir string, slow bool, rel string) string {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
+		if !slow {
+			t.Skipf("needs Node.js, which is not on PATH: install Node.js 20 or later and run npm ci in integration/node, "+
+				"or set %s=1 to make this a failure (%v)", slowVar, err)
+		}
 		t.Fatalf("node is not on PATH; install Node.js 20 or later (%v)", err)
 	}
-	path := filepath.Join(nodeDir, "node_modules", filepath.FromSlash(rel))
+	path := filepath.Join(dir, "node_modules", filepath.FromSlash(rel))
 	if _, err := os.Stat(path); err != nil {
+		if !slow {
+			t.Skipf("needs the pinned Node.js packages, and %s is not installed: run npm ci in integration/node, "+
+				"or set %s=1 to have the tests install them (and fail when that fails)", rel, slowVar)
+		}
 		if ierr := installNode(); ierr != nil {
 			t.Fatalf("%s is missing, and installing the pinned packages failed: %v; run: cd integration/node && npm ci", path, ierr)
 		}
@@ -84,8 +105,8 @@ var (
 	nodeInstallTime = 5 * time.Minute
 )
 
-// installNode runs npm ci in integration/node once per test binary, so that a fresh
-// checkout's go test ./... needs nothing installed by hand: the versions are those of
+// installNode runs npm ci in integration/node once per test binary, so that a run with
+// the slow switch on needs nothing installed by hand: the versions are those of
 // package-lock.json. It is bounded by nodeInstallTime.
 func installNode() error {
 	nodeInstall.Do(func() {

@@ -63,6 +63,10 @@ type authServer struct {
 	iss string
 	// failRevoke makes the revocation endpoint answer 503.
 	failRevoke atomic.Bool
+	// failToken makes the token endpoint answer 503, with tokenRetryAfter
+	// (a string) as Retry-After unless it is empty.
+	failToken       atomic.Bool
+	tokenRetryAfter atomic.Value
 	// heard is every request the server was sent, whole (recordRequests).
 	heardMu sync.Mutex
 	heard   []string
@@ -153,6 +157,13 @@ func (as *authServer) recordResource(next http.Handler) http.Handler {
 		case "/oauth/token":
 			if err := r.ParseForm(); err == nil {
 				as.store.note(r.PostForm.Get("grant_type"), r.PostForm.Get("resource"), "")
+			}
+			if as.failToken.Load() {
+				if after, _ := as.tokenRetryAfter.Load().(string); after != "" {
+					w.Header().Set("Retry-After", after)
+				}
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
 			}
 		case "/revoke":
 			if err := r.ParseForm(); err == nil {
@@ -246,6 +257,8 @@ type opStore struct {
 	// What the tests look at.
 	notes  []string    // "grant_type resource extra" of every request recorded
 	issued []time.Time // expiry of every access token issued, in order
+	// lifetime of the access tokens it issues; accessTokenLifetime if 0.
+	lifetime time.Duration
 }
 
 func newOPStore(key *rsa.PrivateKey) *opStore {
@@ -364,7 +377,11 @@ func (s *opStore) DeleteAuthRequest(_ context.Context, id string) error {
 }
 
 func (s *opStore) accessToken() (string, time.Time) {
-	exp := time.Now().Add(accessTokenLifetime)
+	life := s.lifetime
+	if life == 0 {
+		life = accessTokenLifetime
+	}
+	exp := time.Now().Add(life)
 	s.issued = append(s.issued, exp)
 	return randomID(), exp
 }

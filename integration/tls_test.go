@@ -59,13 +59,20 @@ func newTLSCA(t *testing.T) *tlsCA {
 // issue makes a server certificate for 127.0.0.1 with the given serial.
 func (ca *tlsCA) issue(t *testing.T, serial int64) tlsPair {
 	t.Helper()
+	return ca.issueFor(t, serial, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// issueFor makes a server certificate for 127.0.0.1 with the given serial,
+// valid from notBefore to notAfter.
+func (ca *tlsCA) issueFor(t *testing.T, serial int64, notBefore, notAfter time.Time) tlsPair {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: "gateway"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

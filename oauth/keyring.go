@@ -82,8 +82,13 @@ type credential struct {
 	missing string // why grant is nil
 	refused string // non-empty: the issuer or the server refused the grant; log in again
 	flight  *flight
-	servers map[string]*config.Server // the servers using it, by id
-	renewed chan struct{}             // closed (and replaced) when the grant is replaced
+	// The refreshes that failed in a row (not refused), the last one's
+	// error, and when the next may be tried: see refreshBackoff.
+	failures int
+	failure  error
+	retryAt  time.Time
+	servers  map[string]*config.Server // the servers using it, by id
+	renewed  chan struct{}             // closed (and replaced) when the grant is replaced
 }
 
 // flight is a refresh under way; every caller that needs it waits for it.
@@ -222,6 +227,7 @@ func (c *credential) setLoaded(g *Grant, err error) bool {
 	}
 	c.k.retire(c.grant, g)
 	c.grant, c.missing, c.refused = g, "", ""
+	c.recovered()
 	close(c.renewed)
 	c.renewed = make(chan struct{})
 	return true
@@ -267,11 +273,25 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 	}
 	c.mu.Lock()
 	g := c.grant
-	if g.AccessToken != "" && g.AccessToken != stale && !c.k.expiring(g) {
+	now := c.k.opts.Now()
+	// usableToken: g's token may still be sent, although it is due for a
+	// refresh; it serves while that refresh fails.
+	usableToken := g.AccessToken != "" && g.AccessToken != stale && !expired(g, now)
+	if usableToken && !c.k.expiring(g) {
 		c.mu.Unlock()
 		return g.AccessToken, nil
 	}
 	f := c.flight
+	if f == nil && now.Before(c.retryAt) {
+		// The last refresh failed a moment ago: the token endpoint is not
+		// asked again before retryAt.
+		err := &backoffError{err: c.failure, until: c.retryAt, now: now}
+		c.mu.Unlock()
+		if usableToken {
+			return g.AccessToken, nil
+		}
+		return "", err
+	}
 	if f == nil {
 		f = &flight{done: make(chan struct{})}
 		c.flight = f
@@ -285,6 +305,9 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 	}
 	if f.err != nil {
 		if !errors.Is(f.err, ErrLoginRequired) {
+			if usableToken && !expired(g, c.k.opts.Now()) {
+				return g.AccessToken, nil
+			}
 			return "", f.err
 		}
 		if err := c.usable(srv); err != nil {
@@ -337,6 +360,7 @@ func (c *credential) refresh(f *flight, held *Grant, stale string) {
 		return
 	}
 	if err != nil {
+		c.failed(held, err)
 		f.err = err
 		return
 	}
@@ -348,6 +372,7 @@ func (c *credential) refresh(f *flight, held *Grant, stale string) {
 	current := c.grant == held // else a new login replaced it meanwhile: keep that one, here and on disk
 	if current {
 		c.grant = next
+		c.recovered()
 	}
 	c.mu.Unlock()
 	if !current {
@@ -415,17 +440,24 @@ func (c *credential) ids() []string {
 }
 
 // expiring reports whether g's access token expires within a fifth of its
-// lifetime (at most a minute, at least a second): it is refreshed before a
-// request could fail with it.
+// lifetime (at most a minute, at least a second, but never more than half
+// of it): it is refreshed before a request could fail with it, and a token
+// that lives a second is not due for a refresh the moment it arrives.
 func (k *Keyring) expiring(g *Grant) bool {
 	if g.Expiry.IsZero() {
 		return false
 	}
 	margin := 30 * time.Second
 	if !g.Obtained.IsZero() && g.Expiry.After(g.Obtained) {
-		margin = min(max(g.Expiry.Sub(g.Obtained)/5, time.Second), time.Minute)
+		life := g.Expiry.Sub(g.Obtained)
+		margin = min(max(life/5, time.Second), time.Minute, life/2)
 	}
 	return !k.opts.Now().Add(margin).Before(g.Expiry)
+}
+
+// expired reports whether g's access token is past its expiry at now.
+func expired(g *Grant, now time.Time) bool {
+	return !g.Expiry.IsZero() && !now.Before(g.Expiry)
 }
 
 // Sync re-reads the stored grant of every server the keyring knows and

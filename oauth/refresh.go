@@ -84,6 +84,10 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 	}
 	tr, err := parseTokenResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	if err != nil {
+		var refused *refusedError
+		if after := parseRetryAfter(resp.Header.Get("Retry-After"), now); after > 0 && !errors.As(err, &refused) {
+			err = &retryAfterError{err: err, after: after}
+		}
 		return nil, err
 	}
 	next := *g

@@ -26,7 +26,10 @@ type tokenEndpoint struct {
 	next      int
 	expiresIn string
 	hold      chan struct{} // when set, each refresh waits for it
-	srv       *httptest.Server
+	// down makes it answer 503, with retryAfter as Retry-After if set.
+	down       bool
+	retryAfter string
+	srv        *httptest.Server
 }
 
 func newTokenEndpoint(t *testing.T, refresh string) (*tokenEndpoint, *httptest.Server) {
@@ -49,6 +52,14 @@ func (te *tokenEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	te.forms = append(te.forms, r.PostForm)
 	te.auth = append(te.auth, r.Header.Get("Authorization"))
 	w.Header().Set("Content-Type", "application/json")
+	if te.down {
+		if te.retryAfter != "" {
+			w.Header().Set("Retry-After", te.retryAfter)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"error":"temporarily_unavailable"}`)
+		return
+	}
 	rt := r.PostForm.Get("refresh_token")
 	if r.PostForm.Get("grant_type") != "refresh_token" || !te.valid[rt] {
 		w.WriteHeader(http.StatusBadRequest)

@@ -55,7 +55,7 @@ func New(p *proxy.Proxy, rec *Recorder, opts Options) *Ops {
 	o.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		rec.calls, rec.durations, rec.reloads, rec.restarts, rec.crashes,
+		rec.calls, rec.durations, rec.reloads, rec.restarts, rec.crashes, rec.reclaims,
 		&stateCollector{o: o},
 	)
 	o.metrics = promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{

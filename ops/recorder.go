@@ -29,6 +29,7 @@ type Recorder struct {
 	reloads   *prometheus.CounterVec
 	restarts  *prometheus.CounterVec
 	crashes   *prometheus.CounterVec
+	reclaims  *prometheus.CounterVec
 
 	// series holds each catalog entry's pre-resolved metrics, keyed by the
 	// *proxy.Entry itself: a call finds its counters with one lock-free
@@ -38,7 +39,7 @@ type Recorder struct {
 	// the label values of a series being created.
 	mu              sync.Mutex
 	durationServers map[string]bool // server labels of durations; under mu
-	perServer       map[string]bool // server labels of restarts and crashes set up by sync; under mu
+	perServer       map[string]bool // server labels of restarts, crashes and reclaims set up by sync; under mu
 	// catalog, when set, lets newSeries prune series itself once they
 	// outnumber what the catalog can account for, so that reloads and
 	// re-lists that replace entries hold no memory between scrapes, or
@@ -84,6 +85,10 @@ func NewRecorder(keep int) *Recorder {
 		crashes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_aggregator_upstream_crashes_total",
 			Help: "Upstream instances lost unexpectedly (exited, closed the connection, or failed two pings in a row).",
+		}, []string{"server"}),
+		reclaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_aggregator_lease_reclaims_total",
+			Help: "Leases ended to make room for a new session at a stateful server's lease.max_instances: each was the lease idle longest (no call in flight, none for at least 10s, its session's connection gone first), and its session is told on its next call that its state was lost.",
 		}, []string{"server"}),
 		recent:          reloadRing{keep: max(keep, 1)},
 		pruneAt:         minPruneAt,
@@ -148,7 +153,7 @@ func (r *Recorder) resolve(s *toolSeries, outcome proxy.CallOutcome) *counter {
 }
 
 // sync makes the per-server series follow the config before a scrape:
-// every configured server has its restart and crash counters, even at
+// every configured server has its restart, crash and reclaim counters, even at
 // zero, and the series of tools cat no longer exports and of servers gone
 // are dropped, which keeps the label sets bounded by the catalog and the
 // config however often they change.
@@ -161,6 +166,7 @@ func (r *Recorder) sync(cat *proxy.Catalog, configured []string) {
 		if !r.perServer[s] {
 			r.restarts.WithLabelValues(s)
 			r.crashes.WithLabelValues(s)
+			r.reclaims.WithLabelValues(s)
 			r.perServer[s] = true
 		}
 	}
@@ -168,6 +174,7 @@ func (r *Recorder) sync(cat *proxy.Catalog, configured []string) {
 		if !want[s] {
 			r.restarts.DeleteLabelValues(s)
 			r.crashes.DeleteLabelValues(s)
+			r.reclaims.DeleteLabelValues(s)
 			delete(r.perServer, s)
 		}
 	}
@@ -216,13 +223,15 @@ func (r *Recorder) Reloaded(rl proxy.Reload) {
 	r.recent.add(rl)
 }
 
-// InstanceEvent counts restarts and crashes.
+// InstanceEvent counts restarts, crashes and reclaimed leases.
 func (r *Recorder) InstanceEvent(server, kind string) {
 	switch kind {
 	case "restarted", "replaced", "recycled":
 		r.restarts.WithLabelValues(server).Inc()
 	case "lost":
 		r.crashes.WithLabelValues(server).Inc()
+	case "reclaimed":
+		r.reclaims.WithLabelValues(server).Inc()
 	}
 }
 

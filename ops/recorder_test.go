@@ -72,11 +72,12 @@ func TestRecorderPrunesToolsTheCatalogDropped(t *testing.T) {
 
 func TestRecorderRestartsAndReloads(t *testing.T) {
 	rec := NewRecorder(2)
-	for _, kind := range []string{"lost", "restarted", "leased", "recycled", "spawn-failed"} {
+	for _, kind := range []string{"lost", "restarted", "leased", "recycled", "spawn-failed", "reclaimed"} {
 		rec.InstanceEvent("a", kind)
 	}
 	assert.Equal(t, 2.0, testutil.ToFloat64(rec.restarts.WithLabelValues("a")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(rec.crashes.WithLabelValues("a")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(rec.reclaims.WithLabelValues("a")))
 
 	for i, outcome := range []string{proxy.ReloadOK, proxy.ReloadPartial, proxy.ReloadRejected} {
 		rec.Reloaded(proxy.Reload{Outcome: outcome, Version: uint64(i)})

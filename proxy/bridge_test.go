@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,4 +195,32 @@ func TestBridgeProgressAndCancel(t *testing.T) {
 	cancel()
 	<-ended // the held run was cancelled with the request waiting on it
 	assert.Nil(t, <-retried, "no response is due to a cancelled request")
+}
+
+// TestBridgeHoldExpiryEndsTheRun: a held request whose client never
+// retries is cancelled once the hold runs out, upstream request and all,
+// so that it stops counting as in flight on its instance (a shared
+// instance's unlinked requests look for the calls in flight).
+func TestBridgeHoldExpiryEndsTheRun(t *testing.T) {
+	p := &Proxy{}
+	require.NoError(t, p.bridge.init())
+	p.bridge.hold = 50 * time.Millisecond
+	ended := make(chan struct{})
+	serve := func(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+		_, err := req.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"one"}`))
+		assert.Error(t, err, "the ask ends with the run")
+		close(ended)
+		return nil
+	}
+	req := &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`)},
+		Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(`{"elicitation":{}}`), Send: func(*jsonrpc.Message) bool { return true }}
+	roundOf(t, p.bridged(context.Background(), req, serve), "one")
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held run outlived its hold")
+	}
+	p.bridge.mu.Lock()
+	assert.Empty(t, p.bridge.held, "nothing is left held")
+	p.bridge.mu.Unlock()
 }

@@ -129,7 +129,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if entry.Settings.MaxInstances > 0 {
 		tool = entry.Server + "/" + entry.Original
 	}
-	hold, err := st.limits.acquire(callCtx, tool, entry.Settings.MaxInstances)
+	hold, err := st.limits.acquire(callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
 	if err != nil {
 		var full *limitError
 		if errors.As(err, &full) && errors.Is(err, ErrTimeout) {
@@ -154,6 +154,7 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	}
 	if inv.req != nil {
 		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+		call.Principal = principalOf(inv.req)
 		p.bindSession(rs, grant, inv.req)
 		p.inflight.add(grant.Instance, inv.req)
 		defer p.inflight.remove(grant.Instance, inv.req)
@@ -213,6 +214,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 	if grant.Recycled {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", entry.Server))
 	}
+	if grant.Reclaimed {
+		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", entry.Server))
+	}
 	if grant.First && !rs.pool.Stateless() {
 		grant.Announced() // with the reminder below, or with none when it is off
 	}
@@ -250,20 +254,17 @@ func (st *state) awaitingLoginIDs(client string) []string {
 	return ids
 }
 
-// appendText adds text items to a result's content, leaving everything else as is.
+// appendText adds text items at the end of a result's content: spliced
+// into the upstream's bytes, which otherwise stay as they are (their
+// members' order, numbers and escapes included). A result that is no JSON
+// object is returned as it is.
 func appendText(result json.RawMessage, texts []string) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(result, &fields) != nil {
-		return result
-	}
-	var content []json.RawMessage
-	_ = json.Unmarshal(fields["content"], &content)
+	items := make([][]byte, 0, len(texts))
 	for _, t := range texts {
-		item, _ := rawjson.Marshal(map[string]string{"type": "text", "text": t})
-		content = append(content, item)
+		item := append([]byte(`{"type":"text","text":`), rawjson.AppendString(nil, t)...)
+		items = append(items, append(item, '}'))
 	}
-	fields["content"], _ = rawjson.Marshal(content)
-	out, err := rawjson.Marshal(fields)
+	out, err := rawjson.AppendToArray(result, "content", items...)
 	if err != nil {
 		return result
 	}

@@ -179,5 +179,5 @@ func TestReloadChangesLimitsUnderLoad(t *testing.T) {
 	wg.Wait()
 	assert.Positive(t, calls.Load())
 	assert.Zero(t, failures.Load(), "every call got a result across %d calls", calls.Load())
-	assert.Equal(t, 18, cap(p.current().limits.global))
+	assert.Equal(t, 18, p.current().limits.global.Size())
 }

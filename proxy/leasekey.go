@@ -87,9 +87,28 @@ func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessa
 	}
 	var name string
 	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
-		return withClient(client, session.Key("meta:"+name)), false
+		return namedLeaseKey(client, name), false
 	}
 	return withClient(client, anonymousKey), true
+}
+
+// namedLeaseKey is the lease key of client's sessionless requests naming
+// the conversation name under LeaseMetaKey.
+func namedLeaseKey(client, name string) session.Key {
+	return withClient(client, session.Key("meta:"+name))
+}
+
+// HoldsLease reports whether client's conversation name, as a sessionless
+// request names it under LeaseMetaKey, holds a lease of any server here
+// (downstream.HTTPOptions.LeaseHere).
+func (p *Proxy) HoldsLease(client, name string) bool {
+	key := namedLeaseKey(client, name)
+	for _, rs := range p.current().servers {
+		if _, ok := rs.pool.Held(key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // withClient puts key in client's own space: `client:"NAME" KEY`. Without a
@@ -131,6 +150,25 @@ func withoutClient(key string) string {
 
 // holderOf is who req's new leases count against for the per-client
 // share (downstream.Request.Holder); "" for a call made by no request.
+// principalOf is who req is made for, as far as the requests a shared
+// instance sends without saying for which call go (upstream.Request.
+// Principal): the authenticated client (a static token's name, an OAuth
+// client); without authentication, the address its session or request came
+// from where the aggregator tells clients apart by address (a non-loopback
+// bind); otherwise "local", whoever runs the aggregator (stdio, or a
+// loopback bind without authentication).
+func principalOf(req *downstream.Request) string {
+	switch {
+	case req == nil:
+		return ""
+	case req.Client != "":
+		return "client:" + req.Client
+	case req.Holder != "":
+		return "address:" + req.Holder
+	}
+	return "local"
+}
+
 func holderOf(req *downstream.Request) string {
 	if req == nil {
 		return ""

@@ -100,3 +100,20 @@ func TestClientOf(t *testing.T) {
 	assert.Empty(t, clientOf(sessionKey("abc")), "a stdio session's key")
 	assert.Empty(t, clientOf("client:not-quoted meta:x"))
 }
+
+// TestPrincipalOf: who a request is for, as a shared instance's unlinked
+// requests are attributed: the authenticated client, else the address the
+// gateway tells clients apart by, else the local user.
+func TestPrincipalOf(t *testing.T) {
+	for _, tc := range []struct {
+		req  *downstream.Request
+		want string
+	}{
+		{&downstream.Request{Client: "ci-bot", Holder: "ci-bot"}, "client:ci-bot"},
+		{&downstream.Request{Holder: "192.0.2.7"}, "address:192.0.2.7"},
+		{&downstream.Request{}, "local"},
+		{nil, ""},
+	} {
+		assert.Equal(t, tc.want, principalOf(tc.req))
+	}
+}

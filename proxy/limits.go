@@ -4,22 +4,36 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 )
 
-// limiter bounds in-flight calls: all of them (limits.max_concurrent) and
-// per tool (max_instances). A call over a limit waits, bounded by its ctx.
+// limiter bounds in-flight calls: all of them (limits.max_concurrent),
+// shared fairly among clients (--max-calls-per-client), and per tool
+// (max_instances). A call over a limit waits, bounded by its ctx.
 type limiter struct {
-	global chan struct{} // nil = unlimited
+	global *fairshare.Slots // nil = unlimited
 	mu     sync.Mutex
 	tools  map[string]chan struct{}
 }
 
-func newLimiter(maxConcurrent int) *limiter {
+// newLimiter bounds all calls to maxConcurrent (0: unlimited), of which one
+// client holds at most share (0: no share of its own).
+func newLimiter(maxConcurrent, share int) *limiter {
 	l := &limiter{tools: map[string]chan struct{}{}}
 	if maxConcurrent > 0 {
-		l.global = make(chan struct{}, maxConcurrent)
+		l.global = fairshare.NewSlots(maxConcurrent, share)
 	}
 	return l
+}
+
+// same reports whether l bounds calls as newLimiter(maxConcurrent, share)
+// would.
+func (l *limiter) same(maxConcurrent, share int) bool {
+	if l.global == nil || maxConcurrent <= 0 {
+		return l.global == nil && maxConcurrent <= 0
+	}
+	return l.global.Size() == maxConcurrent && l.global.Share() == fairshare.NewSlots(maxConcurrent, share).Share()
 }
 
 func (l *limiter) toolSlot(key string, max int) chan struct{} {
@@ -36,28 +50,31 @@ func (l *limiter) toolSlot(key string, max int) chan struct{} {
 	return ch
 }
 
-// acquire takes a global slot and a slot of tool (server/tool, read only
-// when max > 0); the hold's release gives both back.
-func (l *limiter) acquire(ctx context.Context, tool string, max int) (limitHold, error) {
+// acquire takes a global slot for holder (fairshare.Of: who the call
+// counts against) and a slot of tool (server/tool, read only when max >
+// 0); the hold's release gives both back.
+func (l *limiter) acquire(ctx context.Context, holder, tool string, max int) (limitHold, error) {
 	if l.global != nil {
-		select {
-		case l.global <- struct{}{}:
-		case <-ctx.Done():
-			return limitHold{}, &limitError{limit: fmt.Sprintf("limits.max_concurrent (%d)", cap(l.global)), cause: context.Cause(ctx)}
+		if atShare, err := l.global.Acquire(ctx, holder); err != nil {
+			limit := fmt.Sprintf("limits.max_concurrent (%d)", l.global.Size())
+			if atShare {
+				limit = fmt.Sprintf("%s's share of limits.max_concurrent (%d of %d, --max-calls-per-client)", holder, l.global.Share(), l.global.Size())
+			}
+			return limitHold{}, &limitError{limit: limit, cause: err}
 		}
 	}
+	hold := limitHold{global: l.global, holder: holder}
 	slot := l.toolSlot(tool, max)
 	if slot != nil {
 		select {
 		case slot <- struct{}{}:
+			hold.tool = slot
 		case <-ctx.Done():
-			if l.global != nil {
-				<-l.global
-			}
+			hold.release()
 			return limitHold{}, &limitError{limit: fmt.Sprintf("tool %q: max_instances (%d)", tool, max), cause: context.Cause(ctx)}
 		}
 	}
-	return limitHold{global: l.global, tool: slot}, nil
+	return hold, nil
 }
 
 // limitError is a call that got no slot of a limit: the limit (as it reads
@@ -75,13 +92,17 @@ func (e *limitError) Error() string {
 func (e *limitError) Unwrap() error { return e.cause }
 
 // limitHold is what one call holds of a limiter.
-type limitHold struct{ global, tool chan struct{} }
+type limitHold struct {
+	global *fairshare.Slots
+	holder string
+	tool   chan struct{}
+}
 
 func (h limitHold) release() {
 	if h.tool != nil {
 		<-h.tool
 	}
 	if h.global != nil {
-		<-h.global
+		h.global.Release(h.holder)
 	}
 }

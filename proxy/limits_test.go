@@ -13,12 +13,12 @@ import (
 func tryAcquire(l *limiter, tool string, max int) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	hold, err := l.acquire(ctx, tool, max)
+	hold, err := l.acquire(ctx, "", tool, max)
 	return hold.release, err
 }
 
 func TestLimiterGlobalCap(t *testing.T) {
-	l := newLimiter(2)
+	l := newLimiter(2, 0)
 	r1, err := tryAcquire(l, "s/a", 0)
 	require.NoError(t, err)
 	r2, err := tryAcquire(l, "s/b", 0)
@@ -46,7 +46,7 @@ func TestLimiterGlobalCap(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		hold, err := l.acquire(ctx, "s/b", 0)
+		hold, err := l.acquire(ctx, "", "s/b", 0)
 		if err == nil {
 			hold.release()
 		}
@@ -63,7 +63,7 @@ func TestLimiterGlobalCap(t *testing.T) {
 }
 
 func TestLimiterPerToolCap(t *testing.T) {
-	l := newLimiter(0)
+	l := newLimiter(0, 0)
 	r1, err := tryAcquire(l, "srv/slow", 1)
 	require.NoError(t, err)
 
@@ -87,7 +87,7 @@ func TestLimiterPerToolCap(t *testing.T) {
 }
 
 func TestLimiterReturnsTheGlobalSlotWhenTheToolIsFull(t *testing.T) {
-	l := newLimiter(2)
+	l := newLimiter(2, 0)
 	held, err := tryAcquire(l, "s/one", 1)
 	require.NoError(t, err)
 	for range 3 {
@@ -103,7 +103,7 @@ func TestLimiterReturnsTheGlobalSlotWhenTheToolIsFull(t *testing.T) {
 }
 
 func TestLimiterUnlimited(t *testing.T) {
-	l := newLimiter(0)
+	l := newLimiter(0, 0)
 	var releases []func()
 	for range 100 {
 		r, err := tryAcquire(l, "s/t", 0)
@@ -113,4 +113,35 @@ func TestLimiterUnlimited(t *testing.T) {
 	for _, r := range releases {
 		r()
 	}
+}
+
+// One client at its share of limits.max_concurrent waits for one of its
+// own calls, while another client's call takes a free slot at once; a
+// call that times out at its share is told so.
+func TestLimiterClientShare(t *testing.T) {
+	l := newLimiter(4, 2)
+	var held []func()
+	for range 2 {
+		hold, err := l.acquire(t.Context(), `client "a"`, "", 0)
+		require.NoError(t, err)
+		held = append(held, hold.release)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := l.acquire(ctx, `client "a"`, "", 0)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `client "a"'s share of limits.max_concurrent (2 of 4, --max-calls-per-client)`)
+
+	hold, err := l.acquire(t.Context(), `client "b"`, "", 0)
+	require.NoError(t, err, "another client takes a free slot at once")
+	hold.release()
+	for _, release := range held {
+		release()
+	}
+
+	assert.True(t, l.same(4, 2))
+	assert.True(t, newLimiter(4, 0).same(4, 4), "a share of every slot is none")
+	assert.False(t, l.same(4, 3))
+	assert.False(t, l.same(8, 2))
+	assert.True(t, newLimiter(0, 0).same(0, 5))
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -355,12 +354,14 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 }
 
 // rootsChanged passes a session's notifications/roots/list_changed to the
-// instances it leases.
+// instances it leases. It runs on the session's reader goroutine, so it
+// only queues (see upstreamNotes): an instance that does not read holds up
+// neither the session nor the other instances.
 func (p *Proxy) rootsChanged(s downstream.Session) {
 	key := sessionLeaseKey(s)
 	for _, rs := range p.current().servers {
 		if inst, ok := rs.pool.Leased(key); ok {
-			_ = inst.Notify(context.Background(), "notifications/roots/list_changed", nil)
+			p.notes.send(p.life, p.log, inst, "notifications/roots/list_changed")
 		}
 	}
 }

@@ -84,7 +84,25 @@ type prepared struct {
 // its last good instance and tools. A nil ws (a workspace-level error)
 // changes nothing. Clients get one tools/list_changed if, and only if, the
 // exported catalog changed.
+//
+// Concurrency rule: no lock that a commit needs is held while an upstream
+// starts. Reconciles run one at a time (reconcileMu, which only the next
+// reconcile waits for, and Supersede cuts short); reloadMu is held while a
+// reconcile plans and commits, and let go while it waits for starts, so
+// that a relist of a running server and Close commit meanwhile. After each
+// wait the reconcile takes in what they committed (rebase), and commits
+// nothing once Close has begun.
 func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblems []config.Problem) Report {
+	p.reconcileMu.Lock()
+	defer p.reconcileMu.Unlock()
+	// What Close left to this reconcile to stop, stopped once reloadMu is
+	// let go (deferred calls run last first) and before the next reconcile.
+	var stale []func()
+	defer func() {
+		for _, stop := range stale {
+			stop()
+		}
+	}()
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	defer p.MarkLoaded()
@@ -112,11 +130,14 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.pattern = ws.Naming.ValidPattern
 	settings.profiles = compileProfiles(ws.Profiles)
 	settings.required = requiredServers(ws)
-	if cap(settings.limits.global) != ws.Limits.MaxConcurrent {
+	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {
 		// Calls in flight release the slots of the limiter they took them from.
-		settings.limits = newLimiter(ws.Limits.MaxConcurrent)
+		settings.limits = newLimiter(ws.Limits.MaxConcurrent, share)
 	}
 	current := maps.Clone(settings.servers)
+	// seen are the servers as this reconcile last published or read them;
+	// state maps are replaced whole, never written in place.
+	seen := settings.servers
 
 	desired := map[string]bool{}
 	var todo, replan []*config.Server
@@ -337,7 +358,8 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 		settings.failed = maps.Clone(failed)
 		settings.starting = maps.Clone(starting)
-		if p.commit(settings, cat, order, maps.Clone(next)) {
+		seen = maps.Clone(next)
+		if p.commit(settings, cat, order, seen) {
 			report.Changed = true
 		}
 		if len(startFailed) > 0 {
@@ -351,23 +373,79 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.retire(retired)
 		retired = nil
 	}
+	pending, dirty := len(todo), len(replan) > 0 || len(retired) > 0
+	// rebase takes in what was committed while reloadMu was let go: a
+	// relist gives a server new lists. A server this reconcile replaced,
+	// or removes, keeps what it has here: the relist was of what goes.
+	rebase := func() {
+		cur := p.current().servers
+		for id, theirs := range cur {
+			was, mine := seen[id], next[id]
+			if theirs == was || was == nil || mine == nil || mine.pool != theirs.pool {
+				continue
+			}
+			plan, entries := p.plan(mine.cfg, theirs.tools, cat.withServer(id, nil), ws.Naming.ValidPattern)
+			if plan.Failed {
+				continue
+			}
+			updated := mine.withTools(mine.cfg, theirs.tools, plan)
+			updated.resources, updated.templates, updated.prompts = theirs.resources, theirs.templates, theirs.prompts
+			updated.leftOut = theirs.leftOut
+			next[id] = updated
+			if _, ok := planned[id]; ok {
+				planned[id] = plan
+			}
+			cat = cat.withServer(id, entries)
+			dirty = true
+		}
+		seen = cur
+	}
 	window := time.NewTimer(commitWindow)
 	defer window.Stop()
-	pending, dirty := len(todo), len(replan) > 0 || len(retired) > 0
 	for pending > 0 {
+		// Starts are waited for without reloadMu (see Reconcile).
+		p.reloadMu.Unlock()
+		var (
+			pr    prepared
+			ready bool
+		)
 		select {
-		case pr := <-results:
-			pending--
-			apply(pr)
-			dirty = true
+		case pr = <-results:
+			ready = true
 		case <-window.C:
-			if dirty {
-				wave()
-				dirty = false
-			}
 			window.Reset(commitWindow)
 		}
+		p.reloadMu.Lock()
+		if ready {
+			pending--
+		}
+		if p.closed.Load() {
+			// Close took every server down, or is doing so: what started
+			// since is closed here, and nothing is committed.
+			if ready && pr.inst != nil {
+				stale = append(stale, func() { _ = pr.inst.Close() })
+			}
+			if ready {
+				report.Abandoned = append(report.Abandoned, pr.cfg.ID)
+			}
+			continue
+		}
+		rebase()
+		if ready {
+			apply(pr)
+			dirty = true
+		} else if dirty {
+			wave()
+			dirty = false
+		}
 	}
+	if p.closed.Load() {
+		// What was started and not yet committed, Close did not see.
+		stale = append(stale, p.uncommitted(next, seen)...)
+		report.Version = p.Version()
+		return report
+	}
+	rebase()
 	wave()
 	// The problems of the servers not started here are those of their plans
 	// as committed: a name one of them took back is no longer a warning.
@@ -386,6 +464,22 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	report.Version = p.Version()
 	p.setProblems(report.Problems)
 	return report
+}
+
+// uncommitted returns how to close the pools of next that were never
+// published (committed is what was): once Close has begun, no one else will.
+func (p *Proxy) uncommitted(next, committed map[string]*runningServer) []func() {
+	var stops []func()
+	for id, rs := range next {
+		if old := committed[id]; old == nil || old.pool != rs.pool {
+			stops = append(stops, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+				defer cancel()
+				rs.pool.Close(ctx)
+			})
+		}
+	}
+	return stops
 }
 
 // reclaim plans again, in config order, each server of next (but those skip
@@ -517,10 +611,15 @@ func (p *Proxy) prepare(ctx context.Context, todo []*config.Server) <-chan prepa
 		sctx, start := p.starting.begin(ctx, s)
 		go func() {
 			inst, err := p.start(sctx, s)
-			if err != nil && errors.Is(context.Cause(sctx), errSuperseded) {
-				err = errSuperseded
-			}
 			p.starting.end(s.ID, start)
+			if errors.Is(context.Cause(sctx), errSuperseded) {
+				// A newer config came before the start was over: what
+				// started is not what it wants.
+				if inst != nil {
+					go inst.Close()
+				}
+				inst, err = nil, errSuperseded
+			}
 			out <- prepared{cfg: s, inst: inst, err: err}
 		}()
 	}
@@ -573,6 +672,7 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 	cfg := poolConfig(s)
 	cfg.Ledger = p.ledger
 	cfg.MaxLeasesPerClient = p.leasesPerClient(s)
+	cfg.Connected = p.attached
 	cfg.OnEvent = func(e session.Event) {
 		errText := ""
 		if e.Err != nil {

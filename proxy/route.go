@@ -58,7 +58,8 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	defer grant.Done()
 	p.bindSession(rs, grant, req)
 
-	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session)}
+	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session),
+		Principal: principalOf(req)}
 	if token, ok := meta["progressToken"]; ok {
 		up.ProgressToken = token
 		up.OnProgress = func(progress json.RawMessage) {
@@ -127,12 +128,8 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downst
 	}
 	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))
 	if declares(s.ClientCapabilities(), "roots") {
-		inst := grant.Instance
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = inst.Notify(ctx, "notifications/roots/list_changed", nil)
-		}()
+		// In turn with the session's own roots notifications (upstreamNotes).
+		p.notes.send(p.life, p.log, grant.Instance, "notifications/roots/list_changed")
 	}
 	p.followSubscriptions(rs, grant.Instance, req)
 }

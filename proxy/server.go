@@ -55,6 +55,12 @@ type Options struct {
 	// (--max-tasks-per-client, --max-leases-per-client), counted by
 	// downstream.Request.Holder; 0 sets no cap of their own.
 	MaxTasksPerClient, MaxLeasesPerClient int
+	// MaxCallsPerClient is one client's share of limits.max_concurrent
+	// (--max-calls-per-client): the calls it may have in flight at once,
+	// counted by downstream.Request.Holder; its further calls wait for one
+	// of its own to end. DefaultMaxCallsPerClient (-1) is half of
+	// limits.max_concurrent; 0 sets no share of its own.
+	MaxCallsPerClient int
 }
 
 // DefaultMaxTasksPerClient is how many tasks one client may hold across
@@ -68,6 +74,22 @@ const DefaultMaxTasksPerClient = maxSessionTasks
 // sessionless one naming a lease per call, or one opening session after
 // session) leaves the other half to the rest.
 const DefaultMaxLeasesPerClient = -1
+
+// DefaultMaxCallsPerClient, as Options.MaxCallsPerClient, gives one
+// client at most half of limits.max_concurrent (rounded up) in flight at
+// once, so that a client running many slow calls leaves the other half to
+// the rest, whose calls then start at once rather than after its slowest.
+const DefaultMaxCallsPerClient = -1
+
+// callsPerClient is the share of maxConcurrent slots one client may hold at
+// once: Options.MaxCallsPerClient, or by default half of maxConcurrent; 0 is
+// no share of the client's own.
+func (p *Proxy) callsPerClient(maxConcurrent int) int {
+	if n := p.opts.MaxCallsPerClient; n >= 0 {
+		return n
+	}
+	return (maxConcurrent + 1) / 2
+}
 
 // leasesPerClient is the share of server s's instances one client may
 // lease at once: Options.MaxLeasesPerClient, or by default half of the
@@ -87,7 +109,8 @@ type Proxy struct {
 	state   atomic.Pointer[state]
 	version atomic.Uint64
 
-	reloadMu sync.Mutex // one reconcile, relist or problems update at a time
+	reloadMu    sync.Mutex // one commit (of a reconcile, relist or problems update) at a time; never held while an upstream starts
+	reconcileMu sync.Mutex // one reconcile at a time, starts included
 
 	clients    clients       // connected sessions and listen streams, for notifications
 	inflight   inflight      // downstream requests running on each instance
@@ -97,6 +120,7 @@ type Proxy struct {
 	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
 	own        sync.Map      // leased *upstream.Instance -> *ownLists, its holder's lists (leasedlists.go)
 	relists    relists       // per-server coalescing of upstream list_changed
+	notes      upstreamNotes // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
@@ -202,6 +226,9 @@ const closeBudget = 5 * time.Second
 // that nothing is left when ctx ends.
 func (p *Proxy) Close(ctx context.Context) {
 	p.closed.Store(true)
+	// Starts under way are given up: what they would start, nobody would
+	// serve. The reconcile waiting for them commits nothing from now on.
+	p.starting.abandonAll(errClosing)
 	p.clients.endListeners()
 	p.bridge.close()
 	drain := ctx
@@ -212,6 +239,27 @@ func (p *Proxy) Close(ctx context.Context) {
 	}
 	stop := context.AfterFunc(drain, p.endLife)
 	defer stop()
+	p.closeServers(drain)
+	p.endLife()
+	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
+	// A reconcile under way commits nothing now, and its starts were
+	// abandoned: it ends soon, closing what it started. Waited for within
+	// ctx, and without reloadMu, which it needs to end.
+	reconciled := make(chan struct{})
+	go func() {
+		p.reconcileMu.Lock()
+		p.reconcileMu.Unlock()
+		close(reconciled)
+	}()
+	select {
+	case <-reconciled:
+	case <-ctx.Done():
+	}
+}
+
+// closeServers unpublishes every server and closes it, its calls allowed
+// until drain ends.
+func (p *Proxy) closeServers(drain context.Context) {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	st := p.current()
@@ -224,6 +272,4 @@ func (p *Proxy) Close(ctx context.Context) {
 		go func() { defer wg.Done(); rs.pool.Close(drain) }()
 	}
 	wg.Wait()
-	p.endLife()
-	p.retiring.Wait() // their drain ended with life; closing is bounded by the instances' graces
 }

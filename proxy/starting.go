@@ -13,12 +13,16 @@ import (
 // while it was starting, removed or defines otherwise.
 var errSuperseded = errors.New("a newer config no longer wants this server as it was being started")
 
+// errClosing ends the starts under way when the proxy closes.
+var errClosing = errors.New("the aggregator is stopping")
+
 // starts are the servers a reconcile is starting, by id: the definition
 // (hash) being started and how to abandon it. They are kept apart from
-// reloadMu, which the reconcile holds while it waits for them.
+// reloadMu, which no one holds while a start runs.
 type starts struct {
-	mu sync.Mutex
-	by map[string]*startingServer
+	mu     sync.Mutex
+	by     map[string]*startingServer
+	closed error // set by abandonAll: every start from then on is abandoned at once
 }
 
 type startingServer struct {
@@ -36,6 +40,10 @@ func (st *starts) begin(ctx context.Context, s *config.Server) (context.Context,
 		st.by = map[string]*startingServer{}
 	}
 	start := &startingServer{hash: s.Hash, abandon: cancel}
+	if st.closed != nil {
+		cancel(st.closed)
+		return ctx, start
+	}
 	st.by[s.ID] = start
 	return ctx, start
 }
@@ -81,4 +89,16 @@ func (p *Proxy) Supersede(ws *config.Workspace) []string {
 	}
 	sort.Strings(abandoned)
 	return abandoned
+}
+
+// abandonAll abandons every start under way, and every one begun later,
+// for cause.
+func (st *starts) abandonAll(cause error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = cause
+	for id, s := range st.by {
+		s.abandon(cause)
+		delete(st.by, id)
+	}
 }

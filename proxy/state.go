@@ -29,7 +29,7 @@ type state struct {
 
 func initialState() *state {
 	return &state{catalog: emptyCatalog(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
-		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0)}
+		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0, 0)}
 }
 
 // failedServer is a server of the config that has no running instance: the

@@ -243,6 +243,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	up := upstream.Request{Method: method, Params: params}
 	if relay {
 		up.OnServerRequest = p.taskServerRequests(req, e.inst)
+		up.Principal = principalOf(req)
 		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
 			up.ProgressToken = token
 			up.OnProgress = func(progress json.RawMessage) {

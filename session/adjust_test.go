@@ -37,7 +37,13 @@ func TestAdjustTakesEveryPoolSettingAndNothingElse(t *testing.T) {
 			case reflect.Ptr:
 				v.Set(reflect.ValueOf(NewLedger()))
 			case reflect.Func:
-				v.Set(reflect.ValueOf(func(Event) {}))
+				v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value {
+					out := make([]reflect.Value, v.Type().NumOut())
+					for i := range out {
+						out[i] = reflect.Zero(v.Type().Out(i))
+					}
+					return out
+				}))
 			default:
 				t.Fatalf("no test value for %s (%s)", f.Name, v.Kind())
 			}

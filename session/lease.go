@@ -9,7 +9,8 @@ import (
 
 // acquireLease returns key's dedicated instance, leasing one on first use:
 // a spare when one is ready, else a new instance within the caps. Over a
-// cap it refuses at once, or waits up to lease.queue_timeout for room.
+// cap it first reclaims the lease of a session gone idle (reclaim.go), else
+// refuses at once, or waits up to lease.queue_timeout for room.
 func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
@@ -55,7 +56,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 		default:
 			l.lastUsed = time.Now()
 			g := p.use(l.rec)
-			g.First = l.unannounced
+			g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
 			p.mu.Unlock()
 			return g, nil
 		}
@@ -75,9 +76,12 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 		// Over a cap: wait for room only if the config asks for queueing.
 		// The queue is timed from the first refusal, by the queue_timeout
 		// in force then.
+		if errors.Is(wait.err, ErrCapReached) && p.reclaim(time.Now()) {
+			continue // an idle session's slot is free now
+		}
 		if queue == nil {
 			if wait.queue <= 0 {
-				return nil, p.capError(wait, 0, nil)
+				return nil, p.reclaimedError(key, p.capError(wait, 0, nil))
 			}
 			queued = wait.queue
 			queue = time.NewTimer(queued)
@@ -86,9 +90,9 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 		case <-wait.pool: // a slot freed, or the cap was raised
 		case <-wait.ledger:
 		case <-queue.C:
-			return nil, p.capError(wait, queued, nil)
+			return nil, p.reclaimedError(key, p.capError(wait, queued, nil))
 		case <-ctx.Done():
-			return nil, p.capError(wait, 0, context.Cause(ctx))
+			return nil, p.reclaimedError(key, p.capError(wait, 0, context.Cause(ctx)))
 		}
 	}
 }
@@ -250,6 +254,10 @@ func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWa
 	g := p.use(rec)
 	l.unannounced = l.unannounced || first || l.lost
 	g.First, g.Lost, g.Recycled = l.unannounced, l.lost, l.recycled
+	if first {
+		l.reclaimed = p.takeReclaimed(key)
+	}
+	g.Reclaimed = l.unannounced && l.reclaimed
 	l.lost, l.recycled = false, false
 	p.mu.Unlock()
 	p.emit(Event{Kind: "leased", Server: p.cfg.Server, Key: key, PID: rec.inst.PID()})
@@ -277,9 +285,12 @@ func (p *Pool) end(key Key, why string) bool { return p.endIf(key, why, nil) }
 // when it is looked at under the lock.
 func (p *Pool) endIf(key Key, why string, cond func(*lease) bool) bool {
 	p.mu.Lock()
-	if why == "session-ended" && p.acquiring[key] > 0 {
-		// Calls of the session wait for its instance: they get none.
-		p.ended[key] = true
+	if why == "session-ended" {
+		if p.acquiring[key] > 0 {
+			// Calls of the session wait for its instance: they get none.
+			p.ended[key] = true
+		}
+		delete(p.reclaimed, key) // nobody is left to tell
 	}
 	l := p.leases[key]
 	if l == nil || (cond != nil && !cond(l)) {
@@ -411,6 +422,7 @@ func (p *Pool) expire(now time.Time) {
 			l.rec, l.recycled = nil, true
 		}
 	}
+	p.forgetReclaimed(now)
 	if p.cfg.MaxAge > 0 {
 		kept := p.spares[:0]
 		for _, s := range p.spares {

@@ -17,7 +17,10 @@ import (
 // instance, its spares and instances being started, its leases, and the
 // instances of ended leases until they are closed. An instance being
 // replaced (recycled, or over limits.max_rss) hands its slot to its
-// successor at once and is listed as draining until its calls finish.
+// successor at once and is listed as draining until its calls finish, and
+// so do the instances of a pool being closed (its server removed or
+// replaced by a reload): they must not keep the new definition of the
+// server from starting its own.
 type Ledger struct {
 	mu     sync.Mutex
 	max    int   // 0 = no limit

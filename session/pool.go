@@ -36,6 +36,14 @@ type Config struct {
 	// is this old or has served this many calls; 0 = never.
 	MaxAge   time.Duration
 	MaxCalls int
+	// ReclaimIdle is how long a lease must have gone unused before a new
+	// session over MaxInstances may take its place (DefaultReclaimIdle
+	// when 0): see reclaim.
+	ReclaimIdle time.Duration
+	// Connected, when set, reports whether the downstream session of a
+	// lease key has an open connection or stream: of two idle leases, one
+	// whose session has none is reclaimed first.
+	Connected func(Key) bool
 	// PingInterval is how often a shared instance is pinged; 0 = never.
 	// Two failed pings in a row count as a crash.
 	PingInterval time.Duration
@@ -68,7 +76,8 @@ type Event struct {
 	// "restarted" (a shared instance after a crash, or with Key set, the
 	// instance a session got in place of its lost one), "spawn-failed",
 	// "spare-stopped" (lease.prewarm or lease.max_instances lowered),
-	// "revoked" (the client's profile no longer admits the server).
+	// "revoked" (the client's profile no longer admits the server),
+	// "reclaimed" (idle, ended for a new session over lease.max_instances).
 	Kind   string
 	Server string
 	Key    Key
@@ -106,8 +115,12 @@ type Grant struct {
 	// Recycled is true when the session's previous instance was replaced
 	// on purpose (lease.max_age, lease.max_calls): its state is gone.
 	Recycled bool
-	pool     *Pool
-	rec      *record
+	// Reclaimed is true, with First, on the first lease of a session whose
+	// previous lease was reclaimed for another session while it went
+	// unused (its state is gone), until Announced says the session was told.
+	Reclaimed bool
+	pool      *Pool
+	rec       *record
 }
 
 // Done must be called when the call finishes.
@@ -154,6 +167,9 @@ type lease struct {
 	// first call may have been a read, whose result has no room to say so);
 	// grants say First until Announced.
 	unannounced bool
+	// reclaimed: the session's lease before this one was reclaimed
+	// (reclaim.go); grants say Reclaimed while unannounced.
+	reclaimed bool
 	// holder is who the lease counts against for MaxLeasesPerClient.
 	holder string
 }
@@ -177,6 +193,9 @@ type Pool struct {
 	// leases an instance to a session that is gone.
 	acquiring map[Key]int
 	ended     map[Key]bool
+	// reclaimed marks the keys whose lease was reclaimed (reclaim.go),
+	// with when, until their session is told or ends.
+	reclaimed map[Key]time.Time
 	// afterIdleScan, if set, runs between expire's look for idle leases
 	// and their end (tests).
 	afterIdleScan func()
@@ -184,7 +203,7 @@ type Pool struct {
 	starting      int           // spares being started
 	freed         chan struct{} // closed and replaced whenever a slot frees
 	closed        bool
-	settled       bool // Close gave every slot back to the ledger
+	settled       bool // Close began and gave every slot back to the ledger
 	drained       chan struct{}
 	cut           bool // Close closed the instances before their calls finished
 	inflight      int
@@ -215,8 +234,11 @@ func NewPool(cfg Config, factory Factory, first *upstream.Instance) *Pool {
 	if cfg.UsageInterval <= 0 {
 		cfg.UsageInterval = defaultUsageInterval
 	}
+	if cfg.ReclaimIdle <= 0 {
+		cfg.ReclaimIdle = DefaultReclaimIdle
+	}
 	p := &Pool{cfg: cfg, factory: factory, ledger: cfg.Ledger, leases: map[Key]*lease{}, draining: map[*record]bool{},
-		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
+		pending: map[Key]chan struct{}{}, acquiring: map[Key]int{}, ended: map[Key]bool{}, reclaimed: map[Key]time.Time{}, freed: make(chan struct{}), stopTTL: make(chan struct{}), stop: make(chan struct{}), tuned: make(chan struct{})}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.perClient.What = fmt.Sprintf("leased instances of server %q", cfg.Server)
 	p.perClient.Setting = "--max-leases-per-client"
@@ -504,6 +526,13 @@ func (p *Pool) Close(ctx context.Context) {
 	p.closed = true
 	close(p.stopTTL) // also stops watchShared
 	p.endLife()      // and every start under way
+	// From now on its instances only finish their calls: they give their
+	// slots back at once, as a recycled instance does, so that the server's
+	// new definition after a reload, or another server, may start
+	// instances beside them. (A slot taken while Close runs is given back
+	// at its end.)
+	p.ledger.give(p.live)
+	p.live, p.settled = 0, true
 	// Every instance now only finishes its calls, and is listed so: a
 	// shared instance of a server a reload replaced is not counted as
 	// serving beside its successor.
@@ -559,7 +588,7 @@ func (p *Pool) Close(ctx context.Context) {
 	p.wg.Wait()
 	p.mu.Lock()
 	p.ledger.give(p.live)
-	p.live, p.settled = 0, true
+	p.live = 0
 	p.mu.Unlock()
 	p.ledger.remove(p)
 }

@@ -320,3 +320,62 @@ func TestServerRequestsAreBounded(t *testing.T) {
 	assert.Equal(t, asks-maxServerRequests, refused)
 	assert.True(t, strings.HasPrefix(session.all()[0], "sampling/createMessage"))
 }
+
+// askAs calls the surface server's ask tool through Do for principal.
+func askAs(ctx context.Context, inst *Instance, args string, h ServerRequestHandler, principal string) (json.RawMessage, error) {
+	return inst.Do(ctx, Request{Method: "tools/call", Params: json.RawMessage(`{"name":"ask","arguments":` + args + `}`), OnServerRequest: h, Principal: principal})
+}
+
+// TestServerRequestAttributionByPrincipal: over stdio, with two requests in
+// flight, an upstream request goes to the one of them not already waiting
+// for an answer of its own, when both are of one principal; never to a
+// request of another principal.
+func TestServerRequestAttributionByPrincipal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		second   string // the second request's principal; the first's is "alice"
+		toSecond bool
+	}{
+		{name: "one principal: the request not waiting answers", second: "alice", toSecond: true},
+		{name: "two principals: neither", second: "bob"},
+		{name: "no principal is no one's", second: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			inst := startDemo(t, "surface", Options{})
+			ctx := testContext(t)
+			// The first ask's request reaches its handler (it is alone),
+			// which holds it: the first ask stays in flight, waiting.
+			first, hold := newServerRequests(), make(chan struct{})
+			first.answer = func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+				<-hold
+				return json.RawMessage(`{"first":true}`), nil
+			}
+			firstDone := make(chan callResult, 1)
+			go func() {
+				raw, err := askAs(ctx, inst, `{}`, first.handle, "alice")
+				firstDone <- callResult{raw, err}
+			}()
+			first.waitCall(t)
+
+			second := newServerRequests()
+			raw, err := askAs(ctx, inst, `{"method":"elicitation/create","params":{"message":"?"}}`, second.handle, tc.second)
+			require.NoError(t, err)
+			assert.Len(t, first.all(), 1, "not attributed to the request already waiting")
+			if tc.toSecond {
+				assert.Equal(t, `{"result":`+answerResult+`}`, askResponse(t, raw))
+				assert.Equal(t, []string{`elicitation/create {"message":"?"}`}, second.all())
+			} else {
+				assert.Empty(t, second.all(), "not attributed across principals")
+				assert.Contains(t, askResponse(t, raw), "elicitation/create cannot be attributed")
+				assert.Contains(t, askResponse(t, raw), "2 requests of 2 clients")
+				assert.Contains(t, askResponse(t, raw), "lease the server (truely-stateless: false")
+			}
+			close(hold)
+			res := <-firstDone
+			require.NoError(t, res.err)
+			assert.Equal(t, `{"result":{"first":true}}`, askResponse(t, res.raw))
+		})
+	}
+}

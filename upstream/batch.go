@@ -11,7 +11,7 @@ import (
 // several messages as one JSON array (and requires its peers to take them),
 // so each message in one is taken as if it had come alone, whichever way it
 // came: a line on stdout (stdioConn.dispatchBatch), an SSE event
-// (eventTap.endBatch) or a JSON body (remoteConn.batchResponse).
+// (remoteConn.unpack) or a JSON body (remoteConn.batchResponse).
 
 // maxUpstreamBatch bounds the messages of one batch from an upstream.
 const maxUpstreamBatch = 1000

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/throttle"
 )
 
 // An upstream decides how many messages it sends; the work each one causes
@@ -75,16 +76,11 @@ func (s slots) take() bool {
 func (s slots) release() { <-s }
 
 // throttledLog logs one kind of warning at most once a second (or once
-// every, when set), saying how many were left out in between.
-type throttledLog struct {
-	every   time.Duration
-	mu      sync.Mutex
-	last    time.Time
-	skipped int
-}
+// every Every), saying how many were left out since the last one.
+type throttledLog struct{ throttle.Log }
 
 func (t *throttledLog) warn(log *slog.Logger, msg string, args ...any) {
-	ok, skipped := t.allow()
+	ok, skipped := t.Allow()
 	if !ok {
 		return
 	}
@@ -92,25 +88,6 @@ func (t *throttledLog) warn(log *slog.Logger, msg string, args ...any) {
 		args = append(args, "suppressed", skipped)
 	}
 	log.Warn(msg, args...)
-}
-
-// allow reports whether one more line of the kind may be logged now and,
-// if so, how many were left out since the last one.
-func (t *throttledLog) allow() (ok bool, skipped int) {
-	every := t.every
-	if every == 0 {
-		every = time.Second
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	if !t.last.IsZero() && now.Sub(t.last) < every {
-		t.skipped++
-		return false, 0
-	}
-	skipped = t.skipped
-	t.last, t.skipped = now, 0
-	return true, skipped
 }
 
 // cancelNotice tells an upstream, through notify, that request id was given

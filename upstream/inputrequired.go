@@ -220,7 +220,7 @@ func retryParams(params, responses json.RawMessage, state *string) (json.RawMess
 // does, and the upstream's call fails instead of a wrong one.
 func (i *Instance) unattributed(method string) *jsonrpc.Error {
 	i.flights.mu.Lock()
-	_, n := i.flights.askers()
+	n, principals := i.flights.askers()
 	i.flights.mu.Unlock()
 	if n < 2 {
 		return jsonrpc.Errorf(CodeUnattributed,
@@ -228,8 +228,8 @@ func (i *Instance) unattributed(method string) *jsonrpc.Error {
 			i.server, method)
 	}
 	return jsonrpc.Errorf(CodeUnattributed,
-		"server %q: %s cannot be attributed to one downstream session of the aggregator: %d requests that could be asking are in flight on this instance "+
-			"and the request does not say which it belongs to; it was not relayed. To ask clients in the middle of concurrent calls, give each client its own "+
-			"instance (truely-stateless: false, the default) or serve the upstream over streamable HTTP",
-		i.server, method, n)
+		"server %q: %s cannot be attributed to one downstream session of the aggregator: %d requests of %d clients that could be asking are in flight on this instance "+
+			"and the request does not say which it belongs to; it was not relayed. To ask clients in the middle of concurrent calls, lease the server "+
+			"(truely-stateless: false, the default: each client gets its own instance) or serve the upstream over streamable HTTP",
+		i.server, method, n, principals)
 }

@@ -25,7 +25,7 @@ import (
 )
 
 // DefaultProtocol is the handshake version used unless a server's config
-// pins another one. Pinning it avoids mcp-go's server/discover probe, which
+// pins another one. Pinning it avoids probing with server/discover, which
 // many third-party servers answer slowly or not at all.
 const DefaultProtocol = "2025-11-25"
 
@@ -323,6 +323,8 @@ type Call struct {
 	// OnServerRequest answers the upstream's requests that belong to this
 	// call, as Request.OnServerRequest does.
 	OnServerRequest ServerRequestHandler
+	// Principal is who the call is made for, as Request.Principal.
+	Principal string
 }
 
 type callParams struct {
@@ -344,7 +346,7 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 		return nil, err
 	}
 	return i.Do(ctx, Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
-		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest})
+		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest, Principal: call.Principal})
 }
 
 // encodeCallParams writes tools/call params around the already-encoded

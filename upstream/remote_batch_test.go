@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,25 +86,4 @@ func TestRemoteBatchOverTheBoundFailsItsCall(t *testing.T) {
 		`a batch of %d messages is over the limit of %d`, maxUpstreamBatch+1, maxUpstreamBatch))
 	assert.Zero(t, heard.Load())
 	require.NoError(t, inst.Ping(testContext(t)), "the connection still serves")
-}
-
-// TestEventTapSplitsABatch: the tap takes a batch event's notifications and
-// requests out and passes each message it does not take on as an event of
-// its own, the batch's id last, so that the id counts once all of the batch
-// has been read.
-func TestEventTapSplitsABatch(t *testing.T) {
-	sink := &recordingSink{}
-	stream := "id: 7\ndata: [{\"jsonrpc\":\"2.0\",\"method\":\"n\"},{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}},\n" +
-		"data: {\"jsonrpc\":\"2.0\",\"id\":\"r\",\"method\":\"roots/list\"},[1],{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":1,\"message\":\"m\"}}]\n\n" +
-		"event: other\ndata: [{\"jsonrpc\":\"2.0\",\"method\":\"o\"}]\n\n" + // not a message event
-		"data: [\n\n" // not JSON
-	tap := newEventTap(context.Background(), io.NopCloser(&chunked{data: []byte(stream), n: 7}), sink)
-	got, err := io.ReadAll(tap)
-	require.NoError(t, err)
-	assert.Equal(t, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"+
-		"data: {\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":1,\"message\":\"m\"}}\n\n"+
-		"id: 7\n\n"+
-		"event: other\ndata: [{\"jsonrpc\":\"2.0\",\"method\":\"o\"}]\n\n"+
-		"data: [\n\n", string(got))
-	assert.Equal(t, []string{"notification n", `request "r" roots/list`, "refused a batch inside a batch", "refused unexpected end of JSON input"}, sink.got)
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,26 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
 
-// A streamable-HTTP upstream's requests, once its session is up, go out as
-// POSTs the aggregator builds itself, and their responses are read raw
-// (exchange): the request's params are already JSON, and the result goes
-// on as the bytes that came, so mcp-go's transport would only encode and
-// decode each message once more and start a goroutine per request to watch
-// for its own close. mcp-go keeps what opens and keeps the session:
-// initialize and server/discover (which record the session and the
-// protocol), and the GET stream. A legacy SSE upstream's requests are raw
-// POSTs too, their responses taken off its stream (exchangeSSE).
-//
-// exchange does what mcp-go's SendRequest does with the exchange:
-//   - the session, the protocol version, the configured headers;
-//   - a JSON body or an event stream (whose notifications and requests
-//     eventTap has already taken out) carrying the response;
+// A request is one POST (exchange), the same for both transports:
+//   - with the session, the protocol version and Accept: application/json,
+//     text/event-stream (setHeaders); the configured headers are the
+//     client's to add;
+//   - answered by a JSON body, or an event stream whose notifications and
+//     requests are taken on the way to the response (streamedResponse); a
+//     legacy SSE upstream answers the POST with a status only, and the
+//     response comes on its one stream (awaitStreamed);
 //   - a stream the upstream ends, before the response, after an event id is
 //     resumed with a GET and Last-Event-ID after the time its retry field
 //     asks for (before 2026-07-28, SEP-1699);
@@ -44,7 +35,7 @@ import (
 
 const (
 	// defaultResumeDelay is how long a stream the upstream ended is left
-	// before it is resumed when the upstream named no retry time;
+	// before it is opened again when the upstream named no retry time;
 	// minResumeDelay is the shortest wait taken from one.
 	defaultResumeDelay = time.Second
 	minResumeDelay     = 10 * time.Millisecond
@@ -52,85 +43,21 @@ const (
 	errorBodyLimit = 64 << 10
 )
 
-// rawExchange reports whether a request of method goes out through
-// exchange, or exchangeSSE.
-func (c *remoteConn) rawExchange(method string) bool {
-	return (c.streamable || c.sse) && method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover)
-}
-
-// exchangeSSE sends the request id to a legacy SSE upstream, in a POST to
-// the endpoint its stream named, and waits for the response on that stream,
-// where eventTap hands it over (streamResponse) before mcp-go would read
-// it. ctx bounds all of it; the connection's end (its stream lost) fails it.
-func (c *remoteConn) exchangeSSE(ctx context.Context, id int64, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-	sse, _ := c.t.(*transport.SSE)
-	u := sse.GetEndpoint()
-	if u == nil {
-		return nil, errors.New("its SSE stream has not named an endpoint yet")
-	}
-	answer := make(chan *jsonrpc.Message, 1)
-	c.sseMu.Lock()
-	if c.sseCalls == nil {
-		c.sseCalls = map[int64]chan *jsonrpc.Message{}
-	}
-	c.sseCalls[id] = answer
-	c.sseMu.Unlock()
-	defer func() {
-		c.sseMu.Lock()
-		delete(c.sseCalls, id)
-		c.sseMu.Unlock()
-	}()
-	req, _, err := c.newPost(ctx, u.String(), requestBody(id, method, params), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	// What the POST answers besides its status is not the response.
-	text, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		return statusError(resp.StatusCode, text, method, strconv.AppendInt(nil, id, 10), c.scrub)
-	}
-	select {
-	case m := <-answer:
-		return m, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-c.closed:
-		return nil, c.closedErr()
-	}
-}
-
-// streamResponse hands a response that came on a legacy SSE upstream's
-// stream to the exchangeSSE awaiting it; any other response goes on to
-// mcp-go (the answer to initialize).
-func (c *remoteConn) streamResponse(m *jsonrpc.Message) bool {
-	if !c.sse {
-		return false
-	}
-	key, ok := sentID(m.ID)
-	if !ok {
-		return false
-	}
-	c.sseMu.Lock()
-	answer := c.sseCalls[key]
-	delete(c.sseCalls, key)
-	c.sseMu.Unlock()
-	if answer == nil {
-		return false
-	}
-	answer <- m // its one answer, into a buffer of one
-	return true
-}
-
 // exchange sends the request id and returns its response. ctx bounds all of
 // it, and cancel ends ctx; header, when not nil, is the request's own (it is
 // written to).
 func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFunc, id int64, method string, params json.RawMessage, header http.Header) (*jsonrpc.Message, error) {
-	req, session, err := c.newPost(ctx, c.url, requestBody(id, method, params), header)
+	endpoint, err := c.postURL()
+	if err != nil {
+		return nil, err
+	}
+	var streamed <-chan *jsonrpc.Message
+	if c.sse {
+		var forget func()
+		streamed, forget = c.awaitStreamed(id)
+		defer forget()
+	}
+	req, session, err := c.newPost(ctx, endpoint, requestBody(id, method, params), header)
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +71,37 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 	case http.StatusOK, http.StatusAccepted:
 	default:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-		if session != "" && sessionLost(resp.StatusCode, body) {
-			err := fmt.Errorf("it no longer knows the session (HTTP %d to %s); connecting again", resp.StatusCode, method)
+		if session != "" && method != "initialize" && sessionLost(resp.StatusCode, body) {
+			err := &lostSession{fmt.Errorf("it no longer knows the session (HTTP %d to %s); connecting again", resp.StatusCode, method)}
 			go c.fail(fmt.Errorf("server %q: %w", c.server, err))
 			return nil, err
 		}
-		return statusError(resp.StatusCode, body, method, want, c.scrub)
+		m, err := statusError(resp.StatusCode, body, method, want, c.scrub)
+		if err != nil && method == "initialize" && !c.sse && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+			// How the specification tells a server of the legacy HTTP+SSE
+			// transport: it takes no POST at its SSE URL.
+			err = fmt.Errorf("%w; if it is a server of the legacy HTTP+SSE transport, set transport: sse and url to its SSE endpoint", err)
+		}
+		return m, err
+	}
+	if streamed != nil {
+		// What the POST answers besides its status is not the response.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, errorBodyLimit))
+		select {
+		case m := <-streamed:
+			return m, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-c.closed:
+			return nil, c.closedErr()
+		}
+	}
+	if method == "initialize" {
+		// The session starts with the answer to initialize, which names it
+		// (or none: a server may keep no session).
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			c.session.Store(&s)
+		}
 	}
 	if resp.StatusCode == http.StatusAccepted && resp.Header.Get("Content-Type") == "" {
 		// 202 acknowledges a notification or a response; a request is
@@ -158,7 +110,7 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 	}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
-		data, err := readJSONBody(resp)
+		data, err := readBody(resp, c.maxMessage)
 		if err != nil {
 			return nil, err
 		}
@@ -183,30 +135,21 @@ func (c *remoteConn) exchange(ctx context.Context, cancel context.CancelCauseFun
 }
 
 // batchResponse takes a JSON body that is a JSON-RPC batch (batch.go) as
-// the messages in it would be taken on the request's event stream: its
-// notifications and requests go where the stream's would (eventTap), and
-// the response whose id is want is returned.
+// the messages in it would be taken on the request's event stream, and
+// returns the response whose id is want.
 func (c *remoteConn) batchResponse(ctx context.Context, data []byte, method string, want []byte) (*jsonrpc.Message, error) {
-	elems, err := splitBatch(data)
-	if err != nil {
-		return nil, fmt.Errorf("it answered %s with a JSON-RPC batch that cannot be taken: %w", method, err)
-	}
 	var answer *jsonrpc.Message
-	for _, elem := range elems {
-		if isBatch(elem) {
-			c.streamRefused(elem, errNestedBatch)
-			continue
-		}
-		m := eventMessage(elem)
+	err := c.unpack(data, func(_ []byte, m *jsonrpc.Message, _ error) {
 		switch {
 		case m == nil:
-		case m.IsNotification():
-			c.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(ctx)})
-		case m.IsRequest():
-			c.streamRequested(ctx, m)
+		case !m.IsResponse():
+			c.received(ctx, m)
 		case answer == nil && bytes.Equal(m.ID, want):
 			answer = m
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("it answered %s with a JSON-RPC batch that cannot be taken: %w", method, err)
 	}
 	if answer == nil {
 		return nil, fmt.Errorf("it answered %s (id %s) with a JSON-RPC batch that holds no response to it", method, want)
@@ -217,19 +160,27 @@ func (c *remoteConn) batchResponse(ctx context.Context, data []byte, method stri
 // preallocated bounds the declared length a JSON body is read into at once.
 const preallocated = 1 << 20
 
-// readJSONBody reads a response body whole: into one buffer of the declared
-// length when there is one (the transport ends the body there), else as it
-// comes. The body under it bounds its size (limitedBody).
-func readJSONBody(resp *http.Response) ([]byte, error) {
+// readBody reads a response body whole, failing with a
+// *jsonrpc.TooLongError once it is over max bytes: into one buffer of the
+// declared length when there is one (the transport ends the body there),
+// else as it comes.
+func readBody(resp *http.Response, max int) ([]byte, error) {
 	n := resp.ContentLength
-	if n < 0 || n > preallocated {
-		return io.ReadAll(resp.Body)
+	if n > int64(max) {
+		return nil, &jsonrpc.TooLongError{Limit: max, Size: n}
 	}
-	data := make([]byte, n)
-	if _, err := io.ReadFull(resp.Body, data); err != nil {
-		return nil, err
+	if n >= 0 && n <= preallocated {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, err
+		}
+		return data, nil
 	}
-	return data, nil
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
+	if err == nil && len(data) > max {
+		return nil, &jsonrpc.TooLongError{Limit: max, Size: int64(len(data))}
+	}
+	return data, err
 }
 
 // requestBody is the request id as a POST carries it.
@@ -260,13 +211,11 @@ func (c *remoteConn) newPost(ctx context.Context, url string, body []byte, heade
 // (sameorigin.Headers in dialRemote). It returns the session sent.
 func (c *remoteConn) setHeaders(h http.Header, accept string) (session string) {
 	h.Set("Accept", accept)
-	version := c.protocolVersion()
-	if version != "" {
-		h.Set(transport.HeaderKeyProtocolVersion, version)
+	if version := c.protocolVersion(); version != "" {
+		h.Set("MCP-Protocol-Version", version)
 	}
-	if s := c.t.GetSessionId(); s != "" && !mcp.IsModernProtocol(version) {
-		session = s
-		h.Set(transport.HeaderKeySessionID, s)
+	if session = c.sessionID(); session != "" {
+		h.Set("Mcp-Session-Id", session)
 	}
 	return session
 }
@@ -286,37 +235,11 @@ func sessionLost(status int, body []byte) bool {
 	return false
 }
 
-// streamOpened watches the GET streams for the session's end: a GET on a
-// session whose stream the upstream once opened, answered as sessionLost
-// has it, means the upstream forgot the session (it restarted), and the
-// connection fails so that the pool connects again. Left alone, mcp-go
-// would ask again every second until pings noticed. A GET refused on a
-// session that never had a stream only means there is no stream to have.
-func (c *remoteConn) streamOpened(req *http.Request, resp *http.Response) {
-	session := req.Header.Get(transport.HeaderKeySessionID)
-	if session == "" {
-		return
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if mediaType(resp.Header.Get("Content-Type")) == "text/event-stream" {
-			c.streamSession.Store(&session)
-		}
-		return
-	case http.StatusNotFound, http.StatusBadRequest:
-	default:
-		return
-	}
-	if opened := c.streamSession.Load(); opened == nil || *opened != session {
-		return
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if sessionLost(resp.StatusCode, body) {
-		go c.fail(fmt.Errorf("server %q: it no longer knows the session (HTTP %d to the GET stream); connecting again", c.server, resp.StatusCode))
-	}
-}
+// lostSession is the error of a request the upstream refused for its
+// session: the connection ends over it, and the call says why.
+type lostSession struct{ error }
+
+func (e *lostSession) Unwrap() error { return e.error }
 
 // statusError is what an exchange answered with an error status comes to:
 // the JSON-RPC error response its body carries, or an error naming the
@@ -348,22 +271,14 @@ func bodyExcerpt(body []byte, scrub func(string) string) string {
 	return ": " + strconv.Quote(text)
 }
 
-// resumeCursor is what resuming a stream needs: the id of the last event
-// dispatched, and the reconnection time the upstream asked for.
-type resumeCursor struct {
-	lastID   string
-	retry    time.Duration
-	hasRetry bool
-}
-
 // streamedResponse reads an event stream until the response whose id is
 // want, resuming it while the upstream ends it first. Once the response is
 // in, the exchange is cancelled before its stream is closed: on HTTP/2,
 // closing a stream still open could otherwise wait on the connection.
 func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.CancelCauseFunc, body io.ReadCloser, method string, want []byte) (*jsonrpc.Message, error) {
-	var cursor resumeCursor
+	var cursor sseCursor
 	for {
-		m, err := readStreamedResponse(body, &cursor, want)
+		m, err := c.readResponse(ctx, newSSEReader(body, c.maxMessage, &cursor), want)
 		if m != nil {
 			cancel(nil)
 			_ = body.Close()
@@ -376,7 +291,7 @@ func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.Cancel
 		if bad := (*malformedResponse)(nil); errors.As(err, &bad) {
 			bad.method = method
 		}
-		if err != io.EOF || cursor.lastID == "" || mcp.IsModernProtocol(c.protocolVersion()) {
+		if err != io.EOF || cursor.lastID == "" || protocol.Modern(c.protocolVersion()) {
 			if err == io.EOF {
 				return nil, fmt.Errorf("its event stream for %s ended before the response", method)
 			}
@@ -388,86 +303,46 @@ func (c *remoteConn) streamedResponse(ctx context.Context, cancel context.Cancel
 	}
 }
 
-// readStreamedResponse reads events until one carries the response want
-// (returned) or the stream ends (io.EOF) or fails. Events are read as the
-// SSE specification has them: lines end at "\n" ("\r" trimmed), an event at
-// a blank line, data lines are joined with "\n"; an event's id counts once
-// the event is dispatched. What the upstream sends besides its response was
-// taken out of the stream below (eventTap); what is left is let be.
-func readStreamedResponse(body io.Reader, cursor *resumeCursor, want []byte) (*jsonrpc.Message, error) {
-	r := bufio.NewReader(body)
-	var data []byte
-	var id string
-	hasID := false
+// readResponse reads events until one carries the response want (returned)
+// or the stream ends (io.EOF) or fails. The upstream's notifications and
+// requests on the way are taken as they come (received), as the request's:
+// ctx names the Do that sent it (flightOf).
+func (c *remoteConn) readResponse(ctx context.Context, r *sseReader, want []byte) (*jsonrpc.Message, error) {
 	for {
-		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long line: the event under it is bounded (limitedBody).
-			whole := bytes.Clone(line)
-			for err == bufio.ErrBufferFull {
-				line, err = r.ReadSlice('\n')
-				whole = append(whole, line...)
-			}
-			line = whole
-		}
-		if err != nil && err != io.EOF {
+		ev, err := r.next()
+		if err != nil {
 			return nil, err
 		}
-		text := bytes.TrimRight(line, "\r\n")
+		data := messageData(ev)
+		if data == nil {
+			continue
+		}
+		var answer *jsonrpc.Message
+		var bad error
+		err = c.unpack(data, func(raw []byte, m *jsonrpc.Message, decodeErr error) {
+			switch {
+			case m == nil:
+				// Meant as the response but unreadable (see
+				// jsonrpc.AnswerID): the call fails now rather than wait
+				// for the stream to end.
+				if answer == nil && bad == nil && bytes.Equal(jsonrpc.AnswerID(raw), want) {
+					bad = &malformedResponse{err: decodeErr}
+				}
+			case !m.IsResponse():
+				c.received(ctx, m)
+			case answer == nil && bytes.Equal(m.ID, want):
+				answer = m
+			}
+		})
 		switch {
-		case len(line) > 0 && len(text) == 0 && err == nil: // a blank line ends the event
-			if hasID {
-				cursor.lastID, hasID = id, false
-			}
-			if m, err := responseIn(data, want); m != nil || err != nil {
-				return m, err
-			}
-			data = data[:0]
-		case bytes.HasPrefix(text, []byte("data:")):
-			v := bytes.TrimPrefix(text[len("data:"):], []byte(" "))
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, v...)
-		case bytes.HasPrefix(text, []byte("id:")):
-			if v := bytes.TrimPrefix(text[len("id:"):], []byte(" ")); bytes.IndexByte(v, 0) < 0 {
-				id, hasID = string(v), true
-			}
-		case bytes.HasPrefix(text, []byte("retry:")):
-			v := string(bytes.TrimPrefix(text[len("retry:"):], []byte(" ")))
-			if ms, perr := strconv.ParseUint(v, 10, 31); perr == nil && strings.Trim(v, "0123456789") == "" {
-				cursor.retry, cursor.hasRetry = time.Duration(ms)*time.Millisecond, true
-			}
-		}
-		if err == io.EOF {
-			// An event the stream ends in the middle of still counts, as
-			// it does for mcp-go; its id does not.
-			if m, err := responseIn(data, want); m != nil || err != nil {
-				return m, err
-			}
-			return nil, io.EOF
+		case err != nil:
+			c.refusedBatch(data, err)
+		case answer != nil:
+			return answer, nil
+		case bad != nil:
+			return nil, bad
 		}
 	}
-}
-
-// responseIn returns the response want if data is it. When data is meant
-// as that response but cannot be read (see jsonrpc.AnswerID), it says why,
-// so that the call fails now rather than wait for the stream to end.
-func responseIn(data, want []byte) (*jsonrpc.Message, error) {
-	if len(data) == 0 {
-		return nil, nil
-	}
-	m, err := jsonrpc.Decode(data)
-	if err != nil {
-		if bytes.Equal(jsonrpc.AnswerID(data), want) {
-			return nil, &malformedResponse{err: err}
-		}
-		return nil, nil
-	}
-	if !m.IsResponse() || !bytes.Equal(m.ID, want) {
-		return nil, nil
-	}
-	return m, nil
 }
 
 // malformedResponse is the response to a request that cannot be read.
@@ -484,17 +359,9 @@ func (e *malformedResponse) Unwrap() error { return e.err }
 
 // resume waits the reconnection time, then reopens the request's stream
 // with a GET that names the last event it saw.
-func (c *remoteConn) resume(ctx context.Context, cursor *resumeCursor, method string) (io.ReadCloser, error) {
-	delay := defaultResumeDelay
-	if cursor.hasRetry {
-		delay = max(cursor.retry, minResumeDelay)
-	}
-	t := time.NewTimer(delay)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-		return nil, context.Cause(ctx)
+func (c *remoteConn) resume(ctx context.Context, cursor *sseCursor, method string) (io.ReadCloser, error) {
+	if err := sleep(ctx, cursor.delay()); err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
@@ -512,6 +379,27 @@ func (c *remoteConn) resume(ctx context.Context, cursor *resumeCursor, method st
 			method, cursor.lastID, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	return resp.Body, nil
+}
+
+// delay is how long to wait before a stream is opened again: what the
+// upstream asked for, else defaultResumeDelay.
+func (cur *sseCursor) delay() time.Duration {
+	if cur.hasRetry {
+		return max(cur.retry, minResumeDelay)
+	}
+	return defaultResumeDelay
+}
+
+// sleep waits d, or until ctx ends (its cause).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // mediaType is a Content-Type's media type, lower case, without parameters.

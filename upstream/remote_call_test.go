@@ -3,11 +3,11 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -192,28 +192,6 @@ func TestRemoteCallErrorKeepsItsData(t *testing.T) {
 		"the error's data as the upstream sent it")
 }
 
-func FuzzReadStreamedResponse(f *testing.F) {
-	f.Add([]byte("id: 1\nretry: 10\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"a\":[1,\n\n"))
-	f.Add([]byte(": comment\r\nid: a\x00b\r\ndata:{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"result\":1}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":1,\"message\":\"m\"}}"))
-	f.Add([]byte("data: {\"method\":\"notifications/x\"}\n\nretry: 99999999999\n\n"))
-	want := []byte("7")
-	f.Fuzz(func(t *testing.T, stream []byte) {
-		var cursor resumeCursor
-		m, err := readStreamedResponse(bytes.NewReader(stream), &cursor, want)
-		switch {
-		case m != nil:
-			require.NoError(t, err)
-			require.True(t, m.IsResponse())
-			require.Equal(t, "7", string(m.ID))
-		case err != io.EOF && !errors.As(err, new(*malformedResponse)):
-			t.Fatalf("a stream read whole ended with %v", err)
-		}
-		require.NotContains(t, cursor.lastID, "\x00")
-		require.GreaterOrEqual(t, cursor.retry, time.Duration(0))
-	})
-}
-
 func TestRemoteGETStreamNoticesTheSessionEnd(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -224,7 +202,7 @@ func TestRemoteGETStreamNoticesTheSessionEnd(t *testing.T) {
 		n := gets
 		mu.Unlock()
 		if n == 1 {
-			// The stream opens on the session, then ends; mcp-go asks again.
+			// The stream opens on the session, then ends; it is asked for again.
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			return
@@ -405,6 +383,25 @@ func TestRemoteCallInvalidUTF8IsRepaired(t *testing.T) {
 			raw, err := inst.CallTool(testContext(t), Call{Name: "t"})
 			require.NoError(t, err)
 			assert.Equal(t, `{"content":[{"type":"text","text":"caf`+"\uFFFD \uFFFD\uFFFD \u00e9"+`"}]}`, string(raw))
+		})
+	}
+}
+
+// TestRemoteLegacySSEServerAtAStreamableURL: a server that takes no POST at
+// its URL (404 or 405), as a server of the legacy HTTP+SSE transport does,
+// fails the start with an error that says how to reach it.
+func TestRemoteLegacySSEServerAtAStreamableURL(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+			t.Cleanup(srv.Close)
+			_, err := Start(testContext(t), &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL + "/sse"},
+				Options{Logger: newLogRecorder().logger()})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("it answered initialize with HTTP status %d", status))
+			assert.Contains(t, err.Error(), "set transport: sse")
 		})
 	}
 }

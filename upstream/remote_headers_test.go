@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,11 +225,6 @@ func TestRemoteSSEEndpointOnAnotherOriginFailsTheStart(t *testing.T) {
 		assert.NotContains(t, msg, secret)
 	}
 	assert.Zero(t, hits.Load(), "the other origin was sent a request")
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, l := range rec.lines {
-		assert.False(t, strings.Contains(l, "Endpoint origin does not match"), "mcp-go logged the refusal itself: %s", l)
-	}
 }
 
 // TestRemoteSSEEndpointMovedToAnotherOriginEndsTheConnection: an endpoint

@@ -1,237 +1,68 @@
 package upstream
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
-// streamSink takes the messages eventTap takes out of a stream.
-type streamSink interface {
-	// streamNotified runs on the goroutine that reads the stream and must
-	// not block.
-	streamNotified(n Notification)
-	// streamRequested must not block either; ctx is the context of the HTTP
-	// exchange whose stream it is.
-	streamRequested(ctx context.Context, req *jsonrpc.Message)
-	// streamResponse takes a response out of the stream if it is one the
-	// sink awaits (a legacy SSE upstream's answer to a raw request), and
-	// reports whether it did; it must not block either.
-	streamResponse(m *jsonrpc.Message) bool
-	// streamRefused is told of a JSON-RPC batch, or a message in one, that
-	// cannot be taken (splitBatch), and why; it must not block either.
-	streamRefused(data []byte, why error)
-}
+// What a remote upstream sends besides the responses to the aggregator's
+// requests: notifications and requests of its own, on a request's event
+// stream, on the GET stream of a streamable-HTTP upstream (listen), or on
+// the one stream of a legacy SSE upstream (readSSE). Each arrives raw and
+// is handed on raw (received).
 
-// endpointSink is a streamSink that also vets the endpoint event of a
-// legacy SSE stream before mcp-go reads it.
-type endpointSink interface {
-	// streamEndpoint is given the event's data and reports whether the
-	// event goes on to mcp-go; it must not block.
-	streamEndpoint(data string) bool
-}
-
-// eventTap reads an SSE response body the way mcp-go's transports do (lines
-// end at "\n", an event at a blank line, data lines are joined with "\n")
-// and takes every event that is a JSON-RPC notification or request (or a
-// notification as leniently written as mcp-go accepts) out of it, handing the message, raw, to its sink; mcp-go then only ever sees the
-// rest (responses, the endpoint event, comments), byte for byte. Of an
-// event taken out, its id and retry lines stay, so that mcp-go's resumption
-// cursor still moves past it.
-//
-// Because it reads the stream of one HTTP exchange, it knows whose stream a
-// request arrived on: the context of the exchange names the Do that sent it
-// (flightOf), or none for the GET stream.
-type eventTap struct {
-	src  *bufio.Reader
-	body io.Closer
-	ctx  context.Context
-	sink streamSink
-
-	event []byte // the raw lines of the current event
-	keep  []byte // its id and retry lines
-	kind  string // its event type
-	data  []byte // its data, joined
-	out   []byte // what mcp-go has yet to read
-	err   error  // why src ended
-}
-
-func newEventTap(ctx context.Context, body io.ReadCloser, sink streamSink) *eventTap {
-	return &eventTap{src: bufio.NewReader(body), body: body, ctx: ctx, sink: sink}
-}
-
-func (e *eventTap) Read(p []byte) (int, error) {
-	for len(e.out) == 0 {
-		if e.err != nil {
-			return 0, e.err
-		}
-		e.step()
+// unpack hands take each message of data, an event's or a body's: one
+// message, or each one of a JSON-RPC batch (batch.go) as if it had come
+// alone. take is given the message's bytes, and the message, or nil and why
+// it cannot be read. A batch that cannot be taken is not unpacked: the
+// error says why.
+func (c *remoteConn) unpack(data []byte, take func(raw []byte, m *jsonrpc.Message, err error)) error {
+	if !isBatch(data) {
+		m, err := eventMessage(data)
+		take(data, m, err)
+		return nil
 	}
-	n := copy(p, e.out)
-	e.out = e.out[n:]
-	return n, nil
-}
-
-func (e *eventTap) Close() error { return e.body.Close() }
-
-// step reads one line. A line cannot grow past the message bound: the body
-// under the tap (limitedBody) fails an event that does.
-func (e *eventTap) step() {
-	line, err := e.src.ReadBytes('\n')
-	if len(line) > 0 {
-		e.line(line)
-	}
-	switch {
-	case err == io.EOF:
-		// mcp-go handles an event the stream ends in the middle of.
-		e.end(false)
-		e.err = err
-	case err != nil:
-		e.err = err
-	}
-}
-
-func (e *eventTap) line(line []byte) {
-	line = validText(line) // by line: a line ends at a byte no UTF-8 sequence holds
-	e.event = append(e.event, line...)
-	text := bytes.TrimRight(line, "\r\n")
-	if len(text) == 0 {
-		e.end(true)
-		return
-	}
-	if v, ok := bytes.CutPrefix(text, []byte("event:")); ok {
-		e.kind = string(bytes.TrimSpace(v))
-	} else if v, ok := bytes.CutPrefix(text, []byte("data:")); ok {
-		v = bytes.TrimPrefix(v, []byte(" "))
-		if len(e.data) > 0 {
-			e.data = append(e.data, '\n')
-		}
-		e.data = append(e.data, v...)
-	} else if bytes.HasPrefix(text, []byte("id:")) || bytes.HasPrefix(text, []byte("retry:")) {
-		e.keep = append(e.keep, line...)
-	}
-}
-
-// end finishes the current event: a notification or request, or a
-// response the sink takes, is handed to the sink and leaves only its id and
-// retry lines behind; a batch is split (endBatch); anything else goes on to
-// mcp-go as it came.
-func (e *eventTap) end(blank bool) {
-	defer func() {
-		// data gets a new buffer: a message decoded from it keeps slices of it.
-		e.event, e.keep, e.kind, e.data = e.event[:0], e.keep[:0], "", nil
-	}()
-	if e.kind == "endpoint" && len(e.data) > 0 {
-		if s, ok := e.sink.(endpointSink); ok && !s.streamEndpoint(string(e.data)) {
-			return // refused: mcp-go never sees it
-		}
-	}
-	data := e.messageData()
-	if isBatch(data) {
-		e.endBatch(data, blank)
-		return
-	}
-	m := eventMessage(data)
-	if m != nil && m.IsResponse() && !e.sink.streamResponse(m) {
-		m = nil
-	}
-	if m == nil {
-		e.out = append(e.out, e.event...)
-		return
-	}
-	e.hand(m)
-	e.keepCursor(blank)
-}
-
-// endBatch finishes an event that carries a JSON-RPC batch (batch.go): its
-// messages are taken one by one as if each had come in an event of its
-// own, and each one not taken goes on to mcp-go in an event of its own,
-// followed by the batch's id and retry lines, so that the id counts once all
-// of the batch was read. A batch that cannot be taken goes on as it came.
-func (e *eventTap) endBatch(data []byte, blank bool) {
 	elems, err := splitBatch(data)
 	if err != nil {
-		e.sink.streamRefused(data, err)
-		e.out = append(e.out, e.event...)
-		return
+		return err
 	}
 	for _, elem := range elems {
 		if isBatch(elem) {
-			e.sink.streamRefused(elem, errNestedBatch)
+			c.refusedBatch(elem, errNestedBatch)
 			continue
 		}
-		m := eventMessage(elem)
-		if m == nil || (m.IsResponse() && !e.sink.streamResponse(m)) {
-			e.out = append(e.out, "data: "...)
-			e.out = append(append(e.out, elem...), "\n\n"...)
-			continue
-		}
-		e.hand(m)
+		m, err := eventMessage(elem)
+		take(elem, m, err)
 	}
-	e.keepCursor(blank)
+	return nil
 }
 
-// hand gives the sink a notification or request taken out of the stream.
-func (e *eventTap) hand(m *jsonrpc.Message) {
-	switch {
-	case m.IsNotification():
-		e.sink.streamNotified(Notification{Method: m.Method, Params: m.Params, flight: flightOf(e.ctx)})
-	case m.IsRequest():
-		e.sink.streamRequested(e.ctx, m)
-	}
-}
-
-// keepCursor leaves the id and retry lines of an event taken out of the
-// stream, so that mcp-go's resumption cursor still moves past it.
-func (e *eventTap) keepCursor(blank bool) {
-	if len(e.keep) > 0 {
-		e.out = append(e.out, e.keep...)
-		if blank {
-			e.out = append(e.out, '\n')
-		}
-	}
-}
-
-// messageData is the current event's data on one line if it is a message
-// event, else nil. A message over several data lines is made one line
-// again, so that it can go on down a newline-framed stream; data that is
-// not JSON then is nil.
-func (e *eventTap) messageData() []byte {
-	if len(e.data) == 0 || (e.kind != "" && e.kind != "message") {
-		return nil
-	}
-	data := e.data
-	if bytes.ContainsAny(data, "\r\n") {
-		var b bytes.Buffer
-		if json.Compact(&b, data) != nil {
-			return nil
-		}
-		data = b.Bytes()
-	}
-	return data
-}
-
-// eventMessage is data, an event's (messageData), as a JSON-RPC message, or
-// nil. The message keeps slices of data.
-func eventMessage(data []byte) *jsonrpc.Message {
-	if len(data) == 0 {
-		return nil
-	}
+// eventMessage is data as a JSON-RPC message, or nil and why it is not
+// one. The message keeps slices of data.
+func eventMessage(data []byte) (*jsonrpc.Message, error) {
 	m, err := jsonrpc.DecodeOwned(data)
 	if err != nil {
-		return looseNotification(data)
+		if loose := looseNotification(data); loose != nil {
+			return loose, nil
+		}
+		return nil, err
 	}
-	return m
+	return m, nil
 }
 
-// looseNotification reads data that is not valid JSON-RPC as mcp-go's
-// transports would: a message with a method and no id is a notification,
-// whatever its "jsonrpc" member says. Its params stay as they came; anything
-// else is nil.
+// looseNotification reads data that is not valid JSON-RPC as most clients
+// would: a message with a method and no id is a notification, whatever its
+// "jsonrpc" member says. Its params stay as they came; anything else is nil.
 func looseNotification(data []byte) *jsonrpc.Message {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
@@ -245,4 +76,303 @@ func looseNotification(data []byte) *jsonrpc.Message {
 		m.Params = nil
 	}
 	return &jsonrpc.Message{Method: m.Method, Params: m.Params}
+}
+
+// received takes a notification or request of the upstream; ctx names the
+// Do on whose response stream it came (flightOf), or none. It does not
+// block: a notification is handed on here (onNotify must not block), a
+// request is answered on a goroutine of its own.
+func (c *remoteConn) received(ctx context.Context, m *jsonrpc.Message) {
+	switch {
+	case m.IsNotification():
+		if c.onNotify != nil {
+			c.onNotify(Notification{Method: m.Method, Params: m.Params, flight: flightOf(ctx)})
+		}
+	case m.IsRequest():
+		c.serve(flightOf(ctx), m)
+	}
+}
+
+// serve answers a request of the upstream, in a POST of its own. A request
+// beyond maxServerRequests is dropped rather than answered: answering a
+// flood would be one more HTTP exchange per request.
+func (c *remoteConn) serve(flight uint64, req *jsonrpc.Message) {
+	if !c.requests.take() {
+		c.dropped.warn(c.log, "upstream sent more concurrent requests than the aggregator handles; dropped", "server", c.server,
+			"method", req.Method, "id", string(req.ID))
+		return
+	}
+	go func() {
+		defer c.requests.release()
+		resp, ok := answerLocally(req, c.onRequest)
+		if !ok {
+			resp = c.onRequest(c.life, req, flight)
+		}
+		if resp == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.life, noticeTimeout)
+		defer cancel()
+		if err := c.post(ctx, resp); err != nil && c.life.Err() == nil {
+			c.log.Warn("could not answer the upstream's request", "server", c.server, "method", req.Method, "err", err)
+		}
+	}()
+}
+
+// refusedBatch is told of a batch in an event stream that cannot be taken.
+// Only its size is logged: what a server sends may hold secrets.
+func (c *remoteConn) refusedBatch(data []byte, why error) {
+	c.dropped.warn(c.log, "upstream sent a JSON-RPC batch that cannot be taken; ignored", "server", c.server,
+		"bytes", len(data), "err", why)
+}
+
+// streamFailureLogEvery is how often a GET stream that keeps failing is
+// logged, after its first failure.
+const streamFailureLogEvery = time.Minute
+
+// streamStatus is a GET stream refused with an HTTP status.
+type streamStatus struct {
+	code int
+	body []byte
+}
+
+func (e *streamStatus) Error() string { return "HTTP status " + strconv.Itoa(e.code) }
+
+// listen keeps the GET stream of a streamable-HTTP upstream open for as
+// long as the connection lives: what the upstream sends outside any
+// request (tools/list_changed above all) comes on it. When the stream ends
+// or fails it is opened again after the time the upstream asked for (retry)
+// or a second, from the last event it dispatched (Last-Event-ID), so that
+// the upstream can replay what was sent in between. A server that offers
+// no stream (405) is left alone; one that answers a stream on the session
+// as sessionLost has it, having once opened one on it, forgot the session
+// (it restarted), and the connection fails so that the pool connects
+// again.
+func (c *remoteConn) listen() {
+	var cursor sseCursor
+	opened := false // the stream was opened on the session once
+	for c.life.Err() == nil {
+		ok, err := c.openStream(&cursor)
+		opened = opened || ok
+		if c.life.Err() != nil {
+			return
+		}
+		var status *streamStatus
+		var tooLong *jsonrpc.TooLongError
+		switch {
+		case errors.As(err, &status) && status.code == http.StatusMethodNotAllowed:
+			c.log.Info("server offers no GET stream (HTTP 405); it sends only what answers a request", "server", c.server)
+			return
+		case errors.As(err, &status) && (status.code == http.StatusNotFound || c.sessionID() != "" && sessionLost(status.code, status.body)):
+			if opened && c.sessionID() != "" {
+				c.fail(fmt.Errorf("server %q: it no longer knows the session (HTTP %d to the GET stream); connecting again", c.server, status.code))
+				return
+			}
+			// Refused on a session that never had a stream, or with no
+			// session at all: the server offers none, saying so the wrong
+			// way (405 is right).
+			c.log.Info("server offers no GET stream; it sends only what answers a request", "server", c.server, "status", status.code)
+			return
+		case errors.As(err, &tooLong):
+			c.streamOversized.warn(c.log, "upstream sent a message over the size limit on its stream; the stream is dropped", "server", c.server, "limit", tooLong.Limit)
+		case err != nil:
+			c.streamFailed.warn(c.log, "GET stream failed; opening it again", "server", c.server, "err", err, "retry", cursor.delay())
+		}
+		if sleep(c.life, cursor.delay()) != nil {
+			return
+		}
+	}
+}
+
+// openStream opens the GET stream, from the event cursor names if any, and
+// reads it until it ends (nil) or fails. It reports whether the upstream
+// opened it.
+func (c *remoteConn) openStream(cursor *sseCursor) (opened bool, err error) {
+	req, err := http.NewRequestWithContext(c.life, http.MethodGet, c.url, nil)
+	if err != nil {
+		return false, err
+	}
+	c.setHeaders(req.Header, "text/event-stream")
+	if cursor.lastID != "" {
+		req.Header.Set("Last-Event-ID", cursor.lastID)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+		return false, &streamStatus{code: resp.StatusCode, body: body}
+	}
+	if t := resp.Header.Get("Content-Type"); mediaType(t) != "text/event-stream" {
+		return false, fmt.Errorf("it answered the GET stream with content type %q; expected text/event-stream", t)
+	}
+	r := newSSEReader(resp.Body, c.maxMessage, cursor)
+	for {
+		ev, err := r.next()
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return true, err
+		}
+		c.streamed(c.life, ev)
+	}
+}
+
+// streamed takes an event of a stream no request owns: its notifications
+// and requests are received; responses, which no one awaits there, are
+// let be.
+func (c *remoteConn) streamed(ctx context.Context, ev sseEvent) {
+	data := messageData(ev)
+	if data == nil {
+		return
+	}
+	if err := c.unpack(data, func(_ []byte, m *jsonrpc.Message, _ error) {
+		switch {
+		case m == nil:
+		case m.IsResponse():
+			c.answered(m)
+		default:
+			c.received(ctx, m)
+		}
+	}); err != nil {
+		c.refusedBatch(data, err)
+	}
+}
+
+// The legacy HTTP+SSE transport (protocol 2024-11-05): the client opens
+// one event stream with a GET; its first event, "endpoint", names the URL
+// the client POSTs its messages to, and everything the server sends
+// (responses included) comes down that stream.
+
+// openSSE opens a legacy SSE upstream's stream and waits, within ctx, for
+// the endpoint it names; the stream is then read until the connection ends
+// (readSSE). Once the stream is gone, the connection fails: every response
+// would have come on it.
+func (c *remoteConn) openSSE(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(c.life, http.MethodGet, c.url, nil)
+	if err != nil {
+		return err
+	}
+	c.setHeaders(req.Header, "text/event-stream")
+	stop := context.AfterFunc(ctx, c.end) // ctx bounds only the wait for the endpoint
+	resp, err := c.client.Do(req)
+	if err != nil {
+		stop()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("connect %s: %w", sameorigin.Origin(c.target), err)
+	}
+	if resp.StatusCode != http.StatusOK || mediaType(resp.Header.Get("Content-Type")) != "text/event-stream" {
+		stop()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+		_ = resp.Body.Close()
+		return fmt.Errorf("server %q: its SSE stream answered HTTP status %d, content type %q%s; check that url is the server's SSE endpoint",
+			c.server, resp.StatusCode, resp.Header.Get("Content-Type"), bodyExcerpt(body, c.scrub))
+	}
+	r := newSSEReader(resp.Body, c.maxMessage, nil)
+	named := make(chan error, 1)
+	go c.readSSE(resp.Body, r, named)
+	select {
+	case err = <-named:
+	case <-c.closed:
+		err = c.failure
+	}
+	if !stop() && ctx.Err() != nil {
+		return fmt.Errorf("server %q: its SSE stream named no endpoint before connect_timeout; check that url is the server's SSE endpoint: %w", c.server, ctx.Err())
+	}
+	return err
+}
+
+// readSSE reads a legacy SSE upstream's stream until it ends, which fails
+// the connection. The first endpoint event (or why it is refused) goes to
+// named.
+func (c *remoteConn) readSSE(body io.ReadCloser, r *sseReader, named chan<- error) {
+	defer body.Close()
+	first := true
+	for {
+		ev, err := r.next()
+		if err != nil {
+			c.fail(fmt.Errorf("server %q: its SSE stream ended: %w", c.server, err))
+			return
+		}
+		if ev.kind != "endpoint" {
+			c.streamed(c.life, ev)
+			continue
+		}
+		u, err := c.vetEndpoint(string(ev.data))
+		if err != nil {
+			err = fmt.Errorf("server %q: %w", c.server, err)
+			c.fail(err)
+			if first {
+				named <- err
+			}
+			return
+		}
+		c.endpoint.Store(u)
+		if first {
+			first = false
+			named <- nil
+		}
+	}
+}
+
+// vetEndpoint returns data as the endpoint of a legacy SSE upstream, or
+// what is wrong with it. One on another origin than url is refused: the
+// requests sent to it would carry the server's credentials (its configured
+// headers, its OAuth token) to whoever that origin is. Its errors name only
+// origins: a URL's path and query may carry secrets.
+func (c *remoteConn) vetEndpoint(data string) (*url.URL, error) {
+	u, err := c.target.Parse(data)
+	if err != nil {
+		return nil, errors.New("its SSE stream named an endpoint that is not a URL; check that url is the server's SSE endpoint")
+	}
+	own := sameorigin.Origin(c.target)
+	if theirs := sameorigin.Origin(u); theirs != own {
+		if theirs == "" {
+			theirs = "no origin"
+		}
+		return nil, fmt.Errorf("its SSE endpoint is on another origin (%s) than its url (%s), and is refused so that the server's "+
+			"credentials stay with their origin; point url at an SSE server whose endpoint is on the same origin, "+
+			"or use the server's streamable HTTP endpoint (transport: streamable_http)", theirs, own)
+	}
+	return u, nil
+}
+
+// awaitStreamed registers the request id of a legacy SSE upstream, whose
+// response comes on its stream (answered), and returns where it will be
+// put and how to forget the request.
+func (c *remoteConn) awaitStreamed(id int64) (<-chan *jsonrpc.Message, func()) {
+	answer := make(chan *jsonrpc.Message, 1)
+	c.pendingMu.Lock()
+	if c.pending == nil {
+		c.pending = map[int64]chan *jsonrpc.Message{}
+	}
+	c.pending[id] = answer
+	c.pendingMu.Unlock()
+	return answer, func() {
+		c.pendingMu.Lock()
+		delete(c.pending, id)
+		c.pendingMu.Unlock()
+	}
+}
+
+// answered hands a response that came on a stream no request owns to the
+// exchange of a legacy SSE upstream awaiting it (awaitStreamed), if any;
+// any other is let be.
+func (c *remoteConn) answered(m *jsonrpc.Message) {
+	key, ok := sentID(m.ID)
+	if !ok || !c.sse {
+		return
+	}
+	c.pendingMu.Lock()
+	answer := c.pending[key]
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	if answer != nil {
+		answer <- m // its one answer, into a buffer of one
+	}
 }

@@ -19,41 +19,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
-func TestLimitedBody(t *testing.T) {
-	event := func(n int) string { return "event: message\ndata: " + strings.Repeat("d", n) + "\n\n" }
-	tests := []struct {
-		name     string
-		perEvent bool
-		body     string
-		over     bool
-	}{
-		{"a body within the limit", false, strings.Repeat("b", 100), false},
-		{"a body over the limit", false, strings.Repeat("b", 101), true},
-		{"many events, each within the limit", true, strings.Repeat(event(60), 50), false},
-		{"blank lines with CRLF end events too", true, strings.Repeat(strings.ReplaceAll(event(60), "\n", "\r\n"), 50), false},
-		{"one event over the limit", true, event(60) + event(120) + event(10), true},
-		{"many data lines of one event add up", true, strings.Repeat("data: "+strings.Repeat("d", 30)+"\n", 5) + "\n", true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			// A reader that hands out a few bytes at a time, so events span reads.
-			src := io.NopCloser(&chunked{data: []byte(tc.body), n: 7})
-			b := &limitedBody{body: src, max: 100, perEvent: tc.perEvent, report: &sizeReport{}, server: "s"}
-			got, err := io.ReadAll(b)
-			if !tc.over {
-				require.NoError(t, err)
-				assert.Equal(t, tc.body, string(got))
-				assert.Nil(t, b.report.tooLong())
-				return
-			}
-			var tooLong *jsonrpc.TooLongError
-			require.ErrorAs(t, err, &tooLong)
-			assert.Equal(t, 100, tooLong.Limit)
-			assert.Same(t, tooLong, b.report.tooLong(), "the call whose body it was learns of it")
-		})
-	}
-}
-
 type chunked struct {
 	data []byte
 	n    int

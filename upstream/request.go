@@ -48,6 +48,10 @@ type Request struct {
 	// elicitation/create, roots/list): see Instance.SetServerRequestHandler
 	// for how a request of the upstream is attributed.
 	OnServerRequest ServerRequestHandler
+	// Principal is who the request is made for (the client's identity);
+	// requests of different principals never answer each other's upstream
+	// requests. "" is a principal of its own, shared with no request.
+	Principal string
 	// Meta are members set in params._meta (the trace context of the
 	// aggregator's own span), spliced in as the progress token is; params
 	// that are not a JSON object go out without them.
@@ -67,9 +71,14 @@ const CodeUnattributed = jsonrpc.CodeInternalError
 
 // flight is a Request in flight that answers its upstream's requests.
 type flight struct {
-	ctx     context.Context
-	handler ServerRequestHandler
-	logs    Caller // from ctx (WithCaller), or nil
+	id        uint64 // in the order the flights began
+	ctx       context.Context
+	handler   ServerRequestHandler
+	logs      Caller // from ctx (WithCaller), or nil
+	principal string // Request.Principal
+	// asking counts the upstream's requests attributed to this flight and
+	// not yet answered; guarded by flights.mu.
+	asking int
 }
 
 // flights are the in-flight Requests of an instance that have an
@@ -101,7 +110,7 @@ func flightOf(ctx context.Context) uint64 {
 
 // begin gives a Do its flight id and, when it answers the upstream's
 // requests, records it; end forgets it.
-func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (context.Context, uint64) {
+func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal string) (context.Context, uint64) {
 	id := f.next.Add(1)
 	ctx = context.WithValue(ctx, flightKey{}, id)
 	logs := CallerOf(ctx)
@@ -112,7 +121,7 @@ func (f *flights) begin(ctx context.Context, handler ServerRequestHandler) (cont
 	if f.byID == nil {
 		f.byID = map[uint64]*flight{}
 	}
-	f.byID[id] = &flight{ctx: ctx, handler: handler, logs: logs}
+	f.byID[id] = &flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -129,39 +138,80 @@ func (f *flights) end(id uint64) {
 //
 //  1. the Request whose stream it arrived on, when it has a handler;
 //  2. otherwise, unless it arrived on the stream of a Request without
-//     one, the only in-flight Request with a handler, if exactly one;
+//     one, a Request in flight with a handler, when all of those are of
+//     one principal (see unlinked);
 //  3. otherwise the instance's handler (SetServerRequestHandler);
 //  4. otherwise no one (nil).
 //
-// The returned context is the chosen Request's, for 1 and 2, or nil.
-func (f *flights) attribute(id uint64) (ServerRequestHandler, context.Context) {
+// The chosen Request, for 1 and 2, counts the request as asking until
+// done is called; done is never nil.
+func (f *flights) attribute(id uint64) (handler ServerRequestHandler, flightCtx context.Context, done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl := f.byID[id]; id != 0 && fl != nil && fl.handler != nil {
-		return fl.handler, fl.ctx
+	fl := f.byID[id]
+	switch {
+	case id != 0 && fl != nil && fl.handler != nil:
+	case id == 0:
+		fl = f.unlinked()
+	default:
+		fl = nil
 	}
-	if id == 0 {
-		if only, n := f.askers(); n == 1 {
-			return only.handler, only.ctx
-		}
+	if fl == nil {
+		return f.fallback, nil, func() {}
 	}
-	return f.fallback, nil
+	fl.asking++
+	return fl.handler, fl.ctx, func() {
+		f.mu.Lock()
+		fl.asking--
+		f.mu.Unlock()
+	}
 }
 
-// askers counts the flights that answer the upstream's requests, and
-// returns one of them. Called with f.mu held.
-func (f *flights) askers() (*flight, int) {
-	var (
-		one *flight
-		n   int
-	)
+// unlinked picks the Request a request of the upstream that names none
+// belongs to (over stdio, and on an HTTP server's GET stream, nothing
+// says): the only Request in flight with a handler; or, when several are
+// and all are of one principal, the oldest of them not already waiting for
+// an answer to a request of the upstream (the oldest of all when every
+// one is waiting). Whichever of that principal's calls asks, the answer
+// comes from that principal and goes back to the upstream's request it
+// answers. With several principals it is nil: any choice could hand one
+// client's question, or answer, to another. Called with f.mu held.
+func (f *flights) unlinked() *flight {
+	var oldest, idle *flight
 	for _, fl := range f.byID {
-		if fl.handler != nil {
-			one = fl
-			n++
+		if fl.handler == nil {
+			continue
+		}
+		if oldest != nil && (fl.principal != oldest.principal || fl.principal == "") {
+			return nil
+		}
+		if oldest == nil || fl.id < oldest.id {
+			oldest = fl
+		}
+		if fl.asking == 0 && (idle == nil || fl.id < idle.id) {
+			idle = fl
 		}
 	}
-	return one, n
+	if idle != nil {
+		return idle
+	}
+	return oldest
+}
+
+// askers counts the flights that answer the upstream's requests, and the
+// principals they are of. Called with f.mu held.
+func (f *flights) askers() (n, principals int) {
+	seen := map[string]bool{}
+	for _, fl := range f.byID {
+		if fl.handler != nil {
+			n++
+			if !seen[fl.principal] || fl.principal == "" {
+				principals++
+			}
+			seen[fl.principal] = true
+		}
+	}
+	return n, principals
 }
 
 // Caller is the downstream request an upstream request serves, as far as
@@ -210,8 +260,10 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 // SetServerRequestHandler sets the handler for the upstream's requests that
 // no in-flight Request claims. An upstream request is answered by, in turn:
 // over HTTP, the Request on whose response stream it arrived; the only
-// Request in flight with an OnServerRequest, if exactly one (and the
-// request did not arrive on another Request's stream); this handler; and
+// Request in flight with an OnServerRequest, or the oldest of them not
+// already waiting on a request of the upstream when all are of one
+// Principal (and the request did not arrive on another Request's stream);
+// this handler; and
 // otherwise an error (CodeUnattributed) saying it cannot be attributed to
 // one downstream session. The proxy sets it on a leased instance to its
 // session's handler. nil removes it. ping is always answered by the
@@ -267,7 +319,7 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		}
 	}
 	params = i.modernParams(ctx, params)
-	ctx, flight := i.flights.begin(ctx, r.OnServerRequest)
+	ctx, flight := i.flights.begin(ctx, r.OnServerRequest, r.Principal)
 	defer i.flights.end(flight)
 	var p any // no params member at all rather than "params":null
 	if len(params) > 0 {
@@ -320,7 +372,8 @@ func (i *Instance) Notify(ctx context.Context, method string, params json.RawMes
 // maxServerRequests; ctx ends with the connection. flight is the Do on
 // whose stream it arrived, or 0.
 func (i *Instance) serverRequest(ctx context.Context, req *jsonrpc.Message, flight uint64) *jsonrpc.Message {
-	handler, flightCtx := i.flights.attribute(flight)
+	handler, flightCtx, done := i.flights.attribute(flight)
+	defer done()
 	if handler == nil {
 		return jsonrpc.Failure(req.ID, i.unattributed(req.Method))
 	}

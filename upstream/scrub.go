@@ -125,7 +125,7 @@ func ScrubError(srv *config.Server, err error) error {
 }
 
 // scrubHandler passes every log record about a server through Scrub: its
-// stderr, our warnings, and what mcp-go's transports log about it.
+// stderr, our warnings, and what its transport logs about it.
 type scrubHandler struct {
 	slog.Handler
 	srv *config.Server

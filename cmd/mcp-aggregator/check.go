@@ -70,6 +70,10 @@ func emptySources(ws *config.Workspace) []config.Problem {
 // its cwd.
 func missingCommands(ws *config.Workspace, hostPath string) []config.Problem {
 	var out []config.Problem
+	// Servers mostly share a few commands (npx, uvx, node): each is looked up
+	// once, not once per server and directory of the PATH.
+	type lookup struct{ command, cwd, path string }
+	found := map[lookup]error{}
 	for _, s := range ws.Servers {
 		if s.Transport != config.TransportStdio || s.Command == "" {
 			continue
@@ -78,7 +82,13 @@ func missingCommands(ws *config.Workspace, hostPath string) []config.Problem {
 		if p, ok := s.Env["PATH"]; ok {
 			path = p
 		}
-		if _, err := findCommand(s.Command, s.Cwd, path); err != nil {
+		key := lookup{s.Command, s.Cwd, path}
+		err, seen := found[key]
+		if !seen {
+			_, err = findCommand(s.Command, s.Cwd, path)
+			found[key] = err
+		}
+		if err != nil {
 			// The command may hold text from the environment: scrubbed as
 			// everything said about a server is.
 			out = append(out, config.Problem{Severity: config.SeverityWarning, File: s.File, Line: s.Line, Server: s.ID, Field: "command",

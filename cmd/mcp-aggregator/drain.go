@@ -17,7 +17,7 @@ import (
 )
 
 // drainPoll is how often a draining replica looks whether its sessions
-// and calls are done.
+// and calls are done (downstream.HTTP.Quiet says since when they are).
 const drainPoll = 50 * time.Millisecond
 
 // drainQuiet is how long a draining replica with open sessions waits with
@@ -83,15 +83,16 @@ func (d *drainer) wait(bySignal bool) {
 	defer deadline.Stop()
 	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
-	busy := time.Now() // when a call was last seen in flight
 	for {
-		switch sessions, inFlight := d.edge.Sessions(), d.edge.InFlight(); {
-		case inFlight > 0:
-			busy = time.Now()
+		// Quiet counts from the end of the last call, whenever it ended: a
+		// look every drainPoll alone would miss the short calls that begin
+		// and end between two looks, and take a busy replica for an idle one.
+		switch sessions, quiet := d.edge.Sessions(), d.edge.Quiet(); {
+		case quiet == 0:
 		case sessions == 0:
 			d.log.Info("drained: no session open, no call in flight")
 			return
-		case time.Since(busy) >= drainQuiet:
+		case quiet >= drainQuiet:
 			d.log.Info("drained: no call in flight; the open sessions end with the process", "sessions", sessions)
 			return
 		}

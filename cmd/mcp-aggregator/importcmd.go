@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +35,11 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	}
 	var files []config.ImportFile
 	for _, name := range fs.Args() {
-		data, err := os.ReadFile(name)
+		data, err := config.ReadFile(name)
+		if errors.Is(err, config.ErrFileTooLarge) {
+			fmt.Fprintf(stderr, "error: %s: %v\n", name, err)
+			return 1
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %s: cannot read it (%v)\n", name, err)
 			return 1

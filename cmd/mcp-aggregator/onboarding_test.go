@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -180,6 +181,50 @@ func TestImportCommand(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not a config mcp-aggregator can read")
 	assert.Empty(t, out, "nothing read, nothing printed: `import x.json > mcp-aggregator.yaml` must not write an empty config")
+}
+
+// TestImportOutputEndsWithNewline: the config import prints ends with a newline, so
+// that in a terminal the notes that follow on stderr ("checking the result:") start on
+// a line of their own, even when the last value ends with a line separator (U+2028).
+func TestImportOutputEndsWithNewline(t *testing.T) {
+	dir := t.TempDir()
+	src := write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"fs": {"command": "npx", "env": {"KEY": "${IMPORT_UNSET_VAR}", "NOTE": "x\n\u2028"}}}}`)
+	out, errOut, code := runIn(t, dir, "import", src)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "checking the result:\nerror: ")
+	assert.True(t, strings.HasSuffix(out, "\n"), "%q", out)
+}
+
+// TestImportRefusesTooLargeFile: a file larger than a config may be is refused before
+// it is read, with a message saying so, and nothing is printed.
+func TestImportRefusesTooLargeFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "dump.json")
+	require.NoError(t, os.WriteFile(src, []byte(`{"mcpServers": {}}`), 0o644))
+	require.NoError(t, os.Truncate(src, config.MaxFileSize+1)) // sparse
+	out, errOut, code := runIn(t, dir, "import", src)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "dump.json: file too large: it has 16777217 bytes, more than the 16 MiB a config file may be")
+
+	out, _, code = runIn(t, dir, "check", "--config", src)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "more than the 16 MiB a config file may be")
+}
+
+// TestCheckOwnKeysWithoutVersion: a JSON config that uses mcp-aggregator's own keys
+// (a whitelist, a transform) but lacks its version is not taken for a TENEX mcp.json,
+// whose reading drops the whitelist and exports every tool it hides: check names the
+// file, asks for the version and exits 1.
+func TestCheckOwnKeysWithoutVersion(t *testing.T) {
+	dir := t.TempDir()
+	cfg := write(t, filepath.Join(dir, "mcp.json"), `{"servers": {"a": {"command": "sh", "transform": [{"prefix": "a_"}], "truely-stateless": true, "tools": {"whitelist": ["read_*"]}}}}`)
+	out, errOut, code := runIn(t, dir, "check", "--config", cfg)
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errOut)
+	assert.Contains(t, out, "error: "+cfg+":1: version: required: the file uses keys of mcp-aggregator's own config")
+	assert.Contains(t, out, `add "version": 1 to its top-level object`)
+	assert.NotContains(t, out, "read as TENEX")
+	assert.NotContains(t, out, `did you mean "transport"`)
 }
 
 func TestLoggerScrubsWhatConfigsHold(t *testing.T) {

@@ -45,6 +45,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxPerClient := fs.Int("max-sessions-per-client", downstream.DefaultMaxSessionsPerClient, "with --http: refuse a new session (429) of a client (its http.auth name, else its address off loopback) while it holds this many; 0: no cap beyond --max-sessions")
 	maxTasks := fs.Int("max-tasks-per-client", proxy.DefaultMaxTasksPerClient, "with --http: refuse a task-augmented call of a client (its http.auth name, else its address off loopback) while its sessions hold this many tasks; 0: no cap beyond the aggregator's 10000")
 	maxLeases := fs.Int("max-leases-per-client", proxy.DefaultMaxLeasesPerClient, "with --http: refuse a client (its http.auth name, else its address off loopback) a new lease of a server while it holds this many of that server's instances; -1: half of the server's lease.max_instances; 0: no cap beyond lease.max_instances")
+	maxCalls := fs.Int("max-calls-per-client", proxy.DefaultMaxCallsPerClient, "with --http: a client (its http.auth name, else its address off loopback) holding this many calls in flight waits for one of them to end before its next starts, so that limits.max_concurrent always leaves room for the others; -1: half of limits.max_concurrent; 0: no share of its own")
 	maxConns := fs.Int("max-conns-per-address", downstream.DefaultMaxConnsPerClient, "with --http: answer 429 to a connection from an address that holds this many open; 0: no cap (behind a load balancer, every client shares its address)")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "with --http on a non-loopback address: serve even though the config sets no http.auth (only behind something that authenticates)")
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the PEM certificate chain in `FILE` (reloaded when it changes; needs --tls-key)")
@@ -73,21 +74,22 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	for _, f := range []struct {
-		name string
-		n    int
-		min  int
-	}{{"max-tasks-per-client", *maxTasks, 0}, {"max-leases-per-client", *maxLeases, -1}} {
+		name  string
+		n     int
+		min   int
+		extra string // what -1 means
+	}{
+		{"max-tasks-per-client", *maxTasks, 0, ""},
+		{"max-leases-per-client", *maxLeases, -1, ", or -1 for half of each server's lease.max_instances"},
+		{"max-calls-per-client", *maxCalls, -1, ", or -1 for half of limits.max_concurrent"},
+	} {
 		if f.n < f.min {
-			extra := ""
-			if f.min < 0 {
-				extra = ", or -1 for half of each server's lease.max_instances"
-			}
-			fmt.Fprintf(stderr, "serve: --%s %d: use a count, or 0 for no cap of the client's own%s\n", f.name, f.n, extra)
+			fmt.Fprintf(stderr, "serve: --%s %d: use a count, or 0 for no cap of the client's own%s\n", f.name, f.n, f.extra)
 			return 2
 		}
 	}
 	if *httpAddr == "" {
-		*maxTasks, *maxLeases = 0, 0 // stdio has one client: no share to keep
+		*maxTasks, *maxLeases, *maxCalls = 0, 0, 0 // stdio has one client: no share to keep
 	}
 	if *maxConns < 0 {
 		fmt.Fprintf(stderr, "serve: --max-conns-per-address %d: use a count of connections, or 0 for no cap\n", *maxConns)
@@ -179,7 +181,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		offerLogin = upAuth.offerLogin
 	}
 	p := proxy.New(proxy.Options{Logger: log, Version: version, Observer: recorder, Tracer: tracer,
-		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases,
+		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases, MaxCallsPerClient: *maxCalls,
 		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
 		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
 		// A server that fails at once is told at once, not when the
@@ -199,6 +201,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
 				edge.SetMaxBodyBytes(ws.HTTP.MaxBodyBytes)
+				edge.SetMaxBatchBytes(ws.HTTP.MaxBatchBytes)
 			}
 		}})
 	if *httpAddr != "" {
@@ -212,7 +215,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
 			MaxConnsPerClient: *maxConns, ClientsByAddress: !loopbackBind(*httpAddr),
-			ProbePaths: probePaths()})
+			ProbePaths: probePaths(), LeaseHere: p.HoldsLease})
 		drain = newDrainer(edge, *drainGrace, log)
 	}
 	defer func() {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -23,8 +25,10 @@ const tlsCheckEvery = time.Second
 // certReloader serves the certificate of a cert and key file pair and loads
 // them again when either changes, so that a renewed certificate (certbot,
 // cert-manager) is used without a restart. A pair that does not load (a
-// renewal caught halfway, a key that does not match) leaves the last good
-// certificate in use, and is tried again when the files change again.
+// renewal caught halfway, a key that does not match) or whose certificate
+// has expired leaves the last good certificate in use, and is tried again
+// when the files change again. At start and on every reload it warns of a
+// certificate outside its validity period and a key others may read.
 type certReloader struct {
 	certFile, keyFile string
 	log               *slog.Logger
@@ -50,12 +54,38 @@ func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader,
 	if err != nil {
 		return nil, err
 	}
-	cert, err := r.load()
+	cert, keyMode, err := r.load()
 	if err != nil {
 		return nil, err
 	}
 	r.cert, r.stamps, r.checked = cert, stamps, r.now()
+	r.warn(cert, keyMode)
 	return r, nil
+}
+
+// warn logs what is wrong with a pair that loads (tlsWarnings).
+func (r *certReloader) warn(cert *tls.Certificate, keyMode fs.FileMode) {
+	for _, w := range tlsWarnings(cert.Leaf, r.keyFile, keyMode, r.now()) {
+		r.log.Warn(w, "cert", r.certFile, "subject", cert.Leaf.Subject.String())
+	}
+}
+
+// tlsWarnings are what is wrong with a pair that loads: a certificate
+// outside its validity period, which clients refuse, and a private key
+// file that users other than its owner may read (the style of the OAuth
+// token store's check of its own files).
+func tlsWarnings(leaf *x509.Certificate, keyFile string, keyMode fs.FileMode, now time.Time) []string {
+	var out []string
+	switch {
+	case now.After(leaf.NotAfter):
+		out = append(out, fmt.Sprintf("the TLS certificate expired on %s; clients will refuse it", leaf.NotAfter.UTC().Format(time.RFC3339)))
+	case now.Before(leaf.NotBefore):
+		out = append(out, fmt.Sprintf("the TLS certificate is not valid before %s; clients will refuse it until then", leaf.NotBefore.UTC().Format(time.RFC3339)))
+	}
+	if keyMode.Perm()&0o077 != 0 && runtime.GOOS != "windows" {
+		out = append(out, fmt.Sprintf("the TLS private key %s may be read by other users (mode %v); run chmod 600 on it", keyFile, keyMode.Perm()))
+	}
+	return out
 }
 
 // config is the server's TLS config: TLS 1.2 at least, HTTP/1.1 (the MCP
@@ -85,11 +115,19 @@ func (r *certReloader) certificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 		return r.cert, nil
 	}
 	r.stamps = stamps
-	cert, err := r.load()
+	cert, keyMode, err := r.load()
 	if err != nil {
 		r.log.Warn("the changed TLS certificate does not load; serving the previous one until the files change again", "err", err)
 		return r.cert, nil
 	}
+	if now.After(cert.Leaf.NotAfter) {
+		// A renewal tool that wrote back an old pair, or a renewal that
+		// failed: every client would refuse it.
+		r.log.Error("the renewed TLS certificate expired on "+cert.Leaf.NotAfter.UTC().Format(time.RFC3339)+"; serving the previous one until the files change again",
+			"cert", r.certFile, "subject", cert.Leaf.Subject.String(), "serving_not_after", r.cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		return r.cert, nil
+	}
+	r.warn(cert, keyMode)
 	r.cert = cert
 	r.log.Info("TLS certificate reloaded", "cert", r.certFile, "subject", cert.Leaf.Subject.String(), "not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	return r.cert, nil
@@ -107,43 +145,47 @@ func (r *certReloader) stat() ([2]fileStamp, error) {
 	return out, nil
 }
 
-// load reads and checks the pair.
-func (r *certReloader) load() (*tls.Certificate, error) {
-	certPEM, err := readBounded(r.certFile, "--tls-cert")
+// load reads and checks the pair, and returns the key file's mode too.
+func (r *certReloader) load() (*tls.Certificate, fs.FileMode, error) {
+	certPEM, _, err := readBounded(r.certFile, "--tls-cert")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	keyPEM, err := readBounded(r.keyFile, "--tls-key")
+	keyPEM, keyMode, err := readBounded(r.keyFile, "--tls-key")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert %s and --tls-key %s: %w (the cert file holds the PEM certificate chain, leaf first; the key file its PEM private key)", r.certFile, r.keyFile, err)
+		return nil, 0, fmt.Errorf("--tls-cert %s and --tls-key %s: %w (the cert file holds the PEM certificate chain, leaf first; the key file its PEM private key)", r.certFile, r.keyFile, err)
 	}
 	if cert.Leaf == nil {
 		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("--tls-cert %s: %w", r.certFile, err)
+			return nil, 0, fmt.Errorf("--tls-cert %s: %w", r.certFile, err)
 		}
 	}
-	return &cert, nil
+	return &cert, keyMode, nil
 }
 
-// readBounded reads a file of at most maxPEMBytes.
-func readBounded(name, flagName string) ([]byte, error) {
+// readBounded reads a file of at most maxPEMBytes, and returns its mode.
+func readBounded(name, flagName string) ([]byte, fs.FileMode, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flagName, err)
+		return nil, 0, fmt.Errorf("%s: %w", flagName, err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", flagName, name, err)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flagName, name, err)
+		return nil, 0, fmt.Errorf("%s %s: %w", flagName, name, err)
 	}
 	if len(b) > maxPEMBytes {
-		return nil, fmt.Errorf("%s %s: larger than %d bytes; it should hold a PEM certificate chain or key", flagName, name, maxPEMBytes)
+		return nil, 0, fmt.Errorf("%s %s: larger than %d bytes; it should hold a PEM certificate chain or key", flagName, name, maxPEMBytes)
 	}
-	return b, nil
+	return b, st.Mode(), nil
 }
 
 // tlsFlags checks that --tls-cert and --tls-key come together and only

@@ -19,18 +19,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// selfSigned writes a self-signed certificate with serial and its key.
+// selfSigned writes a self-signed certificate with serial, valid from an
+// hour ago to an hour ahead, and its key, mode 0600.
 func selfSigned(t *testing.T, certFile, keyFile string, serial int64) {
+	t.Helper()
+	writePair(t, certFile, keyFile, serial, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 0o600)
+}
+
+// writePair writes a self-signed certificate with serial, valid from
+// notBefore to notAfter, and its key with keyMode.
+func writePair(t *testing.T, certFile, keyFile string, serial int64, notBefore, notAfter time.Time, keyMode os.FileMode) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+		NotBefore: notBefore, NotAfter: notAfter}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	require.NoError(t, os.Chmod(keyFile, keyMode))
 	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 }
 

@@ -51,6 +51,7 @@ var misbehaveModes = map[string]string{
 	"bad-utf8":           "tools/list also lists latin1, whose description is Latin-1, not UTF-8, and ends in half a surrogate pair; ping_tool answers with such text too",
 	"escapes":            "tools/list also lists clear, whose description holds terminal escape sequences and control characters, and a tool without an inputSchema named with one",
 	"deep-result":        "ping_tool with {\"depth\": N} answers with structuredContent nested N arrays deep; without it, \"pong\"",
+	"deaf-after-call":    "answers the first tools/call, then never reads stdin again: what is written to it fills the pipe and then waits",
 }
 
 func misbehaveModeNames() string {
@@ -63,6 +64,7 @@ func misbehaveModeNames() string {
 }
 
 type misbehaveServer struct {
+	ctx       context.Context
 	mode      string
 	conn      *lineConn
 	errOut    io.Writer
@@ -81,7 +83,7 @@ func runMisbehave(ctx context.Context, args []string, in io.Reader, out io.Write
 	if _, ok := misbehaveModes[mode]; !ok {
 		return fmt.Errorf("demo: unknown misbehave mode %q (one of %s)", mode, misbehaveModeNames())
 	}
-	s := &misbehaveServer{mode: mode, conn: &lineConn{out: out}, errOut: errOut}
+	s := &misbehaveServer{ctx: ctx, mode: mode, conn: &lineConn{out: out}, errOut: errOut}
 	switch mode {
 	case "crash-after", "ping-flood":
 		if len(args) != 2 {
@@ -351,6 +353,13 @@ func (s *misbehaveServer) handle(line []byte) error {
 			if d := p.Arguments.Depth; d > 0 {
 				return s.conn.respond(m.ID, deepResult(d))
 			}
+		case "deaf-after-call":
+			if err := s.conn.respondValue(m.ID, textResult("pong")); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.errOut, "deaf-after-call: no longer reading stdin")
+			<-s.ctx.Done() // the loop that reads stdin waits here
+			return s.ctx.Err()
 		}
 		return s.conn.respondValue(m.ID, textResult("pong"))
 	default:

@@ -43,6 +43,8 @@ import (
 //   - meta: answers {"meta": ...}, the request's params._meta as received
 //     (null when it had none): what the client's _meta became on the way.
 //
+// notifications/roots/list_changed makes it ask the client roots/list.
+//
 // resources/read sends two progress notifications first when the request
 // has a progress token; resources/subscribe sends
 // notifications/resources/updated for the URI after its answer.
@@ -58,7 +60,10 @@ type surfaceServer struct {
 	asked   int
 	answers map[string]chan *jsonrpc.Message // the client's answers to ask, by id key
 	waiting map[string]context.CancelFunc    // wait calls, by id key
-	wg      sync.WaitGroup
+	// rootsAsking: a roots/list is out; rootsAgain: the roots changed
+	// again since it went.
+	rootsAsking, rootsAgain bool
+	wg                      sync.WaitGroup
 }
 
 // surfacePageSize is how many items one page of the surface server's lists holds.
@@ -117,6 +122,9 @@ func (s *surfaceServer) handle(ctx context.Context, line []byte) error {
 				fmt.Fprintf(s.errOut, "wait: cancelled, reason %q\n", p.Reason)
 			}
 			s.mu.Unlock()
+		}
+		if m.Method == "notifications/roots/list_changed" {
+			s.rootsChanged(ctx)
 		}
 		return nil
 	}
@@ -331,6 +339,45 @@ func (s *surfaceServer) call(ctx context.Context, m message) error {
 	default:
 		return s.conn.failCode(m.ID, codeInvalidParams, "unknown tool: "+p.Name)
 	}
+}
+
+// rootsChanged asks the client for its roots, as a server that uses them
+// does when told they changed: one roots/list at a time, and once more
+// after it when they changed again meanwhile.
+func (s *surfaceServer) rootsChanged(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rootsAsking {
+		s.rootsAgain = true
+		return
+	}
+	s.rootsAsking = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			s.mu.Lock()
+			s.asked++
+			id := json.RawMessage(strconv.Quote("roots-" + strconv.Itoa(s.asked)))
+			answer := make(chan *jsonrpc.Message, 1)
+			s.answers[jsonrpc.IDKey(id)] = answer
+			s.mu.Unlock()
+			if s.conn.send(&jsonrpc.Message{ID: id, Method: "roots/list"}) == nil {
+				select {
+				case <-answer:
+				case <-ctx.Done():
+				}
+			}
+			s.mu.Lock()
+			if !s.rootsAgain || ctx.Err() != nil {
+				s.rootsAsking = false
+				s.mu.Unlock()
+				return
+			}
+			s.rootsAgain = false
+			s.mu.Unlock()
+		}
+	}()
 }
 
 // ask sends the client a request and answers the tool call id with the

@@ -1,0 +1,41 @@
+package downstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// A stdio batch's array holds at most DefaultMaxBatchBytes of answers:
+// each answer past it is an error saying so.
+func TestBatchStdioHoldsAtMostMaxBatchBytes(t *testing.T) {
+	const size, n = 1 << 20, 20 // 20 MiB of answers in all
+	h := batchFake(bigResult(size))
+	p := startStdio(t, h, StdioOptions{})
+	p.out.Buffer(nil, 2*DefaultMaxBatchBytes)
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}}`)
+	assert.JSONEq(t, `0`, string(p.nextMsg(t).ID))
+
+	p.send(t, batchOf(n))
+	require.True(t, p.out.Scan(), "no answer: %v", p.out.Err())
+	var answers []*jsonrpc.Message
+	require.NoError(t, json.Unmarshal(p.out.Bytes(), &answers))
+	ids, results := map[string]bool{}, 0
+	for _, a := range answers {
+		ids[string(a.ID)] = true
+		if a.Error == nil {
+			results++
+			continue
+		}
+		assert.Contains(t, a.Error.Message, "past 16777216 bytes")
+		assert.Contains(t, a.Error.Message, "send the request on its own")
+	}
+	assert.Len(t, ids, n, "every request is answered")
+	assert.Positive(t, results, "the answers that fit are given")
+	assert.LessOrEqual(t, results*size, DefaultMaxBatchBytes, "no more than the bound of answers")
+	assert.Less(t, results, n, "the answers past the bound are errors")
+}

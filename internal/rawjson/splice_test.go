@@ -1,0 +1,115 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAppendToArray(t *testing.T) {
+	item := []byte(`{"type":"text","text":"note"}`)
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"appended, the rest untouched",
+			`{"z":1, "content" : [ {"type":"text","text":"a"} ] ,"a":{"b":2,"a":1},"n":12345678901234567890}`,
+			`{"z":1, "content" : [ {"type":"text","text":"a"} ,{"type":"text","text":"note"}] ,"a":{"b":2,"a":1},"n":12345678901234567890}`},
+		{"empty array", `{"content":[ ]}`, `{"content":[ {"type":"text","text":"note"}]}`},
+		{"no such member", `{"isError":true}`, `{"isError":true,"content":[{"type":"text","text":"note"}]}`},
+		{"empty object", ` { } `, ` { "content":[{"type":"text","text":"note"}]} `},
+		{"not an array", `{"content":null,"x":1}`, `{"content":[{"type":"text","text":"note"}],"x":1}`},
+		{"the last of twice", `{"content":[1],"content":[]}`, `{"content":[1],"content":[{"type":"text","text":"note"}]}`},
+		{"escaped name", `{"con\u0074ent":[1]}`, `{"con\u0074ent":[1,{"type":"text","text":"note"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := AppendToArray([]byte(tc.in), "content", item)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(out))
+		})
+	}
+	for _, bad := range []string{``, `[]`, `{"content":[}`, `{"a":1} x`, `"s"`} {
+		out, err := AppendToArray([]byte(bad), "content", item)
+		assert.Error(t, err, "%q", bad)
+		assert.Equal(t, bad, string(out), "returned as it is")
+	}
+	out, err := AppendToArray([]byte(`{"content":[0]}`), "content", []byte(`1`), []byte(`2`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"content":[0,1,2]}`, string(out), "items in order")
+}
+
+// FuzzAppendToArray: whatever the input, the output of a valid object is
+// valid JSON whose members are the input's, byte for byte, but the array,
+// which holds what it held and the item after; and it differs from the
+// input in one place only. Anything else is returned as it is, with an
+// error. Seeds are in testdata/fuzz/FuzzAppendToArray.
+func FuzzAppendToArray(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"isError":false}`))
+	item := []byte(`{"type":"text","text":"reminder"}`)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := AppendToArray(in, "content", item)
+		if err != nil {
+			if !bytes.Equal(in, out) {
+				t.Fatalf("an error, but the input changed: %q -> %q", in, out)
+			}
+			var v map[string]json.RawMessage
+			if json.Unmarshal(in, &v) == nil {
+				t.Fatalf("%q is an object encoding/json reads, but: %v", in, err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("not valid JSON: %q -> %q", in, out)
+		}
+		var before, after map[string]json.RawMessage
+		if err := json.Unmarshal(in, &before); err != nil {
+			t.Fatalf("%q is taken, but encoding/json does not read it: %v", in, err)
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+		if len(after) != len(before)+boolInt(before["content"] == nil) {
+			t.Fatalf("members: %q -> %q", in, out)
+		}
+		for k, v := range before {
+			if k != "content" && !bytes.Equal(v, after[k]) {
+				t.Fatalf("member %q changed: %q -> %q", k, in, out)
+			}
+		}
+		var was, now []json.RawMessage
+		_ = json.Unmarshal(before["content"], &was) // nil unless an array
+		if err := json.Unmarshal(after["content"], &now); err != nil {
+			t.Fatalf("content is no array: %q", out)
+		}
+		if len(now) != len(was)+1 || !bytes.Equal(now[len(now)-1], item) {
+			t.Fatalf("content: %q -> %q", in, out)
+		}
+		for i := range was {
+			if !bytes.Equal(was[i], now[i]) {
+				t.Fatalf("content item %d changed: %q -> %q", i, in, out)
+			}
+		}
+		// One place differs: what is left of the input between the
+		// common prefix and suffix is nothing, or the value replaced.
+		p := 0
+		for p < len(in) && p < len(out) && in[p] == out[p] {
+			p++
+		}
+		s := 0
+		for s < len(in)-p && s < len(out)-p && in[len(in)-1-s] == out[len(out)-1-s] {
+			s++
+		}
+		if middle := in[p : len(in)-s]; len(middle) > 0 && !bytes.Contains(before["content"], middle) {
+			t.Fatalf("bytes beyond the array changed: %q -> %q", in, out)
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,28 @@
+package proxy
+
+import (
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+)
+
+// attached reports whether the client of the downstream session that key
+// leases for is there now (session.Config.Connected): a session with a
+// request in flight or a stream open, or one whose transport cannot tell
+// (stdio, there until its end). A sessionless key has no connection
+// beyond its requests, and a session that ended none at all.
+func (p *Proxy) attached(key session.Key) bool {
+	id, ok := sessionIDOf(key)
+	if !ok {
+		return false
+	}
+	p.clients.mu.Lock()
+	s := p.clients.sessions[id]
+	p.clients.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	if a, ok := s.(downstream.Attached); ok {
+		return a.Attached()
+	}
+	return true
+}

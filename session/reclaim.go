@@ -1,0 +1,140 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DefaultReclaimIdle is how long a lease must have gone unused before a
+// session over lease.max_instances may take its place: a session that
+// called this recently is at work, and is never reclaimed.
+const DefaultReclaimIdle = 10 * time.Second
+
+// reclaimCandidate is a lease that could be reclaimed, as seen under mu.
+type reclaimCandidate struct {
+	key       Key
+	lease     *lease
+	lastUsed  time.Time
+	connected bool
+}
+
+// reclaim makes room under lease.max_instances for a new lease by ending
+// the lease that has been idle longest: no call in flight and none waiting
+// for its instance, unused for at least Config.ReclaimIdle. A session that
+// has no open connection or stream (Config.Connected) counts as more idle
+// than one that has, whatever its last call. The reclaimed instance hands
+// its slot on at once, as a recycled one does, and drains; its session is
+// told on its next call of the server (Grant.Reclaimed). reclaim reports
+// whether it ended a lease.
+func (p *Pool) reclaim(now time.Time) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	idleFor := p.cfg.ReclaimIdle
+	var candidates []reclaimCandidate
+	for k, l := range p.leases {
+		if !p.idleLease(k, l, now, idleFor) {
+			continue
+		}
+		candidates = append(candidates, reclaimCandidate{key: k, lease: l, lastUsed: l.lastUsed})
+	}
+	p.mu.Unlock()
+	if len(candidates) == 0 {
+		return false
+	}
+	// Asked outside mu: the answer comes from the transports' own locks.
+	if p.cfg.Connected != nil {
+		for i := range candidates {
+			candidates[i].connected = p.cfg.Connected(candidates[i].key)
+		}
+	}
+	slices.SortFunc(candidates, func(a, b reclaimCandidate) int {
+		if a.connected != b.connected {
+			if a.connected {
+				return 1
+			}
+			return -1
+		}
+		return a.lastUsed.Compare(b.lastUsed)
+	})
+	for _, c := range candidates {
+		if p.reclaimLease(c, now, idleFor) {
+			return true
+		}
+	}
+	return false
+}
+
+// idleLease reports whether key's lease l may be reclaimed now. Callers
+// hold mu.
+func (p *Pool) idleLease(key Key, l *lease, now time.Time, idleFor time.Duration) bool {
+	if p.acquiring[key] > 0 || now.Sub(l.lastUsed) < idleFor {
+		return false
+	}
+	if _, starting := p.pending[key]; starting {
+		return false
+	}
+	return l.rec == nil || l.rec.inflight == 0
+}
+
+// reclaimLease ends c's lease if it is still the one seen and still idle,
+// and frees its slot at once.
+func (p *Pool) reclaimLease(c reclaimCandidate, now time.Time, idleFor time.Duration) bool {
+	p.mu.Lock()
+	if p.closed || p.leases[c.key] != c.lease || !p.idleLease(c.key, c.lease, now, idleFor) {
+		p.mu.Unlock()
+		return false
+	}
+	l := c.lease
+	delete(p.leases, c.key)
+	p.perClient.Give(l.holder)
+	p.reclaimed[c.key] = now
+	p.freeSlot()
+	rec := l.rec
+	p.mu.Unlock()
+	if rec != nil {
+		p.retire(rec, false, "reclaimed")
+	} else {
+		p.emit(Event{Kind: "reclaimed", Server: p.cfg.Server, Key: c.key})
+	}
+	return true
+}
+
+// takeReclaimed reports whether key's lease was reclaimed since its last
+// call, and forgets it: the session is told once. Callers hold mu.
+func (p *Pool) takeReclaimed(key Key) bool {
+	if _, ok := p.reclaimed[key]; !ok {
+		return false
+	}
+	delete(p.reclaimed, key)
+	return true
+}
+
+// forgetReclaimed drops the marks of reclaimed leases whose sessions did
+// not call again within lease.idle_ttl: their leases would have expired by
+// then anyway. Callers hold mu.
+func (p *Pool) forgetReclaimed(now time.Time) {
+	if p.cfg.IdleTTL <= 0 {
+		return
+	}
+	for k, at := range p.reclaimed {
+		if now.Sub(at) >= p.cfg.IdleTTL {
+			delete(p.reclaimed, k)
+		}
+	}
+}
+
+// reclaimedError adds to a refusal of key that its previous instance was
+// reclaimed, if it was, and forgets it.
+func (p *Pool) reclaimedError(key Key, err error) error {
+	p.mu.Lock()
+	told := p.takeReclaimed(key)
+	p.mu.Unlock()
+	if !told {
+		return err
+	}
+	return fmt.Errorf("%w (this session's previous instance of server %q was reclaimed for another session after it went unused, and its state is lost)", err, p.cfg.Server)
+}

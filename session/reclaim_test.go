@@ -1,0 +1,149 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// connectedKeys is a Config.Connected whose answers the test sets.
+type connectedKeys struct {
+	mu   sync.Mutex
+	keys map[Key]bool
+}
+
+func (c *connectedKeys) set(k Key, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.keys = map[Key]bool{}
+	}
+	c.keys[k] = on
+}
+
+func (c *connectedKeys) connected(k Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keys[k]
+}
+
+func tryAcquire(p *Pool, key Key) (*Grant, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	return p.Acquire(ctx, key)
+}
+
+func TestReclaimAtTheCap(t *testing.T) {
+	t.Parallel()
+
+	t.Run("the lease idle longest makes room, and its session is told on its next call", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		older := acquire(t, pool, "older")
+		older.Done()
+		newer := acquire(t, pool, "newer")
+		newer.Done()
+
+		c := acquire(t, pool, "c")
+		c.Done()
+		assert.False(t, c.Reclaimed, "c had no lease before")
+		got := ev.wait(t, "reclaimed", nil)
+		assert.Equal(t, Key("older"), got.Key, "the lease unused longest goes first")
+		assert.Equal(t, older.Instance.PID(), got.PID)
+		requireReaped(t, older.Instance.PID())
+		_, held := pool.Held("older")
+		assert.False(t, held)
+		assert.Equal(t, 2, pool.Stats().Live, "the reclaimed slot went to c: the cap holds")
+
+		// Its next call: a fresh instance (taking the next idle one's place),
+		// and the news that its state is gone, until a result told it.
+		again := acquire(t, pool, "older")
+		again.Done()
+		assert.True(t, again.Reclaimed)
+		assert.True(t, again.First, "a new lease, announced as one")
+		assert.NotEqual(t, older.Instance.PID(), again.Instance.PID())
+		read := acquire(t, pool, "older") // a read, whose result has no room to tell
+		read.Done()
+		assert.True(t, read.Reclaimed, "not told yet")
+		read.Announced()
+		next := acquire(t, pool, "older")
+		next.Done()
+		assert.False(t, next.Reclaimed, "told once")
+		assert.False(t, next.First)
+	})
+
+	t.Run("a session without a connection goes before one with", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		var conn connectedKeys
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
+			Connected: conn.connected}, f.start, f.first(t))
+		closePool(t, pool)
+		conn.set("listening", true)
+		acquire(t, pool, "listening").Done()
+		acquire(t, pool, "gone").Done() // used later, but its client left
+
+		acquire(t, pool, "c").Done()
+		assert.Equal(t, Key("gone"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held("listening")
+		assert.True(t, held)
+	})
+
+	t.Run("a lease with a call in flight or used recently is never reclaimed", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Hour, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		busy := acquire(t, pool, "busy") // its call runs on
+		defer busy.Done()
+		acquire(t, pool, "recent").Done()
+
+		_, err := tryAcquire(pool, "c")
+		require.ErrorIs(t, err, ErrCapReached, "refused as before reclaim existed")
+		assert.Contains(t, err.Error(), "lease.max_instances: 2")
+		for _, e := range ev.all() {
+			assert.NotEqual(t, "reclaimed", e.Kind)
+		}
+	})
+
+	t.Run("a call in flight protects a lease however long ago it began", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		busy := acquire(t, pool, "busy")
+		defer busy.Done()
+
+		_, err := tryAcquire(pool, "c")
+		require.ErrorIs(t, err, ErrCapReached)
+		for _, e := range ev.all() {
+			assert.NotEqual(t, "reclaimed", e.Kind)
+		}
+	})
+
+	t.Run("a reclaimed session refused at the cap hears why its state is gone", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		acquire(t, pool, "a").Done()
+		taker := acquire(t, pool, "b") // reclaims a's, and keeps a call running
+		defer taker.Done()
+		ev.wait(t, "reclaimed", forKey("a"))
+
+		_, err := tryAcquire(pool, "a")
+		require.ErrorIs(t, err, ErrCapReached)
+		assert.Contains(t, err.Error(), "was reclaimed")
+	})
+}
