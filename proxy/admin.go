@@ -97,7 +97,7 @@ type Status struct {
 	Leases   []LeaseStatus  `json:"leases"`
 	Problems []string       `json:"problems"`
 	// Supervision says how upstream processes are tracked: cgroup,
-	// subreaper or process-group (see upstream.Supervisor).
+	// subreaper or process-group (see supervise.Supervisor).
 	Supervision string           `json:"supervision,omitempty"`
 	Instances   []InstanceStatus `json:"instances"`
 }

@@ -9,9 +9,8 @@
 // messages: stdio (stdio.go), and remote for streamable HTTP and legacy SSE
 // (remote.go, its event streams read by sse.go). Closing an instance follows the MCP
 // shutdown sequence and leaves no process behind, not even a daemon that
-// left the process group: a Supervisor tracks every process an instance
-// starts (supervisor.go), and its reaper those the aggregator leaves if it
-// is killed (reaper.go). What an upstream sends
+// left the process group: package supervise starts and stops a stdio
+// instance's processes and tracks every one of them. What an upstream sends
 // cannot make the aggregator hold unbounded memory or goroutines: messages,
 // stderr lines, notification-driven work and the upstream's own requests
 // are all bounded (bounds.go).

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 func TestCrashFailsPendingCallsAtOnce(t *testing.T) {
@@ -103,19 +104,26 @@ func pattern(n int) string {
 	return strings.Repeat("0123456789abcdef", n/16+1)[:n]
 }
 
-// trackedPGIDs is the pipe of a Supervisor's reaper, read by the test: every
-// process group an instance registers shows up as "+PGID", and "-PGID" once
-// it is gone.
+// trackedPGIDs is what a Supervisor tells its reaper, read by the test:
+// every process group an instance registers shows up as "+PGID", and
+// "-PGID" once it is gone. The reaper is a stand-in (reaperTeeArg) that
+// passes its stdin on to a named pipe the test reads, and kills nothing.
 type trackedPGIDs struct {
 	mu      sync.Mutex
 	lines   []string
 	changed chan struct{}
 }
 
-func newTrackedPGIDs(t *testing.T) (*Supervisor, *trackedPGIDs) {
+func newTrackedPGIDs(t *testing.T) (*supervise.Supervisor, *trackedPGIDs) {
 	tr := &trackedPGIDs{changed: make(chan struct{})}
-	r, w := io.Pipe()
+	fifo := filepath.Join(t.TempDir(), "reaper")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	go func() {
+		r, err := os.Open(fifo) // blocks until the stand-in reaper opens it
+		if err != nil {
+			return
+		}
+		defer r.Close()
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			tr.mu.Lock()
@@ -125,9 +133,9 @@ func newTrackedPGIDs(t *testing.T) (*Supervisor, *trackedPGIDs) {
 			tr.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() { _ = w.Close() })
-	reaper := &Reaper{log: slog.Default(), w: w, groups: map[int]bool{}, done: make(chan struct{})}
-	return &Supervisor{log: slog.Default(), id: newRunID(), reaper: reaper}, tr
+	sup := supervise.New(supervise.Options{Logger: slog.Default(), Reaper: []string{os.Args[0], reaperTeeArg, fifo}, NoCgroups: true})
+	t.Cleanup(func() { _ = sup.Close() })
+	return sup, tr
 }
 
 // wait returns the pgid of the first line starting with op.

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
+	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 // DefaultProtocol is the handshake version used unless a server's config
@@ -65,7 +66,7 @@ type Options struct {
 	// Supervisor, when set, tracks every process of each stdio instance
 	// (cgroup, subreaper, tags) and keeps the reaper, so that nothing
 	// survives the instance, even if the aggregator is killed outright.
-	Supervisor *Supervisor
+	Supervisor *supervise.Supervisor
 	// Secrets, when set, are every secret the aggregator knows, of every
 	// server: what an instance says about itself (a stdio server's last
 	// words) is scrubbed of them besides its own server's (Scrub), since a
@@ -177,10 +178,10 @@ func (i *Instance) spawn(srv *config.Server, opts Options) error {
 	}
 	stdinGrace, termGrace := opts.StdinGrace, opts.TermGrace
 	if stdinGrace == 0 {
-		stdinGrace = defaultStdinGrace
+		stdinGrace = supervise.DefaultStdinGrace
 	}
 	if termGrace == 0 {
-		termGrace = defaultTermGrace
+		termGrace = supervise.DefaultTermGrace
 	}
 	c, err := startStdio(srv.ID, cmd, i.log, stdioOptions{
 		onNotify: i.notified, onRequest: i.serverRequest, maxMessage: opts.MaxMessage, stdinGrace: stdinGrace, termGrace: termGrace,

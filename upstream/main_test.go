@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -17,14 +18,21 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 // demoEnv names the demo server a child copy of this test binary serves
 // ("tools", "misbehave crash-after 1", ...).
 const demoEnv = "MCPAGG_DEMO_SERVER"
 
-// reaperArg makes a child copy of this test binary run RunReaper.
+// reaperArg makes a child copy of this test binary run the reaper
+// (supervise.RunReaper).
 const reaperArg = "upstream-reaper"
+
+// reaperTeeArg makes a child copy of this test binary a stand-in reaper:
+// "upstream-reaper-tee FIFO" copies what it is told to FIFO, and kills
+// nothing.
+const reaperTeeArg = "upstream-reaper-tee"
 
 // TestMain lets this test binary stand in for the upstream servers: started
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so the
@@ -35,14 +43,28 @@ func TestMain(m *testing.M) {
 		os.Exit(serveDemo(os.Args[2], os.Args[3:]))
 	}
 	if len(os.Args) == 2 && os.Args[1] == reaperArg {
-		RunReaper(os.Stdin)
+		supervise.RunReaper(os.Stdin)
 		os.Exit(0)
+	}
+	if len(os.Args) == 3 && os.Args[1] == reaperTeeArg {
+		os.Exit(teeReaper(os.Args[2]))
 	}
 	if code, ran := demo.RunFromEnv(demoEnv); ran {
 		os.Exit(code)
 	}
 	demo.QuietRaceExit()
 	os.Exit(m.Run())
+}
+
+func teeReaper(fifo string) int {
+	out, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	_, _ = io.Copy(out, os.Stdin)
+	_ = out.Close()
+	return 0
 }
 
 func serveDemo(name string, args []string) int {

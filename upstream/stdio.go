@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
+	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 // stdioConn speaks newline-delimited JSON-RPC (internal/jsonrpc's framing)
@@ -40,7 +41,7 @@ import (
 type stdioConn struct {
 	server string
 	log    *slog.Logger
-	proc   *process
+	proc   *supervise.Process
 	// stdin is the parent's end of the child's stdin: a pipe of our own, so
 	// that it is pollable and takes write deadlines.
 	stdin     *os.File
@@ -100,7 +101,7 @@ type stdioOptions struct {
 	onRequest             requestHandler
 	maxMessage            int
 	stdinGrace, termGrace time.Duration
-	supervisor            *Supervisor // nil: a process group, no more
+	supervisor            *supervise.Supervisor // nil: a process group, no more
 	// scrub removes the secrets from what the server wrote before it is cut
 	// short for the log or an error (a stderr line, the last words, a stdout
 	// line that is not JSON-RPC): a secret the cut splits is no longer
@@ -131,7 +132,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 		_, _ = stdinR.Close(), stdin.Close()
 		return nil, err
 	}
-	proc, err := opts.supervisor.start(server, cmd)
+	proc, err := opts.supervisor.Start(server, cmd)
 	_ = stdinR.Close() // the child has its own copy
 	if err != nil {
 		_ = stdin.Close()
@@ -162,7 +163,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	return c, nil
 }
 
-func (c *stdioConn) pid() int { return c.proc.cmd.Process.Pid }
+func (c *stdioConn) pid() int { return c.proc.PID() }
 
 func (c *stdioConn) done() <-chan struct{} { return c.closed }
 
@@ -233,7 +234,7 @@ const leaderGrace = 500 * time.Millisecond
 // so is the server, and its stragglers are stopped with it (lost).
 func (c *stdioConn) watchLeader() {
 	select {
-	case <-c.proc.exited:
+	case <-c.proc.Exited():
 	case <-c.closed:
 		return
 	}
@@ -256,7 +257,7 @@ func (c *stdioConn) lost(err error) {
 func (c *stdioConn) lose(err error) {
 	// Report how the process exited when that is quick to learn.
 	select {
-	case <-c.proc.exited:
+	case <-c.proc.Exited():
 		// What it said last is most often why; its stderr ends about when
 		// it exits.
 		said := ""
@@ -267,7 +268,7 @@ func (c *stdioConn) lose(err error) {
 			}
 			said = c.lastWords.said(c.scrub)
 		}
-		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.status, said)
+		err = fmt.Errorf("server %q exited: %s%s", c.server, c.proc.ExitStatus(), said)
 	case <-time.After(100 * time.Millisecond):
 		if !errors.Is(err, io.EOF) {
 			err = fmt.Errorf("server %q: reading stdout: %w", c.server, err)
@@ -281,7 +282,7 @@ func (c *stdioConn) lose(err error) {
 	go func() {
 		c.shutdown()
 		if crashed {
-			c.log.Warn("upstream exited", "server", c.server, "status", exitText(c.proc.reap()))
+			c.log.Warn("upstream exited", "server", c.server, "status", exitText(c.proc.Reap()))
 		}
 	}()
 }
@@ -667,7 +668,7 @@ func (c *stdioConn) notify(ctx context.Context, method string, params any) error
 }
 
 // close runs the MCP stdio shutdown: close stdin, then escalate signals to
-// the process group until nothing of it is left (see process.stop). It
+// the process group until nothing of it is left (see supervise.Process.Stop). It
 // unblocks every pending call, read and write.
 func (c *stdioConn) close() error {
 	c.closing.Store(true)
@@ -683,7 +684,7 @@ func (c *stdioConn) shutdown() {
 		// Not under the write slot: a write blocked on a full pipe holds it,
 		// and closing the pipe is what ends that write.
 		_ = c.stdin.Close()
-		c.proc.stop(c.stdinGrace, c.termGrace)
+		c.proc.Stop(c.stdinGrace, c.termGrace)
 		close(c.stopped)
 	})
 	<-c.stopped

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -263,17 +264,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.draining})}, ln, loaded, log)
 }
 
-// startSupervisor sets up process supervision (see upstream.Supervisor),
+// startSupervisor sets up process supervision (see supervise.Supervisor),
 // with this binary's hidden _reaper subcommand as the reaper process that
 // kills what is left if this process dies without closing its upstreams.
-func startSupervisor(log *slog.Logger, noCgroups bool) *upstream.Supervisor {
-	opts := upstream.SupervisorOptions{Logger: log, NoCgroups: noCgroups}
+func startSupervisor(log *slog.Logger, noCgroups bool) *supervise.Supervisor {
+	opts := supervise.Options{Logger: log, NoCgroups: noCgroups}
 	if exe, err := os.Executable(); err == nil {
 		opts.Reaper = []string{exe, "_reaper"}
 	} else {
 		log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
 	}
-	return upstream.NewSupervisor(opts)
+	return supervise.New(opts)
 }
 
 // stdioDone logs why the stdio server stopped and returns the exit code: 0

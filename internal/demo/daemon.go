@@ -56,7 +56,7 @@ func forkDaemon() (int, error) {
 		exe = os.Args[0]
 	}
 	cmd := exec.Command(exe, "demo-server", "daemon", "detach")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = newSessionAttr()
 	pidOut, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err

@@ -1,6 +1,6 @@
 //go:build linux
 
-package upstream
+package supervise
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func groupAttr(cg *cgroupDir) *syscall.SysProcAttr {
 
 // watchExit waits for the leader to exit without reaping it, so its pid
 // (the group's id) stays reserved until reap.
-func (p *process) watchExit() {
+func (p *Process) watchExit() {
 	defer close(p.exited)
 	if p.pollExit() {
 		return
@@ -45,7 +45,7 @@ func (p *process) watchExit() {
 // once for the rest of the process's life. It reports false, having
 // waited for nothing, where pidfds cannot be waited on so (before Linux
 // 5.4).
-func (p *process) pollExit() bool {
+func (p *Process) pollExit() bool {
 	fd, err := unix.PidfdOpen(p.pgid, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		return false
@@ -83,7 +83,7 @@ func (p *process) pollExit() bool {
 
 // othersAlive reports whether a process of the instance other than the
 // zombie leader runs.
-func (p *process) othersAlive() bool {
+func (p *Process) othersAlive() bool {
 	if p.cgroup != nil && p.cgroup.populated() {
 		return true
 	}
@@ -92,7 +92,7 @@ func (p *process) othersAlive() bool {
 
 // signalOthers sends sig to every live process of the instance, each
 // through a pidfd, so that a pid freed and reused meanwhile is never hit.
-func (p *process) signalOthers(sig syscall.Signal) {
+func (p *Process) signalOthers(sig syscall.Signal) {
 	for _, m := range p.members() {
 		signalVerified(m, sig)
 	}
@@ -102,11 +102,11 @@ func (p *process) signalOthers(sig syscall.Signal) {
 // or its process group, those carrying its tag, and whatever descends from
 // any of them. Orphans among them that were re-parented to us are noted, so
 // that they are reaped when they die.
-func (p *process) members() []procInfo { return p.membersIn(procTable()) }
+func (p *Process) members() []procInfo { return p.membersIn(procTable()) }
 
 // membersIn is members, found in table, a look at the process table taken
 // by the caller.
-func (p *process) membersIn(table []procInfo) []procInfo {
+func (p *Process) membersIn(table []procInfo) []procInfo {
 	self := os.Getpid()
 	in := map[int]bool{}
 	inCgroup := map[int]bool{}
@@ -158,9 +158,9 @@ func (p *process) membersIn(table []procInfo) []procInfo {
 	return out
 }
 
-// usage sums the resident memory of the instance's processes; nothing is
-// left of an instance whose leader was reaped.
-func (p *process) usage() Usage { return p.usageIn(nil) }
+// Usage sums the resident memory of the processes; nothing is left of a
+// Process whose leader was reaped.
+func (p *Process) Usage() Usage { return p.usageIn(nil) }
 
 // procSnapshot is one look at the process table, shared by the
 // measurements of several instances.
@@ -169,7 +169,7 @@ type procSnapshot []procInfo
 func newProcSnapshot() procSnapshot { return procTable() }
 
 // usageIn is usage, measured in snap (nil: a fresh look).
-func (p *process) usageIn(snap procSnapshot) Usage {
+func (p *Process) usageIn(snap procSnapshot) Usage {
 	var u Usage
 	if p.reaped.Load() {
 		return u

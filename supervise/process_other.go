@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package upstream
+package supervise
 
 import (
 	"errors"
@@ -17,9 +17,9 @@ func groupAttr(*cgroupDir) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-func (p *process) watchExit() {
+func (p *Process) watchExit() {
 	defer close(p.exited)
-	err := p.reap()
+	err := p.Reap()
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -33,16 +33,16 @@ func (p *process) watchExit() {
 
 // othersAlive: the leader is already reaped, so any member of the group is
 // another process.
-func (p *process) othersAlive() bool { return syscall.Kill(-p.pgid, 0) == nil }
+func (p *Process) othersAlive() bool { return syscall.Kill(-p.pgid, 0) == nil }
 
 // signalOthers: without /proc, the group is all there is to signal.
-func (p *process) signalOthers(syscall.Signal) {}
+func (p *Process) signalOthers(syscall.Signal) {}
 
 // usage is not measured outside Linux.
-func (p *process) usage() Usage { return Usage{} }
+func (p *Process) Usage() Usage { return Usage{} }
 
 type procSnapshot struct{}
 
 func newProcSnapshot() procSnapshot { return procSnapshot{} }
 
-func (p *process) usageIn(procSnapshot) Usage { return Usage{} }
+func (p *Process) usageIn(procSnapshot) Usage { return Usage{} }

@@ -1,4 +1,6 @@
-package upstream
+//go:build unix
+
+package supervise
 
 import (
 	"bufio"
@@ -37,8 +39,8 @@ const (
 	reaperCgroup = '@'
 )
 
-// Reaper is the aggregator's side of the reaper process.
-type Reaper struct {
+// reaper is the aggregator's side of the reaper process.
+type reaper struct {
 	log  *slog.Logger
 	argv []string
 
@@ -55,16 +57,16 @@ type Reaper struct {
 // that cannot be started.
 const reaperRestartMax = 30 * time.Second
 
-// StartReaper starts the reaper as argv (the hidden subcommand that calls
+// startReaper starts the reaper as argv (the hidden subcommand that calls
 // RunReaper) and restarts it whenever it dies until Close.
-func StartReaper(log *slog.Logger, argv ...string) (*Reaper, error) {
+func startReaper(log *slog.Logger, argv ...string) (*reaper, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("start reaper: no command")
 	}
-	r := &Reaper{log: log, argv: argv, groups: map[int]bool{}, done: make(chan struct{})}
+	r := &reaper{log: log, argv: argv, groups: map[int]bool{}, done: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.launch(); err != nil {
@@ -75,7 +77,7 @@ func StartReaper(log *slog.Logger, argv ...string) (*Reaper, error) {
 
 // launch starts a reaper process and tells it everything it must know.
 // Callers hold mu.
-func (r *Reaper) launch() error {
+func (r *reaper) launch() error {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	w, err := cmd.StdinPipe()
 	if err != nil {
@@ -103,7 +105,7 @@ func (r *Reaper) launch() error {
 
 // watch waits for a reaper process to end; unless Close ended it, it
 // starts another.
-func (r *Reaper) watch(cmd *exec.Cmd, started time.Time) {
+func (r *reaper) watch(cmd *exec.Cmd, started time.Time) {
 	err := cmd.Wait()
 	children.reaped(cmd.Process.Pid)
 	r.mu.Lock()
@@ -125,7 +127,7 @@ func (r *Reaper) watch(cmd *exec.Cmd, started time.Time) {
 // restart starts a new reaper after delay, retrying with backoff while
 // that fails. The aggregator serves on meanwhile: a missing reaper only
 // matters if the aggregator is killed.
-func (r *Reaper) restart(delay time.Duration) {
+func (r *reaper) restart(delay time.Duration) {
 	for {
 		if delay > 0 {
 			select {
@@ -156,14 +158,14 @@ func (r *Reaper) restart(delay time.Duration) {
 }
 
 // send records a line for later reapers and writes it to the current one.
-func (r *Reaper) send(line string) {
+func (r *reaper) send(line string) {
 	if r.w != nil {
 		_, _ = io.WriteString(r.w, line)
 	}
 }
 
 // note tells every reaper, now and after restarts, something about the run.
-func (r *Reaper) note(kind byte, value string) {
+func (r *reaper) note(kind byte, value string) {
 	if r == nil {
 		return
 	}
@@ -175,7 +177,7 @@ func (r *Reaper) note(kind byte, value string) {
 }
 
 // Track registers a process group to kill if the aggregator dies.
-func (r *Reaper) Track(pgid int) {
+func (r *reaper) Track(pgid int) {
 	if r == nil {
 		return
 	}
@@ -186,7 +188,7 @@ func (r *Reaper) Track(pgid int) {
 }
 
 // Untrack removes a process group that is gone.
-func (r *Reaper) Untrack(pgid int) {
+func (r *reaper) Untrack(pgid int) {
 	if r == nil {
 		return
 	}
@@ -197,14 +199,14 @@ func (r *Reaper) Untrack(pgid int) {
 }
 
 // PID is the current reaper process's id.
-func (r *Reaper) PID() int {
+func (r *reaper) PID() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cmd.Process.Pid
 }
 
 // Close ends the reaper; it kills whatever is still registered.
-func (r *Reaper) Close() error {
+func (r *reaper) Close() error {
 	if r == nil {
 		return nil
 	}
@@ -223,9 +225,11 @@ func (r *Reaper) Close() error {
 	return err
 }
 
-// RunReaper is the reaper process: it reads registrations from in until
-// EOF, then kills every group still registered, and on Linux everything in
-// the run's cgroups or tagged with its run id.
+// RunReaper is the reaper process, the whole of the hidden subcommand that
+// Options.Reaper names: it reads registrations from in (its stdin, the
+// aggregator's end of the pipe) until EOF, then kills every group still
+// registered, and on Linux everything in the run's cgroups or tagged with
+// its run id.
 func RunReaper(in io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	groups := map[int]bool{}
@@ -259,4 +263,12 @@ func RunReaper(in io.Reader) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	reapLeftovers(cgroupDir, runID)
+}
+
+// exitText words how a process ended, from its Wait's error.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }

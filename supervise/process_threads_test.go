@@ -1,6 +1,6 @@
 //go:build linux
 
-package upstream
+package supervise
 
 import (
 	"os/exec"
@@ -20,7 +20,7 @@ func exitWatches() (waiting, inSyscall int) {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "(*process).watchExit") {
+		if !strings.Contains(g, "(*Process).watchExit") {
 			continue
 		}
 		header, _, _ := strings.Cut(g, "\n")
@@ -42,13 +42,13 @@ func exitWatches() (waiting, inSyscall int) {
 // still seen, with its status.
 func TestRunningProcessesHoldNoBlockedThreads(t *testing.T) {
 	const n = 20
-	var procs []*process
+	var procs []*Process
 	for range n {
 		cmd := exec.Command("sleep", "60")
-		p, err := (*Supervisor)(nil).start("sleeper", cmd)
+		p, err := (*Supervisor)(nil).Start("sleeper", cmd)
 		require.NoError(t, err)
 		procs = append(procs, p)
-		t.Cleanup(func() { p.kill(); _ = p.reap() })
+		t.Cleanup(func() { p.kill(); _ = p.Reap() })
 	}
 	// Counted once every watch waits.
 	var inSyscall int
@@ -67,5 +67,5 @@ func TestRunningProcessesHoldNoBlockedThreads(t *testing.T) {
 	}
 	assert.Equal(t, "signal: SIGKILL", procs[0].status)
 	assert.NoError(t, syscall.Kill(procs[0].pgid, 0), "the leader is not reaped before reap")
-	require.Error(t, procs[0].reap())
+	require.Error(t, procs[0].Reap())
 }

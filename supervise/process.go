@@ -1,23 +1,14 @@
-package upstream
+//go:build unix
+
+package supervise
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-)
-
-// Grace periods of the shutdown sequence (SPEC §7), unless Options set
-// others (tests shorten them).
-const (
-	defaultStdinGrace = 2 * time.Second
-	defaultTermGrace  = 2 * time.Second
 )
 
 // spawnRequests carries commands to the one goroutine that starts processes.
@@ -48,33 +39,15 @@ func spawn(cmd *exec.Cmd) error {
 	return <-done
 }
 
-// workDirError explains why dir cannot be a process's working directory, or
-// returns nil when it can (or when dir is empty: the aggregator's own).
-func workDirError(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	info, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("working directory (cwd) %q does not exist; create it or fix cwd in the config: %w", dir, err)
-	case err != nil:
-		return fmt.Errorf("working directory (cwd) %q cannot be used; fix cwd in the config or the directory's permissions: %w", dir, err)
-	case !info.IsDir():
-		return fmt.Errorf("working directory (cwd) %q is not a directory; set cwd to the directory the server should run in: %w",
-			dir, &fs.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR})
-	}
-	return nil
-}
-
-// process is a started upstream and everything that descends from it: its
+// Process is a started command and everything that descends from it: its
 // process group, and under a Supervisor also the processes that left the
 // group (a daemon that called setsid()), found by its cgroup or its tag.
+// Supervisor.Start makes one; Stop ends it.
 //
 // The leader is reaped only after everything is gone: while it is an
 // unreaped zombie its pid, which is the group's id, cannot be handed to a
 // new process, so signalling the group can never hit a stranger's processes.
-type process struct {
+type Process struct {
 	cmd      *exec.Cmd
 	pgid     int
 	tag      string     // this instance's mark in its processes' environment; "" without a Supervisor
@@ -93,14 +66,27 @@ type process struct {
 	known   map[int]uint64
 }
 
-func newProcess(cmd *exec.Cmd, sup *Supervisor, tag string, cg *cgroupDir) *process {
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, tag: tag, cgroup: cg, sup: sup, exited: make(chan struct{})}
+func newProcess(cmd *exec.Cmd, sup *Supervisor, tag string, cg *cgroupDir) *Process {
+	p := &Process{cmd: cmd, pgid: cmd.Process.Pid, tag: tag, cgroup: cg, sup: sup, exited: make(chan struct{})}
 	go p.watchExit()
 	return p
 }
 
-// reap collects the leader's exit status; call it once the group is gone.
-func (p *process) reap() error {
+// PID is the leader's process id, which is also its process group's.
+func (p *Process) PID() int { return p.pgid }
+
+// Exited is closed once the leader has exited. The leader is not reaped
+// yet then: its pid, and so its group's id, stays reserved until Reap.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitStatus says how the leader exited ("exit status 3", "signal:
+// SIGKILL"), as os/exec words it; valid once Exited is closed.
+func (p *Process) ExitStatus() string { return p.status }
+
+// Reap collects the leader's exit status and returns what exec.Cmd.Wait
+// returns; call it once the group is gone (Stop does). Later calls return
+// the same.
+func (p *Process) Reap() error {
 	p.reapOnce.Do(func() {
 		// Orphans of the group that died as our children go first, while
 		// the group's id still marks them as the instance's.
@@ -113,13 +99,13 @@ func (p *process) reap() error {
 }
 
 // signalGroup sends sig to every process of the group.
-func (p *process) signalGroup(sig syscall.Signal) {
+func (p *Process) signalGroup(sig syscall.Signal) {
 	_ = syscall.Kill(-p.pgid, sig)
 }
 
 // alive reports whether anything of the instance other than a zombie
 // leader still runs.
-func (p *process) alive() bool {
+func (p *Process) alive() bool {
 	select {
 	case <-p.exited:
 	default:
@@ -130,20 +116,20 @@ func (p *process) alive() bool {
 
 // signalAll sends sig to the group and to every process that descends from
 // the instance.
-func (p *process) signalAll(sig syscall.Signal) {
+func (p *Process) signalAll(sig syscall.Signal) {
 	p.signalGroup(sig)
 	p.signalOthers(sig)
 }
 
-// stop runs the shutdown sequence for stdio servers: the caller has already
+// Stop runs the shutdown sequence for stdio servers: the caller has already
 // closed stdin; give the server stdinGrace to exit on its own, then SIGTERM
 // (and SIGCONT) everything of the instance, then SIGKILL it, then reap.
 // Whatever the leader did, stragglers (grandchildren of wrappers such as npx
 // or sh, daemons that left the group) are terminated the same way, so
 // nothing outlives the instance.
-func (p *process) stop(stdinGrace, termGrace time.Duration) {
+func (p *Process) Stop(stdinGrace, termGrace time.Duration) {
 	defer p.release()
-	defer p.reap()
+	defer p.Reap()
 	select {
 	case <-p.exited:
 	case <-time.After(stdinGrace):
@@ -164,7 +150,7 @@ func (p *process) stop(stdinGrace, termGrace time.Duration) {
 
 // kill SIGKILLs everything of the instance: the cgroup at once, the group,
 // and each descendant found.
-func (p *process) kill() {
+func (p *Process) kill() {
 	if p.cgroup != nil {
 		p.cgroup.kill()
 	}
@@ -175,7 +161,7 @@ func (p *process) kill() {
 // again whatever a dying process forked meanwhile once SIGKILL was sent.
 // Processes outside our own children give no event to wait on, so this
 // polls.
-func (p *process) waitGone(limit time.Duration) bool {
+func (p *Process) waitGone(limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for p.alive() {
 		if time.Now().After(deadline) {
@@ -191,7 +177,7 @@ func (p *process) waitGone(limit time.Duration) bool {
 
 // release hands back what the instance held once it is gone: its cgroup,
 // and its group's registration with the reaper.
-func (p *process) release() {
+func (p *Process) release() {
 	if p.cgroup != nil {
 		p.cgroup.remove()
 	}

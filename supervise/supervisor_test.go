@@ -1,13 +1,15 @@
 //go:build linux
 
-package upstream
+package supervise
 
 import (
-	"context"
-	"encoding/json"
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ func supervisionPaths(t *testing.T, test func(t *testing.T, sup *Supervisor, rec
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rec := newLogRecorder()
-			sup := NewSupervisor(SupervisorOptions{Logger: rec.logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
+			sup := New(Options{Logger: rec.logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
 			t.Cleanup(func() { _ = sup.Close() })
 			t.Logf("process supervision path: %s", sup.Mode())
 			if noCgroups {
@@ -41,71 +43,95 @@ func supervisionPaths(t *testing.T, test func(t *testing.T, sup *Supervisor, rec
 	}
 }
 
-// daemonPIDs asks a daemon demo instance for its own pid and its daemon's.
-func daemonPIDs(t *testing.T, inst *Instance) (server, daemon int) {
+// Short graces for the shutdown sequence of a SIGTERM-ignoring tree.
+const quickStdinGrace, quickTermGrace = 100 * time.Millisecond, 300 * time.Millisecond
+
+// daemonServer is a started demo daemon server: the server process, its
+// stdin (closing it starts the shutdown sequence), and the daemon it
+// forked, which left the server's process group and session.
+type daemonServer struct {
+	proc   *Process
+	stdin  io.WriteCloser
+	daemon int
+}
+
+// stop runs the MCP shutdown sequence: close stdin, then Stop.
+func (d *daemonServer) stop() {
+	_ = d.stdin.Close()
+	d.proc.Stop(quickStdinGrace, quickTermGrace)
+}
+
+// startDaemon starts the demo daemon server under sup and waits for the
+// pid of its daemon, which it reports on stderr.
+func startDaemon(t *testing.T, sup *Supervisor) *daemonServer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	raw, err := inst.CallTool(ctx, Call{Name: "daemon_pid", Arguments: json.RawMessage(`{}`)})
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), demoEnv+"=daemon")
+	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
-	var res struct {
-		Structured struct{ Server, Daemon int } `json:"structuredContent"`
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	proc, err := sup.Start("daemon", cmd)
+	require.NoError(t, err)
+	d := &daemonServer{proc: proc, stdin: stdin}
+	t.Cleanup(d.stop)
+	pids := make(chan int, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "daemon pid "); ok {
+				if pid, err := strconv.Atoi(v); err == nil {
+					pids <- pid
+				}
+			}
+		}
+	}()
+	select {
+	case d.daemon = <-pids:
+	case <-time.After(waitTimeout):
+		t.Fatal("the daemon server never reported its daemon")
 	}
-	require.NoError(t, json.Unmarshal(raw, &res), "%s", raw)
-	require.Equal(t, inst.PID(), res.Structured.Server)
-	daemon = res.Structured.Daemon
-	require.True(t, processExists(daemon), "the daemon %d runs", daemon)
-	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
-	return res.Structured.Server, daemon
+	require.True(t, processExists(d.daemon), "the daemon %d runs", d.daemon)
+	t.Cleanup(func() { _ = syscall.Kill(d.daemon, syscall.SIGKILL) })
+	return d
 }
 
-// quickGraces keep the shutdown sequence of a SIGTERM-ignoring tree short.
-var quickGraces = Options{StdinGrace: 100 * time.Millisecond, TermGrace: 300 * time.Millisecond}
-
-func withSupervisor(sup *Supervisor, rec *logRecorder) Options {
-	o := quickGraces
-	o.Supervisor, o.Logger = sup, rec.logger()
-	return o
-}
-
-func TestCloseKillsADaemonThatLeftTheGroup(t *testing.T) {
+func TestStopKillsADaemonThatLeftTheGroup(t *testing.T) {
 	t.Parallel()
 	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
-		inst := startDemo(t, "daemon", withSupervisor(sup, rec))
-		server, daemon := daemonPIDs(t, inst)
-		pgid, err := syscall.Getpgid(daemon)
+		d := startDaemon(t, sup)
+		pgid, err := syscall.Getpgid(d.daemon)
 		require.NoError(t, err)
-		require.NotEqual(t, server, pgid, "the daemon left the server's process group")
+		require.NotEqual(t, d.proc.PID(), pgid, "the daemon left the server's process group")
 
-		cgroup, err := os.ReadFile("/proc/" + strconv.Itoa(daemon) + "/cgroup")
+		cgroup, err := os.ReadFile("/proc/" + strconv.Itoa(d.daemon) + "/cgroup")
 		require.NoError(t, err)
 		if sup.Mode() == ModeCgroup {
 			assert.Contains(t, string(cgroup), "/"+cgroupPrefix+sup.id+"/", "the daemon is in the instance's cgroup")
 		}
 
-		u := inst.Usage()
+		u := d.proc.Usage()
 		assert.GreaterOrEqual(t, u.Processes, 2, "the server and its daemon")
 		assert.Greater(t, u.RSS, int64(1<<20), "they hold at least a MiB")
 
-		require.NoError(t, inst.Close())
-		assert.False(t, processExists(daemon), "the daemon is gone when Close returns")
+		d.stop()
+		assert.False(t, processExists(d.daemon), "the daemon is gone when Stop returns")
 		// The daemon was re-parented to us, the subreaper: it is ours to reap.
-		requireReaped(t, daemon)
-		assert.Equal(t, Usage{}, inst.Usage(), "nothing of a closed instance is left")
+		requireReaped(t, d.daemon)
+		assert.Equal(t, Usage{}, d.proc.Usage(), "nothing of a stopped process is left")
 	})
 }
 
 func TestReaperKillsEscapedDaemonsWhenTheAggregatorDies(t *testing.T) {
 	t.Parallel()
 	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
-		inst := startDemo(t, "daemon", withSupervisor(sup, rec))
-		_, daemon := daemonPIDs(t, inst)
+		d := startDaemon(t, sup)
 		// However the aggregator dies, the kernel closes the reaper's pipe;
 		// this does the same while the test lives on.
 		require.NoError(t, sup.reaper.Close())
-		requireGone(t, daemon)
+		requireGone(t, d.daemon)
 		select {
-		case <-inst.Done():
+		case <-d.proc.Exited():
 		case <-time.After(waitTimeout):
 			t.Fatal("the instance's group outlived the reaper's pipe")
 		}
@@ -115,28 +141,55 @@ func TestReaperKillsEscapedDaemonsWhenTheAggregatorDies(t *testing.T) {
 func TestADeadReaperIsRestartedAndToldEverything(t *testing.T) {
 	t.Parallel()
 	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
-		inst := startDemo(t, "daemon", withSupervisor(sup, rec))
-		_, daemon := daemonPIDs(t, inst)
-		first := sup.ReaperPID()
+		d := startDaemon(t, sup)
+		first := sup.reaperPID()
 		require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
 		rec.waitFor(t, "WARN the reaper process died; restarting it")
 		rec.waitFor(t, "INFO reaper restarted")
-		second := sup.ReaperPID()
+		second := sup.reaperPID()
 		assert.NotEqual(t, first, second)
 		requireReaped(t, first)
 		require.True(t, processExists(second))
-		assert.True(t, processExists(daemon), "killing the reaper kills nothing")
+		assert.True(t, processExists(d.daemon), "killing the reaper kills nothing")
 
 		// The new reaper knows the run and the groups: the aggregator's
 		// death still takes everything with it.
 		require.NoError(t, sup.reaper.Close())
-		requireGone(t, daemon)
+		requireGone(t, d.daemon)
 		select {
-		case <-inst.Done():
+		case <-d.proc.Exited():
 		case <-time.After(waitTimeout):
 			t.Fatal("the restarted reaper did not kill the instance's group")
 		}
 	})
+}
+
+// TestUsagesReadsTheProcessTableOnce: a status page or a metrics scrape
+// measures every instance; each pass over /proc reads the stat file of
+// every process on the machine, so measuring them all costs one pass, not
+// one per process. The figures are those Usage gives each process.
+func TestUsagesReadsTheProcessTableOnce(t *testing.T) {
+	sup := New(Options{Logger: newLogRecorder().logger(), Reaper: []string{os.Args[0], reaperArg}})
+	t.Cleanup(func() { _ = sup.Close() })
+	const n = 6
+	procs := make([]*Process, 0, n+1)
+	for range n {
+		procs = append(procs, startDaemon(t, sup).proc) // its daemon runs
+	}
+	procs = append(procs, nil)
+	before := procTableReads.Load()
+	got := Usages(procs)
+	// A pass made meanwhile by the reaping of an unrelated child is
+	// tolerated; one pass per process is not.
+	assert.LessOrEqual(t, procTableReads.Load()-before, int64(2), "passes over /proc to measure %d processes", n)
+	require.Len(t, got, n+1)
+	for i, p := range procs[:n] {
+		want := p.Usage()
+		assert.Equal(t, want.Processes, got[i].Processes, "process %d: the server and its daemon", i)
+		assert.GreaterOrEqual(t, got[i].Processes, 2, "process %d: the server and its daemon", i)
+		assert.Greater(t, got[i].RSS, int64(1<<20), "process %d holds at least a MiB", i)
+	}
+	assert.Equal(t, Usage{}, got[n], "nil measures zero")
 }
 
 func TestAReaperThatCannotBeRestartedIsAnErrorNotAnOutage(t *testing.T) {
@@ -146,7 +199,7 @@ func TestAReaperThatCannotBeRestartedIsAnErrorNotAnOutage(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "reaper")
 	require.NoError(t, os.Symlink(os.Args[0], exe))
 	rec := newLogRecorder()
-	r, err := StartReaper(rec.logger(), exe, reaperArg)
+	r, err := startReaper(rec.logger(), exe, reaperArg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	require.NoError(t, os.Remove(exe))

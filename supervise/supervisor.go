@@ -1,4 +1,6 @@
-package upstream
+//go:build unix
+
+package supervise
 
 import (
 	"crypto/rand"
@@ -12,35 +14,10 @@ import (
 	"sync/atomic"
 )
 
-// Supervision modes, as Supervisor.Mode reports them: how the processes an
-// upstream starts are found, so that none outlives its instance.
-const (
-	// ModeCgroup: each instance has a cgroup v2 of its own (Linux, where
-	// cgroup v2 is writable); nothing escapes it, and cgroup.kill ends it.
-	ModeCgroup = "cgroup"
-	// ModeSubreaper: the aggregator is a child subreaper (Linux), so orphans
-	// re-parent to it, and each instance's processes carry its tag in their
-	// environment; a daemon that left the process group is found by either.
-	ModeSubreaper = "subreaper"
-	// ModeProcessGroup: process groups and the reaper only (other systems).
-	ModeProcessGroup = "process-group"
-)
-
 // tagVar is the environment variable that marks every process of an
 // instance with the instance's tag, "<run id>:<n>". A nested aggregator's
 // upstreams carry the outer tags too, comma-separated.
 const tagVar = "MCP_AGGREGATOR_UPSTREAM"
-
-// SupervisorOptions configure a Supervisor.
-type SupervisorOptions struct {
-	Logger *slog.Logger
-	// Reaper is the reaper process's command line (this binary's hidden
-	// subcommand that calls RunReaper); empty: no reaper.
-	Reaper []string
-	// NoCgroups keeps to process groups and the subreaper even where
-	// cgroup v2 is writable.
-	NoCgroups bool
-}
 
 // Supervisor sees to it that no process an upstream starts outlives its
 // instance, nor the aggregator. It makes the aggregator a child subreaper,
@@ -55,13 +32,13 @@ type Supervisor struct {
 	seq       atomic.Int64
 	subreaper bool                       // orphans re-parent to this process
 	cgroups   atomic.Pointer[cgroupTree] // nil outside cgroup mode
-	reaper    *Reaper
+	reaper    *reaper
 }
 
-// NewSupervisor sets up process supervision, as far as the system allows,
+// New sets up process supervision, as far as the system allows,
 // and logs which mode it runs in. It never fails: what is not available is
 // logged, and the rest still works.
-func NewSupervisor(opts SupervisorOptions) *Supervisor {
+func New(opts Options) *Supervisor {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -80,7 +57,7 @@ func NewSupervisor(opts SupervisorOptions) *Supervisor {
 		}
 	}
 	if len(opts.Reaper) > 0 {
-		r, err := StartReaper(log, opts.Reaper...)
+		r, err := startReaper(log, opts.Reaper...)
 		if err != nil {
 			log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
 		} else {
@@ -125,8 +102,8 @@ func (s *Supervisor) Mode() string {
 	}
 }
 
-// ReaperPID is the pid of the current reaper process, 0 without one.
-func (s *Supervisor) ReaperPID() int {
+// reaperPID is the pid of the current reaper process, 0 without one.
+func (s *Supervisor) reaperPID() int {
 	if s == nil || s.reaper == nil {
 		return 0
 	}
@@ -145,10 +122,13 @@ func (s *Supervisor) Close() error {
 	return s.reaper.Close()
 }
 
-// start starts cmd as a new instance of server: the leader of a process
-// group of its own, with the instance's tag in its environment and, in
-// cgroup mode, in a cgroup of its own from its first instruction on.
-func (s *Supervisor) start(server string, cmd *exec.Cmd) (*process, error) {
+// Start starts cmd as a new instance of server (a name for the log and the
+// cgroup): the leader of a process group of its own, with a parent-death
+// signal on Linux, with the instance's tag in its environment, in cgroup
+// mode in a cgroup of its own from its first instruction on, and
+// registered with the reaper. It sets cmd.SysProcAttr. A nil Supervisor
+// starts cmd in a process group of its own, and no more.
+func (s *Supervisor) Start(server string, cmd *exec.Cmd) (*Process, error) {
 	if s == nil {
 		cmd.SysProcAttr = groupAttr(nil)
 		if err := spawn(cmd); err != nil {
