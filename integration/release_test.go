@@ -25,10 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// releaseTargets are the GOOS/GOARCH pairs scripts/release.sh builds by default.
-// Windows joins them once the code builds there (upstream process supervision is
-// unix-only); the script already packs a windows target as zip.
-var releaseTargets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
+// releaseTargets are the GOOS/GOARCH pairs scripts/release.sh builds by default;
+// windows is packed as zip.
+var releaseTargets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
 
 // releaseRepo is the module root: go test runs in integration/.
 func releaseRepo(t *testing.T) string {
@@ -42,7 +41,7 @@ func releaseRepo(t *testing.T) string {
 // environment, and returns the commit it stamped.
 func runRelease(t *testing.T, out, version string, env ...string) string {
 	t.Helper()
-	for _, tool := range []string{"bash", "git", "tar", "gzip"} {
+	for _, tool := range []string{"bash", "git", "tar", "gzip", "zip"} {
 		_, err := exec.LookPath(tool)
 		require.NoError(t, err, "scripts/release.sh needs %s", tool)
 	}

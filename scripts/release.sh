@@ -10,9 +10,8 @@
 #             dev-<short commit>, with -dirty for uncommitted changes)
 #
 # Environment: COMMIT overrides the commit to stamp (default: git rev-parse HEAD);
-# TARGETS overrides the GOOS/GOARCH list (default: linux, darwin x amd64, arm64;
-# windows/amd64 and windows/arm64 are packed as zip, but the code does not build for
-# windows yet: upstream process supervision is unix-only); CA_BUNDLE names the CA bundle copied next to the linux binaries for the
+# TARGETS overrides the GOOS/GOARCH list (default: linux, darwin, windows x amd64,
+# arm64; windows is packed as zip); CA_BUNDLE names the CA bundle copied next to the linux binaries for the
 # container image (default: /etc/ssl/certs/ca-certificates.crt, skipped if absent).
 #
 # Besides the archives, DIR keeps each target's unpacked files in DIR/OS_ARCH/;
@@ -65,7 +64,7 @@ esac
 # the same archives.
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct "$commit" 2>/dev/null || date +%s)}
 
-targets=${TARGETS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"}
+targets=${TARGETS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"}
 ca_bundle=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 
 rm -rf "$out"
