@@ -426,7 +426,10 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 				stale = append(stale, func() { _ = pr.inst.Close() })
 			}
 			if ready {
+				// Stopping: the start was given up, which says nothing about
+				// the server, so it is no problem to report or alert on.
 				report.Abandoned = append(report.Abandoned, pr.cfg.ID)
+				p.log.Info("server start abandoned: stopping", "server", pr.cfg.ID)
 			}
 			continue
 		}
