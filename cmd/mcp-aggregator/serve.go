@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
+	"github.com/mcp-aggregator/mcp-aggregator/tlsreload"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -127,12 +128,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	src := c.discover(log)
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
-		certs, err := newCertReloader(*tlsCert, *tlsKey, log)
+		certs, err := tlsreload.New(*tlsCert, *tlsKey, log)
 		if err != nil {
 			log.Error("cannot serve HTTPS", "err", err)
 			return 2
 		}
-		tlsConfig = certs.config()
+		tlsConfig = certs.Config()
 	}
 	// The address is taken before anything starts: one that is in use stops
 	// the start at once, with nothing to close. Connections wait in the
@@ -409,6 +410,20 @@ func checkHTTPAddr(addr string) error {
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("--http %q: %q is not a port; %s", addr, port, want)
+	}
+	return nil
+}
+
+// tlsFlags checks that --tls-cert and --tls-key come together and only
+// with --http.
+func tlsFlags(certFile, keyFile, httpAddr string) error {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil
+	case certFile == "" || keyFile == "":
+		return errors.New("--tls-cert and --tls-key go together: give both files (the PEM certificate chain and its private key) or neither")
+	case httpAddr == "":
+		return errors.New("--tls-cert and --tls-key serve HTTPS and need --http ADDR")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package tlsreload
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestTLSWarnings(t *testing.T) {
 			if runtime.GOOS == "windows" && tt.mode&0o077 != 0 {
 				t.Skip("file modes say nothing of who may read a file on Windows")
 			}
-			assert.Equal(t, tt.wants, tlsWarnings(tt.leaf, "k.pem", tt.mode, now))
+			assert.Equal(t, tt.wants, warnings(tt.leaf, "k.pem", tt.mode, now))
 		})
 	}
 }
@@ -75,9 +75,9 @@ func TestCertReloaderWarnsAtStart(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	writePair(t, certFile, keyFile, 1, time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), 0o644)
 	var logs syncBuffer
-	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
+	r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
-	c, err := r.certificate(nil)
+	c, err := r.Certificate(nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.Leaf.SerialNumber.Int64())
 	assert.Contains(t, logs.String(), `level=WARN msg="the TLS certificate expired on 2020-01-01T00:00:00Z; clients will refuse it"`)
@@ -92,35 +92,35 @@ func TestCertReloaderRefusesAnExpiredRenewal(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	selfSigned(t, certFile, keyFile, 1)
 	var logs syncBuffer
-	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
+	r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	assert.Empty(t, logs.String(), "a valid pair, mode 0600, says nothing")
 	clock := time.Now()
 	r.now = func() time.Time { return clock }
 	serial := func() int64 {
-		c, err := r.certificate(nil)
+		c, err := r.Certificate(nil)
 		require.NoError(t, err)
 		return c.Leaf.SerialNumber.Int64()
 	}
 
 	writePair(t, certFile, keyFile, 2, time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), 0o600)
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 1, serial(), "the valid certificate is still served")
 	assert.Contains(t, logs.String(), `level=ERROR msg="the renewed TLS certificate expired on 2020-01-01T00:00:00Z; serving the previous one until the files change again"`)
 	assert.NotContains(t, logs.String(), "TLS certificate reloaded")
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 1, serial())
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=ERROR"), "said once, not on every check")
 
 	if runtime.GOOS != "windows" {
 		writePair(t, certFile, keyFile, 3, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 0o644)
-		clock = clock.Add(tlsCheckEvery)
+		clock = clock.Add(checkEvery)
 		assert.EqualValues(t, 3, serial(), "a valid renewal is taken")
 		assert.Contains(t, logs.String(), `level=WARN msg="the TLS private key `+keyFile+` may be read by other users`)
 	}
 
 	writePair(t, certFile, keyFile, 4, time.Now().Add(time.Hour), time.Now().Add(2*time.Hour), 0o600)
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 4, serial(), "a renewal not valid yet is taken, with a warning")
 	assert.Contains(t, logs.String(), `level=WARN msg="the TLS certificate is not valid before`)
 }

@@ -1,15 +1,13 @@
-package main
+package tlsreload
 
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -18,18 +16,18 @@ import (
 // certificates is a few KiB, so anything near this is not one.
 const maxPEMBytes = 1 << 20
 
-// tlsCheckEvery is how often, at most, a handshake looks whether the
+// checkEvery is how often, at most, a handshake looks whether the
 // files changed; between checks handshakes use the loaded certificate.
-const tlsCheckEvery = time.Second
+const checkEvery = time.Second
 
-// certReloader serves the certificate of a cert and key file pair and loads
+// Reloader serves the certificate of a cert and key file pair and loads
 // them again when either changes, so that a renewed certificate (certbot,
 // cert-manager) is used without a restart. A pair that does not load (a
 // renewal caught halfway, a key that does not match) or whose certificate
 // has expired leaves the last good certificate in use, and is tried again
 // when the files change again. At start and on every reload it warns of a
 // certificate outside its validity period and a key others may read.
-type certReloader struct {
+type Reloader struct {
 	certFile, keyFile string
 	log               *slog.Logger
 	now               func() time.Time
@@ -46,10 +44,11 @@ type fileStamp struct {
 	size int64
 }
 
-// newCertReloader loads the pair once; an error there is the operator's to
-// fix before the server starts.
-func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log, now: time.Now}
+// New loads the pair once; an error there is the operator's to fix
+// before the server starts. Its messages name the files as the serve
+// command's flags do (--tls-cert, --tls-key).
+func New(certFile, keyFile string, log *slog.Logger) (*Reloader, error) {
+	r := &Reloader{certFile: certFile, keyFile: keyFile, log: log, now: time.Now}
 	stamps, err := r.stat()
 	if err != nil {
 		return nil, err
@@ -63,43 +62,27 @@ func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader,
 	return r, nil
 }
 
-// warn logs what is wrong with a pair that loads (tlsWarnings).
-func (r *certReloader) warn(cert *tls.Certificate, keyMode fs.FileMode) {
-	for _, w := range tlsWarnings(cert.Leaf, r.keyFile, keyMode, r.now()) {
+// warn logs what is wrong with a pair that loads (warnings).
+func (r *Reloader) warn(cert *tls.Certificate, keyMode fs.FileMode) {
+	for _, w := range warnings(cert.Leaf, r.keyFile, keyMode, r.now()) {
 		r.log.Warn(w, "cert", r.certFile, "subject", cert.Leaf.Subject.String())
 	}
 }
 
-// tlsWarnings are what is wrong with a pair that loads: a certificate
-// outside its validity period, which clients refuse, and a private key
-// file that users other than its owner may read (the style of the OAuth
-// token store's check of its own files).
-func tlsWarnings(leaf *x509.Certificate, keyFile string, keyMode fs.FileMode, now time.Time) []string {
-	var out []string
-	switch {
-	case now.After(leaf.NotAfter):
-		out = append(out, fmt.Sprintf("the TLS certificate expired on %s; clients will refuse it", leaf.NotAfter.UTC().Format(time.RFC3339)))
-	case now.Before(leaf.NotBefore):
-		out = append(out, fmt.Sprintf("the TLS certificate is not valid before %s; clients will refuse it until then", leaf.NotBefore.UTC().Format(time.RFC3339)))
-	}
-	if keyMode.Perm()&0o077 != 0 && runtime.GOOS != "windows" {
-		out = append(out, fmt.Sprintf("the TLS private key %s may be read by other users (mode %v); run chmod 600 on it", keyFile, keyMode.Perm()))
-	}
-	return out
-}
-
-// config is the server's TLS config: TLS 1.2 at least, HTTP/1.1 (the MCP
+// Config is the server's TLS config: TLS 1.2 at least, HTTP/1.1 (the MCP
 // endpoint's streams are written for it), the certificate from r.
-func (r *certReloader) config() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, GetCertificate: r.certificate}
+func (r *Reloader) Config() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, GetCertificate: r.Certificate}
 }
 
-// certificate is tls.Config.GetCertificate.
-func (r *certReloader) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// Certificate is tls.Config.GetCertificate: the loaded certificate, loaded
+// again first when the files changed and the last look is checkEvery old.
+// It never fails: a pair that does not load leaves the last good one.
+func (r *Reloader) Certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	if now.Sub(r.checked) < tlsCheckEvery {
+	if now.Sub(r.checked) < checkEvery {
 		return r.cert, nil
 	}
 	r.checked = now
@@ -133,7 +116,7 @@ func (r *certReloader) certificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 	return r.cert, nil
 }
 
-func (r *certReloader) stat() ([2]fileStamp, error) {
+func (r *Reloader) stat() ([2]fileStamp, error) {
 	var out [2]fileStamp
 	for i, name := range []string{r.certFile, r.keyFile} {
 		fi, err := os.Stat(name)
@@ -146,7 +129,7 @@ func (r *certReloader) stat() ([2]fileStamp, error) {
 }
 
 // load reads and checks the pair, and returns the key file's mode too.
-func (r *certReloader) load() (*tls.Certificate, fs.FileMode, error) {
+func (r *Reloader) load() (*tls.Certificate, fs.FileMode, error) {
 	certPEM, _, err := readBounded(r.certFile, "--tls-cert")
 	if err != nil {
 		return nil, 0, err
@@ -186,18 +169,4 @@ func readBounded(name, flagName string) ([]byte, fs.FileMode, error) {
 		return nil, 0, fmt.Errorf("%s %s: larger than %d bytes; it should hold a PEM certificate chain or key", flagName, name, maxPEMBytes)
 	}
 	return b, st.Mode(), nil
-}
-
-// tlsFlags checks that --tls-cert and --tls-key come together and only
-// with --http.
-func tlsFlags(certFile, keyFile, httpAddr string) error {
-	switch {
-	case certFile == "" && keyFile == "":
-		return nil
-	case certFile == "" || keyFile == "":
-		return errors.New("--tls-cert and --tls-key go together: give both files (the PEM certificate chain and its private key) or neither")
-	case httpAddr == "":
-		return errors.New("--tls-cert and --tls-key serve HTTPS and need --http ADDR")
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package tlsreload
 
 import (
 	"crypto/ecdsa"
@@ -47,12 +47,12 @@ func TestCertReloaderFollowsTheFiles(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	selfSigned(t, certFile, keyFile, 1)
-	r, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	clock := time.Now()
 	r.now = func() time.Time { return clock }
 	serial := func() int64 {
-		c, err := r.certificate(nil)
+		c, err := r.Certificate(nil)
 		require.NoError(t, err)
 		return c.Leaf.SerialNumber.Int64()
 	}
@@ -60,20 +60,20 @@ func TestCertReloaderFollowsTheFiles(t *testing.T) {
 
 	selfSigned(t, certFile, keyFile, 2)
 	assert.EqualValues(t, 1, serial(), "within a second of the last check the files are not looked at")
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 2, serial())
 
 	// A broken cert keeps the last good one, and is retried once it changes.
 	require.NoError(t, os.WriteFile(certFile, []byte("not a certificate"), 0o600))
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 2, serial())
 	selfSigned(t, certFile, keyFile, 3)
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 3, serial())
 
 	// Files gone: the loaded certificate stays.
 	require.NoError(t, os.Remove(keyFile))
-	clock = clock.Add(tlsCheckEvery)
+	clock = clock.Add(checkEvery)
 	assert.EqualValues(t, 3, serial())
 }
 
@@ -83,16 +83,8 @@ func TestCertReloaderBoundsTheFiles(t *testing.T) {
 	selfSigned(t, certFile, keyFile, 1)
 	huge := make([]byte, maxPEMBytes+1)
 	require.NoError(t, os.WriteFile(certFile, huge, 0o600))
-	_, err := newCertReloader(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--tls-cert")
 	assert.Contains(t, err.Error(), "larger than")
-}
-
-func TestTLSFlags(t *testing.T) {
-	assert.NoError(t, tlsFlags("", "", ""))
-	assert.NoError(t, tlsFlags("c", "k", "127.0.0.1:8443"))
-	assert.ErrorContains(t, tlsFlags("c", "", "127.0.0.1:8443"), "go together")
-	assert.ErrorContains(t, tlsFlags("", "k", "127.0.0.1:8443"), "go together")
-	assert.ErrorContains(t, tlsFlags("c", "k", ""), "need --http")
 }
