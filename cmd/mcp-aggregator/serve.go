@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/gateway"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
@@ -140,7 +141,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// backlog until the gateway serves them.
 	var ln net.Listener
 	if *httpAddr != "" {
-		ln, err = net.Listen("tcp", listenAddr(*httpAddr))
+		ln, err = net.Listen("tcp", gateway.ListenAddr(*httpAddr))
 		if err != nil {
 			log.Error("cannot listen", "addr", *httpAddr, "err", err)
 			return 1
@@ -165,17 +166,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	supervisor := startSupervisor(log, *cgroups == "off")
-	defer supervisor.Close()  // after the proxy's Close below: every upstream is gone by then
-	var edge *downstream.HTTP // set before the first load, which calls OnWorkspace
-	var gwAuth *access        // likewise; nil on stdio
-	var drain *drainer        // likewise; nil on stdio
+	defer supervisor.Close()   // after the proxy's Close below: every upstream is gone by then
+	var edge *downstream.HTTP  // set before the first load, which calls OnWorkspace
+	var gwAuth *gateway.Access // likewise; nil on stdio
+	var drain *gateway.Drainer // likewise; nil on stdio
 	upAuth := newUpstreamAuth(ctx, &c, log)
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
 	firstLoad := &requiredWatch{log: log, loaded: loaded}
 	var offerLogin proxy.LoginOffer
-	if *httpAddr == "" || loopbackBind(*httpAddr) {
+	if *httpAddr == "" || gateway.LoopbackBind(*httpAddr) {
 		// Only where the aggregator serves one person: the login's browser
 		// comes back to this machine's loopback, and every client shares
 		// the tokens it gets.
@@ -194,10 +195,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
 			if gwAuth != nil {
-				gwAuth.apply(ws)
+				gwAuth.Apply(ws)
 			}
 			if drain != nil {
-				drain.setOperators(ws.HTTP.Auth.Operators)
+				drain.SetOperators(ws.HTTP.Auth.Operators)
 			}
 			if edge != nil {
 				edge.SetAllowedOrigins(ws.HTTP.AllowedOrigins)
@@ -208,16 +209,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *httpAddr != "" {
 		// Authentication is in force before the first byte is served: the
 		// config is read once now for http.auth, before the listener opens.
-		gwAuth = newAccess(log, *httpAddr, *allowUnauth)
-		if err := gwAuth.start(src.loadLive()); err != nil {
+		gwAuth = gateway.NewAccess(log, *httpAddr, *allowUnauth)
+		if err := gwAuth.Start(src.loadLive()); err != nil {
 			log.Error("cannot serve", "err", err)
 			return 1
 		}
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
-			MaxConnsPerClient: *maxConns, ClientsByAddress: !loopbackBind(*httpAddr),
-			ProbePaths: probePaths(), LeaseHere: p.HoldsLease})
-		drain = newDrainer(edge, *drainGrace, log)
+			MaxConnsPerClient: *maxConns, ClientsByAddress: !gateway.LoopbackBind(*httpAddr),
+			ProbePaths: gateway.ProbePaths(), LeaseHere: p.HoldsLease})
+		drain = gateway.NewDrainer(edge, *drainGrace, log)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -261,8 +262,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway{edge: edge, proxy: p, log: log, tls: tlsConfig != nil, auth: gwAuth, drain: drain,
-		ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.draining})}, ln, loaded, log)
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain,
+		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see supervise.Supervisor),
@@ -404,7 +405,7 @@ func checkHTTPAddr(addr string) error {
 		return nil
 	}
 	const want = "use HOST:PORT, :PORT or PORT, such as 127.0.0.1:8080"
-	_, port, err := net.SplitHostPort(listenAddr(addr))
+	_, port, err := net.SplitHostPort(gateway.ListenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("--http %q is not an address to listen on; %s", addr, want)
 	}
@@ -428,26 +429,16 @@ func tlsFlags(certFile, keyFile, httpAddr string) error {
 	return nil
 }
 
-// listenAddr binds loopback unless the address names a host.
-func listenAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		// A bare port such as "8080".
-		return net.JoinHostPort("127.0.0.1", strings.TrimPrefix(addr, ":"))
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan int, log *slog.Logger) int {
-	edge := gw.edge
+// serveHTTP serves gw on ln (over HTTPS when https) until the first load
+// fails, a stop signal or POST /drain, or the server fails, then drains and
+// shuts down. It returns the exit code.
+func serveHTTP(ctx context.Context, gw *gateway.Gateway, https bool, ln net.Listener, loaded <-chan int, log *slog.Logger) int {
+	edge := gw.Edge
 	errc := make(chan error, 1)
-	go func() { errc <- edge.Serve(ln, gw.handler()) }()
+	go func() { errc <- edge.Serve(ln, gw.Handler()) }()
 	// Tests and scripts read this line to learn the port.
 	scheme := "http://"
-	if gw.tls {
+	if https {
 		scheme = "https://"
 	}
 	log.Info("listening", "url", scheme+ln.Addr().String()+"/mcp")
@@ -460,7 +451,7 @@ func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan 
 			select {
 			case <-ctx.Done():
 				signalled = true
-			case <-gw.drain.requested:
+			case <-gw.Drain.Requested():
 			case err := <-errc:
 				log.Error("http server failed", "err", err)
 				code = 1
@@ -468,7 +459,7 @@ func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan 
 		}
 	case <-ctx.Done():
 		signalled = true
-	case <-gw.drain.requested:
+	case <-gw.Drain.Requested():
 	case err := <-errc:
 		log.Error("http server failed", "err", err)
 		code = 1
@@ -480,13 +471,13 @@ func serveHTTP(ctx context.Context, gw *gateway, ln net.Listener, loaded <-chan 
 		if signalled {
 			why = "stop signal"
 		}
-		gw.drain.begin(why)
-		gw.drain.wait(signalled)
+		gw.Drain.Begin(why)
+		gw.Drain.Wait(signalled)
 	}
 	log.Info("shutting down")
 	// Listen streams get their final result while the server still writes
 	// to them; its shutdown then finds them done rather than cut.
-	gw.proxy.EndListeners()
+	gw.Proxy.EndListeners()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	_ = edge.Shutdown(sctx)

@@ -1,10 +1,9 @@
-package main
+package gateway
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -15,10 +14,10 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 )
 
-// access is the gateway's http.auth: the guard in force, replaced when a
+// Access is the gateway's http.auth: the guard in force, replaced when a
 // reload changes http.auth, and the rule that a gateway reachable from
 // other hosts is never left without one by accident.
-type access struct {
+type Access struct {
 	log     *slog.Logger
 	addr    string // the --http address, for messages
 	foreign bool   // bound to an address other hosts can reach
@@ -29,28 +28,17 @@ type access struct {
 	edge atomic.Pointer[downstream.HTTP]
 }
 
-func newAccess(log *slog.Logger, addr string, allowUnauthenticated bool) *access {
-	return &access{log: log, addr: addr, foreign: !loopbackBind(addr), open: allowUnauthenticated}
+// NewAccess is the http.auth of a gateway serving on addr (the --http
+// address); allowUnauthenticated is --allow-unauthenticated. No guard is in
+// force until Start.
+func NewAccess(log *slog.Logger, addr string, allowUnauthenticated bool) *Access {
+	return &Access{log: log, addr: addr, foreign: !LoopbackBind(addr), open: allowUnauthenticated}
 }
 
-// loopbackBind reports whether the --http address listens on loopback
-// only (a bare port does; see listenAddr).
-func loopbackBind(addr string) bool {
-	host, _, err := net.SplitHostPort(listenAddr(addr))
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// start applies the config read before the gateway listens. It refuses a
+// Start applies the config read before the gateway listens. It refuses a
 // non-loopback bind without http.auth unless --allow-unauthenticated was
 // given, and one whose config cannot be read, since it cannot tell then.
-func (a *access) start(ws *config.Workspace, problems []config.Problem) error {
+func (a *Access) Start(ws *config.Workspace, problems []config.Problem) error {
 	if ws == nil {
 		if !a.foreign || a.open {
 			return nil // the first load reports the problems
@@ -70,14 +58,14 @@ func (a *access) start(ws *config.Workspace, problems []config.Problem) error {
 		a.log.Warn("serving on a non-loopback address without http.auth (--allow-unauthenticated): anyone who reaches it can use every server",
 			"addr", a.addr, "fix", "set http.auth in the config")
 	}
-	a.apply(ws)
+	a.Apply(ws)
 	return nil
 }
 
-// apply follows a loaded workspace's http.auth. A guard whose settings did
+// Apply follows a loaded workspace's http.auth. A guard whose settings did
 // not change is kept, with the keys it fetched. A reload that would leave a
 // non-loopback gateway without authentication is not followed.
-func (a *access) apply(ws *config.Workspace) {
+func (a *Access) Apply(ws *config.Workspace) {
 	cfg := ws.HTTP.Auth
 	cur := a.guard.Load()
 	if !cfg.Enabled() {
@@ -124,7 +112,7 @@ func (a *access) apply(ws *config.Workspace) {
 // (whoever held the old one keeps no stream open), OAuth turned off for an
 // OAuth client, or http.auth removed for every one. A session is bound to
 // its client, so none of them could be used again anyway.
-func (a *access) endWithdrawn(old *auth.Guard, cfg config.Auth) {
+func (a *Access) endWithdrawn(old *auth.Guard, cfg config.Auth) {
 	edge := a.edge.Load()
 	if old == nil || edge == nil {
 		return
@@ -147,7 +135,7 @@ func (a *access) endWithdrawn(old *auth.Guard, cfg config.Auth) {
 // protect wraps an endpoint that needs the client's credentials when
 // http.auth is set. The Authorization header stops here: nothing behind
 // the gateway ever sees a client's token.
-func (a *access) protect(h http.Handler) http.Handler {
+func (a *Access) protect(h http.Handler) http.Handler {
 	if a == nil {
 		return h
 	}
@@ -171,7 +159,7 @@ func (a *access) protect(h http.Handler) http.Handler {
 // metadata serves the RFC 9728 protected resource metadata while OAuth is
 // configured (404 otherwise). It needs no credentials: it is how a client
 // learns where to get them.
-func (a *access) metadata() http.Handler {
+func (a *Access) metadata() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var g *auth.Guard
 		if a != nil {

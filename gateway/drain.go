@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ const drainPoll = 50 * time.Millisecond
 // after the last one ended, is still served here.
 const drainQuiet = time.Second
 
-// drainer takes a replica out of a load balancer's rotation without
+// Drainer takes a replica out of a load balancer's rotation without
 // failing what runs on it. Once asked (SIGTERM, SIGINT or POST /drain),
 // the transport refuses new sessions with 503 and Retry-After and /readyz
 // fails, while open sessions keep being served, since their leases live
@@ -34,7 +34,7 @@ const drainQuiet = time.Second
 // latest when the grace is over. Waiting longer for idle sessions would
 // only delay their end: their leases end with the process either way. A
 // second signal stops it at once.
-type drainer struct {
+type Drainer struct {
 	edge  *downstream.HTTP
 	grace time.Duration
 	log   *slog.Logger
@@ -44,12 +44,13 @@ type drainer struct {
 	operators atomic.Pointer[[]string]
 }
 
-func newDrainer(edge *downstream.HTTP, grace time.Duration, log *slog.Logger) *drainer {
-	return &drainer{edge: edge, grace: grace, log: log, requested: make(chan struct{})}
+// NewDrainer drains edge, letting its calls in flight run for grace at most.
+func NewDrainer(edge *downstream.HTTP, grace time.Duration, log *slog.Logger) *Drainer {
+	return &Drainer{edge: edge, grace: grace, log: log, requested: make(chan struct{})}
 }
 
-// begin starts draining; later calls do nothing.
-func (d *drainer) begin(why string) {
+// Begin starts draining, giving why in the log; later calls do nothing.
+func (d *Drainer) Begin(why string) {
 	d.once.Do(func() {
 		d.edge.Drain()
 		d.log.Info("draining", "why", why, "grace", d.grace.String(),
@@ -58,20 +59,24 @@ func (d *drainer) begin(why string) {
 	})
 }
 
-// draining reports whether begin was called.
-func (d *drainer) draining() bool { return d.edge.Draining() }
+// Draining reports whether Begin was called (ops.Options.Draining).
+func (d *Drainer) Draining() bool { return d.edge.Draining() }
 
-// setOperators follows http.auth.operators.
-func (d *drainer) setOperators(names []string) {
+// SetOperators follows http.auth.operators: the clients that may POST /drain.
+func (d *Drainer) SetOperators(names []string) {
 	list := slices.Clone(names)
 	d.operators.Store(&list)
 }
 
-// wait returns once the drain is done: nothing in flight (for drainQuiet
+// Requested is closed when draining begins: by Begin, or by an operator's
+// POST /drain.
+func (d *Drainer) Requested() <-chan struct{} { return d.requested }
+
+// Wait returns once the drain is done: nothing in flight (for drainQuiet
 // while sessions are open), the grace over, or a second stop signal (the first, when a
 // signal began the drain; otherwise the second after POST /drain, as an
 // orchestrator signals after its pre-stop hook drained).
-func (d *drainer) wait(bySignal bool) {
+func (d *Drainer) Wait(bySignal bool) {
 	signals := 0
 	if bySignal {
 		signals = 1
@@ -116,7 +121,7 @@ func (d *drainer) wait(bySignal bool) {
 // http.auth.operators; without http.auth, a request from loopback that
 // no proxy forwarded (no Forwarded or X-Forwarded-For header), since a
 // load balancer on the same host would otherwise let anyone drain.
-func (d *drainer) endpoint(a *access) http.Handler {
+func (d *Drainer) endpoint(a *Access) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -128,7 +133,7 @@ func (d *drainer) endpoint(a *access) http.Handler {
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}
-		d.begin("POST /drain from " + r.RemoteAddr)
+		d.Begin("POST /drain from " + r.RemoteAddr)
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
@@ -143,7 +148,7 @@ func (d *drainer) endpoint(a *access) http.Handler {
 }
 
 // operator says whether r comes from an operator, and if not, why.
-func (d *drainer) operator(a *access, r *http.Request) (string, bool) {
+func (d *Drainer) operator(a *Access, r *http.Request) (string, bool) {
 	if a != nil && a.guard.Load() != nil {
 		client := downstream.ClientOf(r.Context()) // protect authenticated it
 		ops := d.operators.Load()

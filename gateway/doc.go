@@ -1,0 +1,8 @@
+// Package gateway is the HTTP front of `serve --http` around the MCP
+// endpoint: which path serves what (the MCP endpoint, the probes, metrics
+// and status page, the OAuth metadata, POST /drain), who may pass (the
+// http.auth guard, swapped whole when a reload changes it, never dropped
+// from a gateway other hosts can reach), and how a replica leaves a load
+// balancer's rotation without failing the calls it runs (the drain).
+// Flags, signals' first arrival and the process's exit stay in cmd.
+package gateway
