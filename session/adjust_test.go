@@ -77,13 +77,13 @@ func TestAdjustMaxInstances(t *testing.T) {
 		cfg := Config{Server: "counter", MaxInstances: 1}
 		pool := NewPool(cfg, f.start, f.first(t))
 		closePool(t, pool)
-		a := acquire(t, pool, "a")
+		a := acquire(t, pool, "a") // its call runs on, until the cap is raised
 		counterValue(t, a.Instance, "increment")
-		a.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		_, err := pool.Acquire(ctx, "b")
 		require.ErrorIs(t, err, ErrCapReached)
+		a.Done()
 
 		cfg.MaxInstances = 2
 		pool.Adjust(cfg)
@@ -94,6 +94,8 @@ func TestAdjustMaxInstances(t *testing.T) {
 		defer again.Done()
 		assert.Same(t, a.Instance, again.Instance, "the leased instance was kept")
 		assert.Equal(t, 2, counterValue(t, again.Instance, "increment"), "with its state")
+		busyB := acquire(t, pool, "b") // both leases have a call in flight
+		defer busyB.Done()
 		_, err = pool.Acquire(ctx, "c")
 		require.ErrorIs(t, err, ErrCapReached, "the new cap holds too")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
@@ -154,8 +156,8 @@ func TestAdjustMaxInstances(t *testing.T) {
 			"the spares over the cap are stopped: %+v", pool.Stats())
 		for _, g := range []*Grant{a, b} {
 			assert.True(t, alive(g.Instance.PID()), "a leased instance was stopped")
-			again := acquire(t, pool, g.rec.key)
-			again.Done()
+			again := acquire(t, pool, g.rec.key) // its call runs on
+			defer again.Done()
 			assert.Same(t, g.Instance, again.Instance)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

@@ -10,10 +10,16 @@ import (
 // acquireLease returns key's dedicated instance, leasing one on first use:
 // a spare when one is ready, else a new instance within the caps. Over a
 // cap it first reclaims the lease of a session gone idle (reclaim.go), else
-// refuses at once, or waits up to lease.queue_timeout for room.
+// waits until a lease with no call in flight has gone unused long enough to
+// be reclaimed (at most ReclaimIdle), or up to lease.queue_timeout for
+// room; it is refused at once only when neither may come.
 func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
+	queueOver := false // lease.queue_timeout passed
+	// reclaimBy: ReclaimIdle after the session first hit lease.max_instances,
+	// the last moment it waits for a lease to turn reclaimable.
+	var reclaimBy time.Time
 	p.mu.Lock()
 	p.acquiring[key]++
 	p.mu.Unlock()
@@ -73,26 +79,62 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 		case wait == nil:
 			continue // look again
 		}
-		// Over a cap: wait for room only if the config asks for queueing.
-		// The queue is timed from the first refusal, by the queue_timeout
-		// in force then.
-		if errors.Is(wait.err, ErrCapReached) && p.reclaim(time.Now()) {
-			continue // an idle session's slot is free now
-		}
-		if queue == nil {
-			if wait.queue <= 0 {
-				return nil, p.reclaimedError(key, p.capError(wait, 0, nil))
+		// Over a cap. At lease.max_instances, a lease idle long enough is
+		// reclaimed; else the session waits for the first lease with no
+		// call in flight to turn idle long enough, if it does within
+		// ReclaimIdle of the first refusal (a lease used since then is at
+		// work). It also waits up to lease.queue_timeout, timed from the
+		// first refusal by the queue_timeout in force then, for a slot to
+		// free. It is refused when neither is left to wait for.
+		var soonest time.Time
+		if errors.Is(wait.err, ErrCapReached) {
+			now := time.Now()
+			ok, at, idleFor := p.reclaim(now)
+			if ok {
+				continue // an idle session's slot is free now
 			}
+			if reclaimBy.IsZero() {
+				reclaimBy = now.Add(idleFor)
+			}
+			if !at.IsZero() && !at.After(now) {
+				continue // calls raced the reclaim: look again
+			}
+			if !at.After(reclaimBy) {
+				soonest = at
+			}
+		}
+		if queue == nil && !queueOver && wait.queue > 0 {
 			queued = wait.queue
 			queue = time.NewTimer(queued)
 		}
+		if soonest.IsZero() && queue == nil {
+			return nil, p.reclaimedError(key, p.capError(wait, queued, nil))
+		}
+		var queueC, reclaimC <-chan time.Time
+		if queue != nil {
+			queueC = queue.C
+		}
+		var reclaimTimer *time.Timer
+		if !soonest.IsZero() {
+			reclaimTimer = time.NewTimer(time.Until(soonest))
+			reclaimC = reclaimTimer.C
+		}
+		var done error
 		select {
 		case <-wait.pool: // a slot freed, or the cap was raised
 		case <-wait.ledger:
-		case <-queue.C:
-			return nil, p.reclaimedError(key, p.capError(wait, queued, nil))
+		case <-reclaimC: // a lease may be reclaimable now: look again
+		case <-queueC:
+			// Waiting on only for a lease to turn reclaimable, if one may.
+			queue, queueOver = nil, true
 		case <-ctx.Done():
-			return nil, p.reclaimedError(key, p.capError(wait, 0, context.Cause(ctx)))
+			done = context.Cause(ctx)
+		}
+		if reclaimTimer != nil {
+			reclaimTimer.Stop()
+		}
+		if done != nil {
+			return nil, p.reclaimedError(key, p.capError(wait, 0, done))
 		}
 	}
 }

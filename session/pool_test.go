@@ -225,12 +225,13 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Parallel()
 
-	t.Run("a session over the cap is refused at once, told which key to change", func(t *testing.T) {
+	t.Run("a session over the cap is refused at once when every lease has a call in flight, told which key to change", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
+		busy := acquire(t, pool, "a") // its call runs on
+		defer busy.Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
@@ -250,7 +251,8 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		const queue = 300 * time.Millisecond
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
+		busy := acquire(t, pool, "a") // its call runs on
+		defer busy.Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()

@@ -26,24 +26,33 @@ type reclaimCandidate struct {
 // than one that has, whatever its last call. The reclaimed instance hands
 // its slot on at once, as a recycled one does, and drains; its session is
 // told on its next call of the server (Grant.Reclaimed). reclaim reports
-// whether it ended a lease.
-func (p *Pool) reclaim(now time.Time) bool {
+// whether it ended a lease. When it did not, soonest is when the first of
+// the leases with no call now turns idle long enough, if no call starts on
+// it before (zero: every lease has a call in flight or waiting), and
+// idleFor the Config.ReclaimIdle it went by.
+func (p *Pool) reclaim(now time.Time) (ok bool, soonest time.Time, idleFor time.Duration) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return false
+		return false, time.Time{}, 0
 	}
-	idleFor := p.cfg.ReclaimIdle
+	idleFor = p.cfg.ReclaimIdle
 	var candidates []reclaimCandidate
 	for k, l := range p.leases {
-		if !p.idleLease(k, l, now, idleFor) {
+		if !p.quietLease(k, l) {
+			continue
+		}
+		if at := l.lastUsed.Add(idleFor); now.Before(at) {
+			if soonest.IsZero() || at.Before(soonest) {
+				soonest = at
+			}
 			continue
 		}
 		candidates = append(candidates, reclaimCandidate{key: k, lease: l, lastUsed: l.lastUsed})
 	}
 	p.mu.Unlock()
 	if len(candidates) == 0 {
-		return false
+		return false, soonest, idleFor
 	}
 	// Asked outside mu: the answer comes from the transports' own locks.
 	if p.cfg.Connected != nil {
@@ -62,16 +71,25 @@ func (p *Pool) reclaim(now time.Time) bool {
 	})
 	for _, c := range candidates {
 		if p.reclaimLease(c, now, idleFor) {
-			return true
+			return true, time.Time{}, idleFor
 		}
 	}
-	return false
+	// A call started on each of them since they were looked at: the
+	// caller looks again at once.
+	return false, now, idleFor
 }
 
 // idleLease reports whether key's lease l may be reclaimed now. Callers
 // hold mu.
 func (p *Pool) idleLease(key Key, l *lease, now time.Time, idleFor time.Duration) bool {
-	if p.acquiring[key] > 0 || now.Sub(l.lastUsed) < idleFor {
+	return now.Sub(l.lastUsed) >= idleFor && p.quietLease(key, l)
+}
+
+// quietLease reports whether key's lease l has no call in flight, none
+// waiting for its instance and no instance starting: it turns reclaimable
+// once it has gone unused long enough. Callers hold mu.
+func (p *Pool) quietLease(key Key, l *lease) bool {
+	if p.acquiring[key] > 0 {
 		return false
 	}
 	if _, starting := p.pending[key]; starting {

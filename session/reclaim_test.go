@@ -97,18 +97,94 @@ func TestReclaimAtTheCap(t *testing.T) {
 		assert.True(t, held)
 	})
 
-	t.Run("a lease with a call in flight or used recently is never reclaimed", func(t *testing.T) {
+	t.Run("a lease used recently is not reclaimed yet: the new session waits until it is idle long enough", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Hour, OnEvent: ev.add}, f.start, f.first(t))
+		const idle = 400 * time.Millisecond
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
 		busy := acquire(t, pool, "busy") // its call runs on
 		defer busy.Done()
 		acquire(t, pool, "recent").Done()
+		lastUse := time.Now()
 
+		c, err := tryAcquire(pool, "c")
+		require.NoError(t, err, "waited for the recent lease to turn reclaimable, then took its place")
+		c.Done()
+		assert.GreaterOrEqual(t, time.Since(lastUse), idle, "reclaimed before it went unused long enough")
+		assert.Less(t, time.Since(lastUse), idle+5*time.Second, "waited well past the moment it turned reclaimable")
+		assert.Equal(t, Key("recent"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held("busy")
+		assert.True(t, held, "a lease with a call in flight is never reclaimed")
+		assert.Equal(t, 2, pool.Stats().Live)
+	})
+
+	t.Run("a call that starts on the lease waited for keeps it: the new session looks again", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		const idle = 600 * time.Millisecond
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		acquire(t, pool, "a").Done()
+
+		got := make(chan error, 1)
+		began := time.Now()
+		go func() {
+			_, err := tryAcquire(pool, "c")
+			got <- err
+		}()
+		require.Eventually(t, func() bool {
+			pool.mu.Lock()
+			defer pool.mu.Unlock()
+			return pool.acquiring["c"] == 1
+		}, waitTimeout, time.Millisecond)
+		busy := acquire(t, pool, "a") // a's session is at work again, before its lease turned reclaimable
+		defer busy.Done()
+		select {
+		case err := <-got:
+			require.ErrorIs(t, err, ErrCapReached, "every lease has a call in flight")
+			assert.Less(t, time.Since(began), idle+5*time.Second)
+		case <-time.After(waitTimeout):
+			t.Fatal("the new session waited on")
+		}
+		for _, e := range ev.all() {
+			assert.NotEqual(t, "reclaimed", e.Kind)
+		}
+	})
+
+	t.Run("the wait ends with the caller's own deadline", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Hour}, f.start, f.first(t))
+		closePool(t, pool)
+		acquire(t, pool, "a").Done()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := pool.Acquire(ctx, "c")
+		require.ErrorIs(t, err, ErrCapReached)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		_, held := pool.Held("a")
+		assert.True(t, held)
+	})
+
+	t.Run("a session over the cap is refused at once when every lease has a call in flight", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, OnEvent: ev.add}, f.start, f.first(t))
+		closePool(t, pool)
+		for _, k := range []Key{"x", "y"} {
+			g := acquire(t, pool, k) // its call runs on
+			defer g.Done()
+		}
+
+		began := time.Now()
 		_, err := tryAcquire(pool, "c")
-		require.ErrorIs(t, err, ErrCapReached, "refused as before reclaim existed")
+		require.ErrorIs(t, err, ErrCapReached)
+		assert.Less(t, time.Since(began), time.Second, "no waiting")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
 		for _, e := range ev.all() {
 			assert.NotEqual(t, "reclaimed", e.Kind)
