@@ -26,10 +26,11 @@ type reclaimCandidate struct {
 // than one that has, whatever its last call. The reclaimed instance hands
 // its slot on at once, as a recycled one does, and drains; its session is
 // told on its next call of the server (Grant.Reclaimed). reclaim reports
-// whether it ended a lease. When it did not, soonest is when the first of
-// the leases with no call now turns idle long enough, if no call starts on
-// it before (zero: every lease has a call in flight or waiting), and
-// idleFor the Config.ReclaimIdle it went by.
+// whether it ended a lease. When it did not, soonest is when the lease to
+// wait for turns reclaimable, if no call starts on it before: of the leases
+// with no call now, the first to go unused long enough among those whose
+// session has no connection, else among the others (zero: every lease has
+// a call in flight or waiting). idleFor is the Config.ReclaimIdle in force.
 func (p *Pool) reclaim(now time.Time) (ok bool, soonest time.Time, idleFor time.Duration) {
 	p.mu.Lock()
 	if p.closed {
@@ -37,30 +38,23 @@ func (p *Pool) reclaim(now time.Time) (ok bool, soonest time.Time, idleFor time.
 		return false, time.Time{}, 0
 	}
 	idleFor = p.cfg.ReclaimIdle
-	var candidates []reclaimCandidate
+	var quiet []reclaimCandidate
 	for k, l := range p.leases {
-		if !p.quietLease(k, l) {
-			continue
+		if p.quietLease(k, l) {
+			quiet = append(quiet, reclaimCandidate{key: k, lease: l, lastUsed: l.lastUsed})
 		}
-		if at := l.lastUsed.Add(idleFor); now.Before(at) {
-			if soonest.IsZero() || at.Before(soonest) {
-				soonest = at
-			}
-			continue
-		}
-		candidates = append(candidates, reclaimCandidate{key: k, lease: l, lastUsed: l.lastUsed})
 	}
 	p.mu.Unlock()
-	if len(candidates) == 0 {
-		return false, soonest, idleFor
+	if len(quiet) == 0 {
+		return false, time.Time{}, idleFor
 	}
 	// Asked outside mu: the answer comes from the transports' own locks.
 	if p.cfg.Connected != nil {
-		for i := range candidates {
-			candidates[i].connected = p.cfg.Connected(candidates[i].key)
+		for i := range quiet {
+			quiet[i].connected = p.cfg.Connected(quiet[i].key)
 		}
 	}
-	slices.SortFunc(candidates, func(a, b reclaimCandidate) int {
+	slices.SortFunc(quiet, func(a, b reclaimCandidate) int {
 		if a.connected != b.connected {
 			if a.connected {
 				return 1
@@ -69,14 +63,25 @@ func (p *Pool) reclaim(now time.Time) (ok bool, soonest time.Time, idleFor time.
 		}
 		return a.lastUsed.Compare(b.lastUsed)
 	})
-	for _, c := range candidates {
+	raced := false
+	for _, c := range quiet {
+		if at := c.lastUsed.Add(idleFor); now.Before(at) {
+			if soonest.IsZero() {
+				soonest = at // the first of its kind, by the order above
+			}
+			continue
+		}
 		if p.reclaimLease(c, now, idleFor) {
 			return true, time.Time{}, idleFor
 		}
+		raced = true
 	}
-	// A call started on each of them since they were looked at: the
-	// caller looks again at once.
-	return false, now, idleFor
+	if raced && soonest.IsZero() {
+		// A call started on each lease reclaimable a moment ago: the
+		// caller looks again at once.
+		return false, now, idleFor
+	}
+	return false, soonest, idleFor
 }
 
 // idleLease reports whether key's lease l may be reclaimed now. Callers

@@ -120,6 +120,25 @@ func TestReclaimAtTheCap(t *testing.T) {
 		assert.Equal(t, 2, pool.Stats().Live)
 	})
 
+	t.Run("waiting, it waits for a session without a connection rather than reclaim one with", func(t *testing.T) {
+		t.Parallel()
+		f := newDemoFactory(t, "counter")
+		ev := newEvents()
+		var conn connectedKeys
+		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: 300 * time.Millisecond, OnEvent: ev.add,
+			Connected: conn.connected}, f.start, f.first(t))
+		closePool(t, pool)
+		conn.set("listening", true)
+		acquire(t, pool, "listening").Done() // turns reclaimable first
+		time.Sleep(50 * time.Millisecond)    // apart enough to tell which was waited for
+		acquire(t, pool, "gone").Done()
+
+		acquire(t, pool, "c").Done()
+		assert.Equal(t, Key("gone"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held("listening")
+		assert.True(t, held)
+	})
+
 	t.Run("a call that starts on the lease waited for keeps it: the new session looks again", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
