@@ -671,34 +671,58 @@ func TestLeaseIsolation(t *testing.T) {
 	}
 }
 
-// TestLeaseCap: under lease.max_instances a session with lease.queue_timeout waits that
-// long for an instance, fails saying why, and gets one once another session releases its
-// own. (Without a queue it is refused at once: TestSupervisionLeaseCapRefusesThe17thSession.)
+// TestLeaseCap: under lease.max_instances, while every lease has a call in flight, a
+// session with lease.queue_timeout waits that long for an instance, fails saying why,
+// and gets one once another session releases its own. (Without a queue it is refused
+// at once: TestSupervisionLeaseCapRefusesThe17thSession; while a lease has no call in
+// flight, the session waits for it to turn reclaimable: TestLeaseReclaimAbandonedSessions.)
 func TestLeaseCap(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, leaseConfig(
-		leaseBlock("counter", "counter", false, "lease: {max_instances: 1, queue_timeout: 1s}"),
+		leaseBlock("tools", "tools", false, "lease: {max_instances: 1, queue_timeout: 1s}"),
 	))
 	a.waitLoaded()
 	holder, waiter := a.connect(), a.connect()
-	assert.Equal(t, 1, leaseValue(t, holder, "counter_increment"))
-	holderPID := leasePID(t, holder, "counter_pid")
+	holderPID := leasePID(t, holder, "tools_pid")
+	slow := relStartCall(holder, "tools_slow", map[string]any{"seconds": 4}, nil)
+	leaseWaitBusy(t, waiter, "tools", 1)
 
 	start := time.Now()
-	_, err := leaseTry(waiter, "counter_increment", nil)
+	_, err := leaseTry(waiter, "tools_pid", nil)
 	require.Error(t, err, "a second instance was started beyond max_instances: 1")
 	assert.Contains(t, err.Error(), "max_instances", "the error says the cap was reached")
+	assert.Contains(t, err.Error(), "lease.queue_timeout (1s)")
 	assert.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "the call waited lease.queue_timeout before failing")
-	assert.Zero(t, leaseHeld(t, waiter, "counter"), "a failed wait leaves no lease behind")
-	assert.Len(t, leaseCounterProcesses(t, a), 1)
+	assert.Zero(t, leaseHeld(t, waiter, "tools"), "a failed wait leaves no lease behind")
+	relResult(t, relAwait(t, slow))
 
-	leaseCall(t, holder, "mcp_release", map[string]any{"serverId": "counter"})
+	leaseCall(t, holder, "mcp_release", map[string]any{"serverId": "tools"})
 	waitGone(t, holderPID)
-	got := leaseCall(t, waiter, "counter_increment", nil)
-	require.NotNil(t, got.Value)
-	assert.Equal(t, 1, *got.Value, "the released instance's state is not handed on")
+	got := leaseCall(t, waiter, "tools_pid", nil)
+	require.NotNil(t, got.PID)
 	assert.NotEmpty(t, got.reminder())
-	assert.NotEqual(t, holderPID, leasePID(t, waiter, "counter_pid"))
+	assert.NotEqual(t, holderPID, *got.PID, "the released instance is not handed on")
+}
+
+// leaseWaitBusy waits until n leased instances of server have a call in flight, as
+// mcp_status, asked by c, lists them.
+func leaseWaitBusy(t *testing.T, c *client, server string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(callTimeout)
+	for {
+		busy := 0
+		list := supInstances(t, c)
+		for _, in := range list {
+			if in.Server == server && in.Role == "leased" && in.InFlight > 0 {
+				busy++
+			}
+		}
+		if busy >= n {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d of %d leased instances of %s have a call in flight: %+v", busy, n, server, list)
+		time.Sleep(20 * time.Millisecond) // status is polled: no event says a call reached the instance
+	}
 }
 
 // TestLeasePrewarm: lease.prewarm keeps spares ready, and a new session's first call
