@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,9 +13,10 @@ import (
 // TestReloadLeaseSettingsApplyLive: editing only a stateful server's lease
 // settings restarts nothing. The session holding an instance keeps it, with
 // its state, through every edit; a raised lease.max_instances lets in at once
-// a session the old cap refused; a raised lease.prewarm starts a spare; a
-// lowered cap stops that spare and refuses new leases, while every leased
-// instance runs on. Each reload says what it applied.
+// a session the old cap kept waiting (for the holder's lease to turn
+// reclaimable, 10s after its last call); a raised lease.prewarm starts a
+// spare; a lowered cap stops that spare and gives no new lease over it, while
+// every leased instance runs on. Each reload says what it applied.
 func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	t.Parallel()
 	config := func(maxInstances, prewarm int) string {
@@ -34,19 +36,26 @@ func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	}
 
 	other := r.a.connect()
-	_, err := leaseTry(other, "counter_increment", nil)
-	require.Error(t, err, "a second instance was started beyond max_instances: 1")
-	assert.Contains(t, err.Error(), "lease.max_instances: 1")
+	asked := time.Now()
+	waiting := relStartCall(other, "counter_increment", map[string]any{}, nil)
+	time.Sleep(500 * time.Millisecond) // the call reaches the cap and waits there
+	select {
+	case o := <-waiting:
+		t.Fatalf("a second instance was started beyond max_instances: 1, or the session was refused while the holder's lease was quiet: %+v", o)
+	default:
+	}
 
 	// Raise the cap and ask for a spare.
 	r.save(config(3, 1))
 	line := r.waitReload()
 	assert.Contains(t, line, "changed=false")
 	assert.Contains(t, line, `applied="counter: lease.max_instances 1 -> 3, lease.prewarm 0 -> 1"`)
+	got, err := leaseDecode(relResult(t, relAwait(t, waiting)))
+	require.NoError(t, err)
+	assert.Less(t, time.Since(asked), reclaimIdle, "the waiting session was let in only when the holder's lease turned reclaimable")
 	kept("after max_instances was raised")
-	got := leaseCall(t, other, "counter_increment", nil)
 	require.NotNil(t, got.Value)
-	assert.Equal(t, 1, *got.Value, "the session refused before leases a clean instance now")
+	assert.Equal(t, 1, *got.Value, "the session kept waiting before leases a clean instance now")
 	otherPID := leasePID(t, other, "counter_pid")
 	assert.NotEqual(t, pid, otherPID)
 	leaseWaitSpares(t, holder, "counter", 1)
@@ -63,11 +72,24 @@ func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	assert.Equal(t, otherPID, leasePID(t, other, "counter_pid"), "the other session's instance was replaced")
 	assert.ElementsMatch(t, []int{pid, otherPID}, leaseCounterProcesses(t, r.a), "only the leased instances run")
 	third := r.a.connect()
-	_, err = leaseTry(third, "counter_increment", nil)
-	require.Error(t, err, "a new lease was given beyond the lowered max_instances")
-	assert.Contains(t, err.Error(), "lease.max_instances: 1")
+	thirdCall := relStartCall(third, "counter_increment", map[string]any{}, nil)
+	time.Sleep(500 * time.Millisecond) // the call reaches the cap and waits there
+	select {
+	case o := <-thirdCall:
+		t.Fatalf("a new lease was given beyond the lowered max_instances, or refused while leases were quiet: %+v", o)
+	default:
+	}
+	// Only a cap raised again, above the leases that run, lets the third in.
+	r.save(config(3, 0))
+	assert.Contains(t, r.waitReload(), `applied="counter: lease.max_instances 1 -> 3, lease.prewarm 1 -> 0"`)
+	third1, err := leaseDecode(relResult(t, relAwait(t, thirdCall)))
+	require.NoError(t, err)
+	require.NotNil(t, third1.Value)
+	assert.Equal(t, 1, *third1.Value)
+	kept("after the third session leased")
+	assert.Equal(t, otherPID, leasePID(t, other, "counter_pid"), "the other session's instance was replaced")
 
-	for _, kind := range []string{"released", "session-ended", "expired", "lost", "recycled"} {
+	for _, kind := range []string{"reclaimed", "released", "session-ended", "expired", "lost", "recycled"} {
 		assert.Empty(t, leaseEvents(r.a, kind, "counter"), "no lease ended: %s", kind)
 	}
 	assert.Equal(t, 1, strings.Count(r.a.log.String(), `msg="server ready" server=counter `), "the server was started again")

@@ -32,11 +32,13 @@ func supPID(t *testing.T, o relOutcome) int {
 }
 
 // TestSupervisionLeaseCapRefusesThe17thSession: without any cap in the config, 16
-// sessions lease 16 instances of a stateful server, and the 17th is refused at once
-// with a message that names lease.max_instances, until one of the 16 lets go.
+// sessions lease 16 instances of a stateful server, and while each has a call in
+// flight the 17th is refused at once with a message that names lease.max_instances,
+// until one of the 16 lets go.
 func TestSupervisionLeaseCapRefusesThe17thSession(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, httpTransport, supCounterConfig(""))
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n  counter:\n    truely-stateless: false\n    "+
+		demoServer("tools")+"\n    transform: [{prefix: counter_}]\n")
 	a.waitLoaded()
 
 	clients := make([]*client, defaultLeaseCap)
@@ -60,8 +62,14 @@ func TestSupervisionLeaseCapRefusesThe17thSession(t *testing.T) {
 		pids[pid] = true
 	}
 	require.Len(t, pids, defaultLeaseCap, "each session has an instance of its own")
+	// A call in flight on every lease: none of them is reclaimable.
+	slow := make([]<-chan relOutcome, len(clients))
+	for i, c := range clients {
+		slow[i] = relStartCall(c, "counter_slow", map[string]any{"seconds": 3}, nil)
+	}
 
 	extra := a.connect()
+	leaseWaitBusy(t, extra, "counter", defaultLeaseCap)
 	refused := relCall(extra, "counter_pid", map[string]any{}, nil)
 	msg := relErrorMessage(t, refused)
 	t.Logf("the 17th session was refused in %s: %s", refused.elapsed, msg)
@@ -79,6 +87,10 @@ func TestSupervisionLeaseCapRefusesThe17thSession(t *testing.T) {
 		}
 	}
 	assert.Equal(t, defaultLeaseCap, leased)
+
+	for _, ch := range slow {
+		relResult(t, relAwait(t, ch))
+	}
 
 	// One session lets go; once its process is gone the 17th gets an instance.
 	assert.Contains(t, firstText(t, clients[0].callToolResult("mcp_release", map[string]any{"serverId": "counter"})), "released")
