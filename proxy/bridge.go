@@ -179,7 +179,7 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 // is what the caller's upstream instances are chosen by.
 func callerOf(req *downstream.Request) string {
 	key, _ := LeaseKeyOf(req, req.Meta()) // the client's own: another client cannot resume it
-	return string(key)
+	return key.String()
 }
 
 // await waits, for the client request req, for the exchange's response or
