@@ -89,3 +89,32 @@ func TestHTTPSessionlessRequestNamesItsClient(t *testing.T) {
 	assert.Equal(t, identity.Client("carol"), h.last().Principal)
 	assert.Nil(t, h.last().Session)
 }
+
+// TestHTTPRequestNamesItsPrincipal: a request's principal is its
+// authenticated client, else with ClientsByAddress the host it came from,
+// else the local user; its holder for the per-client shares follows.
+func TestHTTPRequestNamesItsPrincipal(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name      string
+		byAddress bool
+		client    string
+		want      identity.Principal
+		holder    string
+	}{
+		{"a client", false, "alice", identity.Client("alice"), `client "alice"`},
+		{"a client, by address too", true, "alice", identity.Client("alice"), `client "alice"`},
+		{"an address", true, "", identity.Address("127.0.0.1"), "address 127.0.0.1"},
+		{"loopback without authentication", false, "", identity.Local(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHTTPFake()
+			s := serveAuthenticatedWith(t, h, HTTPOptions{ClientsByAddress: tc.byAddress})
+			resp := s.post(t, body, map[string]string{"X-Client": tc.client, headerProtocol: "2026-07-28", headerMethod: "tools/list"})
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			readMessage(t, resp)
+			assert.Equal(t, tc.want, h.last().Principal)
+			assert.Equal(t, tc.holder, h.last().Holder)
+		})
+	}
+}
