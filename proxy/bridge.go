@@ -270,8 +270,10 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	body := inputRequired(x.open, state)
 	x.waiter, x.token = nil, nil
 	x.timer = time.AfterFunc(b.hold, func() {
-		x.cancel()
+		// Out of the table before the run ends: once the run sees its
+		// cancellation, nothing of it is left held.
 		b.remove(x)
+		x.cancel()
 	})
 	x.mu.Unlock()
 	return &jsonrpc.Message{Result: body}, true
