@@ -13,13 +13,6 @@ import (
 // sets on tools/call to name the conversation its leases belong to.
 const LeaseMetaKey = downstream.MetaLease
 
-// anonymousKey is the key shared by sessionless requests that name no
-// lease, of no client's.
-var anonymousKey = session.AnonymousKey(identity.Principal{})
-
-// sessionKey is the key of the downstream session id, of no client's.
-func sessionKey(id string) session.Key { return session.SessionKey(identity.Principal{}, id) }
-
 // sessionLeaseKey is the lease key of a session's calls.
 func sessionLeaseKey(s downstream.Session) session.Key {
 	return session.SessionKey(leaseSpace(s.Principal()), s.Key())

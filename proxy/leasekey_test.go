@@ -26,6 +26,13 @@ func (s fakeSession) Request(context.Context, string, json.RawMessage) (*jsonrpc
 	return nil, downstream.ErrNoStream
 }
 
+// anonymousKey is the key shared by sessionless requests that name no
+// lease, of no client's.
+var anonymousKey = session.AnonymousKey(identity.Principal{})
+
+// sessionKey is the key of the downstream session id, of no client's.
+func sessionKey(id string) session.Key { return session.SessionKey(identity.Principal{}, id) }
+
 func TestLeaseKey(t *testing.T) {
 	meta := func(v string) map[string]json.RawMessage {
 		return map[string]json.RawMessage{LeaseMetaKey: json.RawMessage(v)}
