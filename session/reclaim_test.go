@@ -46,34 +46,34 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		older := acquire(t, pool, "older")
+		older := acquire(t, pool, named("older"))
 		older.Done()
-		newer := acquire(t, pool, "newer")
+		newer := acquire(t, pool, named("newer"))
 		newer.Done()
 
-		c := acquire(t, pool, "c")
+		c := acquire(t, pool, named("c"))
 		c.Done()
 		assert.False(t, c.Reclaimed, "c had no lease before")
 		got := ev.wait(t, "reclaimed", nil)
-		assert.Equal(t, Key("older"), got.Key, "the lease unused longest goes first")
+		assert.Equal(t, named("older"), got.Key, "the lease unused longest goes first")
 		assert.Equal(t, older.Instance.PID(), got.PID)
 		requireReaped(t, older.Instance.PID())
-		_, held := pool.Held("older")
+		_, held := pool.Held(named("older"))
 		assert.False(t, held)
 		assert.Equal(t, 2, pool.Stats().Live, "the reclaimed slot went to c: the cap holds")
 
 		// Its next call: a fresh instance (taking the next idle one's place),
 		// and the news that its state is gone, until a result told it.
-		again := acquire(t, pool, "older")
+		again := acquire(t, pool, named("older"))
 		again.Done()
 		assert.True(t, again.Reclaimed)
 		assert.True(t, again.First, "a new lease, announced as one")
 		assert.NotEqual(t, older.Instance.PID(), again.Instance.PID())
-		read := acquire(t, pool, "older") // a read, whose result has no room to tell
+		read := acquire(t, pool, named("older")) // a read, whose result has no room to tell
 		read.Done()
 		assert.True(t, read.Reclaimed, "not told yet")
 		read.Announced()
-		next := acquire(t, pool, "older")
+		next := acquire(t, pool, named("older"))
 		next.Done()
 		assert.False(t, next.Reclaimed, "told once")
 		assert.False(t, next.First)
@@ -87,13 +87,13 @@ func TestReclaimAtTheCap(t *testing.T) {
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
 			Connected: conn.connected}, f.start, f.first(t))
 		closePool(t, pool)
-		conn.set("listening", true)
-		acquire(t, pool, "listening").Done()
-		acquire(t, pool, "gone").Done() // used later, but its client left
+		conn.set(named("listening"), true)
+		acquire(t, pool, named("listening")).Done()
+		acquire(t, pool, named("gone")).Done() // used later, but its client left
 
-		acquire(t, pool, "c").Done()
-		assert.Equal(t, Key("gone"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held("listening")
+		acquire(t, pool, named("c")).Done()
+		assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held(named("listening"))
 		assert.True(t, held)
 	})
 
@@ -103,11 +103,11 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Hour, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "busy") // its call runs on
+		busy := acquire(t, pool, named("busy")) // its call runs on
 		defer busy.Done()
-		acquire(t, pool, "recent").Done()
+		acquire(t, pool, named("recent")).Done()
 
-		_, err := tryAcquire(pool, "c")
+		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached, "refused as before reclaim existed")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
 		for _, e := range ev.all() {
@@ -121,10 +121,10 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "busy")
+		busy := acquire(t, pool, named("busy"))
 		defer busy.Done()
 
-		_, err := tryAcquire(pool, "c")
+		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
 		for _, e := range ev.all() {
 			assert.NotEqual(t, "reclaimed", e.Kind)
@@ -137,12 +137,12 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
-		taker := acquire(t, pool, "b") // reclaims a's, and keeps a call running
+		acquire(t, pool, named("a")).Done()
+		taker := acquire(t, pool, named("b")) // reclaims a's, and keeps a call running
 		defer taker.Done()
-		ev.wait(t, "reclaimed", forKey("a"))
+		ev.wait(t, "reclaimed", forKey(named("a")))
 
-		_, err := tryAcquire(pool, "a")
+		_, err := tryAcquire(pool, named("a"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Contains(t, err.Error(), "was reclaimed")
 	})
