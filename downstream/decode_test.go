@@ -55,7 +55,7 @@ func TestStdioRefusesInvalidUTF8AndIgnoresByteOrderMark(t *testing.T) {
 	p.send(t, "\xef\xbb\xbf"+`{"jsonrpc":"2.0","id":2,"method":"echo"}`)
 	m = p.next(t)
 	assert.JSONEq(t, `2`, string(m["id"]))
-	assert.JSONEq(t, `{"method":"echo","protocol":"","sessionless":"false"}`, string(m["result"]))
+	assert.JSONEq(t, `{"method":"echo","protocol":"","sessionless":"false","principal":"local"}`, string(m["result"]))
 	assert.EqualValues(t, 1, h.handled.Load(), "only the valid request reached the handler")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
@@ -41,11 +42,12 @@ type Session interface {
 	// while waiting). When ctx ends first, the client is sent
 	// notifications/cancelled for the request and ctx's error is returned.
 	Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
-	// Client is the name of the authenticated client that opened the
-	// session (an http.auth token's key, an OAuth client), "" without
-	// authentication and on stdio. It never changes: later requests of
-	// the session come from the same client.
-	Client() string
+	// Principal is who opened the session: the authenticated client (an
+	// http.auth token's key, an OAuth client), else the address it came
+	// from where the transport tells clients apart by address, else the
+	// local user (stdio, loopback without authentication). It never
+	// changes: later requests of the session come from the same principal.
+	Principal() identity.Principal
 }
 
 // Attached is implemented by a Session whose client may be gone without
@@ -85,9 +87,11 @@ type Request struct {
 	// request its _meta io.modelcontextprotocol/clientCapabilities. nil when
 	// none were declared.
 	ClientCapabilities json.RawMessage
-	// Client is the authenticated client the request comes from (see
-	// Session.Client); "" without authentication and on stdio.
-	Client string
+	// Principal is who the request comes from (see Session.Principal):
+	// the authenticated client, else its address where the transport tells
+	// clients apart by address, else the local user. The zero Principal
+	// only for requests made outside a transport.
+	Principal identity.Principal
 	// Holder is who the request's sessions, tasks and leases count against
 	// for the per-client shares (fairshare.Of): the authenticated client,
 	// else the address that opened its session or sent it (with

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -259,13 +260,28 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	return t
 }
 
-// holderOf is who r counts against for the per-client shares.
-func (t *HTTP) holderOf(r *http.Request) string {
-	addr := ""
-	if t.opts.ClientsByAddress {
-		addr = r.RemoteAddr
+// principalOf is who sent r: the client it was authenticated as, else,
+// with ClientsByAddress, the host it came from, else the local user.
+func (t *HTTP) principalOf(r *http.Request) identity.Principal {
+	if client := ClientOf(r.Context()); client != "" {
+		return identity.Client(client)
 	}
-	return fairshare.Of(ClientOf(r.Context()), addr)
+	if !t.opts.ClientsByAddress || r.RemoteAddr == "" {
+		return identity.Local()
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return identity.Address(host)
+	}
+	return identity.Address(r.RemoteAddr)
+}
+
+// holderOf is who p's requests count against for the per-client shares:
+// no one for the local user.
+func holderOf(p identity.Principal) string {
+	if p.Kind == identity.KindAddress {
+		return fairshare.Of("", p.Name)
+	}
+	return fairshare.Of(p.Client(), "")
 }
 
 // SetMaxBodyBytes replaces the bound on a request body (zero or less: the

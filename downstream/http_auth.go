@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // clientKey carries the authenticated client's name in a request's context.
@@ -24,18 +26,18 @@ func ClientOf(ctx context.Context) string {
 	return c
 }
 
-// Client implements Session: the client that opened the session.
-func (s *httpSession) Client() string { return s.client }
+// Principal implements Session: who opened the session.
+func (s *httpSession) Principal() identity.Principal { return s.principal }
 
-// Client implements Session: stdio is the local user's own connection and
-// names no client, so no profile applies to it.
-func (s *stdioSession) Client() string { return "" }
+// Principal implements Session: stdio is the local user's own connection
+// and names no client, so no profile applies to it.
+func (s *stdioSession) Principal() identity.Principal { return identity.Local() }
 
 // checkClient refuses a request for a session another client opened, as if
 // the session did not exist: a token of one client never drives, or even
 // confirms, another client's session.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
-	if ClientOf(r.Context()) != s.client {
+	if ClientOf(r.Context()) != s.principal.Client() {
 		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil
@@ -49,7 +51,7 @@ func (t *HTTP) EndSessionsOf(gone func(client string) bool, why string) int {
 	t.mu.Lock()
 	var doomed []*httpSession
 	for _, s := range t.sessions {
-		if s.client != "" && gone(s.client) {
+		if c := s.principal.Client(); c != "" && gone(c) {
 			doomed = append(doomed, s)
 		}
 	}

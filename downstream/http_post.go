@@ -137,8 +137,8 @@ func (t *HTTP) initialize(p *post) {
 			t.opts.MaxSessions).withID(p.msg.ID))
 		return
 	}
-	client := ClientOf(p.r.Context())
-	holder := t.holderOf(p.r)
+	principal := t.principalOf(p.r)
+	holder := holderOf(principal)
 	if err := t.perClient.Take(holder); err != nil {
 		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(holder), "max", t.opts.MaxSessionsPerClient)
 		p.w.Header().Set("Retry-After", "10")
@@ -146,7 +146,7 @@ func (t *HTTP) initialize(p *post) {
 		return
 	}
 	s := t.newSession()
-	s.client, s.holder = client, holder
+	s.principal, s.holder = principal, holder
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -214,11 +214,11 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			return
 		}
 	}
-	req.Client = ClientOf(p.r.Context()) // a session's own client: sessionOf checked it
 	if s != nil {
-		req.Holder = s.holder
+		req.Principal, req.Holder = s.principal, s.holder // a session's own client: sessionOf checked it
 	} else {
-		req.Holder = t.holderOf(p.r)
+		req.Principal = t.principalOf(p.r)
+		req.Holder = holderOf(req.Principal)
 	}
 	req.Cancel = cancel
 	out := newOutbox(t.opts.QueueSize, false)

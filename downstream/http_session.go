@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
@@ -33,9 +34,10 @@ type httpSession struct {
 	// asks are the server-to-client requests awaiting the client's answer,
 	// whichever stream carried them.
 	asks *outgoing
-	// client is the authenticated client that opened the session (see
-	// WithClient); set before the session is registered, only read after.
-	client string
+	// principal is who opened the session (see principalOf): its
+	// authenticated client (WithClient), else its address or the local
+	// user; set before the session is registered, only read after.
+	principal identity.Principal
 	// holder is who the session counts against for the per-client shares
 	// (fairshare.Of): its client, else the address that opened it.
 	holder string

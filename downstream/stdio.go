@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
@@ -434,7 +435,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, reply fu
 				return
 			}
 		}
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(meta), Send: s.send, Cancel: cancel}
+		req := &Request{Msg: msg, Session: s, Protocol: s.version(meta), Send: s.send, Cancel: cancel, Principal: identity.Local()}
 		req.ClientCapabilities = s.capabilities(req)
 		if usesRequests(req) {
 			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {

@@ -54,7 +54,7 @@ func TestStdioInitializesOnce(t *testing.T) {
 	// The session keeps the version it negotiated.
 	p.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	m = p.next(t)
-	assert.JSONEq(t, `{"method":"tools/list","protocol":"2025-11-25","sessionless":"false"}`, string(m["result"]))
+	assert.JSONEq(t, `{"method":"tools/list","protocol":"2025-11-25","sessionless":"false","principal":"local"}`, string(m["result"]))
 }
 
 // panicHandler panics on "boom", in requests and notifications.

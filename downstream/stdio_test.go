@@ -53,7 +53,7 @@ func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Messag
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progress":` + string(rune('0'+i)) + `}`)})
 		}
 	}
-	body, _ := json.Marshal(map[string]string{"method": req.Msg.Method, "protocol": req.Protocol, "sessionless": strconv.FormatBool(req.Sessionless())})
+	body, _ := json.Marshal(map[string]string{"method": req.Msg.Method, "protocol": req.Protocol, "sessionless": strconv.FormatBool(req.Sessionless()), "principal": req.Principal.String()})
 	return &jsonrpc.Message{Result: body}
 }
 

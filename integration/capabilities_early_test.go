@@ -156,6 +156,9 @@ servers:
 		}
 
 		// What was offered is usable: the tool that requires a task runs as one.
+		// A call waits for the first load only so long (firstListWait), and the
+		// server takes a second and more to start, so wait for its tool first.
+		require.True(t, waitForTool(c, "simulate-research-query", startTimeout), "the server's tool was never listed")
 		task := startTask(t, c, "simulate-research-query", map[string]any{"topic": "aggregators", "ambiguous": false})
 		assert.NotEmpty(t, task.TaskID)
 		assert.Contains(t, listTasks(t, c), task.TaskID)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
 // Descriptions of what stateCollector reads from the proxy at scrape time.
@@ -48,7 +50,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	o := c.o
-	st := o.proxy.Status("")
+	st := o.proxy.Status(session.Key{})
 	ready, _ := o.readiness()
 
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(o.proxy.Sessions()))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
 // Snapshot is what /status.json answers and /status shows: the whole
@@ -54,7 +55,7 @@ type Reload struct {
 // snapshot builds the status from the proxy's state now.
 func (o *Ops) snapshot() Snapshot {
 	now := time.Now()
-	st := o.proxy.Status("")
+	st := o.proxy.Status(session.Key{})
 	ready, notReady := o.readiness()
 	s := Snapshot{Draining: o.draining(), Generated: now.UTC(), Version: o.opts.Version, Started: o.started.UTC(),
 		Uptime: now.Sub(o.started).Round(time.Second).String(), Ready: ready, NotReady: o.scrubAll(notReady),

@@ -25,7 +25,7 @@ type InstanceStatus struct {
 	Processes int    `json:"processes,omitempty"` // the server and what it started (Linux)
 	Restarts  int    `json:"restarts"`
 
-	lease session.Key // the lease key a leased instance serves; "" for none
+	lease session.Key // the lease key a leased instance serves; the zero Key for none
 }
 
 // instanceStatus lists every instance the ledger knows, for the session key.
@@ -35,7 +35,7 @@ func (p *Proxy) instanceStatus(key session.Key) []InstanceStatus {
 	for _, in := range list {
 		is := InstanceStatus{Server: in.Server, PID: in.PID, Role: in.Role, Age: time.Since(in.Started).Round(100 * time.Millisecond).String(),
 			Calls: in.Calls, InFlight: in.InFlight, RSS: in.Usage.RSS, Processes: in.Usage.Processes, Restarts: in.Restarts}
-		if in.Session != "" {
+		if !in.Session.IsZero() {
 			is.Session, is.Yours, is.lease = sessionDigest(in.Session), in.Session == key, in.Session
 		}
 		out = append(out, is)
@@ -48,8 +48,8 @@ func (p *Proxy) instanceStatus(key session.Key) []InstanceStatus {
 // lines show, and any other key (a sessionless conversation's, the
 // anonymous one) by a digest of the whole key.
 func sessionDigest(key session.Key) string {
-	if id, ok := sessionIDOf(key); ok {
+	if id, ok := key.SessionID(); ok {
 		return downstream.SessionDigest(id)
 	}
-	return downstream.SessionDigest(string(key))
+	return downstream.SessionDigest(key.String())
 }

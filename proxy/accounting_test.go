@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -16,8 +17,8 @@ func TestSessionDigestNamesTheDownstreamSession(t *testing.T) {
 		want string
 	}{
 		{"a session", sessionKey("r1-0123abcd"), downstream.SessionDigest("r1-0123abcd")},
-		{"a client's session", withClient(`ci "bot"`, sessionKey("0123abcd")), downstream.SessionDigest("0123abcd")},
-		{"a conversation", withClient("ci", "meta:conv-1"), downstream.SessionDigest(`client:"ci" meta:conv-1`)},
+		{"a client's session", session.SessionKey(identity.Client(`ci "bot"`), "0123abcd"), downstream.SessionDigest("0123abcd")},
+		{"a conversation", session.NamedKey(identity.Client("ci"), "conv-1"), downstream.SessionDigest(`client:"ci" meta:conv-1`)},
 		{"the anonymous lease", anonymousKey, downstream.SessionDigest("anonymous")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,7 +179,7 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 // is what the caller's upstream instances are chosen by.
 func callerOf(req *downstream.Request) string {
 	key, _ := LeaseKeyOf(req, req.Meta()) // the client's own: another client cannot resume it
-	return string(key)
+	return key.String()
 }
 
 // await waits, for the client request req, for the exchange's response or
@@ -270,8 +270,10 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	body := inputRequired(x.open, state)
 	x.waiter, x.token = nil, nil
 	x.timer = time.AfterFunc(b.hold, func() {
-		x.cancel()
+		// Out of the table before the run ends: once the run sees its
+		// cancellation, nothing of it is left held.
 		b.remove(x)
+		x.cancel()
 	})
 	x.mu.Unlock()
 	return &jsonrpc.Message{Result: body}, true

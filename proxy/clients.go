@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
 // clients are the downstream parties that hear about catalog changes:
@@ -300,7 +301,7 @@ func (c *clients) changedFor(kind string, affected func(client string) bool) {
 	}
 	c.mu.Unlock()
 	for _, s := range sessions {
-		if affected == nil || affected(s.Client()) {
+		if affected == nil || affected(s.Principal().Client()) {
 			s.Notify(plain)
 		}
 	}
@@ -352,14 +353,14 @@ func (c *clients) all() []downstream.Session {
 }
 
 // byLeaseKey finds the session a lease key belongs to.
-func (c *clients) byLeaseKey(leaseKey string) downstream.Session {
-	key, ok := clientKeyOf(leaseKey)
+func (c *clients) byLeaseKey(leaseKey session.Key) downstream.Session {
+	id, ok := leaseKey.SessionID()
 	if !ok {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sessions[key]
+	return c.sessions[id]
 }
 
 // resourceUpdated tells the listen streams subscribed to uri on server

@@ -2,10 +2,9 @@ package proxy
 
 import (
 	"encoding/json"
-	"strconv"
-	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -14,21 +13,19 @@ import (
 // sets on tools/call to name the conversation its leases belong to.
 const LeaseMetaKey = downstream.MetaLease
 
-// anonymousKey is shared by sessionless requests that name no lease.
-const anonymousKey session.Key = "anonymous"
-
-func sessionKey(id string) session.Key { return session.Key("session:" + id) }
-
-// sessionIDOf is the downstream session id a lease key was made of
-// (sessionLeaseKey), whichever client's; ok is false for the keys of
-// sessionless requests.
-func sessionIDOf(key session.Key) (id string, ok bool) {
-	return strings.CutPrefix(withoutClient(string(key)), "session:")
-}
-
 // sessionLeaseKey is the lease key of a session's calls.
 func sessionLeaseKey(s downstream.Session) session.Key {
-	return withClient(s.Client(), sessionKey(s.Key()))
+	return session.SessionKey(leaseSpace(s.Principal()), s.Key())
+}
+
+// leaseSpace is the space p's lease keys are kept in: an authenticated
+// client's own; without authentication (stdio, no http.auth), the one
+// space all callers share, addresses included.
+func leaseSpace(p identity.Principal) identity.Principal {
+	if p.Kind != identity.KindClient {
+		return identity.Principal{}
+	}
+	return p
 }
 
 // LeaseKey says which downstream session a call belongs to, and so which
@@ -39,11 +36,11 @@ func sessionLeaseKey(s downstream.Session) session.Key {
 // that opened it; LeaseKeyOf also names the client of a sessionless
 // request.
 func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
-	client := ""
+	var who identity.Principal
 	if s != nil {
-		client = s.Client()
+		who = s.Principal()
 	}
-	return leaseKey(client, s, meta)
+	return leaseKey(who, s, meta)
 }
 
 // LeaseKeyOf is the lease key of req: LeaseKey, within the authenticated
@@ -56,7 +53,7 @@ func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key s
 		// as over HTTP: the connection it came on is no session of its.
 		s = nil
 	}
-	return leaseKey(req.Client, s, meta)
+	return leaseKey(req.Principal, s, meta)
 }
 
 // maxLeaseName bounds the conversation name a sessionless request gives
@@ -81,28 +78,23 @@ func leaseNameError(req *downstream.Request, meta map[string]json.RawMessage) *j
 		LeaseMetaKey, len(name), maxLeaseName)
 }
 
-func leaseKey(client string, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {
+func leaseKey(who identity.Principal, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {
+	space := leaseSpace(who)
 	if s != nil && s.Key() != "" {
-		return withClient(client, sessionKey(s.Key())), false
+		return session.SessionKey(space, s.Key()), false
 	}
 	var name string
 	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
-		return namedLeaseKey(client, name), false
+		return session.NamedKey(space, name), false
 	}
-	return withClient(client, anonymousKey), true
-}
-
-// namedLeaseKey is the lease key of client's sessionless requests naming
-// the conversation name under LeaseMetaKey.
-func namedLeaseKey(client, name string) session.Key {
-	return withClient(client, session.Key("meta:"+name))
+	return session.AnonymousKey(space), true
 }
 
 // HoldsLease reports whether client's conversation name, as a sessionless
 // request names it under LeaseMetaKey, holds a lease of any server here
 // (downstream.HTTPOptions.LeaseHere).
 func (p *Proxy) HoldsLease(client, name string) bool {
-	key := namedLeaseKey(client, name)
+	key := session.NamedKey(leaseSpace(identity.Client(client)), name)
 	for _, rs := range p.current().servers {
 		if _, ok := rs.pool.Held(key); ok {
 			return true
@@ -111,64 +103,26 @@ func (p *Proxy) HoldsLease(client, name string) bool {
 	return false
 }
 
-// withClient puts key in client's own space: `client:"NAME" KEY`. Without a
-// client (stdio, no http.auth) the key is left as it is.
-func withClient(client string, key session.Key) session.Key {
-	if client == "" {
-		return key
-	}
-	return session.Key("client:" + strconv.Quote(client) + " " + string(key))
-}
-
-// clientOf is the client whose space withClient put key in; "" for a key
-// of no client's.
-func clientOf(key session.Key) string {
-	rest, ok := strings.CutPrefix(string(key), "client:")
-	if !ok {
-		return ""
-	}
-	quoted, err := strconv.QuotedPrefix(rest)
-	if err != nil {
-		return ""
-	}
-	client, _ := strconv.Unquote(quoted)
-	return client
-}
-
-// withoutClient strips the client part withClient added.
-func withoutClient(key string) string {
-	rest, ok := strings.CutPrefix(key, "client:")
-	if !ok {
-		return key
-	}
-	quoted, err := strconv.QuotedPrefix(rest)
-	if err != nil {
-		return key
-	}
-	return strings.TrimPrefix(rest[len(quoted):], " ")
-}
-
-// holderOf is who req's new leases count against for the per-client
-// share (downstream.Request.Holder); "" for a call made by no request.
 // principalOf is who req is made for, as far as the requests a shared
 // instance sends without saying for which call go (upstream.Request.
 // Principal): the authenticated client (a static token's name, an OAuth
 // client); without authentication, the address its session or request came
 // from where the aggregator tells clients apart by address (a non-loopback
-// bind); otherwise "local", whoever runs the aggregator (stdio, or a
-// loopback bind without authentication).
-func principalOf(req *downstream.Request) string {
+// bind); otherwise the local user, whoever runs the aggregator (stdio, or
+// a loopback bind without authentication), as for requests made outside a
+// transport. The zero Principal, no one's, for a call made by no request.
+func principalOf(req *downstream.Request) identity.Principal {
 	switch {
 	case req == nil:
-		return ""
-	case req.Client != "":
-		return "client:" + req.Client
-	case req.Holder != "":
-		return "address:" + req.Holder
+		return identity.Principal{}
+	case req.Principal.IsZero():
+		return identity.Local()
 	}
-	return "local"
+	return req.Principal
 }
 
+// holderOf is who req's new leases count against for the per-client
+// share (downstream.Request.Holder); "" for a call made by no request.
 func holderOf(req *downstream.Request) string {
 	if req == nil {
 		return ""

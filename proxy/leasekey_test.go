@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -20,10 +21,17 @@ type fakeSession string
 func (s fakeSession) Key() string                         { return string(s) }
 func (s fakeSession) Notify(*jsonrpc.Message) bool        { return true }
 func (s fakeSession) ClientCapabilities() json.RawMessage { return nil }
-func (s fakeSession) Client() string                      { return "" }
+func (s fakeSession) Principal() identity.Principal       { return identity.Local() }
 func (s fakeSession) Request(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
 	return nil, downstream.ErrNoStream
 }
+
+// anonymousKey is the key shared by sessionless requests that name no
+// lease, of no client's.
+var anonymousKey = session.AnonymousKey(identity.Principal{})
+
+// sessionKey is the key of the downstream session id, of no client's.
+func sessionKey(id string) session.Key { return session.SessionKey(identity.Principal{}, id) }
 
 func TestLeaseKey(t *testing.T) {
 	meta := func(v string) map[string]json.RawMessage {
@@ -37,12 +45,12 @@ func TestLeaseKey(t *testing.T) {
 		anonymous bool
 	}{
 		{"no session, no meta", "", nil, anonymousKey, true},
-		{"no session, meta lease", "", meta(`"conv-1"`), "meta:conv-1", false},
+		{"no session, meta lease", "", meta(`"conv-1"`), session.NamedKey(identity.Principal{}, "conv-1"), false},
 		{"no session, empty meta lease", "", meta(`""`), anonymousKey, true},
 		{"no session, meta lease not a string", "", meta(`42`), anonymousKey, true},
 		{"no session, other meta", "", map[string]json.RawMessage{"x": json.RawMessage(`"y"`)}, anonymousKey, true},
-		{"session", "sess-1", nil, "session:sess-1", false},
-		{"session wins over meta", "sess-1", meta(`"conv-1"`), "session:sess-1", false},
+		{"session", "sess-1", nil, sessionKey("sess-1"), false},
+		{"session wins over meta", "sess-1", meta(`"conv-1"`), sessionKey("sess-1"), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +69,7 @@ func TestLeaseKey(t *testing.T) {
 			assert.Equal(t, tc.anonymous, anonymous)
 		})
 	}
-	assert.NotEqual(t, sessionKey("x"), session.Key("meta:x"), "a meta key cannot impersonate a session")
+	assert.NotEqual(t, sessionKey("x"), session.NamedKey(identity.Principal{}, "x"), "a meta key cannot impersonate a session")
 }
 
 // A sessionless request's lease name is bounded: one over maxLeaseName is
@@ -89,16 +97,19 @@ func TestLeaseNameBounded(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
 }
 
-// TestClientOf: clientOf reads back the client withClient put a key under,
-// whatever the name holds; keys of no client's have none.
-func TestClientOf(t *testing.T) {
+// TestLeaseSpace: only an authenticated client has a space of its own;
+// the local user and addresses share one, as they did before clients were
+// told apart.
+func TestLeaseSpace(t *testing.T) {
 	for _, client := range []string{"ci-bot", `a "quoted" name`, "with space meta:x", "ünïcode"} {
-		for _, key := range []session.Key{sessionKey("abc"), "meta:conv", anonymousKey} {
-			assert.Equal(t, client, clientOf(withClient(client, key)), "%q %q", client, key)
-		}
+		key, _ := LeaseKeyOf(&downstream.Request{Principal: identity.Client(client)}, nil)
+		assert.Equal(t, client, key.Client.Client(), "%q", client)
 	}
-	assert.Empty(t, clientOf(sessionKey("abc")), "a stdio session's key")
-	assert.Empty(t, clientOf("client:not-quoted meta:x"))
+	for _, p := range []identity.Principal{identity.Local(), identity.Address("192.0.2.7"), {}} {
+		key, _ := LeaseKeyOf(&downstream.Request{Principal: p}, nil)
+		assert.Equal(t, anonymousKey, key, "%v", p)
+	}
+	assert.Equal(t, sessionKey("abc"), sessionLeaseKey(fakeSession("abc")), "a stdio session's key is no client's")
 }
 
 // TestPrincipalOf: who a request is for, as a shared instance's unlinked
@@ -107,12 +118,13 @@ func TestClientOf(t *testing.T) {
 func TestPrincipalOf(t *testing.T) {
 	for _, tc := range []struct {
 		req  *downstream.Request
-		want string
+		want identity.Principal
 	}{
-		{&downstream.Request{Client: "ci-bot", Holder: "ci-bot"}, "client:ci-bot"},
-		{&downstream.Request{Holder: "192.0.2.7"}, "address:192.0.2.7"},
-		{&downstream.Request{}, "local"},
-		{nil, ""},
+		{&downstream.Request{Principal: identity.Client("ci-bot"), Holder: `client "ci-bot"`}, identity.Client("ci-bot")},
+		{&downstream.Request{Principal: identity.Address("192.0.2.7"), Holder: "address 192.0.2.7"}, identity.Address("192.0.2.7")},
+		{&downstream.Request{Principal: identity.Local()}, identity.Local()},
+		{&downstream.Request{}, identity.Local()},
+		{nil, identity.Principal{}},
 	} {
 		assert.Equal(t, tc.want, principalOf(tc.req))
 	}

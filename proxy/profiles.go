@@ -296,7 +296,7 @@ func (p *Proxy) revokeLeases(st *state) {
 			continue
 		}
 		rs.pool.Revoke(func(key session.Key) bool {
-			client := clientOf(key)
+			client := key.Client.Client()
 			return client != "" && !st.profileOf(client).server(id)
 		})
 	}
@@ -307,7 +307,7 @@ func requestClient(req *downstream.Request) string {
 	if req == nil {
 		return ""
 	}
-	return req.Client
+	return req.Principal.Client()
 }
 
 // visibility is the search filter of client: nil (everything) without a
@@ -345,7 +345,7 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	s.Servers = servers
 	instances := s.Instances[:0:0]
 	for _, in := range s.Instances {
-		if pr.server(in.Server) && (in.lease == "" || clientOf(in.lease) == client) {
+		if pr.server(in.Server) && (in.lease.IsZero() || in.lease.Client.Client() == client) {
 			instances = append(instances, in)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
@@ -109,25 +110,26 @@ type clientSession struct {
 	client string
 }
 
-func (s clientSession) Client() string { return s.client }
+func (s clientSession) Principal() identity.Principal { return identity.Client(s.client) }
 
 func TestLeaseKeyPerClient(t *testing.T) {
 	meta := map[string]json.RawMessage{LeaseMetaKey: json.RawMessage(`"conv-1"`)}
 	keyOf := func(client string, s downstream.Session, meta map[string]json.RawMessage) session.Key {
-		k, _ := LeaseKeyOf(&downstream.Request{Client: client, Session: s}, meta)
+		k, _ := LeaseKeyOf(&downstream.Request{Principal: identity.Client(client), Session: s}, meta)
 		return k
 	}
 	a, b := keyOf("a", nil, meta), keyOf("b", nil, meta)
 	assert.NotEqual(t, a, b, "two clients naming the same lease do not share it")
 	assert.NotEqual(t, keyOf("a", nil, nil), keyOf("b", nil, nil), "nor the anonymous lease")
-	assert.Equal(t, session.Key("meta:conv-1"), keyOf("", nil, meta), "without a client the key is as before")
-	assert.Equal(t, session.Key(`client:"a" meta:conv-1`), a)
+	assert.Equal(t, "meta:conv-1", keyOf("", nil, meta).String(), "without a client the key is as before")
+	assert.Equal(t, `client:"a" meta:conv-1`, a.String())
+	assert.Equal(t, session.NamedKey(identity.Client("a"), "conv-1"), a)
 
 	s := clientSession{fakeSession: "sess-1", client: `we"ird client`}
 	k, _ := LeaseKey(s, nil)
 	assert.Equal(t, sessionLeaseKey(s), k, "a session's calls and its end use one key")
 	assert.Equal(t, k, keyOf(s.client, s, nil))
-	back, ok := clientKeyOf(string(k))
+	back, ok := k.SessionID()
 	require.True(t, ok)
 	assert.Equal(t, "sess-1", back, "the session is found again from its lease key")
 }

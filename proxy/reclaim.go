@@ -11,7 +11,7 @@ import (
 // (stdio, there until its end). A sessionless key has no connection
 // beyond its requests, and a session that ended none at all.
 func (p *Proxy) attached(key session.Key) bool {
-	id, ok := sessionIDOf(key)
+	id, ok := key.SessionID()
 	if !ok {
 		return false
 	}

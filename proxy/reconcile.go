@@ -682,7 +682,7 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 			errText = p.scrub(s, e.Err.Error())
 		}
 		p.log.Info("lease "+e.Kind, "server", e.Server, "session", sessionDigest(e.Key), "pid", e.PID, "err", errText)
-		if (e.Kind == "restarted" || e.Kind == "replaced") && e.Key == "" {
+		if (e.Kind == "restarted" || e.Kind == "replaced") && e.Key.IsZero() {
 			p.resubscribe(e.Server) // a new shared instance took over
 		}
 		if p.opts.Observer != nil {

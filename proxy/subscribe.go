@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -88,7 +89,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 		if _, dup := servers[uri]; dup {
 			continue
 		}
-		surface := p.clientSurface(p.current(), req.Client)
+		surface := p.clientSurface(p.current(), req.Principal.Client())
 		server, ok := surface.resourceOwner(uri)
 		if !ok {
 			server, ok = surface.soleServer(true)
@@ -97,7 +98,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		sub := subscriptionRequest(req, "resources/subscribe", uri)
-		if !p.admits(req.Client, server) {
+		if !p.admits(req.Principal.Client(), server) {
 			continue
 		}
 		release, err := p.subscriptionTurn(ctx, server, uri)
@@ -217,7 +218,7 @@ func (p *Proxy) subscribeShared(server, method string, uris []string) {
 // uri to the shared instance of rs. It reports false when there is no
 // instance to send it to.
 func (p *Proxy) sendSubscription(ctx context.Context, rs *runningServer, method, uri string) bool {
-	grant, err := rs.pool.Acquire(ctx, "")
+	grant, err := rs.pool.Acquire(ctx, session.Key{})
 	if err != nil {
 		return false
 	}

@@ -77,26 +77,26 @@ func TestAdjustMaxInstances(t *testing.T) {
 		cfg := Config{Server: "counter", MaxInstances: 1}
 		pool := NewPool(cfg, f.start, f.first(t))
 		closePool(t, pool)
-		a := acquire(t, pool, "a") // its call runs on, until the cap is raised
+		a := acquire(t, pool, named("a")) // its call runs on, until the cap is raised
 		counterValue(t, a.Instance, "increment")
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		_, err := pool.Acquire(ctx, "b")
+		_, err := pool.Acquire(ctx, named("b"))
 		require.ErrorIs(t, err, ErrCapReached)
 		a.Done()
 
 		cfg.MaxInstances = 2
 		pool.Adjust(cfg)
-		b := acquire(t, pool, "b")
+		b := acquire(t, pool, named("b"))
 		b.Done()
 		assert.NotEqual(t, a.Instance.PID(), b.Instance.PID())
-		again := acquire(t, pool, "a")
+		again := acquire(t, pool, named("a"))
 		defer again.Done()
 		assert.Same(t, a.Instance, again.Instance, "the leased instance was kept")
 		assert.Equal(t, 2, counterValue(t, again.Instance, "increment"), "with its state")
-		busyB := acquire(t, pool, "b") // both leases have a call in flight
+		busyB := acquire(t, pool, named("b")) // both leases have a call in flight
 		defer busyB.Done()
-		_, err = pool.Acquire(ctx, "c")
+		_, err = pool.Acquire(ctx, named("c"))
 		require.ErrorIs(t, err, ErrCapReached, "the new cap holds too")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
 	})
@@ -107,13 +107,13 @@ func TestAdjustMaxInstances(t *testing.T) {
 		cfg := Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout}
 		pool := NewPool(cfg, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
+		acquire(t, pool, named("a")).Done()
 
 		got := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
-			g, err := pool.Acquire(ctx, "b")
+			g, err := pool.Acquire(ctx, named("b"))
 			if err == nil {
 				g.Done()
 			}
@@ -123,7 +123,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		require.Eventually(t, func() bool {
 			pool.mu.Lock()
 			defer pool.mu.Unlock()
-			return pool.acquiring["b"] == 1
+			return pool.acquiring[named("b")] == 1
 		}, waitTimeout, 5*time.Millisecond)
 		cfg.MaxInstances = 2
 		pool.Adjust(cfg)
@@ -143,7 +143,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		cfg := Config{Server: "counter", MaxInstances: 4, Prewarm: 2, OnEvent: ev.add}
 		pool := NewPool(cfg, f.start, f.first(t))
 		closePool(t, pool)
-		a, b := acquire(t, pool, "a"), acquire(t, pool, "b")
+		a, b := acquire(t, pool, named("a")), acquire(t, pool, named("b"))
 		a.Done()
 		b.Done()
 		require.Eventually(t, func() bool { return pool.Stats() == Stats{Live: 4, Leased: 2, Spares: 2} }, waitTimeout, 10*time.Millisecond)
@@ -162,7 +162,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		_, err := pool.Acquire(ctx, "c")
+		_, err := pool.Acquire(ctx, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
 	})
 }
@@ -176,7 +176,7 @@ func TestAdjustPrewarm(t *testing.T) {
 	cfg := Config{Server: "counter", OnEvent: ev.add}
 	pool := NewPool(cfg, f.start, f.first(t))
 	closePool(t, pool)
-	a := acquire(t, pool, "a") // takes the first instance
+	a := acquire(t, pool, named("a")) // takes the first instance
 	a.Done()
 
 	cfg.Prewarm = 2
@@ -196,7 +196,7 @@ func TestAdjustPrewarm(t *testing.T) {
 	}
 	assert.Len(t, stopped, 2)
 	assert.NotContains(t, stopped, a.Instance.PID())
-	pid, ok := pool.Held("a")
+	pid, ok := pool.Held(named("a"))
 	require.True(t, ok)
 	assert.Equal(t, a.Instance.PID(), pid)
 }
@@ -210,22 +210,22 @@ func TestAdjustIdleTTL(t *testing.T) {
 	cfg := Config{Server: "counter", OnEvent: ev.add}
 	pool := NewPool(cfg, f.start, f.first(t))
 	closePool(t, pool)
-	a := acquire(t, pool, "a")
+	a := acquire(t, pool, named("a"))
 	a.Done()
 	waitLooked(t, pool, 1) // expiry runs, with nothing to expire
 
 	cfg.IdleTTL = 100 * time.Millisecond
 	pool.Adjust(cfg)
-	assert.Equal(t, a.Instance.PID(), ev.wait(t, "expired", forKey("a")).PID)
+	assert.Equal(t, a.Instance.PID(), ev.wait(t, "expired", forKey(named("a"))).PID)
 	requireReaped(t, a.Instance.PID())
 
 	cfg.IdleTTL = 0
 	pool.Adjust(cfg)
-	b := acquire(t, pool, "b")
+	b := acquire(t, pool, named("b"))
 	b.Done()
 	// An hour later, by the pool's clock, the lease is not idle past any ttl.
 	pool.expire(time.Now().Add(time.Hour))
-	pid, held := pool.Held("b")
+	pid, held := pool.Held(named("b"))
 	assert.True(t, held, "a lease expired after lease.idle_ttl was lifted")
 	assert.Equal(t, b.Instance.PID(), pid)
 }

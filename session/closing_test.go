@@ -73,7 +73,7 @@ func TestCloseAbandonsALeaseThatIsStarting(t *testing.T) {
 	p := NewPool(Config{Server: "hung"}, h.start, nil)
 	got := make(chan error, 1)
 	go func() {
-		_, err := p.Acquire(context.Background(), "k")
+		_, err := p.Acquire(context.Background(), named("k"))
 		got <- err
 	}()
 	waitFor(t, h.began, "the lease's start")
@@ -109,7 +109,7 @@ func TestLeaseStartedAsThePoolClosesGivesItsSlotBackOnce(t *testing.T) {
 	}, nil)
 	got := make(chan error, 1)
 	go func() {
-		g, err := p.Acquire(context.Background(), "k")
+		g, err := p.Acquire(context.Background(), named("k"))
 		if g != nil {
 			g.Done()
 		}

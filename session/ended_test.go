@@ -51,22 +51,22 @@ func TestSessionEndedWhileItsInstanceStartsLeavesNoLease(t *testing.T) {
 	}
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() {
-		g, err := pool.Acquire(context.Background(), "s")
+		g, err := pool.Acquire(context.Background(), named("s"))
 		first <- result{g, err}
 	}()
 	<-gf.entered
 	// A second call of the same session waits for the instance the first starts.
 	go func() {
-		g, err := pool.Acquire(context.Background(), "s")
+		g, err := pool.Acquire(context.Background(), named("s"))
 		second <- result{g, err}
 	}()
 	require.Eventually(t, func() bool {
 		pool.mu.Lock()
 		defer pool.mu.Unlock()
-		return pool.acquiring["s"] == 2
+		return pool.acquiring[named("s")] == 2
 	}, waitTimeout, time.Millisecond, "the second call never waited for the instance")
 
-	pool.EndSession("s")
+	pool.EndSession(named("s"))
 	close(gf.release)
 	inst := <-gf.started
 
@@ -77,16 +77,16 @@ func TestSessionEndedWhileItsInstanceStartsLeavesNoLease(t *testing.T) {
 		}
 		require.ErrorIs(t, r.err, ErrSessionEnded, "a call of an ended session got an instance")
 	}
-	_, held := pool.Held("s")
+	_, held := pool.Held(named("s"))
 	assert.False(t, held, "an ended session holds a lease")
 	requireReaped(t, inst.PID())
 	assert.Equal(t, 1, gf.f.callCount(), "an instance was started for an ended session")
 
 	// The key is free again afterwards: a new session with it leases normally.
 	go func() { <-gf.entered }()
-	g := acquire(t, pool, "s")
+	g := acquire(t, pool, named("s"))
 	g.Done()
-	_, held = pool.Held("s")
+	_, held = pool.Held(named("s"))
 	assert.True(t, held)
 }
 
@@ -101,16 +101,16 @@ func TestLeaseTakenAsItExpiresIsKept(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add}, f.start, f.first(t))
 	closePool(t, pool)
 
-	first := acquire(t, pool, "s")
+	first := acquire(t, pool, named("s"))
 	pid := first.Instance.PID()
 	first.Done()
 	var again *Grant
-	pool.afterIdleScan = func() { again = acquire(t, pool, "s") }
+	pool.afterIdleScan = func() { again = acquire(t, pool, named("s")) }
 	pool.expire(time.Now().Add(2 * ttl)) // "s" looks idle
 	require.NotNil(t, again)
 	defer again.Done()
 	assert.Equal(t, pid, again.Instance.PID(), "the call reached the session's instance")
-	held, ok := pool.Held("s")
+	held, ok := pool.Held(named("s"))
 	assert.True(t, ok, "a lease in use was ended as idle")
 	assert.Equal(t, pid, held)
 	for _, e := range ev.all() {

@@ -20,24 +20,24 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", MaxCalls: 2, OnEvent: ev.add}, f.start, f.first(t))
 	closePool(t, pool)
 
-	g1 := acquire(t, pool, "a")
+	g1 := acquire(t, pool, named("a"))
 	old := g1.Instance
 	assert.Equal(t, 1, counterValue(t, old, "increment"))
 	g1.Announced()
 	g1.Done()
-	g2 := acquire(t, pool, "a")
+	g2 := acquire(t, pool, named("a"))
 	assert.Same(t, old, g2.Instance, "the second call still runs on it")
 	assert.Equal(t, 2, counterValue(t, old, "increment"))
 	g2.Done()
 
 	// Its second call was its last: it is closed at once, not at the next call.
-	assert.Equal(t, old.PID(), ev.wait(t, "recycled", forKey("a")).PID)
+	assert.Equal(t, old.PID(), ev.wait(t, "recycled", forKey(named("a"))).PID)
 	requireReaped(t, old.PID())
-	pid, held := pool.Held("a")
+	pid, held := pool.Held(named("a"))
 	assert.True(t, held, "the session keeps its lease")
 	assert.Zero(t, pid, "with no instance until its next call")
 
-	g3 := acquire(t, pool, "a")
+	g3 := acquire(t, pool, named("a"))
 	defer g3.Done()
 	assert.NotEqual(t, old.PID(), g3.Instance.PID(), "a new process")
 	assert.True(t, g3.Recycled, "the caller is told its state was reset")
@@ -57,8 +57,8 @@ func TestMaxCallsReachedWhileACallRunsStartsASuccessor(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", MaxCalls: 1}, f.start, f.first(t))
 	closePool(t, pool)
 
-	running := acquire(t, pool, "a") // not Done: still in flight
-	next := acquire(t, pool, "a")
+	running := acquire(t, pool, named("a")) // not Done: still in flight
+	next := acquire(t, pool, named("a"))
 	defer next.Done()
 	assert.NotSame(t, running.Instance, next.Instance, "a call never exceeds max_calls on one instance")
 	assert.True(t, next.Recycled)
@@ -77,16 +77,16 @@ func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", MaxAge: age, Prewarm: 1, OnEvent: ev.add}, f.start, f.first(t))
 	closePool(t, pool)
 
-	g := acquire(t, pool, "a")
+	g := acquire(t, pool, named("a"))
 	leased := g.Instance.PID()
 	g.Done()
 	began := time.Now()
-	assert.Equal(t, leased, ev.wait(t, "recycled", forKey("a")).PID)
+	assert.Equal(t, leased, ev.wait(t, "recycled", forKey(named("a"))).PID)
 	assert.GreaterOrEqual(t, time.Since(began), age/2)
 	requireReaped(t, leased)
-	ev.wait(t, "recycled", forKey("")) // a spare aged out too, and is replaced
+	ev.wait(t, "recycled", forKey(Key{})) // a spare aged out too, and is replaced
 
-	fresh := acquire(t, pool, "a")
+	fresh := acquire(t, pool, named("a"))
 	defer fresh.Done()
 	assert.True(t, fresh.Recycled)
 	assert.NotEqual(t, leased, fresh.Instance.PID())
@@ -105,7 +105,7 @@ func TestSharedInstanceOverMaxRSSIsReplacedBetweenCalls(t *testing.T) {
 	pool := NewPool(Config{Server: "tools", Stateless: true, Ledger: ledger, UsageInterval: interval, OnEvent: ev.add}, f.start, first)
 	closePool(t, pool)
 
-	inflight := acquire(t, pool, "a") // a call that runs across the replacement
+	inflight := acquire(t, pool, named("a")) // a call that runs across the replacement
 	began := time.Now()
 	ledger.SetLimits(0, 1<<20) // 1 MiB: any Go process is over it
 	replaced := ev.wait(t, "replaced", nil)
@@ -114,7 +114,7 @@ func TestSharedInstanceOverMaxRSSIsReplacedBetweenCalls(t *testing.T) {
 	assert.Contains(t, replaced.Err.Error(), "limits.max_rss")
 	assert.GreaterOrEqual(t, time.Since(began)+interval, rssGrace*interval, "a young instance is left alone")
 
-	next := acquire(t, pool, "b")
+	next := acquire(t, pool, named("b"))
 	defer next.Done()
 	assert.NotEqual(t, first.PID(), next.Instance.PID(), "new calls go to the successor")
 	assert.Same(t, next.Instance, pool.Shared())
@@ -142,30 +142,30 @@ func TestLedgerCapsInstancesAcrossServers(t *testing.T) {
 	closePool(t, b)
 	assert.Equal(t, 2, ledger.Count(), "the instances servers start with count")
 
-	acquire(t, a, "s1").Done() // a's first instance
-	acquire(t, b, "s1").Done() // b's first instance
-	acquire(t, a, "s2").Done() // a third: the limit
+	acquire(t, a, named("s1")).Done() // a's first instance
+	acquire(t, b, named("s1")).Done() // b's first instance
+	acquire(t, a, named("s2")).Done() // a third: the limit
 	assert.Equal(t, 3, ledger.Count())
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	began := time.Now()
-	_, err := b.Acquire(ctx, "s2")
+	_, err := b.Acquire(ctx, named("s2"))
 	require.ErrorIs(t, err, ErrLimitReached)
 	assert.Less(t, time.Since(began), time.Second)
 	assert.Contains(t, err.Error(), "limits.max_instances: 3")
 	assert.Zero(t, fb.callCount(), "nothing was started over the limit")
 
 	// A lease of another server ends: once its process is gone, there is room.
-	require.True(t, a.Release("s2"))
+	require.True(t, a.Release(named("s2")))
 	require.Eventually(t, func() bool { return ledger.Count() == 2 }, waitTimeout, 10*time.Millisecond)
-	g := acquire(t, b, "s2")
+	g := acquire(t, b, named("s2"))
 	g.Done()
 	assert.True(t, g.First)
 	assert.Equal(t, 3, ledger.Count())
 
 	ledger.SetLimits(0, 0)
-	acquire(t, b, "s3").Done()
+	acquire(t, b, named("s3")).Done()
 	assert.Equal(t, 4, ledger.Count(), "0 lifts the limit")
 }
 
@@ -178,10 +178,10 @@ func TestLedgerListsEveryInstance(t *testing.T) {
 	leased := NewPool(Config{Server: "counter", Prewarm: 1, Ledger: ledger}, fc.start, fc.first(t))
 	closePool(t, leased)
 
-	g := acquire(t, leased, "session-1") // in flight while listed
+	g := acquire(t, leased, named("session-1")) // in flight while listed
 	defer g.Done()
-	acquire(t, shared, "x").Done()
-	acquire(t, shared, "y").Done()
+	acquire(t, shared, named("x")).Done()
+	acquire(t, shared, named("y")).Done()
 	require.Eventually(t, func() bool { return leased.Stats().Spares == 1 }, waitTimeout, 10*time.Millisecond)
 
 	list := ledger.Instances()
@@ -200,7 +200,7 @@ func TestLedgerListsEveryInstance(t *testing.T) {
 	assert.Equal(t, int64(2), byRole[RoleShared].Calls)
 	assert.Equal(t, 0, byRole[RoleShared].InFlight)
 	assert.Equal(t, g.Instance.PID(), byRole[RoleLeased].PID)
-	assert.Equal(t, Key("session-1"), byRole[RoleLeased].Session)
+	assert.Equal(t, named("session-1"), byRole[RoleLeased].Session)
 	assert.Equal(t, 1, byRole[RoleLeased].InFlight)
 	assert.Equal(t, "counter", byRole[RoleSpare].Server)
 	assert.Equal(t, list[0].Server, "counter", "sorted by server")

@@ -11,7 +11,7 @@ func (p *Pool) Holder(inst *upstream.Instance) (Key, bool) {
 			return k, true
 		}
 	}
-	return "", false
+	return Key{}, false
 }
 
 // Leased returns the instance key holds, if any.

@@ -11,9 +11,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// Key identifies a downstream session for leasing (see proxy.LeaseKey).
-type Key string
-
 // Factory starts one new upstream instance of a server.
 type Factory func(ctx context.Context) (*upstream.Instance, error)
 

@@ -39,7 +39,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	closePool(t, pool)
 	require.True(t, pool.Stateless())
 
-	a, b := acquire(t, pool, "a"), acquire(t, pool, "b")
+	a, b := acquire(t, pool, named("a")), acquire(t, pool, named("b"))
 	assert.Same(t, first, a.Instance)
 	assert.Same(t, first, b.Instance)
 	assert.False(t, a.First, "a shared instance is nobody's lease")
@@ -49,7 +49,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	assert.Equal(t, first.PID(), st.SharedPID)
 	assert.True(t, st.SharedAlive)
 	assert.Empty(t, st.Down)
-	_, held := pool.Held("a")
+	_, held := pool.Held(named("a"))
 	assert.False(t, held)
 	assert.Zero(t, f.callCount())
 
@@ -63,7 +63,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	if _, err := pool.Acquire(ctx, "a"); err != nil {
+	if _, err := pool.Acquire(ctx, named("a")); err != nil {
 		assert.Contains(t, err.Error(), "down")
 		assert.Contains(t, err.Error(), `"tools"`)
 		assert.Less(t, time.Since(began), time.Second, "a call to a down server fails fast")
@@ -77,7 +77,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	assert.Equal(t, 1, f.callCount())
 	requireReaped(t, first.PID())
 
-	g := acquire(t, pool, "a")
+	g := acquire(t, pool, named("a"))
 	defer g.Done()
 	assert.Equal(t, restarted.PID, g.Instance.PID())
 	assert.Same(t, g.Instance, pool.Shared())
@@ -117,7 +117,7 @@ func TestStatefulLeases(t *testing.T) {
 	require.False(t, pool.Stateless())
 
 	// The instance that discovered the tools is the first lease: no start.
-	a1 := acquire(t, pool, "a")
+	a1 := acquire(t, pool, named("a"))
 	assert.Same(t, first, a1.Instance)
 	assert.True(t, a1.First)
 	assert.False(t, a1.Lost)
@@ -127,18 +127,18 @@ func TestStatefulLeases(t *testing.T) {
 
 	// Until the session is told it holds the lease (a tool result carries the
 	// reminder), every grant says First: its first call may have been a read.
-	again := acquire(t, pool, "a")
+	again := acquire(t, pool, named("a"))
 	assert.True(t, again.First, "not yet announced")
 	again.Announced()
 	again.Done()
 
-	a2 := acquire(t, pool, "a")
+	a2 := acquire(t, pool, named("a"))
 	assert.Same(t, first, a2.Instance, "the same key keeps its instance")
 	assert.False(t, a2.First, "only the first grant of a lease is First")
 	assert.Equal(t, 2, counterValue(t, a2.Instance, "increment"))
 	a2.Done()
 
-	b := acquire(t, pool, "b")
+	b := acquire(t, pool, named("b"))
 	assert.NotEqual(t, first.PID(), b.Instance.PID(), "another key gets its own instance")
 	assert.True(t, b.First)
 	assert.Equal(t, 1, f.callCount())
@@ -146,24 +146,24 @@ func TestStatefulLeases(t *testing.T) {
 	b.Done()
 	pidB := b.Instance.PID()
 
-	pid, ok := pool.Held("a")
+	pid, ok := pool.Held(named("a"))
 	assert.True(t, ok)
 	assert.Equal(t, first.PID(), pid)
 	st := pool.Stats()
 	assert.Equal(t, 2, st.Leased)
 	assert.Equal(t, 2, st.Live)
 	assert.Zero(t, st.SharedPID)
-	assert.Equal(t, first.PID(), ev.wait(t, "leased", forKey("a")).PID)
+	assert.Equal(t, first.PID(), ev.wait(t, "leased", forKey(named("a"))).PID)
 
 	t.Run("Release stops the instance", func(t *testing.T) {
-		require.True(t, pool.Release("a"))
-		assert.Equal(t, first.PID(), ev.wait(t, "released", forKey("a")).PID)
+		require.True(t, pool.Release(named("a")))
+		assert.Equal(t, first.PID(), ev.wait(t, "released", forKey(named("a"))).PID)
 		requireReaped(t, first.PID())
-		_, ok := pool.Held("a")
+		_, ok := pool.Held(named("a"))
 		assert.False(t, ok)
-		assert.False(t, pool.Release("a"), "nothing left to release")
+		assert.False(t, pool.Release(named("a")), "nothing left to release")
 
-		again := acquire(t, pool, "a")
+		again := acquire(t, pool, named("a"))
 		defer again.Done()
 		assert.True(t, again.First, "a fresh lease after release")
 		assert.NotEqual(t, first.PID(), again.Instance.PID())
@@ -171,12 +171,12 @@ func TestStatefulLeases(t *testing.T) {
 	})
 
 	t.Run("EndSession stops the instance", func(t *testing.T) {
-		pool.EndSession("b")
-		assert.Equal(t, pidB, ev.wait(t, "session-ended", forKey("b")).PID)
+		pool.EndSession(named("b"))
+		assert.Equal(t, pidB, ev.wait(t, "session-ended", forKey(named("b"))).PID)
 		requireReaped(t, pidB)
-		pool.EndSession("b") // nothing left: no-op
+		pool.EndSession(named("b")) // nothing left: no-op
 
-		again := acquire(t, pool, "b")
+		again := acquire(t, pool, named("b"))
 		defer again.Done()
 		assert.True(t, again.First)
 		assert.NotEqual(t, pidB, again.Instance.PID())
@@ -191,34 +191,34 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add}, f.start, f.first(t))
 	closePool(t, pool)
 
-	busy := acquire(t, pool, "busy") // not Done: a call in flight
+	busy := acquire(t, pool, named("busy")) // not Done: a call in flight
 	busyPID := busy.Instance.PID()
-	idle := acquire(t, pool, "idle")
+	idle := acquire(t, pool, named("idle"))
 	idlePID := idle.Instance.PID()
 	idle.Done()
 
 	began := time.Now()
-	expired := ev.wait(t, "expired", forKey("idle"))
+	expired := ev.wait(t, "expired", forKey(named("idle")))
 	assert.Equal(t, idlePID, expired.PID)
 	assert.GreaterOrEqual(t, time.Since(began), ttl/2, "not before it was idle for a while")
 	requireReaped(t, idlePID)
 
 	// A lease used after "busy" became busy expires too; by then "busy",
 	// older and still in a call, has been looked at several times.
-	later := acquire(t, pool, "later")
+	later := acquire(t, pool, named("later"))
 	later.Done()
-	ev.wait(t, "expired", forKey("later"))
+	ev.wait(t, "expired", forKey(named("later")))
 	for _, e := range ev.all() {
-		assert.False(t, e.Kind == "expired" && e.Key == "busy", "a lease with a call in flight expired")
+		assert.False(t, e.Kind == "expired" && e.Key == named("busy"), "a lease with a call in flight expired")
 	}
-	pid, ok := pool.Held("busy")
+	pid, ok := pool.Held(named("busy"))
 	require.True(t, ok)
 	assert.Equal(t, busyPID, pid)
 	assert.True(t, alive(busyPID))
 
 	// Once its call ends it is idle and expires like any other.
 	busy.Done()
-	ev.wait(t, "expired", forKey("busy"))
+	ev.wait(t, "expired", forKey(named("busy")))
 	requireReaped(t, busyPID)
 }
 
@@ -230,13 +230,13 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "a") // its call runs on
+		busy := acquire(t, pool, named("a")) // its call runs on
 		defer busy.Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		began := time.Now()
-		_, err := pool.Acquire(ctx, "b")
+		_, err := pool.Acquire(ctx, named("b"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Less(t, time.Since(began), time.Second, "no waiting out the call's timeout")
 		assert.Contains(t, err.Error(), `server "counter"`)
@@ -251,13 +251,13 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		const queue = 300 * time.Millisecond
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "a") // its call runs on
+		busy := acquire(t, pool, named("a")) // its call runs on
 		defer busy.Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		began := time.Now()
-		_, err := pool.Acquire(ctx, "b")
+		_, err := pool.Acquire(ctx, named("b"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.GreaterOrEqual(t, time.Since(began), queue, "it waited for capacity")
 		assert.Contains(t, err.Error(), "none freed within lease.queue_timeout (300ms)")
@@ -266,7 +266,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		// A caller's own deadline ends the wait too.
 		short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancelShort()
-		_, err = pool.Acquire(short, "b")
+		_, err = pool.Acquire(short, named("b"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 	})
@@ -276,7 +276,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout}, f.start, f.first(t))
 		closePool(t, pool)
-		a := acquire(t, pool, "a")
+		a := acquire(t, pool, named("a"))
 		a.Done()
 
 		got := make(chan *Grant, 1)
@@ -284,14 +284,14 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
-			g, err := pool.Acquire(ctx, "b")
+			g, err := pool.Acquire(ctx, named("b"))
 			if err != nil {
 				failed <- err
 				return
 			}
 			got <- g
 		}()
-		require.True(t, pool.Release("a"))
+		require.True(t, pool.Release(named("a")))
 		select {
 		case g := <-got:
 			defer g.Done()
@@ -333,7 +333,7 @@ func TestPrewarmKeepsSparesReady(t *testing.T) {
 			}
 
 			// A lease takes a spare, which is replaced.
-			g := acquire(t, pool, "a")
+			g := acquire(t, pool, named("a"))
 			defer g.Done()
 			if !assert.Eventually(t, spares, 5*time.Second, 10*time.Millisecond) {
 				t.Fatalf("spares after a lease never reached %d: %+v", tc.prewarm, pool.Stats())
@@ -353,7 +353,7 @@ func TestLeaseWhoseInstanceDiedIsReplacedAndSaysSo(t *testing.T) {
 	pool := NewPool(Config{Server: "counter", OnEvent: ev.add}, f.start, first)
 	closePool(t, pool)
 
-	g := acquire(t, pool, "a")
+	g := acquire(t, pool, named("a"))
 	assert.Equal(t, 1, counterValue(t, g.Instance, "increment"))
 	g.Done()
 	require.NoError(t, syscall.Kill(first.PID(), syscall.SIGKILL))
@@ -363,16 +363,16 @@ func TestLeaseWhoseInstanceDiedIsReplacedAndSaysSo(t *testing.T) {
 		t.Fatal("the instance did not notice its process died")
 	}
 
-	fresh := acquire(t, pool, "a")
+	fresh := acquire(t, pool, named("a"))
 	defer fresh.Done()
 	assert.True(t, fresh.Lost)
 	assert.True(t, fresh.First)
 	fresh.Announced()
 	assert.NotEqual(t, first.PID(), fresh.Instance.PID())
 	assert.Equal(t, 0, counterValue(t, fresh.Instance, "get"))
-	assert.Equal(t, first.PID(), ev.wait(t, "lost", forKey("a")).PID)
+	assert.Equal(t, first.PID(), ev.wait(t, "lost", forKey(named("a"))).PID)
 
-	next := acquire(t, pool, "a")
+	next := acquire(t, pool, named("a"))
 	defer next.Done()
 	assert.False(t, next.Lost, "Lost is said once")
 	assert.False(t, next.First)
@@ -387,8 +387,8 @@ func TestCloseWaitsForCallsThenStopsEverything(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		pool := NewPool(Config{Server: "counter", Prewarm: 1}, f.start, f.first(t))
-		inflight := acquire(t, pool, "a")
-		idle := acquire(t, pool, "b")
+		inflight := acquire(t, pool, named("a"))
+		idle := acquire(t, pool, named("b"))
 		idle.Done()
 		require.Eventually(t, func() bool { return pool.Stats().Spares == 1 }, waitTimeout, 10*time.Millisecond)
 
@@ -401,13 +401,13 @@ func TestCloseWaitsForCallsThenStopsEverything(t *testing.T) {
 		}()
 		// Closing refuses new calls at once...
 		require.Eventually(t, func() bool {
-			g, err := pool.Acquire(context.Background(), "a")
+			g, err := pool.Acquire(context.Background(), named("a"))
 			if err == nil {
 				g.Done() // Close had not begun yet
 			}
 			return err != nil
 		}, waitTimeout, 5*time.Millisecond)
-		_, err := pool.Acquire(context.Background(), "a")
+		_, err := pool.Acquire(context.Background(), named("a"))
 		require.ErrorIs(t, err, ErrClosed)
 		// ...but lets the call in flight finish on a live instance.
 		select {
@@ -431,7 +431,7 @@ func TestCloseWaitsForCallsThenStopsEverything(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "tools")
 		pool := NewPool(Config{Server: "tools", Stateless: true}, f.start, f.first(t))
-		stuck := acquire(t, pool, "a")
+		stuck := acquire(t, pool, named("a"))
 		defer stuck.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
@@ -442,7 +442,7 @@ func TestCloseWaitsForCallsThenStopsEverything(t *testing.T) {
 		for _, pid := range f.started() {
 			assert.False(t, alive(pid), "pid %d outlived Close", pid)
 		}
-		_, err := pool.Acquire(context.Background(), "a")
+		_, err := pool.Acquire(context.Background(), named("a"))
 		assert.ErrorIs(t, err, ErrClosed)
 		pool.Close(context.Background()) // idempotent
 	})
@@ -464,7 +464,7 @@ func TestConcurrentKeysGetDistinctInstances(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			grants[i], errs[i] = pool.Acquire(ctx, Key(rune('A'+i)))
+			grants[i], errs[i] = pool.Acquire(ctx, named(string(rune('A'+i))))
 		}()
 	}
 	wg.Wait()
@@ -488,7 +488,7 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 	pool := NewPool(Config{Server: "tools", OnEvent: ev.add}, f.start, f.first(t))
 	closePool(t, pool)
 
-	g := acquire(t, pool, "a")
+	g := acquire(t, pool, named("a"))
 	progressed := make(chan struct{})
 	var once sync.Once
 	type outcome struct {
@@ -512,8 +512,8 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the slow call never reported progress")
 	}
-	require.True(t, pool.Release("a"))
-	_, held := pool.Held("a")
+	require.True(t, pool.Release(named("a")))
+	_, held := pool.Held(named("a"))
 	assert.False(t, held, "the lease ends at once: the session's next call gets a new instance")
 
 	res := <-done
@@ -565,26 +565,26 @@ func TestMaxLeasesPerClientKeepsInstancesForOthers(t *testing.T) {
 		defer cancel()
 		return pool.AcquireAs(ctx, key, holder)
 	}
-	for _, key := range []Key{"a1", "a2"} {
+	for _, key := range []Key{named("a1"), named("a2")} {
 		g, err := as(key, "address 10.0.0.1")
 		require.NoError(t, err)
 		g.Done()
 	}
 	began := time.Now()
-	_, err := as("a3", "address 10.0.0.1")
+	_, err := as(named("a3"), "address 10.0.0.1")
 	require.Error(t, err)
 	assert.Less(t, time.Since(began), time.Second, "refused at once, not queued")
 	assert.Contains(t, err.Error(), `address 10.0.0.1 holds its maximum of 2 leased instances of server "counter" (--max-leases-per-client)`)
 
-	g, err := as("a1", "address 10.0.0.1")
+	g, err := as(named("a1"), "address 10.0.0.1")
 	require.NoError(t, err, "a lease it holds still serves it")
 	g.Done()
-	g, err = as("b1", "address 10.0.0.2")
+	g, err = as(named("b1"), "address 10.0.0.2")
 	require.NoError(t, err, "another client still leases")
 	g.Done()
 
-	require.True(t, pool.Release("a2"))
-	g, err = as("a3", "address 10.0.0.1")
+	require.True(t, pool.Release(named("a2")))
+	g, err = as(named("a3"), "address 10.0.0.1")
 	require.NoError(t, err, "a released lease gives its place back")
 	g.Done()
 	assert.Equal(t, 3, pool.Stats().Leased)

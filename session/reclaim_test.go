@@ -46,34 +46,34 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		older := acquire(t, pool, "older")
+		older := acquire(t, pool, named("older"))
 		older.Done()
-		newer := acquire(t, pool, "newer")
+		newer := acquire(t, pool, named("newer"))
 		newer.Done()
 
-		c := acquire(t, pool, "c")
+		c := acquire(t, pool, named("c"))
 		c.Done()
 		assert.False(t, c.Reclaimed, "c had no lease before")
 		got := ev.wait(t, "reclaimed", nil)
-		assert.Equal(t, Key("older"), got.Key, "the lease unused longest goes first")
+		assert.Equal(t, named("older"), got.Key, "the lease unused longest goes first")
 		assert.Equal(t, older.Instance.PID(), got.PID)
 		requireReaped(t, older.Instance.PID())
-		_, held := pool.Held("older")
+		_, held := pool.Held(named("older"))
 		assert.False(t, held)
 		assert.Equal(t, 2, pool.Stats().Live, "the reclaimed slot went to c: the cap holds")
 
 		// Its next call: a fresh instance (taking the next idle one's place),
 		// and the news that its state is gone, until a result told it.
-		again := acquire(t, pool, "older")
+		again := acquire(t, pool, named("older"))
 		again.Done()
 		assert.True(t, again.Reclaimed)
 		assert.True(t, again.First, "a new lease, announced as one")
 		assert.NotEqual(t, older.Instance.PID(), again.Instance.PID())
-		read := acquire(t, pool, "older") // a read, whose result has no room to tell
+		read := acquire(t, pool, named("older")) // a read, whose result has no room to tell
 		read.Done()
 		assert.True(t, read.Reclaimed, "not told yet")
 		read.Announced()
-		next := acquire(t, pool, "older")
+		next := acquire(t, pool, named("older"))
 		next.Done()
 		assert.False(t, next.Reclaimed, "told once")
 		assert.False(t, next.First)
@@ -87,13 +87,13 @@ func TestReclaimAtTheCap(t *testing.T) {
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
 			Connected: conn.connected}, f.start, f.first(t))
 		closePool(t, pool)
-		conn.set("listening", true)
-		acquire(t, pool, "listening").Done()
-		acquire(t, pool, "gone").Done() // used later, but its client left
+		conn.set(named("listening"), true)
+		acquire(t, pool, named("listening")).Done()
+		acquire(t, pool, named("gone")).Done() // used later, but its client left
 
-		acquire(t, pool, "c").Done()
-		assert.Equal(t, Key("gone"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held("listening")
+		acquire(t, pool, named("c")).Done()
+		assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held(named("listening"))
 		assert.True(t, held)
 	})
 
@@ -104,18 +104,18 @@ func TestReclaimAtTheCap(t *testing.T) {
 		const idle = 400 * time.Millisecond
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "busy") // its call runs on
+		busy := acquire(t, pool, named("busy")) // its call runs on
 		defer busy.Done()
-		acquire(t, pool, "recent").Done()
+		acquire(t, pool, named("recent")).Done()
 		lastUse := time.Now()
 
-		c, err := tryAcquire(pool, "c")
+		c, err := tryAcquire(pool, named("c"))
 		require.NoError(t, err, "waited for the recent lease to turn reclaimable, then took its place")
 		c.Done()
 		assert.GreaterOrEqual(t, time.Since(lastUse), idle, "reclaimed before it went unused long enough")
 		assert.Less(t, time.Since(lastUse), idle+5*time.Second, "waited well past the moment it turned reclaimable")
-		assert.Equal(t, Key("recent"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held("busy")
+		assert.Equal(t, named("recent"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held(named("busy"))
 		assert.True(t, held, "a lease with a call in flight is never reclaimed")
 		assert.Equal(t, 2, pool.Stats().Live)
 	})
@@ -128,14 +128,14 @@ func TestReclaimAtTheCap(t *testing.T) {
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: 300 * time.Millisecond, OnEvent: ev.add,
 			Connected: conn.connected}, f.start, f.first(t))
 		closePool(t, pool)
-		conn.set("listening", true)
-		acquire(t, pool, "listening").Done() // turns reclaimable first
-		time.Sleep(50 * time.Millisecond)    // apart enough to tell which was waited for
-		acquire(t, pool, "gone").Done()
+		conn.set(named("listening"), true)
+		acquire(t, pool, named("listening")).Done() // turns reclaimable first
+		time.Sleep(50 * time.Millisecond)           // apart enough to tell which was waited for
+		acquire(t, pool, named("gone")).Done()
 
-		acquire(t, pool, "c").Done()
-		assert.Equal(t, Key("gone"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held("listening")
+		acquire(t, pool, named("c")).Done()
+		assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
+		_, held := pool.Held(named("listening"))
 		assert.True(t, held)
 	})
 
@@ -146,20 +146,20 @@ func TestReclaimAtTheCap(t *testing.T) {
 		const idle = 600 * time.Millisecond
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
+		acquire(t, pool, named("a")).Done()
 
 		got := make(chan error, 1)
 		began := time.Now()
 		go func() {
-			_, err := tryAcquire(pool, "c")
+			_, err := tryAcquire(pool, named("c"))
 			got <- err
 		}()
 		require.Eventually(t, func() bool {
 			pool.mu.Lock()
 			defer pool.mu.Unlock()
-			return pool.acquiring["c"] == 1
+			return pool.acquiring[named("c")] == 1
 		}, waitTimeout, time.Millisecond)
-		busy := acquire(t, pool, "a") // a's session is at work again, before its lease turned reclaimable
+		busy := acquire(t, pool, named("a")) // a's session is at work again, before its lease turned reclaimable
 		defer busy.Done()
 		select {
 		case err := <-got:
@@ -178,14 +178,14 @@ func TestReclaimAtTheCap(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Hour}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
+		acquire(t, pool, named("a")).Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, err := pool.Acquire(ctx, "c")
+		_, err := pool.Acquire(ctx, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		_, held := pool.Held("a")
+		_, held := pool.Held(named("a"))
 		assert.True(t, held)
 	})
 
@@ -195,13 +195,13 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 2, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		for _, k := range []Key{"x", "y"} {
+		for _, k := range []Key{named("x"), named("y")} {
 			g := acquire(t, pool, k) // its call runs on
 			defer g.Done()
 		}
 
 		began := time.Now()
-		_, err := tryAcquire(pool, "c")
+		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Less(t, time.Since(began), time.Second, "no waiting")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
@@ -216,10 +216,10 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		busy := acquire(t, pool, "busy")
+		busy := acquire(t, pool, named("busy"))
 		defer busy.Done()
 
-		_, err := tryAcquire(pool, "c")
+		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
 		for _, e := range ev.all() {
 			assert.NotEqual(t, "reclaimed", e.Kind)
@@ -232,12 +232,12 @@ func TestReclaimAtTheCap(t *testing.T) {
 		ev := newEvents()
 		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
 		closePool(t, pool)
-		acquire(t, pool, "a").Done()
-		taker := acquire(t, pool, "b") // reclaims a's, and keeps a call running
+		acquire(t, pool, named("a")).Done()
+		taker := acquire(t, pool, named("b")) // reclaims a's, and keeps a call running
 		defer taker.Done()
-		ev.wait(t, "reclaimed", forKey("a"))
+		ev.wait(t, "reclaimed", forKey(named("a")))
 
-		_, err := tryAcquire(pool, "a")
+		_, err := tryAcquire(pool, named("a"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Contains(t, err.Error(), "was reclaimed")
 	})

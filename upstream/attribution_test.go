@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -323,7 +324,11 @@ func TestServerRequestsAreBounded(t *testing.T) {
 
 // askAs calls the surface server's ask tool through Do for principal.
 func askAs(ctx context.Context, inst *Instance, args string, h ServerRequestHandler, principal string) (json.RawMessage, error) {
-	return inst.Do(ctx, Request{Method: "tools/call", Params: json.RawMessage(`{"name":"ask","arguments":` + args + `}`), OnServerRequest: h, Principal: principal})
+	var who identity.Principal // "": no one's
+	if principal != "" {
+		who = identity.Client(principal)
+	}
+	return inst.Do(ctx, Request{Method: "tools/call", Params: json.RawMessage(`{"name":"ask","arguments":` + args + `}`), OnServerRequest: h, Principal: who})
 }
 
 // TestServerRequestAttributionByPrincipal: over stdio, with two requests in

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
@@ -324,7 +325,7 @@ type Call struct {
 	// call, as Request.OnServerRequest does.
 	OnServerRequest ServerRequestHandler
 	// Principal is who the call is made for, as Request.Principal.
-	Principal string
+	Principal identity.Principal
 }
 
 type callParams struct {

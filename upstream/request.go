@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -50,8 +51,9 @@ type Request struct {
 	OnServerRequest ServerRequestHandler
 	// Principal is who the request is made for (the client's identity);
 	// requests of different principals never answer each other's upstream
-	// requests. "" is a principal of its own, shared with no request.
-	Principal string
+	// requests. The zero Principal is a principal of its own, shared with no
+	// request.
+	Principal identity.Principal
 	// Meta are members set in params._meta (the trace context of the
 	// aggregator's own span), spliced in as the progress token is; params
 	// that are not a JSON object go out without them.
@@ -74,8 +76,8 @@ type flight struct {
 	id        uint64 // in the order the flights began
 	ctx       context.Context
 	handler   ServerRequestHandler
-	logs      Caller // from ctx (WithCaller), or nil
-	principal string // Request.Principal
+	logs      Caller             // from ctx (WithCaller), or nil
+	principal identity.Principal // Request.Principal
 	// asking counts the upstream's requests attributed to this flight and
 	// not yet answered; guarded by flights.mu.
 	asking int
@@ -110,7 +112,7 @@ func flightOf(ctx context.Context) uint64 {
 
 // begin gives a Do its flight id and, when it answers the upstream's
 // requests, records it; end forgets it.
-func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal string) (context.Context, uint64) {
+func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal identity.Principal) (context.Context, uint64) {
 	id := f.next.Add(1)
 	ctx = context.WithValue(ctx, flightKey{}, id)
 	logs := CallerOf(ctx)
@@ -182,7 +184,7 @@ func (f *flights) unlinked() *flight {
 		if fl.handler == nil {
 			continue
 		}
-		if oldest != nil && (fl.principal != oldest.principal || fl.principal == "") {
+		if oldest != nil && (fl.principal != oldest.principal || fl.principal.IsZero()) {
 			return nil
 		}
 		if oldest == nil || fl.id < oldest.id {
@@ -201,11 +203,11 @@ func (f *flights) unlinked() *flight {
 // askers counts the flights that answer the upstream's requests, and the
 // principals they are of. Called with f.mu held.
 func (f *flights) askers() (n, principals int) {
-	seen := map[string]bool{}
+	seen := map[identity.Principal]bool{}
 	for _, fl := range f.byID {
 		if fl.handler != nil {
 			n++
-			if !seen[fl.principal] || fl.principal == "" {
+			if !seen[fl.principal] || fl.principal.IsZero() {
 				principals++
 			}
 			seen[fl.principal] = true

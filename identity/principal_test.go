@@ -1,0 +1,65 @@
+package identity
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestPrincipalString(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Principal
+		want string
+	}{
+		{"no one", Principal{}, ""},
+		{"local", Local(), "local"},
+		{"client", Client("ci-bot"), `client:"ci-bot"`},
+		{"client with quotes", Client(`a "b" c`), `client:"a \"b\" c"`},
+		{"no client name is local", Client(""), "local"},
+		{"address", Address("192.0.2.7"), "address:192.0.2.7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.p.String())
+			text, err := tc.p.MarshalText()
+			assert.NoError(t, err)
+			assert.Equal(t, tc.want, string(text))
+		})
+	}
+}
+
+// TestPrincipalsDiffer: principals compare by kind and name, so that a
+// client named "x" is not the address "x", and each is a map key of its own.
+func TestPrincipalsDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b Principal
+		same bool
+	}{
+		{"a client and an address of one name", Client("x"), Address("x"), false},
+		{"two clients", Client("x"), Client("y"), false},
+		{"one client twice", Client("x"), Client("x"), true},
+		{"local and no one", Local(), Principal{}, false},
+		{"local twice", Local(), Client(""), true},
+		{"an address and local", Address(""), Local(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.same, tc.a == tc.b)
+			m := map[Principal]int{tc.a: 1}
+			m[tc.b]++
+			if tc.same {
+				assert.Len(t, m, 1)
+			} else {
+				assert.Len(t, m, 2)
+			}
+		})
+	}
+}
+
+func TestPrincipalClient(t *testing.T) {
+	assert.Equal(t, "x", Client("x").Client())
+	assert.Empty(t, Address("x").Client())
+	assert.Empty(t, Local().Client())
+	assert.True(t, Principal{}.IsZero())
+	assert.False(t, Local().IsZero())
+}
