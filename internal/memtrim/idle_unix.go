@@ -21,25 +21,27 @@ const idleCPU = IdleCheck / 200
 // data of its request paths back in its resident set, and its heap grown;
 // trimming once it is idle gives them back until the next request. It
 // returns when ctx ends.
-func WhenIdle(ctx context.Context) {
-	t := time.NewTicker(IdleCheck)
+func WhenIdle(ctx context.Context) { whenIdle(ctx, IdleCheck, idleCPU, cpuTime, Trim) }
+
+// whenIdle is WhenIdle with its clock, measure and action given.
+func whenIdle(ctx context.Context, every, quiet time.Duration, cpu func() time.Duration, trim func()) {
+	t := time.NewTicker(every)
 	defer t.Stop()
-	last, busy := cpuTime(), false
+	last, busy := cpu(), false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := cpuTime()
-		used := now - last
+		now := cpu()
 		switch {
-		case used >= idleCPU:
+		case now-last >= quiet:
 			busy = true
 		case busy:
 			busy = false
-			Trim()
-			now = cpuTime() // the trim's own work is not the server's
+			trim()
+			now = cpu() // the trim's own work is not the server's
 		}
 		last = now
 	}
