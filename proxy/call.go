@@ -49,8 +49,16 @@ type invocation struct {
 	// It runs on the upstream's reader goroutine, so it only queues.
 	progress func(params json.RawMessage)
 	// req is the downstream request, for what the upstream sends back
-	// during the call (its requests, its log messages).
+	// during the call (its requests, its log messages); nil for a request
+	// the aggregator makes of its own accord.
 	req *downstream.Request
+	// onTask pins a request about a task (tasks/get, tasks/result,
+	// tasks/cancel) to the instance that runs the task: it goes there or
+	// nowhere, with limit for its time limit and hint for what an error
+	// about running past it advises ("": raise the setting).
+	onTask *taskEntry
+	limit  timeLimit
+	hint   string
 }
 
 // toolCall reports whether inv is a tools/call.
@@ -140,6 +148,20 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			break
 		}
 		rs = st.servers[server]
+		if inv.onTask != nil {
+			limit = inv.limit
+			callCtx, deadline = newDeadline(ctx, limit.d)
+			var gone bool
+			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, &inv); grant != nil {
+				to = grant.Instance
+				break
+			}
+			deadline.stop()
+			if gone {
+				return nil, nil, ctx.Err()
+			}
+			return nil, rpcErr, nil
+		}
 		if rs == nil {
 			return nil, errorObject(codeInternal, "%s: the server is not running", inv.subject(server)), nil
 		}
@@ -216,7 +238,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		up.Principal = principalOf(inv.req)
 		if grant != nil {
 			up.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
-			p.bindSession(rs, grant, inv.req)
+			if inv.onTask == nil {
+				p.bindSession(rs, grant, inv.req)
+			}
 			p.inflight.add(grant.Instance, inv.req)
 			defer p.inflight.remove(grant.Instance, inv.req)
 		}
@@ -260,8 +284,12 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		case errors.As(derr, &upstreamErr):
 			return nil, &jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data}, nil
 		case errors.Is(derr, ErrTimeout) || (ctx.Err() == nil && errors.Is(derr, context.DeadlineExceeded)):
-			return nil, errorObject(codeInternal, "%s: no result within %s set by %s (cancelled upstream); raise %s if it needs longer",
-				inv.subject(server), limit.d, limit.setting, limit.setting), nil
+			hint := inv.hint
+			if hint == "" {
+				hint = "raise " + limit.setting + " if it needs longer"
+			}
+			return nil, errorObject(codeInternal, "%s: no result within %s set by %s (cancelled upstream); %s",
+				inv.subject(server), limit.d, limit.setting, hint), nil
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
