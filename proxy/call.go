@@ -106,6 +106,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		st       *state
 		server   string
 		entry    *Entry // a tools/call's
+		counted  *Entry // what the call counts as, when not entry
 		rs       *runningServer
 		to       target
 		grant    *session.Grant // nil for the aggregator's own server
@@ -114,7 +115,12 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		limit    timeLimit
 	)
 	if call {
-		defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
+		defer func(start time.Time) {
+			if counted == nil {
+				counted = entry
+			}
+			p.observeCall(counted, start, callCtx, result, rpcErr, err)
+		}(time.Now())
 	}
 	if inv.req != nil && !inv.req.Sessionless() {
 		defer func() {
@@ -133,7 +139,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		server = inv.server
 		if call {
 			var again bool
-			entry, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited)
+			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited)
 			if rpcErr != nil {
 				return nil, rpcErr, nil
 			}
@@ -322,9 +328,11 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 // run becomes that tool's call (inv is changed): again asks to resolve it,
 // under the current state. It is then limited, traced and counted as that
 // tool's call, once; one that names no tool it can run goes to the
-// aggregator's own server, which answers why. awaited is whether the
-// first load was waited for on mcp_call_tool's behalf.
-func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry *Entry, rpcErr *jsonrpc.Error, again bool) {
+// aggregator's own server, which answers why (counted, when it names a
+// tool the caller's profile hides, as that tool's call, as a direct call
+// of it would be). awaited is whether the first load was waited for on
+// mcp_call_tool's behalf.
+func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry, counted *Entry, rpcErr *jsonrpc.Error, again bool) {
 	client := requestClient(inv.req)
 	entry, ok := st.catalog.Lookup(inv.name)
 	if ok && !st.profileOf(client).tool(entry) {
@@ -336,32 +344,32 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 	}
 	if !ok {
 		if offer := p.unknownToolLoginOffer(ctx, inv.req, st, inv.name); offer != nil {
-			return entry, offer, false
+			return nil, entry, offer, false
 		}
-		return entry, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s",
+		return nil, entry, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s",
 			inv.name, st.awaitingLogin(client)), false
 	}
 	if entry.Server != adminServer || entry.Original != callToolName || st.search == nil {
-		return entry, nil, false
+		return entry, nil, nil, false
 	}
 	name, args, why := callToolArgs(inv.args)
 	if why != nil {
-		return entry, nil, false
+		return entry, nil, nil, false
 	}
 	named, ok := st.catalog.Lookup(name)
 	switch {
 	case !ok && !*awaited:
 		*awaited = true
 		p.awaitLoad(ctx) // a call made right after connecting finds its tool
-		return nil, nil, true
+		return nil, nil, nil, true
 	case !ok:
-		return entry, nil, false
+		return entry, nil, nil, false
 	case !st.profileOf(client).tool(named):
 		p.hiddenName(inv.req, hiddenTool, name, named.Server)
-		return entry, nil, false
+		return entry, named, nil, false
 	}
 	inv.name, inv.args = name, args
-	return nil, nil, true
+	return nil, nil, nil, true
 }
 
 // leaseNotes adds to a tools/call result what the caller should know of
