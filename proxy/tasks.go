@@ -436,14 +436,6 @@ func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Insta
 	return out
 }
 
-// taskServerRequests answers the requests an upstream sends during a tasks
-// request (an elicitation while tasks/result waits), as serverRequests
-// does, with the task ids mapped both ways. A request that names a task of
-// another session is refused, never relayed.
-func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
-	return p.relatedTasks(p.serverRequests(req), inst, req.Session)
-}
-
 // relatedTasks wraps base, which answers inst's requests on behalf of
 // session s (nil: sessionless, which owns no tasks), so that a request
 // naming one of s's tasks in its related-task _meta reaches the client
