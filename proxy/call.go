@@ -128,7 +128,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
 			// not the session's.)
-			if !p.clients.alive(inv.req.Session) {
+			if !p.sessions.alive(inv.req.Session) {
 				p.sessionEnded(inv.key)
 			}
 		}()

@@ -81,18 +81,10 @@ func (p *Proxy) Notified(_ context.Context, s downstream.Session, msg *jsonrpc.M
 }
 
 // SessionOpened registers a session for notifications.
-func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
+func (p *Proxy) SessionOpened(s downstream.Session) { p.sessions.open(s) }
 
-// SessionClosed ends the session's leases, and the upstream resource
-// subscriptions no one else holds.
-func (p *Proxy) SessionClosed(s downstream.Session) {
-	p.clients.remove(s)
-	held := p.subs.drop(s.Key())
-	p.levels.drop(s.Key())
-	p.tasksEnded(s.Key())
-	p.sessionEnded(sessionLeaseKey(s))
-	p.sessionUnsubscribe(held)
-}
+// SessionClosed ends the session: its Session's Close (closeSession).
+func (p *Proxy) SessionClosed(s downstream.Session) { p.closeSession(s) }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
 	return jsonrpc.Failure(nil, jsonrpc.Errorf(code, format, args...))
@@ -189,7 +181,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
 		// for what it is offered.
-		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
+		p.session(req.Session).setOffer(offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
 	if tasks := p.offeredTasks(req.Principal.Client()); tasks != nil {

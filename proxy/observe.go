@@ -207,9 +207,7 @@ func (p *Proxy) observeReload(start time.Time, ws *config.Workspace, report Repo
 
 // Sessions is the number of connected downstream sessions.
 func (p *Proxy) Sessions() int {
-	p.clients.mu.Lock()
-	defer p.clients.mu.Unlock()
-	return len(p.clients.sessions)
+	return len(p.sessions.live())
 }
 
 // Readiness reports whether the aggregator is ready for traffic: the first

@@ -76,13 +76,8 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downst
 	if rs.pool.Stateless() || s == nil {
 		return
 	}
-	prev, loaded := p.bound.Swap(grant.Instance, s.Key())
-	if loaded && prev == s.Key() {
+	if !p.sessions.bindOnly(p.session(s), grant.Instance) {
 		return
-	}
-	if !loaded {
-		inst := grant.Instance
-		go func() { <-inst.Done(); p.bound.Delete(inst) }()
 	}
 	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))
 	if declares(s.ClientCapabilities(), "roots") {
@@ -236,10 +231,10 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		}
 		defer release()
 	}
-	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session.Key()) {
+	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session) {
 		// The shared instance goes on sending the updates others still
 		// subscribe to; this session no longer hears of them.
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 		return answer([]byte(`{}`))
 	}
 	// A subscription counts from before it is sent: an upstream may send
@@ -249,7 +244,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	held := false
 	if subscribing {
 		var room bool
-		if held, room = p.subs.subscribe(req.Session.Key(), server, params.URI); !room {
+		if held, room = p.session(req.Session).subscribe(server, params.URI); !room {
 			return failure(codeInternal, "resources/subscribe %q: this session holds %d resource subscriptions, the most it may; unsubscribe (resources/unsubscribe) from those it no longer needs first",
 				params.URI, maxSubscriptions)
 		}
@@ -258,9 +253,9 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	done := resp != nil && resp.Error == nil
 	switch {
 	case subscribing && !done && !held:
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 	case req.Msg.Method == "resources/unsubscribe" && done && req.Session != nil:
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 	}
 	return resp
 }
@@ -268,9 +263,9 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 // sharedSubscription reports whether session's subscription to uri on
 // server is one of several on the same instance: the server's instance is
 // shared, and another session or a listen stream subscribes to uri too.
-func (p *Proxy) sharedSubscription(server, uri, session string) bool {
+func (p *Proxy) sharedSubscription(server, uri string, s downstream.Session) bool {
 	rs := p.current().servers[server]
-	return rs != nil && rs.pool.Stateless() && p.subs.subscribed(session, server, uri) && p.subscriptionHeld(server, uri, session, nil)
+	return rs != nil && rs.pool.Stateless() && p.sessions.find(s).subscribed(server, uri) && p.subscriptionHeld(server, uri, s.Key(), nil)
 }
 
 // promptsGet routes prompts/get by exported name, sent upstream under the

@@ -77,7 +77,7 @@ func present(v []byte) bool {
 
 // beginTask reserves room for the task a task-augmented call may create.
 func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
-	if inv.req == nil || inv.req.Session == nil || !p.clients.alive(inv.req.Session) {
+	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
 	res, err := p.tasks.reserve(inv.req.Session.Key(), inv.req.Holder)
@@ -563,14 +563,8 @@ func (p *Proxy) wantsLog(s downstream.Session, params []byte) bool {
 // must not send log messages), and level is at least the one it set with
 // logging/setLevel, or the default.
 func (p *Proxy) takesLog(s downstream.Session, level int) bool {
-	if !p.clients.offerOf(s.Key()).logging {
-		return false
-	}
-	min, set := p.levels.get(s.Key())
-	if !set {
-		min = defaultLogLevel
-	}
-	return level >= min
+	sess := p.sessions.find(s)
+	return sess.offered().logging && level >= sess.logLevel()
 }
 
 // logLevelOf is the level member of a log message's params.
@@ -747,7 +741,8 @@ func (p *Proxy) tasksEnded(owner string) {
 
 // session returns the registered session with key, or nil.
 func (c *clients) session(key string) downstream.Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessions[key]
+	if s := c.reg.lookup(key); s != nil {
+		return s.ds
+	}
+	return nil
 }
