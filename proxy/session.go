@@ -19,19 +19,22 @@ import (
 //   - its resource subscriptions, by server and URI;
 //   - the leased instances bound to it (whose unattributed upstream
 //     requests go to it), with the lists each gave of its own after a
-//     list_changed (leasedlists.go).
+//     list_changed (leasedlists.go);
+//   - its tasks (tasks), which the task table indexes too, by id and by
+//     upstream, for what spans sessions: the overall cap, the per-client
+//     shares, and an upstream's notifications about a task.
 //
 // The instances themselves are the pools' (session.Key names the lease);
-// the tasks a session owns are in the task table (tasks_table.go), whose
-// overall cap and per-client shares are counted across sessions; Close
-// ends both.
+// Close ends the session's leases there.
 //
 // Concurrency: mu guards every field below it. It is a leaf lock: nothing
 // is called, and nothing is sent, while it is held. The registry's lock
-// (sessions.mu) may be taken before a Session's, never after.
+// (sessions.mu) may be taken before a Session's, never after. tasks is
+// guarded by the task table's mu, not by mu.
 type Session struct {
-	key string // the downstream session's Key: never reused
-	ds  downstream.Session
+	key   string // the downstream session's Key: never reused
+	ds    downstream.Session
+	tasks taskOwner // guarded by Proxy.tasks.mu
 
 	mu         sync.Mutex
 	registered bool      // SessionOpened came, and Close did not yet
@@ -217,6 +220,14 @@ func (s *Session) end() (held [][2]string) {
 	return held
 }
 
+// taskOwner is what the session owns of the task table; nil for nil.
+func (s *Session) taskOwner() *taskOwner {
+	if s == nil {
+		return nil
+	}
+	return &s.tasks
+}
+
 // idle reports whether a session never registered holds nothing but the
 // offer of an initialize that never completed, from longer than
 // pendingOfferTTL ago.
@@ -254,7 +265,7 @@ func (t *sessions) of(ds downstream.Session) *Session {
 	if t.by == nil {
 		t.by = map[string]*Session{}
 	}
-	s := &Session{key: key, ds: ds, since: now}
+	s := &Session{key: key, ds: ds, since: now, tasks: taskOwner{key: key}}
 	t.by[key] = s
 	return s
 }
@@ -392,11 +403,12 @@ func (p *Proxy) session(ds downstream.Session) *Session { return p.sessions.of(d
 // upstream messages go out off the caller's goroutine.
 func (p *Proxy) closeSession(ds downstream.Session) {
 	var held [][2]string
-	if s := p.sessions.take(ds); s != nil {
+	s := p.sessions.take(ds)
+	if s != nil {
 		held = s.end()
 	}
 	p.clients.first.forget(ds.Key())
-	p.tasksEnded(ds.Key())
+	p.tasksEnded(s.taskOwner())
 	p.sessionEnded(sessionLeaseKey(ds))
 	p.sessionUnsubscribe(held)
 }

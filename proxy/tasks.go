@@ -80,7 +80,7 @@ func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
 	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
-	res, err := p.tasks.reserve(inv.req.Session.Key(), inv.req.Holder)
+	res, err := p.tasks.reserve(p.session(inv.req.Session).taskOwner(), inv.req.Holder)
 	if err != nil {
 		return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
 	}
@@ -101,7 +101,7 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 		return raw, false
 	}
 	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
-	s := p.clients.session(res.owner)
+	s := p.clients.session(res.owner.key)
 	e, err := p.tasks.addHeld(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
 		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, method string, params []byte) {
 		p.heldNoteOut(s, e, method, params)
@@ -124,7 +124,7 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 	if p.clients.session(e.owner) == nil {
 		// The session ended while the call ran: its tasks went before this
 		// one was added. It goes the same way.
-		p.tasksEnded(e.owner)
+		p.tasksEnded(e.own)
 	}
 	return out, true
 }
@@ -310,7 +310,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 			return failure(jsonrpc.CodeInvalidParams, "tasks/list: invalid cursor %q: pass a nextCursor of an earlier tasks/list, unchanged", c)
 		}
 	}
-	page, more := p.tasks.page(req.Session.Key(), after, taskListPage)
+	page, more := p.tasks.page(p.sessions.find(req.Session).taskOwner(), after, taskListPage)
 	items := make([]json.RawMessage, len(page))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, taskListConcurrency)
@@ -711,7 +711,10 @@ func (tp *taskProgress) drop() {
 // them again, so those on shared instances, which outlive the session, are
 // cancelled there (best effort, off the caller's path); a leased instance
 // ends with its session and its tasks with it.
-func (p *Proxy) tasksEnded(owner string) {
+func (p *Proxy) tasksEnded(owner *taskOwner) {
+	if owner == nil {
+		return
+	}
 	gone := p.tasks.dropSession(owner)
 	var cancels []*taskEntry
 	st := p.current()
