@@ -11,10 +11,9 @@ import (
 )
 
 // clients are the downstream parties that hear about catalog changes:
-// sessions (stdio, HTTP of the session-based generation) and the listen
-// streams of sessionless clients.
-// The sessions are the registry's (session.go); mu guards the listen
-// streams and what each is subscribed to.
+// sessions (stdio, HTTP of the session-based generation), found in the
+// registry of Sessions (session.go), and the listen streams of sessionless
+// clients, kept here: mu guards the streams and what each subscribes to.
 type clients struct {
 	reg       *sessions
 	mu        sync.Mutex
