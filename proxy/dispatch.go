@@ -83,8 +83,8 @@ func (p *Proxy) Notified(_ context.Context, s downstream.Session, msg *jsonrpc.M
 // SessionOpened registers a session for notifications.
 func (p *Proxy) SessionOpened(s downstream.Session) { p.sessions.open(s) }
 
-// SessionClosed ends the session: its Session's Close (closeSession).
-func (p *Proxy) SessionClosed(s downstream.Session) { p.closeSession(s) }
+// SessionClosed ends the session: its Session's Close.
+func (p *Proxy) SessionClosed(s downstream.Session) { p.sessions.take(s).Close() }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
 	return jsonrpc.Failure(nil, jsonrpc.Errorf(code, format, args...))

@@ -159,6 +159,7 @@ func New(opts Options) *Proxy {
 	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))
 	st.catalog.render()
 	p.state.Store(st)
+	p.sessions.p = p
 	p.clients.init(&p.sessions)
 	p.relists.init()
 	if err := p.bridge.init(); err != nil {

@@ -32,6 +32,7 @@ import (
 // (sessions.mu) may be taken before a Session's, never after. tasks is
 // guarded by the task table's mu, not by mu.
 type Session struct {
+	p     *Proxy
 	key   string // the downstream session's Key: never reused
 	ds    downstream.Session
 	tasks taskOwner // guarded by Proxy.tasks.mu
@@ -241,6 +242,7 @@ func (s *Session) idle(now time.Time) bool {
 // Session is made on a session's first use (its initialize, or any request
 // of a connection that never initializes) and removed by Close.
 type sessions struct {
+	p  *Proxy
 	mu sync.Mutex
 	by map[string]*Session
 }
@@ -265,7 +267,7 @@ func (t *sessions) of(ds downstream.Session) *Session {
 	if t.by == nil {
 		t.by = map[string]*Session{}
 	}
-	s := &Session{key: key, ds: ds, since: now, tasks: taskOwner{key: key}}
+	s := t.made(ds, now)
 	t.by[key] = s
 	return s
 }
@@ -313,14 +315,19 @@ func (t *sessions) open(ds downstream.Session) {
 	s.mu.Unlock()
 }
 
-// take removes ds's Session from the registry and returns it, or nil when
-// it has none.
+func (t *sessions) made(ds downstream.Session, now time.Time) *Session {
+	return &Session{p: t.p, key: ds.Key(), ds: ds, since: now, tasks: taskOwner{key: ds.Key()}}
+}
+
+// take removes ds's Session from the registry and returns it; for a
+// session that kept nothing, an empty Session that is in no registry, so
+// that its Close still ends what the pools hold for it.
 func (t *sessions) take(ds downstream.Session) *Session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.by[ds.Key()]
 	if s == nil || s.ds != ds {
-		return nil
+		return t.made(ds, time.Now())
 	}
 	delete(t.by, ds.Key())
 	return s
@@ -396,19 +403,19 @@ func (t *sessions) existing() []*Session {
 // records something for the session makes one; readers use sessions.find.
 func (p *Proxy) session(ds downstream.Session) *Session { return p.sessions.of(ds) }
 
-// closeSession ends ds's session with one call: it leaves the notification
-// fan-out, its offer, log level and bound instances are dropped, its tasks
-// are forgotten (those on shared instances cancelled there), its leases end,
-// and its upstream resource subscriptions no one else holds are ended. The
-// upstream messages go out off the caller's goroutine.
-func (p *Proxy) closeSession(ds downstream.Session) {
-	var held [][2]string
-	s := p.sessions.take(ds)
-	if s != nil {
-		held = s.end()
-	}
-	p.clients.first.forget(ds.Key())
-	p.tasksEnded(s.taskOwner())
-	p.sessionEnded(sessionLeaseKey(ds))
+// Close ends the session, once it is out of the registry (sessions.take):
+// it leaves the notification fan-out, its offer, log level and bound
+// instances are dropped, its tasks are forgotten (those on shared
+// instances cancelled there), its leases end, and its upstream resource
+// subscriptions no one else holds are ended. It runs on the transport's
+// goroutine, so nothing here writes upstream on it: the task cancels and
+// unsubscribes go out on goroutines of their own, each bounded, and the
+// pools retire the leased instances off it.
+func (s *Session) Close() {
+	p := s.p
+	held := s.end()
+	p.clients.first.forget(s.key)
+	p.tasksEnded(&s.tasks)
+	p.sessionEnded(sessionLeaseKey(s.ds))
 	p.sessionUnsubscribe(held)
 }
