@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
 
 // HTTPOptions configures the streamable-HTTP transport. A zero or negative
@@ -116,6 +117,21 @@ type HTTPOptions struct {
 	// or nowhere is refused as one naming none is: serving it would start
 	// a new lease here. nil: every named lease may be here.
 	LeaseHere func(client, name string) bool
+	// SessionKeys, when it holds a key ring (serve --session-key-file),
+	// makes every session id carry the session's portable state sealed
+	// under the ring's first key, so that any replica holding the key can
+	// take the session up (http_sealed.go); an id that does not open under
+	// the ring in force names no session. nil, or no ring: random ids,
+	// known to this process alone.
+	SessionKeys *sealed.Keys
+	// SessionMaxAge is how long after its initialize a sealed id opens
+	// (default DefaultSessionMaxAge; --session-max-age); after it, the
+	// session's requests get 404 and the client initializes again.
+	SessionMaxAge time.Duration
+	// Replica names this process in the sealed ids it issues (its
+	// --session-id-prefix, else its host name), for the logs and notices of
+	// the replica that takes a session up.
+	Replica string
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless
@@ -158,6 +174,7 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	def(&o.WriteTimeout, 30*time.Second)
 	def(&o.IdleTimeout, 60*time.Second)
 	def(&o.Heartbeat, 25*time.Second)
+	def(&o.SessionMaxAge, DefaultSessionMaxAge)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBody
 	}

@@ -156,6 +156,7 @@ func (t *HTTP) initialize(p *post) {
 	}()
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
 	s.caps = initCapabilities(p.msg.Params)
+	t.sealID(s, negotiatedVersion(requested), present(members(p.msg.Params)["clientInfo"]))
 	p.fresh = s
 	// Set now, as the response may stream before Handle returns; removed
 	// from a JSON answer if the session does not open.

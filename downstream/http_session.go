@@ -41,6 +41,13 @@ type httpSession struct {
 	// holder is who the session counts against for the per-client shares
 	// (fairshare.Of): its client, else the address that opened it.
 	holder string
+	// expires is when a sealed id stops opening (zero: a random id, which
+	// opens as long as the session is open); resumedFrom is the replica the
+	// session was taken up from ("" when it began here); sealedInfo is the
+	// clientInfo its id carries. All set before the session is registered.
+	expires     time.Time
+	resumedFrom string
+	sealedInfo  json.RawMessage
 
 	mu       sync.Mutex
 	closed   bool
@@ -296,12 +303,22 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"Mcp-Session-Id header is required; send initialize first")
 	}
+	if len(id) > MaxSessionIDLen {
+		return nil, sessionGone()
+	}
 	s := t.lookup(id)
 	if s == nil {
-		return nil, sessionGone()
+		var e *httpError
+		if s, e = t.resume(r, id); e != nil {
+			return nil, e
+		}
 	}
 	if e := s.checkClient(r); e != nil {
 		return nil, e
+	}
+	if !s.expires.IsZero() && !time.Now().Before(s.expires) {
+		t.endSession(s, time.Time{}, "its sealed id expired")
+		return nil, sessionGone()
 	}
 	if v := r.Header.Get(headerProtocol); v != "" && !protocol.Supported(v) {
 		return nil, unsupportedVersion(nil, v)

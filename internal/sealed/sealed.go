@@ -25,7 +25,7 @@ const MaxKeys = 16
 
 // MaxTokenLen bounds a token, in characters: a longer one is refused
 // before any decoding, and Seal refuses plaintext that would exceed it.
-const MaxTokenLen = 2048
+const MaxTokenLen = 1024
 
 const (
 	idSize    = 4 // the key id at the start of every token
