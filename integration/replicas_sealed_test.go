@@ -300,3 +300,71 @@ func roundRobin(t *testing.T, exe string, clients int, d time.Duration) {
 	}
 	t.Logf("%d calls of %d sessions over %s, round-robin", total, clients, d)
 }
+
+// TestSealedSessionKeyRotation: the key file is rotated while the replicas
+// run: a new key put first seals the next ids while the old one still
+// opens the earlier ones; once the old key is removed, ids sealed with it
+// get 404 on a replica that did not hold them open. A file that does not
+// load leaves the keys in force, and no key is ever logged.
+func TestSealedSessionKeyRotation(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "session.keys")
+	old := writeKeyFile(t, keyFile, 1)[0]
+	replicas, _ := startSealedReplicas(t, writeConfig(t, leaseConfig(leaseBlock("d", "tools", true))), keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opened := func() *rsession {
+		s := &rsession{url: replicas[0].url}
+		require.NoError(t, s.open(ctx))
+		return s
+	}
+	// callOn calls d_echo in s's session on replica i.
+	callOn := func(i int, s *rsession) error {
+		moved := &rsession{url: replicas[i].url, id: s.id}
+		moved.seq.Store(s.seq.Add(1000))
+		_, err := moved.call(ctx, "d_echo", map[string]any{"text": "x"}, nil)
+		return err
+	}
+	reloaded := func(keys int) {
+		for _, a := range replicas {
+			_, ok := a.log.waitLine(func(l string) bool {
+				return strings.Contains(l, "session keys reloaded") && strings.Contains(l, fmt.Sprintf("keys=%d", keys))
+			}, startTimeout, a.exited)
+			require.True(t, ok, "the replica did not reload its keys:\n%s", a.log)
+		}
+	}
+
+	before, beforeKept, never := opened(), opened(), opened()
+	require.NoError(t, callOn(1, before), "the other replica takes the session up")
+
+	var fresh [32]byte
+	_, _ = rand.Read(fresh[:])
+	next := base64.StdEncoding.EncodeToString(fresh[:])
+	writeKeys(t, keyFile, next, old)
+	reloaded(2)
+	after := opened()
+	require.NoError(t, callOn(1, after), "an id sealed with the new key")
+	require.NoError(t, callOn(1, beforeKept), "an id sealed with the old key, still in the file")
+
+	writeKeys(t, keyFile, "# the old key is gone", next)
+	reloaded(1)
+	require.NoError(t, callOn(0, never), "a session open on its replica stays open")
+	require.NoError(t, callOn(1, before), "and so does one taken up before")
+	require.ErrorIs(t, callOn(1, never), errGone, "an id sealed with the removed key opens no more")
+	later := opened()
+	require.NoError(t, callOn(1, later), "an id sealed with the key in force")
+
+	writeKeys(t, keyFile, "too-short-to-be-a-key")
+	for _, a := range replicas {
+		_, ok := a.log.waitLine(func(l string) bool {
+			return strings.Contains(l, "does not load") && strings.Contains(l, "session.keys:1")
+		}, startTimeout, a.exited)
+		require.True(t, ok, "no error naming the file and line:\n%s", a.log)
+	}
+	later2 := opened()
+	require.NoError(t, callOn(1, later2), "the keys in force stay")
+	for _, a := range replicas {
+		assert.NotContains(t, a.log.String(), old)
+		assert.NotContains(t, a.log.String(), next)
+	}
+}
