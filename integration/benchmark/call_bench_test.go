@@ -2,9 +2,12 @@ package benchmark
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -85,10 +88,14 @@ func BenchmarkCall(b *testing.B) {
 			direct := dialStdio(b, newStderrLog(), env, exe, args...)
 			bridge := startHTTPProcess(b, env, exe, append([]string{"bridge", exe}, args...)...)
 			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
+			// The same with --session-key-file: every request carries a sealed id.
+			sealed := startHTTPProcess(b, nil, binary, "serve", "--config", writeConfig(b, renderConfig(echoUpstream(b, "echo"))),
+				"--http", "127.0.0.1:0", "--session-key-file", writeSessionKey(b))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
 				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
+				{name: "sealed", c: dialHTTP(b, client, sealed.url), hop: sealed.cmd.Process.Pid},
 			}
 		}},
 		{"http-http", func(b *testing.B) []route {
@@ -239,4 +246,16 @@ func routeCPU(b *testing.B, r route) processCPU {
 		}
 	}
 	return cpu
+}
+
+// writeSessionKey writes a key file of one random key for --session-key-file.
+func writeSessionKey(tb testing.TB) string {
+	tb.Helper()
+	var k [32]byte
+	_, _ = rand.Read(k[:])
+	path := filepath.Join(tb.TempDir(), "session.keys")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(k[:])+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
