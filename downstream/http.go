@@ -240,6 +240,12 @@ type HTTP struct {
 	// mu guards the registry below. Lock order: mu before a session's mu.
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	// aliases are the further ids of sealed sessions (reissue), each
+	// naming a session of sessions.
+	aliases map[string]*httpSession
+	// deleted are the ids of sealed sessions ended by DELETE, with their
+	// expiry (bury).
+	deleted map[string]time.Time
 	// perClient counts, per client (fairshare.Of), its open sessions and
 	// the initializes of it being served (each holds a place until its
 	// session opens or it fails), so that concurrent initializes cannot
@@ -266,7 +272,7 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), activity: newActivity(time.Now())}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), aliases: make(map[string]*httpSession), deleted: make(map[string]time.Time), activity: newActivity(time.Now())}
 	t.perClient.What, t.perClient.Setting = "open sessions", "--max-sessions-per-client"
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)

@@ -88,6 +88,9 @@ func (t *HTTP) postSession(p *post) {
 	}
 	switch {
 	case msg.IsRequest():
+		if msg.Method == "logging/setLevel" {
+			t.reissue(p, s)
+		}
 		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}, s, nil)
 	case msg.IsResponse():
 		// It completes a request the server sent; nothing else hears of it.

@@ -104,7 +104,7 @@ func (t *HTTP) openID(id string) (st sealedState, ok bool) {
 // Handler learns of the move from Resumed.
 func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 	st, ok := t.openID(id)
-	if !ok {
+	if !ok || t.buried(id) {
 		return nil, sessionGone()
 	}
 	principal := identity.Principal{Kind: st.Kind, Name: st.Name}
@@ -147,6 +147,12 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 		cancel(errResponseEnded)
 		return nil, refusal(http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "the session could not be taken up on this replica; try again shortly")
 	}
+	if st.Level != "" && logLevels[st.Level] {
+		// The level the client set, by the path logging/setLevel takes.
+		lp, _ := rawjson.Marshal(map[string]string{"level": st.Level})
+		t.handle(s.ctx, &Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`"resume-level"`), Method: "logging/setLevel", Params: lp}, Session: s,
+			Protocol: st.Version, ClientCapabilities: st.Caps, Principal: principal, Holder: holder})
+	}
 	if other, fresh := t.registerResumed(s); !fresh {
 		// A request of the same session took it up first.
 		t.perClient.Give(holder)
@@ -179,6 +185,9 @@ func (t *HTTP) registerResumed(s *httpSession) (other *httpSession, fresh bool) 
 	if o := t.sessions[s.id]; o != nil {
 		return o, false
 	}
+	if o := t.aliases[s.id]; o != nil {
+		return o, false
+	}
 	t.sessions[s.id] = s
 	if !t.sweeping {
 		t.sweeping = true
@@ -196,4 +205,81 @@ func Resumed(s Session) string {
 		return hs.resumedFrom
 	}
 	return ""
+}
+
+// maxReissues bounds the ids one session is given after its first
+// (reissue): each stays valid, so each is an entry of the registry.
+const maxReissues = 8
+
+// logLevels are the levels of logging/setLevel (RFC 5424's, as MCP has them).
+var logLevels = map[string]bool{"debug": true, "info": true, "notice": true, "warning": true,
+	"error": true, "critical": true, "alert": true, "emergency": true}
+
+// reissue answers a sealed session's logging/setLevel with a new
+// Mcp-Session-Id carrying the level, so that a replica taking the session
+// up later applies it too. The earlier ids stay valid here (a client may
+// keep the id it was given at initialize: its level then stays with this
+// replica); clients that follow the header (the TypeScript and Python SDKs
+// take the id of any response) carry the level wherever they go.
+func (t *HTTP) reissue(p *post, s *httpSession) {
+	if s.expires.IsZero() || t.opts.SessionKeys == nil {
+		return
+	}
+	level, ok := stringMember(members(p.msg.Params), "level")
+	ring := t.opts.SessionKeys.Ring()
+	if !ok || !logLevels[level] || ring == nil {
+		return
+	}
+	st := sealedState{Version: s.protocol, Caps: s.caps, Info: s.sealedInfo, Kind: s.principal.Kind, Name: s.principal.Name,
+		Level: level, Replica: t.opts.Replica, Expires: s.expires.Unix()}
+	plain, _ := rawjson.Marshal(st)
+	token, err := ring.Seal(t.opts.SessionIDPrefix, plain)
+	if err != nil {
+		return
+	}
+	id := t.opts.SessionIDPrefix + "." + token
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sessions[s.id] != s || len(s.aliases) >= maxReissues {
+		return
+	}
+	t.aliases[id] = s
+	s.aliases = append(s.aliases, id)
+	p.w.Header().Set(headerSessionID, id)
+}
+
+// maxDeleted bounds the sealed ids remembered as deleted.
+const maxDeleted = 100_000
+
+// bury remembers the ids of a sealed session its client ended with DELETE
+// until they expire, so that this replica does not take the session up
+// again by them. Other replicas do not hear of the DELETE: there the ids
+// open until they expire, as a session idle past --session-idle-ttl does.
+func (t *HTTP) bury(s *httpSession) {
+	if s.expires.IsZero() {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.deleted) >= maxDeleted {
+		for id, exp := range t.deleted {
+			if !now.Before(exp) {
+				delete(t.deleted, id)
+			}
+		}
+	}
+	for _, id := range append([]string{s.id}, s.aliases...) {
+		if len(t.deleted) < maxDeleted {
+			t.deleted[id] = s.expires
+		}
+	}
+}
+
+// buried reports whether id names a sealed session deleted here.
+func (t *HTTP) buried(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.deleted[id]
+	return ok
 }

@@ -163,3 +163,51 @@ func TestSealedSessionNotTakenUpWhileDraining(t *testing.T) {
 	requireRefused(t, b.sessionPost(t, id, listBody), http.StatusServiceUnavailable, jsonrpc.CodeInternalError, "draining")
 	assert.Empty(t, f.seen())
 }
+
+// logging/setLevel in a sealed session is answered with a new id that
+// carries the level: a replica taking the session up by it applies the
+// level by the same path. The first id stays valid where it was issued.
+func TestSealedSessionCarriesTheLogLevel(t *testing.T) {
+	keys := keysOf(t, 1)
+	a := serveHTTP(t, newHTTPFake(), HTTPOptions{SessionKeys: keys, SessionIDPrefix: "r1-", Replica: "r1"})
+	bFake := newHTTPFake()
+	b := serveHTTP(t, bFake, HTTPOptions{SessionKeys: keys})
+	id := openSealed(t, a)
+
+	resp := a.sessionPost(t, id, `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"nonsense"}}`)
+	readMessage(t, resp)
+	assert.Empty(t, resp.Header.Get(headerSessionID), "no new id for a level that is none")
+	resp = a.sessionPost(t, id, `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	next := resp.Header.Get(headerSessionID)
+	require.NotEmpty(t, next)
+	assert.NotEqual(t, id, next)
+	assert.True(t, strings.HasPrefix(next, "r1-."))
+	assert.Equal(t, 1, a.tr.Sessions(), "one session, two ids")
+	for _, use := range []string{id, next} {
+		resp := a.sessionPost(t, use, listBody)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		readMessage(t, resp)
+	}
+
+	resp = b.sessionPost(t, next, listBody)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	assert.Equal(t, []string{"initialize", "logging/setLevel", "tools/list"}, bFake.seen())
+	bFake.mu.Lock()
+	assert.JSONEq(t, `{"level":"debug"}`, string(bFake.requests[1].Msg.Params))
+	bFake.mu.Unlock()
+
+	// DELETE by either id ends the session and both ids.
+	del := a.request(t, http.MethodDelete, "", map[string]string{headerSessionID: next})
+	del.Body.Close()
+	require.Equal(t, http.StatusOK, del.StatusCode)
+	assert.Equal(t, 0, a.tr.Sessions())
+	a.tr.mu.Lock()
+	assert.Empty(t, a.tr.aliases)
+	a.tr.mu.Unlock()
+	for _, gone := range []string{id, next} {
+		requireRefused(t, a.sessionPost(t, gone, listBody), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
+	}
+}

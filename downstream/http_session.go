@@ -48,6 +48,9 @@ type httpSession struct {
 	expires     time.Time
 	resumedFrom string
 	sealedInfo  json.RawMessage
+	// aliases are the ids reissue gave the session after its first (guarded
+	// by the transport's mu).
+	aliases []string
 
 	mu       sync.Mutex
 	closed   bool
@@ -230,7 +233,10 @@ func (s *httpSession) ended() bool {
 func (t *HTTP) lookup(id string) *httpSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.sessions[id]
+	if s := t.sessions[id]; s != nil {
+		return s
+	}
+	return t.aliases[id]
 }
 
 // register makes s reachable by its id; it fails once Shutdown began.
@@ -259,6 +265,9 @@ func (t *HTTP) endSession(s *httpSession, idleSince time.Time, why string) bool 
 		return false
 	}
 	delete(t.sessions, s.id)
+	for _, id := range s.aliases {
+		delete(t.aliases, id)
+	}
 	t.perClient.Give(s.holder)
 	t.ending.Add(1) // under mu, so Shutdown's wait sees it
 	t.mu.Unlock()
@@ -418,6 +427,9 @@ func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
 	s, e := t.sessionOf(r)
 	if e == nil && !t.endSession(s, time.Time{}, "deleted by the client") {
 		e = sessionGone()
+	}
+	if e == nil {
+		t.bury(s)
 	}
 	if e != nil {
 		t.refuse(w, r, e)
