@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -366,5 +367,58 @@ func TestSealedSessionKeyRotation(t *testing.T) {
 	for _, a := range replicas {
 		assert.NotContains(t, a.log.String(), old)
 		assert.NotContains(t, a.log.String(), next)
+	}
+}
+
+// TestSessionKeyFileRefused: a key file that does not load stops serve at
+// start with an error naming the file and line, never the key; so does a
+// key file without --http.
+func TestSessionKeyFileRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	short := base64.StdEncoding.EncodeToString([]byte("sixteen byte key"))
+	bad := filepath.Join(dir, "bad.keys")
+	require.NoError(t, os.WriteFile(bad, []byte("# keys\n"+short+"\n"), 0o600))
+	cfg := writeConfig(t, leaseConfig(leaseBlock("d", "tools", true)))
+	res := runCLI(t, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--session-key-file", bad)
+	assert.Equal(t, 2, res.code)
+	assert.Contains(t, res.stderr, bad+":2: the key is 16 bytes")
+	assert.Contains(t, res.stderr, "head -c 32 /dev/urandom | base64")
+	assert.NotContains(t, res.stderr, short)
+
+	res = runCLI(t, "serve", "--config", cfg, "--session-key-file", bad)
+	assert.Equal(t, 2, res.code)
+	assert.Contains(t, res.stderr, "--session-key-file needs --http")
+}
+
+// TestSealedDrainedSessionsContinue: with the key, the sessions of a
+// replica drained and gone go on at the other one instead of starting
+// over.
+func TestSealedDrainedSessionsContinue(t *testing.T) {
+	exe := requireHAProxy(t)
+	keyFile := filepath.Join(t.TempDir(), "session.keys")
+	writeKeyFile(t, keyFile, 1)
+	replicas, _ := startSealedReplicas(t, writeConfig(t, leaseConfig(leaseBlock("d", "tools", true))), keyFile)
+	lb := startBalancer(t, exe, hostPort(t, replicas[0].url), hostPort(t, replicas[1].url))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var mine []*rsession
+	for range 6 {
+		s := &rsession{url: lb.url}
+		require.NoError(t, s.open(ctx))
+		_, err := s.call(ctx, "d_echo", map[string]any{"text": "before"}, nil)
+		require.NoError(t, err)
+		if strings.HasPrefix(s.id, "r1-.") {
+			mine = append(mine, s)
+		}
+	}
+	require.NotEmpty(t, mine, "no session reached the replica to drain")
+	require.NoError(t, replicas[0].cmd.Process.Signal(syscall.SIGTERM))
+	waitExit(t, replicas[0])
+	for _, s := range mine {
+		r, err := s.call(ctx, "d_echo", map[string]any{"text": "after"}, nil)
+		require.NoError(t, err, "a drained replica's session goes on elsewhere")
+		assert.Equal(t, []string{"after"}, r.Texts)
 	}
 }
