@@ -41,8 +41,9 @@ const (
 // label. Callers answer it as they answer an unknown id.
 var ErrInvalid = errors.New("sealed: token does not open")
 
-// MaxPlaintext is the most plaintext Seal takes.
-var MaxPlaintext = base64.RawURLEncoding.DecodedLen(MaxTokenLen) - idSize - nonceSize - tagSize
+// MaxPlaintext is the most plaintext Seal takes: what fits MaxTokenLen
+// base64url characters, less the key id, nonce and tag.
+const MaxPlaintext = MaxTokenLen*6/8 - idSize - nonceSize - tagSize
 
 type key struct {
 	id   [idSize]byte
