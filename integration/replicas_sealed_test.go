@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -421,4 +422,38 @@ func TestSealedDrainedSessionsContinue(t *testing.T) {
 		require.NoError(t, err, "a drained replica's session goes on elsewhere")
 		assert.Equal(t, []string{"after"}, r.Texts)
 	}
+}
+
+// TestSealedSessionTaskOfAnotherReplica: a session taken up by another
+// replica finds there no task it started on the first, and the answer
+// says why.
+func TestSealedSessionTaskOfAnotherReplica(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "session.keys")
+	writeKeyFile(t, keyFile, 1)
+	replicas, _ := startSealedReplicas(t, writeConfig(t, tasksConfig(t)), keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := &rsession{url: replicas[0].url}
+	require.NoError(t, s.open(ctx))
+	r, err := mcpPost(ctx, s.url, s.header(), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": "a_countdown", "arguments": map[string]any{"label": "long", "steps": 1000, "stepMs": 100}, "task": map[string]any{"ttl": 60000}}}, nil)
+	require.NoError(t, err)
+	require.Nil(t, r.rpcErr, "%s", r.rpcErr)
+	var created struct{ Task taskObject }
+	require.NoError(t, json.Unmarshal(r.result, &created))
+	require.NotEmpty(t, created.Task.TaskID, "%s", r.result)
+
+	get := map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": map[string]any{"taskId": created.Task.TaskID}}
+	r, err = mcpPost(ctx, replicas[0].url, s.header(), get, nil)
+	require.NoError(t, err)
+	require.Nil(t, r.rpcErr, "the task is found where it runs: %s", r.rpcErr)
+
+	r, err = mcpPost(ctx, replicas[1].url, s.header(), get, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	var e taskError
+	require.NoError(t, json.Unmarshal(r.rpcErr, &e), "tasks/get on the other replica must fail: %s", r.result)
+	assert.Contains(t, e.Message, "not found")
+	assert.Contains(t, e.Message, `moved here from replica "r1"`)
 }
