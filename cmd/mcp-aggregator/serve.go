@@ -20,7 +20,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/gateway"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
@@ -147,14 +146,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		tlsConfig = certs.Config()
 	}
-	var keys *sealed.Keys
-	if *keyFile != "" {
-		keysCtx, stopKeys := context.WithCancel(context.Background())
-		defer stopKeys()
-		if keys, err = sessionKeys(keysCtx, *keyFile, *settle, log); err != nil {
-			log.Error("cannot serve", "err", err)
-			return 2
-		}
+	keysCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	keys, err := sessionKeys(keysCtx, *keyFile, *settle, log)
+	if err != nil {
+		log.Error("cannot serve", "err", err)
+		return 2
 	}
 	// The address is taken before anything starts: one that is in use stops
 	// the start at once, with nothing to close. Connections wait in the

@@ -13,10 +13,14 @@ import (
 )
 
 // sessionKeys reads serve --session-key-file and keeps its keys in force
-// as the file changes, watched as the config files are: a file that no
-// longer loads leaves the last good keys in force, with an error in the
-// log naming the file and line (never a key).
+// as the file changes, watched as the config files are, until ctx ends: a
+// file that no longer loads leaves the last good keys in force, with an
+// error in the log naming the file and line (never a key). No file: nil,
+// and session ids are not sealed.
 func sessionKeys(ctx context.Context, path string, settle time.Duration, log *slog.Logger) (*sealed.Keys, error) {
+	if path == "" {
+		return nil, nil
+	}
 	ring, err := sealed.LoadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--session-key-file: %w", err)
