@@ -211,3 +211,25 @@ func TestSealedSessionCarriesTheLogLevel(t *testing.T) {
 		requireRefused(t, a.sessionPost(t, gone, listBody), http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
 	}
 }
+
+// A client whose GET stream was cut with its replica reconnects it at
+// another: the GET takes the session up, and the stream carries what the
+// Handler sends the session there.
+func TestSealedSessionGetStreamReconnects(t *testing.T) {
+	keys := keysOf(t, 1)
+	a := serveHTTP(t, newHTTPFake(), HTTPOptions{SessionKeys: keys})
+	id := openSealed(t, a)
+	bFake := newHTTPFake()
+	b := serveHTTP(t, bFake, HTTPOptions{SessionKeys: keys})
+
+	resp, _ := b.openStream(t, id)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sess := recv(t, bFake.opened)
+	assert.Equal(t, id, sess.Key())
+	assert.Equal(t, []string{"initialize"}, bFake.seen(), "only the replayed initialize reached the Handler")
+	note := &jsonrpc.Message{Method: "notifications/tools/list_changed"}
+	eventually(t, func() bool { return sess.Notify(note) }, "the stream is registered")
+	got, err := newSSE(resp.Body).next()
+	require.NoError(t, err)
+	assert.Equal(t, "notifications/tools/list_changed", got.Method)
+}
