@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/fairshare"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
 
 // HTTPOptions configures the streamable-HTTP transport. A zero or negative
@@ -116,6 +117,21 @@ type HTTPOptions struct {
 	// or nowhere is refused as one naming none is: serving it would start
 	// a new lease here. nil: every named lease may be here.
 	LeaseHere func(client, name string) bool
+	// SessionKeys, when it holds a key ring (serve --session-key-file),
+	// makes every session id carry the session's portable state sealed
+	// under the ring's first key, so that any replica holding the key can
+	// take the session up (http_sealed.go); an id that does not open under
+	// the ring in force names no session. nil, or no ring: random ids,
+	// known to this process alone.
+	SessionKeys *sealed.Keys
+	// SessionMaxAge is how long after its initialize a sealed id opens
+	// (default DefaultSessionMaxAge; --session-max-age); after it, the
+	// session's requests get 404 and the client initializes again.
+	SessionMaxAge time.Duration
+	// Replica names this process in the sealed ids it issues (its
+	// --session-id-prefix, else its host name), for the logs and notices of
+	// the replica that takes a session up.
+	Replica string
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless
@@ -158,6 +174,7 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	def(&o.WriteTimeout, 30*time.Second)
 	def(&o.IdleTimeout, 60*time.Second)
 	def(&o.Heartbeat, 25*time.Second)
+	def(&o.SessionMaxAge, DefaultSessionMaxAge)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBody
 	}
@@ -223,6 +240,12 @@ type HTTP struct {
 	// mu guards the registry below. Lock order: mu before a session's mu.
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	// aliases are the further ids of sealed sessions (reissue), each
+	// naming a session of sessions.
+	aliases map[string]*httpSession
+	// deleted are the ids of sealed sessions ended by DELETE, with their
+	// expiry (bury).
+	deleted map[string]time.Time
 	// perClient counts, per client (fairshare.Of), its open sessions and
 	// the initializes of it being served (each holds a place until its
 	// session opens or it fails), so that concurrent initializes cannot
@@ -249,7 +272,7 @@ var (
 // NewHTTP returns the transport serving h. Call Shutdown to end it.
 func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	opts = opts.withDefaults()
-	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), activity: newActivity(time.Now())}
+	t := &HTTP{h: h, opts: opts, log: opts.Logger, sessions: make(map[string]*httpSession), aliases: make(map[string]*httpSession), deleted: make(map[string]time.Time), activity: newActivity(time.Now())}
 	t.perClient.What, t.perClient.Setting = "open sessions", "--max-sessions-per-client"
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)

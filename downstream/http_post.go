@@ -88,6 +88,9 @@ func (t *HTTP) postSession(p *post) {
 	}
 	switch {
 	case msg.IsRequest():
+		if msg.Method == "logging/setLevel" {
+			t.reissue(p, s)
+		}
 		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}, s, nil)
 	case msg.IsResponse():
 		// It completes a request the server sent; nothing else hears of it.
@@ -156,6 +159,7 @@ func (t *HTTP) initialize(p *post) {
 	}()
 	requested, _ := stringMember(members(p.msg.Params), "protocolVersion")
 	s.caps = initCapabilities(p.msg.Params)
+	t.sealID(s, negotiatedVersion(requested), present(members(p.msg.Params)["clientInfo"]))
 	p.fresh = s
 	// Set now, as the response may stream before Handle returns; removed
 	// from a JSON answer if the session does not open.

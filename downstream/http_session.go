@@ -41,6 +41,16 @@ type httpSession struct {
 	// holder is who the session counts against for the per-client shares
 	// (fairshare.Of): its client, else the address that opened it.
 	holder string
+	// expires is when a sealed id stops opening (zero: a random id, which
+	// opens as long as the session is open); resumedFrom is the replica the
+	// session was taken up from ("" when it began here); sealedInfo is the
+	// clientInfo its id carries. All set before the session is registered.
+	expires     time.Time
+	resumedFrom string
+	sealedInfo  json.RawMessage
+	// aliases are the ids reissue gave the session after its first (guarded
+	// by the transport's mu).
+	aliases []string
 
 	mu       sync.Mutex
 	closed   bool
@@ -223,7 +233,10 @@ func (s *httpSession) ended() bool {
 func (t *HTTP) lookup(id string) *httpSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.sessions[id]
+	if s := t.sessions[id]; s != nil {
+		return s
+	}
+	return t.aliases[id]
 }
 
 // register makes s reachable by its id; it fails once Shutdown began.
@@ -252,6 +265,9 @@ func (t *HTTP) endSession(s *httpSession, idleSince time.Time, why string) bool 
 		return false
 	}
 	delete(t.sessions, s.id)
+	for _, id := range s.aliases {
+		delete(t.aliases, id)
+	}
 	t.perClient.Give(s.holder)
 	t.ending.Add(1) // under mu, so Shutdown's wait sees it
 	t.mu.Unlock()
@@ -296,12 +312,22 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"Mcp-Session-Id header is required; send initialize first")
 	}
+	if len(id) > MaxSessionIDLen {
+		return nil, sessionGone()
+	}
 	s := t.lookup(id)
 	if s == nil {
-		return nil, sessionGone()
+		var e *httpError
+		if s, e = t.resume(r, id); e != nil {
+			return nil, e
+		}
 	}
 	if e := s.checkClient(r); e != nil {
 		return nil, e
+	}
+	if !s.expires.IsZero() && !time.Now().Before(s.expires) {
+		t.endSession(s, time.Time{}, "its sealed id expired")
+		return nil, sessionGone()
 	}
 	if v := r.Header.Get(headerProtocol); v != "" && !protocol.Supported(v) {
 		return nil, unsupportedVersion(nil, v)
@@ -401,6 +427,9 @@ func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
 	s, e := t.sessionOf(r)
 	if e == nil && !t.endSession(s, time.Time{}, "deleted by the client") {
 		e = sessionGone()
+	}
+	if e == nil {
+		t.bury(s)
 	}
 	if e != nil {
 		t.refuse(w, r, e)

@@ -82,6 +82,12 @@ func startBalancer(t *testing.T, exe string, replicas ...string) *balancer {
 	t.Helper()
 	cfg, err := filepath.Abs(filepath.Join("..", "deploy", "haproxy", "haproxy.cfg"))
 	require.NoError(t, err)
+	return startBalancerWith(t, exe, cfg, replicas...)
+}
+
+// startBalancerWith runs HAProxy with the config file cfg.
+func startBalancerWith(t *testing.T, exe, cfg string, replicas ...string) *balancer {
+	t.Helper()
 	front := freeAddr(t)
 	b := &balancer{url: "http://" + front + "/mcp", log: newLogBuffer(), exited: make(chan struct{})}
 	cmd := exec.Command(exe, "-db", "-f", cfg)

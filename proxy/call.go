@@ -387,6 +387,9 @@ func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant) js
 	if grant.Reclaimed {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", server))
 	}
+	if from := resumedFrom(inv.req); grant.First && !rs.pool.Stateless() && from != "" {
+		notes = append(notes, fmt.Sprintf("Note: this session moved here from replica %q, which no longer serves it; a dedicated instance of MCP server %q it held there was lost with its state; this call ran on a fresh instance.", from, entry.Server))
+	}
 	if grant.First && !rs.pool.Stateless() {
 		grant.Announced() // with the reminder below, or with none when it is off
 	}
@@ -495,4 +498,13 @@ func (p *Proxy) sessionEnded(key session.Key) {
 	for _, rs := range p.current().servers {
 		rs.pool.EndSession(key)
 	}
+}
+
+// resumedFrom is the replica req's session was taken up from ("" when it
+// began here): leases of that replica did not come along.
+func resumedFrom(req *downstream.Request) string {
+	if req == nil || req.Session == nil {
+		return ""
+	}
+	return downstream.Resumed(req.Session)
 }

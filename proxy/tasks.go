@@ -170,6 +170,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	if !ok || !p.admits(req.Principal.Client(), e.server) {
 		// A task of a server a profile edit took out of the client's
 		// profile is out of its reach, as one that never was.
+		if from := downstream.Resumed(req.Session); from != "" && !ok {
+			return failure(jsonrpc.CodeInvalidParams, "%s: task %q not found: this session moved here from replica %q, which no longer serves it, and the tasks started there were lost with it; make the call again", method, id, from)
+		}
 		return taskNotFound(method, id)
 	}
 	params, _ := mapStringAt(req.Msg.Params, taskIDPath, setString(e.upstreamID))

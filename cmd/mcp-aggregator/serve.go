@@ -55,6 +55,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "with --http: the PEM private key of --tls-cert, in `FILE`")
 	drainGrace := fs.Duration("drain-grace", shutdownGrace, "with --http: after SIGTERM or POST /drain, let the calls in flight run this long at most while refusing new sessions, then exit")
 	idPrefix := fs.String("session-id-prefix", "", "with --http: start every session id with `LABEL` (letters, digits, '.', '_', '-'; at most 32), so that a load balancer can route sessions by it")
+	keyFile := fs.String("session-key-file", "", "with --http: seal each session's portable state into its id with the first key of `FILE` (one key a line: 32 random bytes, base64 or hex; every key opens; reloaded when it changes), so that every replica holding the file can serve the session")
+	maxAge := fs.Duration("session-max-age", downstream.DefaultSessionMaxAge, "with --session-key-file: a sealed session id opens for this long after its initialize; then the client initializes again")
 	settle := fs.Duration("reload-settle", reloadSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
@@ -104,6 +106,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *maxPerClient == 0 {
 		*maxPerClient = -1 // the transport's "no cap of its own"
 	}
+	if *maxAge <= 0 {
+		fmt.Fprintf(stderr, "serve: --session-max-age %s: use a positive duration such as 24h\n", *maxAge)
+		return 2
+	}
+	if *keyFile != "" && *httpAddr == "" {
+		fmt.Fprintf(stderr, "serve: --session-key-file needs --http: stdio sessions have no id to seal\n")
+		return 2
+	}
 	if *drainGrace <= 0 {
 		fmt.Fprintf(stderr, "serve: --drain-grace %s: use a positive duration such as 30s\n", *drainGrace)
 		return 2
@@ -136,6 +146,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		tlsConfig = certs.Config()
+	}
+	keysCtx, stopKeys := context.WithCancel(context.Background())
+	defer stopKeys()
+	keys, err := sessionKeys(keysCtx, *keyFile, *settle, log)
+	if err != nil {
+		log.Error("cannot serve", "err", err)
+		return 2
 	}
 	// The address is taken before anything starts: one that is in use stops
 	// the start at once, with nothing to close. Connections wait in the
@@ -218,7 +235,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
 			MaxConnsPerClient: *maxConns, ClientsByAddress: !gateway.LoopbackBind(*httpAddr),
-			ProbePaths: gateway.ProbePaths(), LeaseHere: p.HoldsLease})
+			ProbePaths: gateway.ProbePaths(), LeaseHere: p.HoldsLease,
+			SessionKeys: keys, SessionMaxAge: *maxAge, Replica: replicaLabel(*idPrefix)})
 		drain = gateway.NewDrainer(edge, *drainGrace, log)
 	}
 	defer func() {

@@ -2,9 +2,12 @@ package benchmark
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -89,11 +92,15 @@ func BenchmarkCall(b *testing.B) {
 			bridge := startHTTPProcess(b, env, exe, append([]string{"bridge", exe}, args...)...)
 			router := startHTTPProcess(b, env, exe, append([]string{"router", exe}, args...)...)
 			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
+			// The same with --session-key-file: every request carries a sealed id.
+			sealed := startHTTPProcess(b, nil, binary, "serve", "--config", writeConfig(b, renderConfig(echoUpstream(b, "echo"))),
+				"--http", "127.0.0.1:0", "--session-key-file", writeSessionKey(b))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
 				{name: "router", c: dialHTTP(b, client, router.url), hop: router.cmd.Process.Pid},
 				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
+				{name: "sealed", c: dialHTTP(b, client, sealed.url), hop: sealed.cmd.Process.Pid},
 			}
 		}},
 		{"http-http", func(b *testing.B) []route {
@@ -248,4 +255,16 @@ func routeCPU(b *testing.B, r route) processCPU {
 		}
 	}
 	return cpu
+}
+
+// writeSessionKey writes a key file of one random key for --session-key-file.
+func writeSessionKey(tb testing.TB) string {
+	tb.Helper()
+	var k [32]byte
+	_, _ = rand.Read(k[:])
+	path := filepath.Join(tb.TempDir(), "session.keys")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(k[:])+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

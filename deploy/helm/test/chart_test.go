@@ -310,3 +310,36 @@ func TestServiceMonitorWithoutToken(t *testing.T) {
 	d := one(t, component(m.Deployments, deploymentMeta, "aggregator"), "aggregator Deployment")
 	assert.Contains(t, flags(one(t, d.Spec.Template.Spec.Containers, "aggregator container").Args), "--allow-unauthenticated")
 }
+
+// TestSessionKey checks sessionKey: the Secret is mounted whole (no
+// subPath, so that a rotation reaches the pods), readable by the pod's
+// group alone, and named by --session-key-file; without it, no flag. And
+// haproxy.sessionAffinity false leaves the stick table out.
+func TestSessionKey(t *testing.T) {
+	m := render(t, nil, "sessionKey.existingSecret=mcp-session-keys", "sessionKey.key=keys.txt",
+		"haproxy.enabled=true", "replicaCount=2", "haproxy.sessionAffinity=false")
+	d := one(t, component(m.Deployments, deploymentMeta, "aggregator"), "aggregator Deployment")
+	c := one(t, d.Spec.Template.Spec.Containers, "aggregator container")
+	assert.Equal(t, "/etc/mcp-aggregator-keys/keys.txt", flags(c.Args)["--session-key-file"])
+	mount := volumeMount(t, c, "session-keys")
+	assert.Equal(t, "/etc/mcp-aggregator-keys", mount.MountPath)
+	assert.Empty(t, mount.SubPath)
+	assert.True(t, mount.ReadOnly)
+	vol := volume(t, d.Spec.Template.Spec, "session-keys")
+	require.NotNil(t, vol.Secret)
+	assert.Equal(t, "mcp-session-keys", vol.Secret.SecretName)
+	require.NotNil(t, vol.Secret.DefaultMode)
+	assert.Equal(t, int32(0o440), *vol.Secret.DefaultMode)
+	cm := one(t, component(m.ConfigMaps, configMapMeta, "haproxy"), "HAProxy ConfigMap")
+	for _, rule := range []string{"stick-table", "stick match", "stick on", "stick store-response"} {
+		assert.NotContains(t, cm.Data["haproxy.cfg"], rule)
+	}
+	assert.Contains(t, cm.Data["haproxy.cfg"], "balance roundrobin")
+
+	m = render(t, nil, "haproxy.enabled=true", "replicaCount=2")
+	d = one(t, component(m.Deployments, deploymentMeta, "aggregator"), "aggregator Deployment")
+	c = one(t, d.Spec.Template.Spec.Containers, "aggregator container")
+	assert.NotContains(t, flags(c.Args), "--session-key-file")
+	cm = one(t, component(m.ConfigMaps, configMapMeta, "haproxy"), "HAProxy ConfigMap")
+	assert.Contains(t, cm.Data["haproxy.cfg"], "stick match req.hdr(Mcp-Session-Id)")
+}
