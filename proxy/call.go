@@ -318,7 +318,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant)
+		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req))
 	}
 	return raw, nil, nil
 }
@@ -374,8 +374,9 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 
 // leaseNotes adds to a tools/call result what the caller should know of
 // the instance the call ran on: that a former one's state was lost, and
-// how to release a lease it now holds.
-func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant) json.RawMessage {
+// how to release a lease it now holds. movedFrom, when set, is the replica
+// a sealed session was taken up from (its leases stayed there).
+func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, movedFrom string) json.RawMessage {
 	server := rs.cfg.ID
 	var notes []string
 	if grant.Lost {
@@ -387,8 +388,8 @@ func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant) js
 	if grant.Reclaimed {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", server))
 	}
-	if from := resumedFrom(inv.req); grant.First && !rs.pool.Stateless() && from != "" {
-		notes = append(notes, fmt.Sprintf("Note: this session moved here from replica %q, which no longer serves it; a dedicated instance of MCP server %q it held there was lost with its state; this call ran on a fresh instance.", from, entry.Server))
+	if grant.First && !rs.pool.Stateless() && movedFrom != "" {
+		notes = append(notes, fmt.Sprintf("Note: this session moved here from replica %q, which no longer serves it; a dedicated instance of MCP server %q it held there was lost with its state; this call ran on a fresh instance.", movedFrom, server))
 	}
 	if grant.First && !rs.pool.Stateless() {
 		grant.Announced() // with the reminder below, or with none when it is off
