@@ -90,7 +90,7 @@ func TestMergeExtensions(t *testing.T) {
 	var m map[string]json.RawMessage
 	m = mergeExtensions(m, json.RawMessage(`{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"deep":{"k":[1]}}}`))
 	m = mergeExtensions(m, json.RawMessage(`not json`))
-	m = mergeExtensions(m, json.RawMessage(`{"com.example/x":{"a":2,"b":true},"org.other/y":{"z":null},"com.example/off":null}`))
+	m = mergeExtensions(m, json.RawMessage(`{"com.example/x":{"a":2,"b":true},"org.other/y":{"z":null},"com.example/off":null,"io.modelcontextprotocol/tasks":{}}`))
 	got, err := json.Marshal(m)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null}}`, string(got))
