@@ -184,19 +184,16 @@ func mergeExtensions(into map[string]json.RawMessage, declared json.RawMessage) 
 			into[id] = settings
 			continue
 		}
-		var a, b map[string]json.RawMessage
-		if json.Unmarshal(have, &a) != nil || json.Unmarshal(settings, &b) != nil || a == nil {
+		if len(have) == 0 || have[0] != '{' {
 			continue
 		}
-		added := false
-		for k, v := range b {
-			if _, ok := a[k]; !ok {
-				a[k], added = v, true
+		later := rawjson.NewObject(settings)
+		for later.Next() {
+			if name := string(later.Name()); !rawjson.Has(have, name) {
+				have = rawjson.Add(have, name, later.Value())
 			}
 		}
-		if added {
-			into[id], _ = rawjson.Marshal(a)
-		}
+		into[id] = have
 	}
 	return into
 }
