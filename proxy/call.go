@@ -97,6 +97,9 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		if entry.Server == adminServer {
 			return p.admin(st, entry.Original, inv), nil, nil
 		}
+		if mismatch := paramHeaderMismatch(inv.req, entry); mismatch != nil && !viaCallTool {
+			return nil, mismatch, nil
+		}
 		rs = st.servers[entry.Server]
 		if rs == nil {
 			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
