@@ -389,6 +389,14 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*Surface).templateOwner, (*Surface).resourceOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
 		}
+		if newRef, app := appUpstream(server, ref.URI, params.Ref); app {
+			// An app template goes up under the server's own URI.
+			out, err := replaced(req.Msg.Params, "ref", newRef)
+			if err != nil {
+				return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+			}
+			return p.forward(ctx, req, server, out)
+		}
 		return p.forward(ctx, req, server, req.Msg.Params)
 	default:
 		return failure(jsonrpc.CodeInvalidParams, "completion/complete: ref.type %q is neither ref/prompt nor ref/resource", ref.Type)
