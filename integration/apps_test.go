@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -190,6 +191,26 @@ func TestMCPApps(t *testing.T) {
 
 		status := a.connectAs(tokens["host"]).callTool("mcp_status", map[string]any{})
 		assert.NotContains(t, string(status.Result), "is also listed by server", "the two app resources do not collide")
+	})
+	t.Run("sessionless", func(t *testing.T) {
+		// A 2026-07-28 request names the exported URI in Mcp-Name too; the
+		// upstream is asked under its own.
+		t.Parallel()
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}}`
+		auth := http.Header{"Authorization": {"Bearer " + tokens["host"]}}
+		r := modernRaw(t, a.url, "resources/read", exported["b"], `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":`+quoted(exported["b"])+`,`+meta+`}}`, auth)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		assert.Equal(t, direct["b"], appHTML(t, coreMessage(t, r).Result, exported["b"]))
+
+		r = modernRaw(t, a.url, "server/discover", "", `{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{`+meta+`}}`, auth)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var discovered struct {
+			Capabilities struct {
+				Extensions map[string]any `json:"extensions"`
+			} `json:"capabilities"`
+		}
+		require.NoError(t, json.Unmarshal(coreMessage(t, r).Result, &discovered))
+		assert.Contains(t, discovered.Capabilities.Extensions, "io.modelcontextprotocol/ui", "server/discover offers the extension too")
 	})
 	t.Run("narrow", func(t *testing.T) {
 		t.Parallel()
