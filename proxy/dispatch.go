@@ -307,7 +307,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if bad := leaseNameError(req, params.Meta); bad != nil {
 		return bad
 	}
-	inv := invocation{name: params.Name, args: params.Arguments, task: params.Task, req: req}
+	inv := invocation{method: "tools/call", name: params.Name, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
@@ -316,21 +316,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 		}
 	}
 	inv.meta = forwardedMeta(params.Meta)
-	result, rpcErr, err := p.invoke(ctx, inv)
-	if !req.Sessionless() && !p.clients.alive(req.Session) {
-		// The session ended while the call ran: a lease the call took after
-		// the session's leases were ended must not outlive it. (A sessionless
-		// request's lease is its _meta conversation's, not the session's.)
-		p.sessionEnded(inv.key)
-	}
-	switch {
-	case err != nil:
-		return nil // cancelled by the client: no response is due
-	case rpcErr != nil:
-		return &jsonrpc.Message{Error: rpcErr}
-	default:
-		return answer(result)
-	}
+	return response(p.send(ctx, inv))
 }
 
 // forwardedMeta is the part of a request's _meta that goes upstream: not

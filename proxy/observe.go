@@ -65,8 +65,9 @@ func (o CallOutcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// callOutcome classifies what invoke returns. callCtx is the call's own
-// context, whose cause tells a timeout from other errors.
+// callOutcome classifies what the forwarder returns for a tools/call.
+// callCtx is the call's own context, whose cause tells a timeout from
+// other errors.
 func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) CallOutcome {
 	switch {
 	case err != nil:

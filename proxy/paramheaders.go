@@ -21,9 +21,13 @@ const codeHeaderMismatch = mcp.HEADER_MISMATCH
 
 // paramHeaderMismatch checks the Mcp-Param-* headers of the tools/call
 // req against entry's schema; nil when they agree, or when req came with
-// no such headers to check (stdio, a session, a tool that marks none).
+// no such headers to check (stdio, a session, a tool that marks none, a
+// tool mcp_call_tool names, whose arguments are not in the headers).
 func paramHeaderMismatch(req *downstream.Request, entry *Entry) *jsonrpc.Error {
-	if req == nil || req.ParamHeader == nil || req.Msg == nil || !rawjson.Mentions(entry.Raw, "x-mcp-header") {
+	if req == nil || req.ParamHeader == nil || req.Msg == nil || req.Msg.Method != "tools/call" || !rawjson.Mentions(entry.Raw, "x-mcp-header") {
+		return nil
+	}
+	if name, _ := rawjson.String(rawjson.Member(req.Msg.Params, "name")); name != entry.Exported {
 		return nil
 	}
 	tool := mcp.Tool{RawInputSchema: rawjson.Member(entry.Raw, "inputSchema")}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,19 +204,41 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 }
 
 // onTaskInstance sends a request about task e to the instance that runs
-// it, through the pool that owns that instance, bounded by timeout (which
-// progress pushes back). With relay, the upstream's notifications and
-// requests during it go to req's stream. respond is false when the client
-// went away and no answer is due. A task whose instance stopped or was
-// replaced is lost, and forgotten.
+// it, through the forwarder, bounded by timeout (which progress pushes
+// back). With relay, the upstream's notifications and requests during it go
+// to req's stream. respond is false when the client went away and no
+// answer is due. A task whose instance stopped or was replaced is lost,
+// and forgotten.
 func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *taskEntry, method string, params json.RawMessage,
 	timeout timeLimit, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
-	lost := func() (json.RawMessage, *jsonrpc.Error, bool) {
+	inv := invocation{method: method, server: e.server, params: params, key: e.lease, onTask: e, limit: timeout}
+	if method == "tasks/result" {
+		inv.hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
+	}
+	if relay {
+		inv.req = req
+		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
+			inv.token = token
+			inv.progress = func(progress json.RawMessage) {
+				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+			}
+		}
+	}
+	raw, rpcErr, err := p.send(ctx, inv)
+	return raw, rpcErr, err == nil
+}
+
+// taskInstance acquires, for the forwarder, the instance that runs the
+// task inv is about, through the pool that owns it (rs; nil when the
+// server is gone). A task whose instance stopped or was replaced is lost,
+// and forgotten: rpcErr says so. gone is true when the caller went away.
+func (p *Proxy) taskInstance(ctx, callCtx context.Context, rs *runningServer, inv *invocation) (grant *session.Grant, rpcErr *jsonrpc.Error, gone bool) {
+	e := inv.onTask
+	lost := func() (*session.Grant, *jsonrpc.Error, bool) {
 		p.tasks.remove(e)
 		return nil, errorObject(jsonrpc.CodeInvalidParams, "%s: task %q is lost: the instance of server %q that ran it has stopped or was replaced (a restart, a reload, a release of the lease or its recycling), and its tasks with it",
-			method, e.id, e.server), true
+			inv.method, e.id, e.server), false
 	}
-	rs := p.current().servers[e.server]
 	if rs == nil || instanceDone(e.inst) {
 		return lost()
 	}
@@ -227,52 +248,18 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 			return lost()
 		}
 	}
-	cctx, dl := newDeadline(ctx, timeout.d)
-	defer dl.stop()
-	grant, err := rs.pool.Acquire(cctx, e.lease)
+	grant, err := rs.pool.Acquire(callCtx, e.lease)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, false
+			return nil, nil, true
 		}
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
+		return nil, errorObject(codeInternal, "%s: %s", inv.subject(e.server), p.scrub(rs.cfg, err.Error())), false
 	}
-	defer grant.Done()
 	if grant.Instance != e.inst {
+		grant.Done()
 		return lost()
 	}
-	up := upstream.Request{Method: method, Params: params}
-	if relay {
-		up.OnServerRequest = p.taskServerRequests(req, e.inst)
-		up.Principal = principalOf(req)
-		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
-			up.ProgressToken = token
-			up.OnProgress = func(progress json.RawMessage) {
-				dl.reset()
-				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, e.inst, req.Session)})
-			}
-		}
-		p.inflight.add(e.inst, req)
-		defer p.inflight.remove(e.inst, req)
-	}
-	raw, err = e.inst.Do(cctx, up)
-	if err == nil {
-		return raw, nil, true
-	}
-	var upErr *upstream.RPCError
-	switch {
-	case errors.As(err, &upErr):
-		return nil, &jsonrpc.Error{Code: upErr.Code, Message: upErr.Message, Data: upErr.Data}, true
-	case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-		hint := "raise " + timeout.setting + " if it needs longer"
-		if method == "tasks/result" {
-			hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
-		}
-		return nil, errorObject(codeInternal, "%s: server %q: no answer within %s set by %s (cancelled upstream); %s", method, e.server, timeout.d, timeout.setting, hint), true
-	case ctx.Err() != nil:
-		return nil, nil, false
-	default:
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
-	}
+	return grant, nil, false
 }
 
 // taskIDsToClient is an upstream's error about task e with the upstream's
@@ -447,14 +434,6 @@ func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Insta
 		return e.upstreamID, true
 	})
 	return out
-}
-
-// taskServerRequests answers the requests an upstream sends during a tasks
-// request (an elicitation while tasks/result waits), as serverRequests
-// does, with the task ids mapped both ways. A request that names a task of
-// another session is refused, never relayed.
-func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
-	return p.relatedTasks(p.serverRequests(req), inst, req.Session)
 }
 
 // relatedTasks wraps base, which answers inst's requests on behalf of
