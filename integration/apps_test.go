@@ -212,6 +212,20 @@ func TestMCPApps(t *testing.T) {
 		require.NoError(t, json.Unmarshal(coreMessage(t, r).Result, &discovered))
 		assert.Contains(t, discovered.Capabilities.Extensions, "io.modelcontextprotocol/ui", "server/discover offers the extension too")
 	})
+	t.Run("subscribe", func(t *testing.T) {
+		// The demo server serves any URI and sends an update for each it
+		// is subscribed to: it is subscribed under its own URI, and the
+		// update reaches the session under the exported one.
+		t.Parallel()
+		c := a.connectAs(tokens["host"])
+		openSessionStream(t, a, c)
+		const uri = "ui://ext/board/view.html"
+		resp := c.mustRequest("resources/subscribe", map[string]any{"uri": uri})
+		require.Empty(t, resp.Error)
+		n, ok := c.waitNotification(func(n notification) bool { return n.Method == "notifications/resources/updated" }, updateWait)
+		require.True(t, ok, "no notifications/resources/updated")
+		assert.JSONEq(t, `{"uri":"`+uri+`"}`, string(n.Params))
+	})
 	t.Run("narrow", func(t *testing.T) {
 		t.Parallel()
 		v := run(t, tokens["narrow"])
