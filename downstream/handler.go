@@ -101,6 +101,11 @@ type Request struct {
 	// HTTP request that carried the message ("" on stdio, or when absent):
 	// a tracing handler's fallback when _meta carries no traceparent.
 	TraceParent, TraceState string
+	// ParamHeader looks up a header of the HTTP request that carried a
+	// sessionless (2026-07-28) request, for the Mcp-Param-* headers its
+	// tool's schema asks to mirror arguments into; nil for any other
+	// request.
+	ParamHeader func(name string) (value string, present bool)
 	// Cancel ends the context Handle was given, with cause, as the client's
 	// cancellation would; the response Handle then returns is still sent.
 	// A handler uses it to bound its work (a call's timeout) without a

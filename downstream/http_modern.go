@@ -62,7 +62,7 @@ func (t *HTTP) postModern(p *post) {
 		t.refuseDraining(p, "requests without a lease held here")
 		return
 	}
-	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params)}, nil, nil)
+	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params), ParamHeader: headerLookup(p.r.Header)}, nil, nil)
 }
 
 // checkModern checks a sessionless request's headers against its body
@@ -194,4 +194,15 @@ func checkModernRequest(msg *jsonrpc.Message) *jsonrpc.Error {
 			"params._meta[%q] is required: an object of the capabilities the client has for this request ({} when none)", protocol.MetaClientCapabilities)
 	}
 	return nil
+}
+
+// headerLookup looks a header up in h, telling an empty value from none.
+func headerLookup(h http.Header) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v := h.Values(name)
+		if len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
 }

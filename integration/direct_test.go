@@ -66,4 +66,5 @@ var upstreamCapabilities = map[string]any{
 	"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
 	"roots":       map[string]any{"listChanged": true},
 	"sampling":    map[string]any{},
+	"extensions":  map[string]any{"io.modelcontextprotocol/ui": map[string]any{"mimeTypes": []any{"text/html;profile=mcp-app"}}},
 }

@@ -146,6 +146,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			if again {
 				continue
 			}
+			if mismatch := paramHeaderMismatch(inv.req, entry); mismatch != nil {
+				return nil, mismatch, nil
+			}
 			server = entry.Server
 		}
 		if server == adminServer {

@@ -18,6 +18,9 @@ type Entry struct {
 	// Raw is the upstream's definition with only the name replaced.
 	Raw      json.RawMessage
 	Settings naming.Settings
+	// App is the exported ui:// resource URI the tool's _meta points at
+	// (MCP Apps); "" for a tool that is no app's.
+	App string
 }
 
 // Catalog is an immutable snapshot of every exported tool. A commit builds a

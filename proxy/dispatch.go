@@ -160,6 +160,9 @@ func offeredCapabilities(c surfaceCaps) map[string]any {
 	if c.logging {
 		caps["logging"] = map[string]any{}
 	}
+	if len(c.extensions) > 0 {
+		caps["extensions"] = c.extensions
+	}
 	return caps
 }
 

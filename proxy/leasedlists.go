@@ -89,8 +89,9 @@ func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *Surf
 		return base
 	}
 	order := st.order
-	if pr := st.profileOf(client); pr != nil && pr.servers != nil {
+	pr := st.profileOf(client)
+	if pr != nil && pr.servers != nil {
 		order = st.profileOrder(pr)
 	}
-	return buildSurface(order, servers, st.pattern)
+	return buildSurfaceHiding(order, servers, st.pattern, st.hiddenApps(pr))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -211,8 +212,13 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 		return
 	}
 	// A session is no subscription stream: the upstream's subscription id,
-	// should it name one, is not the session's to see.
-	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: withSubscriptionID(params, nil)}
+	// should it name one, is not the session's to see. An app resource is
+	// named as the server's app resources are exported.
+	out := params
+	if naming.IsAppURI(head.URI) {
+		out = withMember(params, "uri", naming.AppURI(server, head.URI))
+	}
+	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: withSubscriptionID(out, nil)}
 	rs := p.current().servers[server]
 	if rs == nil {
 		return
@@ -233,7 +239,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 			s.ds.Notify(msg)
 		}
 	}
-	p.clients.resourceUpdated(server, head.URI, params, func(client string) bool { return p.admits(client, server) })
+	p.clients.resourceUpdated(server, head.URI, out, func(client string) bool { return p.admits(client, server) })
 }
 
 // rootsChanged passes a session's notifications/roots/list_changed to the

@@ -36,7 +36,8 @@ func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, patt
 			plan.Problems = append(plan.Problems, naming.Problem{Server: s.ID, Tool: t.Original, Message: "malformed definition skipped: " + err.Error()})
 			continue
 		}
-		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings})
+		raw, app := appTool(s.ID, raw)
+		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings, App: app})
 	}
 	return plan, entries
 }

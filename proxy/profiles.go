@@ -134,10 +134,10 @@ func (st *state) view(kind, client string) json.RawMessage {
 // a URI, a template or a prompt name the client's own servers offer too,
 // nor answers for a URI none of them lists.
 func (st *state) surfaceOf(pr *profile) *Surface {
-	if pr == nil || pr.servers == nil {
+	if pr == nil || (pr.servers == nil && pr.tools == nil) {
 		return st.surface
 	}
-	return buildSurface(st.profileOrder(pr), st.servers, st.pattern)
+	return buildSurfaceHiding(st.profileOrder(pr), st.servers, st.pattern, st.hiddenApps(pr))
 }
 
 // profileOrder is the servers of pr, in config order.
@@ -215,7 +215,7 @@ func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
 // clientSurface is st.surfaceOf for client's profile, built once per state.
 func (p *Proxy) clientSurface(st *state, client string) *Surface {
 	pr := st.profileOf(client)
-	if pr == nil || pr.servers == nil {
+	if pr == nil || (pr.servers == nil && pr.tools == nil) {
 		return st.surface
 	}
 	v := p.viewsOf(st)

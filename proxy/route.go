@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -200,7 +201,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	st := p.current()
 	surface := p.surfaceFor(st, req.Principal.Client(), req.Session)
 	server, ok := surface.resourceOwner(params.URI)
-	if !ok {
+	if !ok && !naming.IsAppURI(params.URI) { // an app resource is named by its server alone
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
 	}
 	if !ok || !st.profileOf(req.Principal.Client()).server(server) {
@@ -221,6 +222,11 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		return &jsonrpc.Message{Error: &jsonrpc.Error{Code: code,
 			Message: fmt.Sprintf("resource %q: no server lists it or has a template that matches it, %s; call resources/list and resources/templates/list", params.URI, why),
 			Data:    mustJSON(map[string]string{"uri": params.URI})}}
+	}
+	// An app resource goes up, and is subscribed to, under its server's own URI.
+	upParams, app := appUpstream(server, params.URI, req.Msg.Params)
+	if app {
+		_, params.URI, _ = naming.AppOriginal(params.URI)
 	}
 	if req.Msg.Method != "resources/read" {
 		// Whether a shared instance is to hold the URI is decided, and the
@@ -249,7 +255,10 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 				params.URI, maxSubscriptions)
 		}
 	}
-	resp := p.forward(ctx, req, server, req.Msg.Params)
+	resp := p.forward(ctx, req, server, upParams)
+	if app {
+		resp = appContents(server, resp)
+	}
 	done := resp != nil && resp.Error == nil
 	switch {
 	case subscribing && !done && !held:
@@ -332,6 +341,14 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if !ok || !st.profileOf(req.Principal.Client()).server(server) {
 			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*Surface).templateOwner, (*Surface).resourceOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
+		}
+		if newRef, app := appUpstream(server, ref.URI, params.Ref); app {
+			// An app template goes up under the server's own URI.
+			out, err := replaced(req.Msg.Params, "ref", newRef)
+			if err != nil {
+				return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+			}
+			return p.forward(ctx, req, server, out)
 		}
 		return p.forward(ctx, req, server, req.Msg.Params)
 	default:

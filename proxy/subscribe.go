@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/naming"
+
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -92,12 +94,18 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 	kept := make([]string, 0, len(uris))
 	servers := make(map[string]string, len(uris))
 	for _, uri := range uris {
+		// An app resource is held under its server's own URI, and
+		// acknowledged under the exported one (down).
+		down := uri
+		if _, original, app := naming.AppOriginal(uri); app {
+			uri = original
+		}
 		if _, dup := servers[uri]; dup {
 			continue
 		}
 		surface := p.clientSurface(p.current(), req.Principal.Client())
-		server, ok := surface.resourceOwner(uri)
-		if !ok {
+		server, ok := surface.resourceOwner(down)
+		if !ok && !naming.IsAppURI(down) {
 			server, ok = surface.soleServer(true)
 		}
 		if rs := p.current().servers[server]; !ok || rs == nil || !rs.caps.ResourcesSubscribe {
@@ -118,7 +126,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		release()
-		kept = append(kept, uri)
+		kept = append(kept, down)
 		servers[uri] = server
 	}
 	return kept, servers

@@ -33,6 +33,9 @@ type Surface struct {
 	// clients whose profile admits some servers only.
 	items map[string][]surfaceItem
 	caps  surfaceCaps
+	// hiddenApps are the exported app resource URIs a profile hides with
+	// the tools that point at them (see state.hiddenApps).
+	hiddenApps map[string]bool
 }
 
 type templateEntry struct {
@@ -57,6 +60,9 @@ type surfaceCaps struct {
 	// resourceServers and subscribeServers list the servers that offer
 	// resources, and subscriptions, in config order.
 	resourceServers, subscribeServers []string
+	// extensions are the extensions the servers declare, merged by
+	// mergeExtensions; nil when none does.
+	extensions map[string]json.RawMessage
 }
 
 func emptySurface() *Surface {
@@ -85,7 +91,14 @@ func (s *Surface) render(resources, templates, prompts json.RawMessage) {
 
 // buildSurface renders the surface of servers, taken in order.
 func buildSurface(order []string, servers map[string]*runningServer, pattern string) *Surface {
+	return buildSurfaceHiding(order, servers, pattern, nil)
+}
+
+// buildSurfaceHiding renders the surface of servers, taken in order,
+// without the exported app resources hidden names.
+func buildSurfaceHiding(order []string, servers map[string]*runningServer, pattern string, hidden map[string]bool) *Surface {
 	s := emptySurface()
+	s.hiddenApps = hidden
 	var res, tpl, prm bytes.Buffer
 	for _, id := range order {
 		rs := servers[id]
@@ -98,6 +111,7 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 		s.caps.prompts = s.caps.prompts || caps.Prompts
 		s.caps.completions = s.caps.completions || caps.Completions
 		s.caps.logging = s.caps.logging || caps.Logging
+		s.caps.extensions = mergeExtensions(s.caps.extensions, caps.Extensions)
 		if caps.Resources {
 			s.caps.resourceServers = append(s.caps.resourceServers, id)
 		}
@@ -108,34 +122,47 @@ func buildSurface(order []string, servers map[string]*runningServer, pattern str
 			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, r.URI); !ok {
 				continue
 			}
-			if owner, taken := s.resources[r.URI]; taken {
+			uri, raw := r.URI, r.Raw
+			if naming.IsAppURI(uri) {
+				// An app resource is the server's own, under a name of its own.
+				if uri = naming.AppURI(id, uri); s.hiddenApps[uri] {
+					continue
+				}
+				raw = withMember(raw, "uri", uri)
+			}
+			if owner, taken := s.resources[uri]; taken {
 				if owner != id {
-					s.warn(rs.cfg, fmt.Sprintf("resource %q is also listed by server %q, which comes first in the config and keeps it", r.URI, owner))
+					s.warn(rs.cfg, fmt.Sprintf("resource %q is also listed by server %q, which comes first in the config and keeps it", uri, owner))
 				}
 				continue
 			}
-			s.resources[r.URI] = id
-			appendItem(&res, r.Raw)
-			s.items[listResources] = append(s.items[listResources], surfaceItem{id, r.Raw})
+			s.resources[uri] = id
+			appendItem(&res, raw)
+			s.items[listResources] = append(s.items[listResources], surfaceItem{id, raw})
 		}
 		for _, t := range rs.templates {
 			if ok, _, _ := naming.Admit(rs.cfg.Resources.Whitelist, rs.cfg.Resources.Blacklist, t.URITemplate); !ok {
 				continue
 			}
-			if owner, taken := s.templateOwner(t.URITemplate); taken {
+			tmpl, raw := t.URITemplate, t.Raw
+			if naming.IsAppURI(tmpl) {
+				tmpl = naming.AppURI(id, tmpl)
+				raw = withMember(raw, "uriTemplate", tmpl)
+			}
+			if owner, taken := s.templateOwner(tmpl); taken {
 				if owner != id {
-					s.warn(rs.cfg, fmt.Sprintf("resource template %q is also listed by server %q, which comes first in the config and keeps it", t.URITemplate, owner))
+					s.warn(rs.cfg, fmt.Sprintf("resource template %q is also listed by server %q, which comes first in the config and keeps it", tmpl, owner))
 				}
 				continue
 			}
-			compiled, err := uritemplate.New(t.URITemplate)
+			compiled, err := uritemplate.New(tmpl)
 			if err != nil {
-				s.warn(rs.cfg, fmt.Sprintf("resource template %q is not a valid URI template (%v); it is skipped", t.URITemplate, err))
+				s.warn(rs.cfg, fmt.Sprintf("resource template %q is not a valid URI template (%v); it is skipped", tmpl, err))
 				continue
 			}
-			s.templates = append(s.templates, templateEntry{server: id, raw: t.URITemplate, template: compiled, loose: looseTemplate(t.URITemplate)})
-			appendItem(&tpl, t.Raw)
-			s.items[listTemplates] = append(s.items[listTemplates], surfaceItem{id, t.Raw})
+			s.templates = append(s.templates, templateEntry{server: id, raw: tmpl, template: compiled, loose: looseTemplate(tmpl)})
+			appendItem(&tpl, raw)
+			s.items[listTemplates] = append(s.items[listTemplates], surfaceItem{id, raw})
 		}
 		names := make([]string, len(rs.prompts))
 		raws := make(map[string]json.RawMessage, len(rs.prompts))
@@ -210,6 +237,9 @@ func closeList(b *bytes.Buffer) json.RawMessage {
 // the first whose template matches it (by RFC 6570, else loosely: servers
 // often fill a simple {path} with a path that has slashes).
 func (s *Surface) resourceOwner(uri string) (string, bool) {
+	if server, app, ok := s.appOwner(uri); app {
+		return server, ok
+	}
 	if id, ok := s.resources[uri]; ok {
 		return id, true
 	}

@@ -15,13 +15,24 @@ type Capabilities struct {
 	Resources, ResourcesSubscribe, ResourcesListChanged bool
 	Prompts, PromptsListChanged                         bool
 	Completions, Logging, Tasks                         bool
+	// Extensions is the extensions member, a map of extension identifiers
+	// to their settings objects, as the upstream sent it; nil when absent
+	// or not an object.
+	Extensions json.RawMessage
 }
 
 // clientCapabilities is what the aggregator declares to every upstream: the
 // requests it relays to its own clients, so that upstreams send them at all.
 // Whether a given downstream session can take one is the proxy's to decide;
 // the upstream is told at once when it cannot.
-var clientCapabilities = json.RawMessage(`{"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true},"sampling":{}}`)
+//
+// It declares the MCP Apps extension (io.modelcontextprotocol/ui) with the
+// one MIME type the extension defines: the aggregator serves each server's
+// ui:// resources to the hosts that render them, under names of their own,
+// so a server that registers app tools only for hosts that can show them
+// shows them through the aggregator. A host without the extension sees such
+// tools as ordinary tools, their text results included.
+var clientCapabilities = json.RawMessage(`{"elicitation":{"form":{},"url":{}},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}},"roots":{"listChanged":true},"sampling":{}}`)
 
 // parseCapabilities reads the capabilities object of an initialize result.
 // A malformed member declares nothing; it never fails the handshake.
@@ -38,6 +49,9 @@ func parseCapabilities(raw json.RawMessage) Capabilities {
 	_, c.Completions = declared(members, "completions")
 	_, c.Logging = declared(members, "logging")
 	_, c.Tasks = declared(members, "tasks")
+	if ext, ok := declared(members, "extensions"); ok && len(ext) > 0 && ext[0] == '{' {
+		c.Extensions = ext
+	}
 	c.ToolsListChanged = flag(tools, "listChanged")
 	c.ResourcesSubscribe = flag(resources, "subscribe")
 	c.ResourcesListChanged = flag(resources, "listChanged")

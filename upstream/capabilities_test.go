@@ -39,5 +39,16 @@ func TestParseCapabilities(t *testing.T) {
 // The capabilities the aggregator declares are what it can relay: every
 // request an upstream may send a client.
 func TestClientCapabilities(t *testing.T) {
-	assert.JSONEq(t, `{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true}}`, string(clientCapabilities))
+	assert.JSONEq(t, `{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true},
+		"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`, string(clientCapabilities))
+}
+
+// An upstream's extensions are kept as sent; one that is not an object
+// declares none.
+func TestParseExtensions(t *testing.T) {
+	got := parseCapabilities(json.RawMessage(`{"tools":{},"extensions":{"io.modelcontextprotocol/ui":{},"com.example/x":{"v":[1,2]}}}`))
+	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"v":[1,2]}}`, string(got.Extensions))
+	for _, raw := range []string{`{"extensions":null}`, `{"extensions":[1]}`, `{"extensions":true}`, `{}`} {
+		assert.Nil(t, parseCapabilities(json.RawMessage(raw)).Extensions, raw)
+	}
 }

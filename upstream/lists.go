@@ -238,6 +238,9 @@ func (i *Instance) ListTools(ctx context.Context) ([]Tool, error) {
 	for n, it := range items {
 		tools[n] = Tool{Name: it.key, Raw: it.raw}
 	}
+	if c, ok := i.conn.(*remoteConn); ok {
+		c.paramTools.Store(paramSchemas(tools))
+	}
 	return tools, nil
 }
 

@@ -65,6 +65,9 @@ type remoteConn struct {
 	protocol   atomic.Pointer[string]
 	// envelope is set for a sessionless (2026-07-28) upstream.
 	envelope atomic.Pointer[envelope]
+	// paramTools are the input schemas of the upstream's tools that mark
+	// parameters for Mcp-Param-* headers, by tool name, as last listed.
+	paramTools atomic.Pointer[map[string]json.RawMessage]
 	// session is the Mcp-Session-Id of a streamable-HTTP upstream, "" for
 	// none.
 	session   atomic.Pointer[string]
@@ -252,6 +255,9 @@ func (c *remoteConn) request(ctx context.Context, cancel context.CancelCauseFunc
 	if env := c.envelope.Load(); env != nil && err == nil {
 		if raw, err = env.wrap(raw); err == nil {
 			header = standardHeaders(c.protocolVersion(), method, raw)
+			if method == "tools/call" {
+				addParamHeaders(header, c.paramTools.Load(), raw)
+			}
 		}
 	}
 	if err != nil {

@@ -33,6 +33,9 @@
 //   log_tagged {"tag": "..."} logs "<tag>-1" at info, 300ms later "<tag>-2"
 //   touch_note {}            publishes notifications/resources/updated for input://note
 // Resource "input://note"    text "a note"; subscribable (subscriptions/listen)
+//   in_region {"region": "...", "query": "..."}  "region" is mirrored into header
+//                            Mcp-Param-Region (x-mcp-header), which the SDK checks
+//                            against the body -> "<query> in <region>"
 //   add_tool {}              registers tool "extra_tool" from now on and publishes
 //                            notifications/tools/list_changed on subscriptions/listen
 
@@ -61,6 +64,12 @@ function build() {
     }
     return text(`hello ${got.name}`);
   });
+
+  server.registerTool(
+    "in_region",
+    { description: "Runs a query in a region.", inputSchema: z.object({ region: z.string().meta({ "x-mcp-header": "Region" }), query: z.string() }) },
+    async ({ region, query }) => text(`${query} in ${region}`),
+  );
 
   server.registerTool("sample", { description: "Asks the model.", inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
     const said = sampled(ctx.mcpReq.inputResponses, "llm");

@@ -40,6 +40,8 @@
 //          notification received since connect, as sent (progress included).
 //   {"op": "sleep", "ms": n}
 //       -> {"slept": n}
+//   {"op": "request", "method": "...", "params": {...}}
+//       -> {"result": {...}} or {"error": {...}}: any request, its result as received
 //
 // Results are passed through exactly as received: requests are sent with a
 // schema that accepts anything, so the SDK's own result validation cannot drop
@@ -53,7 +55,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
-const STEP_OPS = ["serverInfo", "listTools", "callTool", "callToolCancel", "waitListChanged", "notifications", "sleep"];
+const STEP_OPS = ["serverInfo", "listTools", "callTool", "callToolCancel", "waitListChanged", "notifications", "sleep", "request"];
 
 // A result "schema" that accepts any value unchanged. The SDK validates
 // results with whatever object exposes safeParse (Zod 3 style), so this keeps
@@ -302,6 +304,14 @@ async function main() {
 
     async notifications() {
       return { notifications: [...notifications] };
+    },
+
+    async request(step) {
+      try {
+        return { result: await rawRequest(step.method, step.params ?? {}, { timeout: step.timeoutMs ?? DEFAULT_TIMEOUT_MS }) };
+      } catch (err) {
+        return errorEntry(err);
+      }
     },
 
     async sleep(step) {

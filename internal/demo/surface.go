@@ -26,7 +26,9 @@ import (
 //   - fail-lists: resources/list, resources/templates/list and prompts/list
 //     answer with an error;
 //   - no-logging: the server does not declare logging;
-//   - reject-level: logging/setLevel answers with an error.
+//   - reject-level: logging/setLevel answers with an error;
+//   - extensions=<JSON object>: the server declares it as its extensions
+//     capability.
 //
 // Tools:
 //   - ask {method, params}: sends the client the request method
@@ -54,6 +56,8 @@ type surfaceServer struct {
 	failLists   bool
 	noLogging   bool
 	rejectLevel bool
+	// extensions is the extensions capability it declares; nil: none.
+	extensions json.RawMessage
 
 	mu      sync.Mutex
 	levels  []string
@@ -83,7 +87,11 @@ func runSurface(ctx context.Context, args []string, in io.Reader, out io.Writer,
 		case "reject-level":
 			s.rejectLevel = true
 		default:
-			return fmt.Errorf("demo: surface: unknown argument %q (fail-lists, no-logging, reject-level)", arg)
+			ext, ok := strings.CutPrefix(arg, "extensions=")
+			if !ok || !json.Valid([]byte(ext)) {
+				return fmt.Errorf("demo: surface: unknown argument %q (fail-lists, no-logging, reject-level, extensions=<JSON object>)", arg)
+			}
+			s.extensions = json.RawMessage(ext)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -217,6 +225,9 @@ func (s *surfaceServer) initializeResult(params json.RawMessage) json.RawMessage
 	logging := `"logging":{},`
 	if s.noLogging {
 		logging = ""
+	}
+	if s.extensions != nil {
+		logging += `"extensions":` + string(s.extensions) + `,`
 	}
 	return json.RawMessage(`{"protocolVersion":` + string(version) + `,"capabilities":{"completions":{},` + logging +
 		`"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},` +

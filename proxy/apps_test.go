@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// Both keys of a tool's app pointer are exported under the server's name
+// for it, and every other byte of the definition stays.
+func TestAppToolMeta(t *testing.T) {
+	raw := json.RawMessage(`{"name":"get-time","_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html","csp":{"x":1}},"ui/resourceUri":"ui://get-time/mcp-app.html","other":"ui://keep"}}`)
+	got, app := appTool("a", raw)
+	assert.Equal(t, "ui://a/get-time/mcp-app.html", app)
+	assert.JSONEq(t, `{"name":"get-time","_meta":{"ui":{"resourceUri":"ui://a/get-time/mcp-app.html","csp":{"x":1}},"ui/resourceUri":"ui://a/get-time/mcp-app.html","other":"ui://keep"}}`, string(got))
+
+	flat, app := appTool("b", json.RawMessage(`{"name":"t","_meta":{"ui/resourceUri":"ui://main"}}`))
+	assert.Equal(t, "ui://b/main", app, "the deprecated flat key alone still points at the app")
+	assert.JSONEq(t, `{"name":"t","_meta":{"ui/resourceUri":"ui://b/main"}}`, string(flat))
+
+	plain := json.RawMessage(`{"name":"t","_meta":{"ui":{"resourceUri":"https://x"}}}`)
+	got, app = appTool("a", plain)
+	assert.Equal(t, "", app)
+	assert.Equal(t, string(plain), string(got), "a tool that is no app's is left as it is")
+}
+
+// The ui:// URIs of what resources/read answers are the exported ones.
+func TestAppContents(t *testing.T) {
+	resp := &jsonrpc.Message{Result: json.RawMessage(`{"contents":[{"uri":"ui://main","mimeType":"text/html;profile=mcp-app","text":"<p>","_meta":{"ui":{"prefersBorder":true}}},{"uri":"file:///x","text":""}],"_meta":{"k":1}}`)}
+	got := appContents("srv", resp)
+	assert.JSONEq(t, `{"contents":[{"uri":"ui://srv/main","mimeType":"text/html;profile=mcp-app","text":"<p>","_meta":{"ui":{"prefersBorder":true}}},{"uri":"file:///x","text":""}],"_meta":{"k":1}}`, string(got.Result))
+	assert.Contains(t, string(resp.Result), `"ui://main"`, "the upstream's result is not written to")
+}
+
+// Two servers that serve the same ui:// URI each export it under a name
+// of their own, and each name leads back to its server; an app URI never
+// falls to another server.
+func TestSurfaceAppResources(t *testing.T) {
+	servers := map[string]*runningServer{
+		"a": surfaceServer("a", nil, []string{"ui://get-time/mcp-app.html"}, nil, nil),
+		"b": surfaceServer("b", nil, []string{"ui://get-time/mcp-app.html", "file:///b"}, []string{"ui://tpl/{id}"}, nil),
+	}
+	s := buildSurface([]string{"a", "b"}, servers, "")
+	assert.Empty(t, s.problems, "the app resources do not collide")
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal(s.resourcesJSON, &listed))
+	var uris []any
+	for _, r := range listed {
+		uris = append(uris, r["uri"])
+	}
+	assert.Equal(t, []any{"ui://a/get-time/mcp-app.html", "ui://b/get-time/mcp-app.html", "file:///b"}, uris)
+	assert.JSONEq(t, `[{"uriTemplate":"ui://b/tpl/{id}","name":"t"}]`, string(s.templatesJSON))
+	for uri, want := range map[string]string{"ui://a/get-time/mcp-app.html": "a", "ui://b/get-time/mcp-app.html": "b", "ui://b/tpl/7": "b"} {
+		owner, ok := s.resourceOwner(uri)
+		assert.True(t, ok, uri)
+		assert.Equal(t, want, owner, uri)
+	}
+	for _, uri := range []string{"ui://get-time/mcp-app.html", "ui://c/x"} {
+		_, ok := s.resourceOwner(uri)
+		assert.False(t, ok, "%s names no server of this surface", uri)
+	}
+
+	hidden := buildSurfaceHiding([]string{"a", "b"}, servers, "", map[string]bool{"ui://a/get-time/mcp-app.html": true})
+	assert.NotContains(t, string(hidden.resourcesJSON), "ui://a/")
+	_, ok := hidden.resourceOwner("ui://a/get-time/mcp-app.html")
+	assert.False(t, ok, "a hidden app resource cannot be read either")
+}
+
+// A profile that hides every tool pointing at an app resource hides the
+// resource; one tool it admits keeps it.
+func TestHiddenApps(t *testing.T) {
+	cat := emptyCatalog().withServer("a", []*Entry{
+		{Exported: "a_one", Server: "a", App: "ui://a/one"},
+		{Exported: "a_two", Server: "a", App: "ui://a/shared"},
+		{Exported: "a_three", Server: "a", App: "ui://a/shared"},
+		{Exported: "a_plain", Server: "a"},
+	})
+	st := &state{catalog: cat}
+	assert.Nil(t, st.hiddenApps(&profile{}), "a profile without tool patterns hides no app")
+	assert.Equal(t, map[string]bool{"ui://a/one": true}, st.hiddenApps(&profile{tools: []string{"a_three", "a_plain"}}))
+}
+
+// Extensions merge across servers: any server's extension is offered,
+// with the first server's settings and the members only later ones have.
+func TestMergeExtensions(t *testing.T) {
+	var m map[string]json.RawMessage
+	m = mergeExtensions(m, json.RawMessage(`{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"deep":{"k":[1]}}}`))
+	m = mergeExtensions(m, json.RawMessage(`not json`))
+	m = mergeExtensions(m, json.RawMessage(`{"com.example/x":{"a":2,"b":true},"org.other/y":{"z":null},"com.example/off":null,"io.modelcontextprotocol/tasks":{}}`))
+	got, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null}}`, string(got))
+	assert.Nil(t, mergeExtensions(nil, nil))
+	caps := offeredCapabilities(surfaceCaps{extensions: m})
+	assert.Contains(t, caps, "extensions")
+	assert.NotContains(t, offeredCapabilities(surfaceCaps{}), "extensions", "no server offers one: no extensions member")
+}
