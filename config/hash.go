@@ -27,6 +27,7 @@ func hashServer(s *Server, validPattern string) string {
 	w.list("withheld", s.Withheld)
 	w.str("url", s.URL)
 	w.dict("headers", s.Headers)
+	w.dict("principal_headers", s.PrincipalHeaders)
 	w.str("auth.type", string(s.Auth.Type))
 	w.str("auth.client_id", s.Auth.ClientID)
 	w.str("auth.client_secret", s.Auth.ClientSecret)

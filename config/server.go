@@ -252,14 +252,18 @@ func (s *serverReader) maps() {
 
 // values reads a mapping of names to literal strings or {env: NAME} references.
 func (s *serverReader) values(n *yaml.Node, field string, validName func(string) bool, nameRule string) map[string]string {
-	if !s.mapping(n, field, "NAME: value or NAME: {env: HOST_VAR}") || isNull(n) {
+	form := "NAME: value or NAME: {env: HOST_VAR}"
+	if field == "headers" {
+		form += " or NAME: {principal: subject}"
+	}
+	if !s.mapping(n, field, form) || isNull(n) {
 		return nil
 	}
 	own, merged := mappingPairs(n)
 	out := make(map[string]string, len(own)+len(merged))
 	for _, p := range append(own, merged...) {
 		sub := field + "." + p.key
-		if _, dup := out[p.key]; dup {
+		if _, dup := out[p.key]; dup || (field == "headers" && s.srv.PrincipalHeaders[p.key] != "") {
 			s.errorf(p.k.Line, sub, "set more than once; keep one")
 			continue
 		}
@@ -271,6 +275,14 @@ func (s *serverReader) values(n *yaml.Node, field string, validName func(string)
 		switch {
 		case isNull(v):
 			out[p.key] = ""
+		case field == "headers" && isPrincipalRef(v):
+			if what, ok := s.principalRef(v, sub); ok {
+				if s.srv.PrincipalHeaders == nil {
+					s.srv.PrincipalHeaders = map[string]string{}
+				}
+				s.srv.PrincipalHeaders[p.key] = what
+			}
+			continue
 		case v.Kind == yaml.MappingNode:
 			if val, ok := s.envRef(v, sub); ok {
 				out[p.key] = val

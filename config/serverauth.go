@@ -101,9 +101,21 @@ func (s *serverReader) checkAuth() {
 		s.errorf(p.k.Line, "auth", "applies to remote servers (url:) only; a stdio server gets its credentials through env; remove auth")
 		return
 	}
-	for name := range s.srv.Headers {
+	for name := range joinKeys(s.srv.Headers, s.srv.PrincipalHeaders) {
 		if http.CanonicalHeaderKey(name) == "Authorization" {
 			s.errorf(p.k.Line, "auth", "set together with headers.%s, which auth: oauth replaces with its own token; remove one of them", name)
 		}
 	}
+}
+
+// joinKeys is the set of the keys of a and b.
+func joinKeys(a, b map[string]string) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }

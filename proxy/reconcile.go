@@ -543,7 +543,7 @@ func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
 		slices.Equal(a.Withheld, b.Withheld) &&
-		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) && maps.Equal(a.PrincipalHeaders, b.PrincipalHeaders) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
 		a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure && sameAuth(a.Auth, b.Auth)
 }
