@@ -41,6 +41,8 @@ type serverDef struct {
 	leaseReminderSet bool
 	commandLine      int  // line of command, for the allowed_commands check
 	commandFromEnv   bool // command came from the environment: do not echo it
+	authLine         int  // line of auth, for checks against the workspace
+	headersLine      int  // line of headers, likewise
 }
 
 // fileContext is what a server definition needs to know about the file it is in.
@@ -106,6 +108,12 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		d.commandFromEnv = s.commandFromEnv
 	}
 	s.auth()
+	if p, ok := f["auth"]; ok {
+		d.authLine = p.k.Line
+	}
+	if p, ok := f["headers"]; ok {
+		d.headersLine = p.k.Line
+	}
 	s.checkTransport()
 	s.checkAuth()
 	return d

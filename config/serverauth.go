@@ -15,6 +15,15 @@ type ServerAuth struct {
 	ClientID     string   // pre-registered client; empty: dynamic client registration
 	ClientSecret string   // resolved (a secret value!); only with ClientID
 	Scopes       []string // empty: what the server's metadata asks for
+	// Audience is what a token exchange asks a token for (RFC 8693
+	// audience); default the server's url.
+	Audience string
+	// TokenEndpoint is where a token exchange is made; "" means the token
+	// endpoint of Issuer's metadata.
+	TokenEndpoint string
+	// Issuer is http.auth.oauth's issuer, whose metadata names the token
+	// endpoint of a token exchange without TokenEndpoint.
+	Issuer string
 }
 
 // ServerAuthType names how a remote server is authorized.
@@ -26,10 +35,14 @@ const (
 	// it: discovery, authorization code with PKCE, tokens stored by
 	// `mcp-aggregator login`.
 	ServerAuthOAuth ServerAuthType = "oauth"
+	// ServerAuthTokenExchange is OAuth 2.0 token exchange (RFC 8693): each
+	// caller's access token to the gateway is traded, at the gateway's
+	// issuer, for one meant for the server, sent as its bearer token.
+	ServerAuthTokenExchange ServerAuthType = "token_exchange"
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -38,23 +51,26 @@ func (s *serverReader) auth() {
 	if !ok || isNull(deref(p.v)) {
 		return
 	}
-	if !s.mapping(p.v, "auth", "type: oauth, and optionally client_id, client_secret, scopes") {
+	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint") {
 		return
 	}
 	f := s.fields(deref(p.v), "auth.", authKeys...)
 	a := ServerAuth{}
 	tp, ok := f["type"]
 	if !ok {
-		s.errorf(p.v.Line, "auth.type", "required; set type: oauth")
+		s.errorf(p.v.Line, "auth.type", "required; set type: oauth (a login at the server) or type: token_exchange (each caller's token exchanged)")
 		return
 	}
 	if t, ok := s.text(tp.v, "auth.type"); ok {
-		if t.s != string(ServerAuthOAuth) {
-			s.errorf(tp.v.Line, "auth.type", "%s is not supported; use oauth", t.quoted())
+		switch ServerAuthType(t.s) {
+		case ServerAuthOAuth, ServerAuthTokenExchange:
+			a.Type = ServerAuthType(t.s)
+		default:
+			s.errorf(tp.v.Line, "auth.type", "%s is not supported; use oauth or token_exchange", t.quoted())
 			return
 		}
-		a.Type = ServerAuthOAuth
 	}
+	s.exchangeSettings(f, &a)
 	if c, ok := f["client_id"]; ok {
 		if t, ok := s.text(c.v, "auth.client_id"); ok {
 			a.ClientID = t.s

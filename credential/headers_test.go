@@ -66,3 +66,9 @@ func TestHeadersPerRequest(t *testing.T) {
 	assert.Empty(t, send(context.Background(), "forged").Values("X-User-Id"), "no caller: no header, and none kept from a request")
 	assert.Equal(t, "bob", send(bob, "forged").Get("X-User-Id"))
 }
+
+func originOf(t *testing.T, raw string) string {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return sameorigin.Origin(u)
+}
