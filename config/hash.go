@@ -35,6 +35,7 @@ func hashServer(s *Server, validPattern string) string {
 	w.str("auth.audience", s.Auth.Audience)
 	w.str("auth.token_endpoint", s.Auth.TokenEndpoint)
 	w.str("auth.issuer", s.Auth.Issuer)
+	w.flag("auth.per_user", s.Auth.PerUser)
 	w.str("session", s.SessionID)
 	w.str("protocol", s.Protocol)
 	w.flag("required", s.Required)

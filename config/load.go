@@ -249,6 +249,7 @@ func finish(d *serverDef, ws *Workspace) {
 	}
 	checkAllowedCommand(d, ws.Security.AllowedCommands)
 	finishExchange(d, ws)
+	checkPerUser(d, ws)
 	warnPrincipalHeaders(d, ws)
 	d.srv.Hash = hashServer(d.srv, ws.Naming.ValidPattern)
 }

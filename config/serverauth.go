@@ -24,6 +24,9 @@ type ServerAuth struct {
 	// Issuer is http.auth.oauth's issuer, whose metadata names the token
 	// endpoint of a token exchange without TokenEndpoint.
 	Issuer string
+	// PerUser keeps an OAuth login per caller (type oauth): each logs in
+	// through the gateway, and the server is sent the caller's own token.
+	PerUser bool
 }
 
 // ServerAuthType names how a remote server is authorized.
@@ -42,7 +45,7 @@ const (
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -71,6 +74,13 @@ func (s *serverReader) auth() {
 		}
 	}
 	s.exchangeSettings(f, &a)
+	if p, ok := f["per_user"]; ok {
+		if a.Type != ServerAuthOAuth {
+			s.errorf(p.k.Line, "auth.per_user", "applies to type: oauth only; remove it")
+		} else {
+			a.PerUser, _ = s.boolean(p.v, "auth.per_user")
+		}
+	}
 	if c, ok := f["client_id"]; ok {
 		if t, ok := s.text(c.v, "auth.client_id"); ok {
 			a.ClientID = t.s

@@ -67,3 +67,48 @@ func TestPrincipalHeadersWithoutGatewayAuth(t *testing.T) {
 	assert.Contains(t, p.Message, "set http.auth")
 	assert.Equal(t, 5, p.Line)
 }
+
+func TestPerUserLoginsRead(t *testing.T) {
+	ws, problems := loadYAML(t, `version: 1
+http:
+  auth:
+    oauth: {issuer: https://issuer.example.com, audience: https://gw.example.com/mcp}
+    user_logins: {key: {env: VAULT_KEY}}
+servers:
+  linear:
+    url: https://mcp.example.com/mcp
+    auth: {type: oauth, per_user: true}
+`, map[string]string{"VAULT_KEY": "k3y-value"})
+	require.NotNil(t, ws, render(problems))
+	require.False(t, HasErrors(problems), render(problems))
+	assert.Equal(t, &UserLogins{Key: "k3y-value", Callback: "https://gw.example.com/oauth/callback"}, ws.HTTP.Auth.UserLogins)
+	assert.True(t, ws.Servers[0].Auth.PerUser)
+	assert.Contains(t, ws.Secrets(), "k3y-value")
+}
+
+func TestPerUserLoginsProblems(t *testing.T) {
+	tests := []struct {
+		name, http, auth, field, want string
+	}{
+		{name: "no http.auth", auth: "{type: oauth, per_user: true}", field: "auth.per_user", want: "http.auth is not set"},
+		{name: "no user_logins", http: "  auth: {tokens: {a: {env: T}}}\n", auth: "{type: oauth, per_user: true}", field: "auth.per_user", want: "needs http.auth.user_logins"},
+		{name: "per_user on exchange", http: "  auth: {tokens: {a: {env: T}}}\n", auth: "{type: token_exchange, client_id: c, token_endpoint: 'https://i.example.com/t', per_user: true}", field: "auth.per_user", want: "type: oauth only"},
+		{name: "no key", http: "  auth: {tokens: {a: {env: T}}, user_logins: {callback: 'https://gw.example.com/oauth/callback'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.key", want: "openssl rand"},
+		{name: "key in the file", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: abc, callback: 'https://gw.example.com/oauth/callback'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.key", want: "must be {env: VAR}"},
+		{name: "no callback", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: {env: T}}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.callback", want: "required without http.auth.oauth"},
+		{name: "callback elsewhere", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: {env: T}, callback: 'https://gw.example.com/cb'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.callback", want: "/oauth/callback"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			head := "version: 1\n"
+			if tt.http != "" {
+				head += "http:\n" + tt.http
+			}
+			_, problems := loadYAML(t, head+"servers:\n  s:\n    url: https://mcp.example.com/mcp\n    auth: "+tt.auth+"\n", map[string]string{"T": "t0ken"})
+			p := problemAt(t, problems, tt.field)
+			assert.Equal(t, SeverityError, p.Severity)
+			assert.Contains(t, p.Message, tt.want)
+			assert.Positive(t, p.Line)
+		})
+	}
+}

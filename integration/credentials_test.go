@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -28,7 +30,11 @@ type whoami struct {
 
 type headersKey struct{}
 
-func newWhoami(t *testing.T) *whoami {
+func newWhoami(t *testing.T) *whoami { return newGuardedWhoami(t, nil, nil) }
+
+// newGuardedWhoami is newWhoami with guard, when set, deciding whether a
+// request (its body read) is served, and extra paths served beside /mcp.
+func newGuardedWhoami(t *testing.T, guard func(w http.ResponseWriter, r *http.Request, body []byte) bool, extra map[string]http.HandlerFunc) *whoami {
 	t.Helper()
 	up := server.NewMCPServer("whoami", "1.0.0", server.WithToolCapabilities(true))
 	up.AddTool(mcp.NewTool("whoami", mcp.WithDescription("Tells the headers of its request.")),
@@ -50,8 +56,22 @@ func newWhoami(t *testing.T) *whoami {
 		w.mu.Lock()
 		w.all = append(w.all, r.Header.Clone())
 		w.mu.Unlock()
+		if guard != nil {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if !guard(rw, r, body) {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		inner.ServeHTTP(rw, r)
 	}))
+	for path, h := range extra {
+		mux.HandleFunc(path, h)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

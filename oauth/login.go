@@ -50,6 +50,19 @@ type LoginOptions struct {
 	HTTPClient *http.Client
 	// ClientName is the name registered by dynamic client registration.
 	ClientName string
+	// Redirects, when set, is where the browser comes back (a gateway's
+	// own callback) instead of a listener on a loopback port.
+	Redirects *Redirects
+}
+
+// redirectTarget is where the browser comes back to with the
+// authorization response: a loopback listener of its own (callback), or a
+// gateway's shared endpoint (Redirects).
+type redirectTarget interface {
+	redirectURI() string
+	expect(state string)
+	wait(ctx context.Context) (redirect, error)
+	close()
 }
 
 // Login runs the authorization code flow for opts.Server and returns the
@@ -67,9 +80,15 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	if timeout <= 0 {
 		timeout = DefaultLoginTimeout
 	}
-	cb, err := listenCallback()
-	if err != nil {
-		return nil, err
+	var cb redirectTarget
+	if opts.Redirects != nil {
+		cb = opts.Redirects.begin()
+	} else {
+		listener, err := listenCallback()
+		if err != nil {
+			return nil, err
+		}
+		cb = listener
 	}
 	defer cb.close()
 

@@ -46,6 +46,22 @@ type upstreamAuth struct {
 	// reloads that leave its auth alone (their tokens with them).
 	exchangers map[string]*serverExchanger // guarded by mu
 	secrets    *redact.Set
+	// sharedOffers allows offering clients the shared login of a server
+	// (an aggregator that serves one person).
+	sharedOffers bool
+	// users are the per-user logins, once http.auth.user_logins is set;
+	// usersOf is the setting they were made for. Guarded by mu.
+	users   *oauth.UserLogins
+	usersOf config.UserLogins
+	// redirects is the gateway's callback of the per-user logins.
+	redirects   atomic.Pointer[oauth.Redirects]
+	userOffered map[userOfferKey]*offeredLogin // per-user logins under way; guarded by mu
+}
+
+// userOfferKey is a per-user login under way: whose, at which server.
+type userOfferKey struct {
+	server string
+	entry  credential.VaultEntry
 }
 
 // serverExchanger is the Exchanger of one server's auth.
@@ -66,7 +82,7 @@ type offeredLogin struct {
 // the secrets the log is scrubbed of.
 func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstreamAuth {
 	a := &upstreamAuth{log: log, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{},
-		exchangers: map[string]*serverExchanger{}, secrets: &c.secrets}
+		exchangers: map[string]*serverExchanger{}, secrets: &c.secrets, userOffered: map[userOfferKey]*offeredLogin{}}
 	dir, err := oauth.DefaultDir()
 	if err != nil {
 		a.noDir = err
@@ -85,6 +101,15 @@ func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (ht
 			return nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
 		}
 		return credential.ExchangeTransport(base, sameorigin.Origin(target), a.exchanger(srv)), nil
+	}
+	if srv.Auth.PerUser {
+		a.mu.Lock()
+		users := a.users
+		a.mu.Unlock()
+		if users == nil {
+			return nil, fmt.Errorf("auth: per_user needs http.auth.user_logins, which could not be set up; see the log")
+		}
+		return users.Transport(srv, base)
 	}
 	if a.keyring == nil {
 		return nil, fmt.Errorf("auth: %v", a.noDir)
@@ -117,7 +142,7 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 // sameServerAuth reports whether two auth settings are the same.
 func sameServerAuth(x, y config.ServerAuth) bool {
 	return x.Type == y.Type && x.ClientID == y.ClientID && x.ClientSecret == y.ClientSecret && slices.Equal(x.Scopes, y.Scopes) &&
-		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer
+		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser
 }
 
 // problems is proxy.Options.AuthProblems.
@@ -134,11 +159,12 @@ func (a *upstreamAuth) problems() []config.Problem {
 func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
 	servers := append([]*config.Server(nil), ws.Servers...)
 	a.servers.Store(&servers)
+	a.setUserLogins(ws.HTTP.Auth.UserLogins)
 	if a.keyring == nil || ctx == nil {
 		return
 	}
 	for _, s := range servers {
-		if s.Auth.Type == config.ServerAuthOAuth {
+		if s.Auth.Type == config.ServerAuthOAuth && !s.Auth.PerUser {
 			a.watch.Do(func() { a.watchLogins(ctx) })
 			return
 		}
@@ -172,7 +198,7 @@ func missingLogins(ws *config.Workspace) []config.Problem {
 	var out []config.Problem
 	var store *oauth.Store
 	for _, s := range ws.Servers {
-		if s.Auth.Type != config.ServerAuthOAuth {
+		if s.Auth.Type != config.ServerAuthOAuth || s.Auth.PerUser {
 			continue
 		}
 		if store == nil {
@@ -220,7 +246,10 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 			}
 		}
 	}
-	if srv == nil || a.keyring == nil {
+	if srv != nil && srv.Auth.PerUser {
+		return a.offerUserLogin(ctx, srv)
+	}
+	if srv == nil || a.keyring == nil || !a.sharedOffers {
 		return "", "", nil, fmt.Errorf("server %q cannot be logged in to from here", server)
 	}
 	a.mu.Lock()
