@@ -133,10 +133,17 @@ servers:
 	require.NoError(t, err)
 	assert.Equal(t, oauthSubject, claims["sub"], "the token of alice's login")
 
-	// Bob has logged in to nothing: he is offered a login of his own.
+	// Bob has logged in to nothing: he is offered a login of his own; a
+	// client of his without URL elicitation gets the link in the error.
+	plain := a.connectAs(bobToken)
+	resp := plain.callTool("whoami", map[string]any{})
+	require.NotEmpty(t, resp.Error, "bob's call does not use alice's login")
+	var linkErr struct{ Message string }
+	require.NoError(t, json.Unmarshal(resp.Error, &linkErr))
+	assert.Contains(t, linkErr.Message, "open "+as.issuer+"/", "the error carries the login's URL")
 	bob := a.newClientAs(bobToken)
 	bob.initializeWith(map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
-	resp := bob.callTool("whoami", map[string]any{})
+	resp = bob.callTool("whoami", map[string]any{})
 	require.NotEmpty(t, resp.Error, "bob's call does not use alice's login")
 	var bobErr struct{ Code int }
 	require.NoError(t, json.Unmarshal(resp.Error, &bobErr))
