@@ -107,7 +107,7 @@ func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (ht
 		users := a.users
 		a.mu.Unlock()
 		if users == nil {
-			return nil, fmt.Errorf("auth: per_user needs http.auth.user_logins, which could not be set up; see the log")
+			return nil, fmt.Errorf("auth: per_user: each caller's login is used by serve --http with http.auth.user_logins, and none is set up here (a key that cannot be read is said in the log)")
 		}
 		return users.Transport(srv, base)
 	}
