@@ -162,43 +162,73 @@ type Failure struct {
 // Authenticate returns the name of the client r comes from, or why it is
 // refused.
 func (g *Guard) Authenticate(r *http.Request) (string, *Failure) {
+	who, f := g.Identify(r)
+	return who.Client, f
+}
+
+// Identity is what a request's credentials say of its caller.
+type Identity struct {
+	// Client is the client's name, as Authenticate returns it.
+	Client string
+	// Claims are the verified access token's claims (sub, iss, ...);
+	// nil for a static token's client. Read-only.
+	Claims map[string]any
+	// accessToken is the verified OAuth access token, "" for a static
+	// token: unexported, so that printing an Identity never shows it.
+	accessToken string
+}
+
+// AccessToken is the caller's verified OAuth access token, "" for a
+// static token's client. A credential: never log it.
+func (i Identity) AccessToken() string { return i.accessToken }
+
+// Identify is Authenticate with what the token says of its caller.
+func (g *Guard) Identify(r *http.Request) (Identity, *Failure) {
+	client, claims, token, f := g.identify(r)
+	if f != nil {
+		return Identity{}, f
+	}
+	return Identity{Client: client, Claims: claims, accessToken: token}, nil
+}
+
+func (g *Guard) identify(r *http.Request) (string, map[string]any, string, *Failure) {
 	token, ok, malformed := bearerToken(r.Header)
 	if !ok {
 		if malformed {
-			return "", g.refuse(r, http.StatusBadRequest, "invalid_request",
+			return "", nil, "", g.refuse(r, http.StatusBadRequest, "invalid_request",
 				"the Authorization header must be one \"Bearer <token>\"")
 		}
-		return "", g.refuse(r, http.StatusUnauthorized, "", "authentication required: send Authorization: Bearer <token>")
+		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "", "authentication required: send Authorization: Bearer <token>")
 	}
 	if client, ok := g.static.lookup(token); ok {
-		return client, nil
+		return client, nil, "", nil
 	}
 	if g.oauth == nil || strings.Count(token, ".") != 2 {
 		g.refused.note(slog.LevelInfo, "refused a request with an unknown bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
-		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
+		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
 	}
-	client, err := g.oauth.verify(r.Context(), token)
+	client, claims, err := g.oauth.verify(r.Context(), token)
 	if err == nil && g.static.has(client) {
 		// The name of a static token's client: taking it would act as that
 		// client (its profile, sessions, leases, operator rights).
 		g.refused.note(slog.LevelWarn, "refused an access token that names a client of http.auth.tokens", "client", client, "remote", r.RemoteAddr,
 			"fix", "give the static token's client another name, or stop the issuer from issuing tokens with that client_id, azp or sub")
-		return "", g.refuse(r, http.StatusUnauthorized, "invalid_token",
+		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token",
 			fmt.Sprintf("the token names client %q, which authenticates with a static token here", client))
 	}
 	if err == nil {
-		return client, nil
+		return client, claims, token, nil
 	}
 	if err.unavailable {
 		g.refused.note(slog.LevelWarn, "refused a request: the OAuth issuer's keys are not available", "remote", r.RemoteAddr, "err", err.cause)
-		return "", &Failure{Status: http.StatusServiceUnavailable, Challenge: "", Message: err.description, RetryAfter: 10}
+		return "", nil, "", &Failure{Status: http.StatusServiceUnavailable, Challenge: "", Message: err.description, RetryAfter: 10}
 	}
 	if err.insufficientScope {
 		g.refused.note(slog.LevelInfo, "refused a request: insufficient scope", "client", client, "remote", r.RemoteAddr, "reason", err.description)
-		return "", g.refuse(r, http.StatusForbidden, "insufficient_scope", err.description)
+		return "", nil, "", g.refuse(r, http.StatusForbidden, "insufficient_scope", err.description)
 	}
 	g.refused.note(slog.LevelInfo, "refused a request: invalid access token", "remote", r.RemoteAddr, "reason", err.description)
-	return "", g.refuse(r, http.StatusUnauthorized, "invalid_token", err.description)
+	return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token", err.description)
 }
 
 // refuse builds a refusal and its challenge (RFC 6750 §3, RFC 9728 §5.1).

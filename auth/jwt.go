@@ -46,8 +46,8 @@ func invalid(cause error, format string, args ...any) *verifyError {
 }
 
 // verify checks the token's signature, issuer, audience, lifetime and
-// scopes, and returns the client it names.
-func (v *oauthVerifier) verify(ctx context.Context, token string) (string, *verifyError) {
+// scopes, and returns the client it names and the token's claims.
+func (v *oauthVerifier) verify(ctx context.Context, token string) (string, map[string]any, *verifyError) {
 	parser := jwt.NewParser(
 		jwt.WithValidMethods(signingMethods),
 		jwt.WithIssuer(v.issuer),
@@ -62,21 +62,21 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (string, *veri
 		return v.keys.lookup(ctx, kid, t.Method.Alg())
 	})
 	if errors.Is(err, errNoKeys) {
-		return "", &verifyError{unavailable: true, cause: err,
+		return "", nil, &verifyError{unavailable: true, cause: err,
 			description: "the gateway cannot verify access tokens right now: it could not fetch the issuer's signing keys; try again shortly"}
 	}
 	if err != nil {
-		return "", invalid(err, "%s", describe(err))
+		return "", nil, invalid(err, "%s", describe(err))
 	}
 	client := firstString(claims, "client_id", "azp", "sub")
 	if client == "" || len(client) > maxClientName || strings.IndexFunc(client, unicode.IsControl) >= 0 {
-		return "", invalid(nil, "the token names no client: it needs a client_id, azp or sub claim")
+		return "", nil, invalid(nil, "the token names no client: it needs a client_id, azp or sub claim")
 	}
 	if missing := missingScopes(claims, v.scopes); len(missing) > 0 {
-		return client, &verifyError{insufficientScope: true,
+		return client, nil, &verifyError{insufficientScope: true,
 			description: "the token lacks the scope " + strings.Join(missing, " ")}
 	}
-	return client, nil
+	return client, claims, nil
 }
 
 // describe turns a parse failure into a description a client may see.

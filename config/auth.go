@@ -23,6 +23,9 @@ type (
 		// Operators are the clients (names as in Tokens, or OAuth clients)
 		// that may use the operator endpoints, such as POST /drain.
 		Operators []string
+		// UserLogins keeps the logins of servers with auth.per_user; nil
+		// when not set.
+		UserLogins *UserLogins
 	}
 
 	// OAuth is http.auth.oauth: JWT access tokens issued by one authorization server.
@@ -87,7 +90,7 @@ func member(n *yaml.Node, key string) *yaml.Node {
 
 // readAuth reads http.auth. Token values never appear in a problem.
 func readAuth(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) *Auth {
-	const want = "tokens: {CLIENT: {env: VAR}}, oauth: {issuer, audience, required_scopes}, operators: [CLIENT]"
+	const want = "tokens: {CLIENT: {env: VAR}}, oauth: {issuer, audience, required_scopes}, operators: [CLIENT], user_logins: {key, callback}"
 	if !r.mapping(n, "http.auth", want) {
 		return nil
 	}
@@ -96,13 +99,16 @@ func readAuth(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node) *A
 		r.errorf(n.Line, "http.auth", "is empty; set tokens (static bearer tokens per client) or oauth (JWT access tokens), or remove http.auth")
 		return a
 	}
-	f := r.fields(n, "http.auth.", "tokens", "oauth", "operators")
+	f := r.fields(n, "http.auth.", "tokens", "oauth", "operators", "user_logins")
 	before := len(r.problems)
 	if p, ok := f["tokens"]; ok {
 		a.Tokens = readTokens(r, lookupEnv, p.v)
 	}
 	if p, ok := f["oauth"]; ok {
 		a.OAuth = readOAuth(r, p.v)
+	}
+	if p, ok := f["user_logins"]; ok {
+		a.UserLogins = readUserLogins(r, lookupEnv, p.v, a.OAuth)
 	}
 	if p, ok := f["operators"]; ok {
 		// The clients written under tokens, also those whose token could

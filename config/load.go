@@ -248,6 +248,9 @@ func finish(d *serverDef, ws *Workspace) {
 		d.srv.LeaseReminder = false
 	}
 	checkAllowedCommand(d, ws.Security.AllowedCommands)
+	finishExchange(d, ws)
+	checkPerUser(d, ws)
+	warnPrincipalHeaders(d, ws)
 	d.srv.Hash = hashServer(d.srv, ws.Naming.ValidPattern)
 }
 

@@ -21,6 +21,9 @@ func (w *Workspace) Secrets() []string {
 	for _, token := range w.HTTP.Auth.Tokens {
 		out = append(out, token)
 	}
+	if u := w.HTTP.Auth.UserLogins; u != nil && u.Key != "" {
+		out = append(out, u.Key)
+	}
 	for _, s := range w.Servers {
 		for _, v := range s.Env {
 			out = append(out, v)

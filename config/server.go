@@ -41,6 +41,8 @@ type serverDef struct {
 	leaseReminderSet bool
 	commandLine      int  // line of command, for the allowed_commands check
 	commandFromEnv   bool // command came from the environment: do not echo it
+	authLine         int  // line of auth, for checks against the workspace
+	headersLine      int  // line of headers, likewise
 }
 
 // fileContext is what a server definition needs to know about the file it is in.
@@ -106,6 +108,12 @@ func parseServer(fc fileContext, id string, key, n *yaml.Node) *serverDef {
 		d.commandFromEnv = s.commandFromEnv
 	}
 	s.auth()
+	if p, ok := f["auth"]; ok {
+		d.authLine = p.k.Line
+	}
+	if p, ok := f["headers"]; ok {
+		d.headersLine = p.k.Line
+	}
 	s.checkTransport()
 	s.checkAuth()
 	return d
@@ -252,14 +260,18 @@ func (s *serverReader) maps() {
 
 // values reads a mapping of names to literal strings or {env: NAME} references.
 func (s *serverReader) values(n *yaml.Node, field string, validName func(string) bool, nameRule string) map[string]string {
-	if !s.mapping(n, field, "NAME: value or NAME: {env: HOST_VAR}") || isNull(n) {
+	form := "NAME: value or NAME: {env: HOST_VAR}"
+	if field == "headers" {
+		form += " or NAME: {principal: subject}"
+	}
+	if !s.mapping(n, field, form) || isNull(n) {
 		return nil
 	}
 	own, merged := mappingPairs(n)
 	out := make(map[string]string, len(own)+len(merged))
 	for _, p := range append(own, merged...) {
 		sub := field + "." + p.key
-		if _, dup := out[p.key]; dup {
+		if _, dup := out[p.key]; dup || (field == "headers" && s.srv.PrincipalHeaders[p.key] != "") {
 			s.errorf(p.k.Line, sub, "set more than once; keep one")
 			continue
 		}
@@ -271,6 +283,14 @@ func (s *serverReader) values(n *yaml.Node, field string, validName func(string)
 		switch {
 		case isNull(v):
 			out[p.key] = ""
+		case field == "headers" && isPrincipalRef(v):
+			if what, ok := s.principalRef(v, sub); ok {
+				if s.srv.PrincipalHeaders == nil {
+					s.srv.PrincipalHeaders = map[string]string{}
+				}
+				s.srv.PrincipalHeaders[p.key] = what
+			}
+			continue
 		case v.Kind == yaml.MappingNode:
 			if val, ok := s.envRef(v, sub); ok {
 				out[p.key] = val

@@ -15,6 +15,18 @@ type ServerAuth struct {
 	ClientID     string   // pre-registered client; empty: dynamic client registration
 	ClientSecret string   // resolved (a secret value!); only with ClientID
 	Scopes       []string // empty: what the server's metadata asks for
+	// Audience is what a token exchange asks a token for (RFC 8693
+	// audience); default the server's url.
+	Audience string
+	// TokenEndpoint is where a token exchange is made; "" means the token
+	// endpoint of Issuer's metadata.
+	TokenEndpoint string
+	// Issuer is http.auth.oauth's issuer, whose metadata names the token
+	// endpoint of a token exchange without TokenEndpoint.
+	Issuer string
+	// PerUser keeps an OAuth login per caller (type oauth): each logs in
+	// through the gateway, and the server is sent the caller's own token.
+	PerUser bool
 }
 
 // ServerAuthType names how a remote server is authorized.
@@ -26,10 +38,14 @@ const (
 	// it: discovery, authorization code with PKCE, tokens stored by
 	// `mcp-aggregator login`.
 	ServerAuthOAuth ServerAuthType = "oauth"
+	// ServerAuthTokenExchange is OAuth 2.0 token exchange (RFC 8693): each
+	// caller's access token to the gateway is traded, at the gateway's
+	// issuer, for one meant for the server, sent as its bearer token.
+	ServerAuthTokenExchange ServerAuthType = "token_exchange"
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -38,22 +54,32 @@ func (s *serverReader) auth() {
 	if !ok || isNull(deref(p.v)) {
 		return
 	}
-	if !s.mapping(p.v, "auth", "type: oauth, and optionally client_id, client_secret, scopes") {
+	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint") {
 		return
 	}
 	f := s.fields(deref(p.v), "auth.", authKeys...)
 	a := ServerAuth{}
 	tp, ok := f["type"]
 	if !ok {
-		s.errorf(p.v.Line, "auth.type", "required; set type: oauth")
+		s.errorf(p.v.Line, "auth.type", "required; set type: oauth (a login at the server) or type: token_exchange (each caller's token exchanged)")
 		return
 	}
 	if t, ok := s.text(tp.v, "auth.type"); ok {
-		if t.s != string(ServerAuthOAuth) {
-			s.errorf(tp.v.Line, "auth.type", "%s is not supported; use oauth", t.quoted())
+		switch ServerAuthType(t.s) {
+		case ServerAuthOAuth, ServerAuthTokenExchange:
+			a.Type = ServerAuthType(t.s)
+		default:
+			s.errorf(tp.v.Line, "auth.type", "%s is not supported; use oauth or token_exchange", t.quoted())
 			return
 		}
-		a.Type = ServerAuthOAuth
+	}
+	s.exchangeSettings(f, &a)
+	if p, ok := f["per_user"]; ok {
+		if a.Type != ServerAuthOAuth {
+			s.errorf(p.k.Line, "auth.per_user", "applies to type: oauth only; remove it")
+		} else {
+			a.PerUser, _ = s.boolean(p.v, "auth.per_user")
+		}
 	}
 	if c, ok := f["client_id"]; ok {
 		if t, ok := s.text(c.v, "auth.client_id"); ok {
@@ -101,9 +127,21 @@ func (s *serverReader) checkAuth() {
 		s.errorf(p.k.Line, "auth", "applies to remote servers (url:) only; a stdio server gets its credentials through env; remove auth")
 		return
 	}
-	for name := range s.srv.Headers {
+	for name := range joinKeys(s.srv.Headers, s.srv.PrincipalHeaders) {
 		if http.CanonicalHeaderKey(name) == "Authorization" {
 			s.errorf(p.k.Line, "auth", "set together with headers.%s, which auth: oauth replaces with its own token; remove one of them", name)
 		}
 	}
+}
+
+// joinKeys is the set of the keys of a and b.
+func joinKeys(a, b map[string]string) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }

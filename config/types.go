@@ -71,34 +71,39 @@ type (
 
 	// Server is one validated upstream server definition with every value resolved.
 	Server struct {
-		ID             string
-		File           string // config file that defined it
-		Line           int    // line of its key in that file
-		Stateless      bool   // truely-stateless
-		Transport      Transport
-		Command        string
-		Args           []string
-		Cwd            string            // absolute; defaults to the config file's directory
-		Env            map[string]string // resolved variables of the server's own (secret values!)
-		InheritEnv     []string          // host variables passed on besides the safe base: names or * patterns
-		HostVars       []string          // host variables its config reads ({env: VAR}, ${VAR}): their values are its secrets
-		Withheld       []string          // host variables the rest of the config reads for its secrets: inherit_env passes them only named exactly
-		URL            string
-		Headers        map[string]string // resolved (secret values!)
-		Auth           ServerAuth        // how the aggregator authorizes itself at a remote server
-		SessionID      string
-		Protocol       string // "" or "auto" means the 2025-11-25 handshake
-		Required       bool
-		Insecure       bool
-		ConnectTimeout time.Duration // default 30s
-		RequestTimeout time.Duration // default 60s
-		PingInterval   time.Duration // health ping of a shared instance; default 30s, 0 = off
-		Tools          Tools
-		Resources      Filter // on resource URIs
-		Prompts        Filter // on original prompt names
-		Transforms     []Transform
-		Lease          Lease
-		LeaseReminder  bool // default true
+		ID         string
+		File       string // config file that defined it
+		Line       int    // line of its key in that file
+		Stateless  bool   // truely-stateless
+		Transport  Transport
+		Command    string
+		Args       []string
+		Cwd        string            // absolute; defaults to the config file's directory
+		Env        map[string]string // resolved variables of the server's own (secret values!)
+		InheritEnv []string          // host variables passed on besides the safe base: names or * patterns
+		HostVars   []string          // host variables its config reads ({env: VAR}, ${VAR}): their values are its secrets
+		Withheld   []string          // host variables the rest of the config reads for its secrets: inherit_env passes them only named exactly
+		URL        string
+		Headers    map[string]string // resolved (secret values!)
+		// PrincipalHeaders are the headers whose value is the caller's own,
+		// by header name: what of the principal each carries
+		// (PrincipalSubject, PrincipalClient, PrincipalIssuer, or
+		// PrincipalClaimPrefix and a claim's name), filled in per request.
+		PrincipalHeaders map[string]string
+		Auth             ServerAuth // how the aggregator authorizes itself at a remote server
+		SessionID        string
+		Protocol         string // "" or "auto" means the 2025-11-25 handshake
+		Required         bool
+		Insecure         bool
+		ConnectTimeout   time.Duration // default 30s
+		RequestTimeout   time.Duration // default 60s
+		PingInterval     time.Duration // health ping of a shared instance; default 30s, 0 = off
+		Tools            Tools
+		Resources        Filter // on resource URIs
+		Prompts          Filter // on original prompt names
+		Transforms       []Transform
+		Lease            Lease
+		LeaseReminder    bool // default true
 		// FromEnv lists every text that ${VAR} or {env: VAR} filled in from the host
 		// environment or the env file, in any field (url, args, command, cwd, env,
 		// headers, ...): secret values, scrubbed from all output. Not hashed: the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/auth"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/credential"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 )
 
@@ -146,13 +147,18 @@ func (a *Access) protect(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		client, f := g.Authenticate(r)
+		who, f := g.Identify(r)
 		if f != nil {
 			f.Write(w)
 			return
 		}
 		r.Header.Del("Authorization")
-		h.ServeHTTP(w, r.WithContext(downstream.WithClient(r.Context(), client)))
+		// The caller's credentials go on in the request's context, for the
+		// upstreams that take the caller's own (credential.Caller); the
+		// token there never prints.
+		ctx := downstream.WithClient(r.Context(), who.Client)
+		ctx = credential.WithCaller(ctx, credential.NewCaller(who.Client, who.Claims, who.AccessToken()))
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

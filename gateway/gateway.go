@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/mcp-aggregator/mcp-aggregator/auth"
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
@@ -18,6 +19,9 @@ type Gateway struct {
 	Ops    *ops.Ops // probes, metrics and the status page; nil: none served
 	Access *Access  // http.auth (access.go); nil: nothing to check
 	Drain  *Drainer // SIGTERM and POST /drain (drain.go); nil: no /drain
+	// LoginCallback is where the browser comes back from the per-user
+	// logins the gateway offers (config.LoginCallbackPath); nil: none.
+	LoginCallback http.Handler
 }
 
 // ProbePaths are the probes Handler serves: a client at its connection
@@ -43,6 +47,11 @@ func (g *Gateway) Handler() http.Handler {
 	// web pages as well.
 	mux.Handle(auth.WellKnownPath, g.Access.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.Access.metadata())
+	if g.LoginCallback != nil {
+		// A browser coming back from an authorization server has no
+		// credentials of ours: the login's state is what it must match.
+		mux.Handle(config.LoginCallbackPath, g.LoginCallback)
+	}
 	if g.Ops != nil {
 		// Probes answer without credentials: a load balancer or kubelet has none.
 		mux.Handle("/healthz", g.guard(g.Ops.Healthz()))

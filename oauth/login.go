@@ -45,6 +45,19 @@ type LoginOptions struct {
 	HTTPClient *http.Client
 	// ClientName is the name registered by dynamic client registration.
 	ClientName string
+	// Redirects, when set, is where the browser comes back (a gateway's
+	// own callback) instead of a listener on a loopback port.
+	Redirects *Redirects
+}
+
+// redirectTarget is where the browser comes back to with the
+// authorization response: a loopback listener of its own (callback), or a
+// gateway's shared endpoint (Redirects).
+type redirectTarget interface {
+	redirectURI() string
+	expect(state string)
+	wait(ctx context.Context) (redirect, error)
+	close()
 }
 
 // Login runs the authorization code flow for opts.Server and returns the
@@ -62,9 +75,15 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	if timeout <= 0 {
 		timeout = DefaultLoginTimeout
 	}
-	cb, err := listenCallback()
-	if err != nil {
-		return nil, err
+	var cb redirectTarget
+	if opts.Redirects != nil {
+		cb = opts.Redirects.begin()
+	} else {
+		listener, err := listenCallback()
+		if err != nil {
+			return nil, err
+		}
+		cb = listener
 	}
 	defer cb.close()
 
@@ -180,7 +199,7 @@ func clientConfig(ctx context.Context, client *http.Client, opts LoginOptions, t
 // authorize hands the authorization URL (PKCE S256, a fresh state, the
 // resource) to opts.Authorize and waits for the browser to come back with
 // a code, which it returns with the PKCE verifier.
-func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb *callback, cfg *oauth2.Config, t *loginTarget) (code, verifier string, err error) {
+func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb redirectTarget, cfg *oauth2.Config, t *loginTarget) (code, verifier string, err error) {
 	verifier = oauth2.GenerateVerifier()
 	state := rand.Text()
 	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", t.resource))

@@ -92,7 +92,28 @@ func (p *Proxy) loginOffer(ctx context.Context, req *downstream.Request, server 
 		return nil
 	}
 	message := fmt.Sprintf("MCP server %q needs you to log in. Open the link, approve the access, then try again.", server)
-	return p.offerLogins(ctx, req, []string{server}, message)
+	if offer := p.offerLogins(ctx, req, []string{server}, message); offer != nil {
+		return offer
+	}
+	return p.loginLink(ctx, server, err)
+}
+
+// loginLink is the answer to a client that cannot be sent a URL
+// elicitation, for a server where each caller logs in: the link to open,
+// in the error's message. nil for a shared login (the operator runs
+// `mcp-aggregator login`), or when the login cannot be offered.
+func (p *Proxy) loginLink(ctx context.Context, server string, err error) *jsonrpc.Error {
+	var need *oauth.LoginRequiredError
+	if p.opts.OfferLogin == nil || !errors.As(err, &need) || !need.PerUser {
+		return nil
+	}
+	url, _, _, oerr := p.opts.OfferLogin(ctx, server)
+	if oerr != nil {
+		p.log.Warn("could not offer the client a login", "server", server, "err", oerr)
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("MCP server %q needs you to log in: open %s in a browser, approve the access, then call the tool again.", server, url)}
 }
 
 // unknownToolLoginOffer answers a call of a tool no server exports, while

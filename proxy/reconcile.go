@@ -543,14 +543,15 @@ func sameRuntime(a, b *config.Server) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		a.Cwd == b.Cwd && maps.Equal(a.Env, b.Env) && slices.Equal(a.InheritEnv, b.InheritEnv) &&
 		slices.Equal(a.Withheld, b.Withheld) &&
-		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.URL == b.URL && maps.Equal(a.Headers, b.Headers) && maps.Equal(a.PrincipalHeaders, b.PrincipalHeaders) &&
 		a.SessionID == b.SessionID && a.Protocol == b.Protocol && a.Stateless == b.Stateless &&
 		a.ConnectTimeout == b.ConnectTimeout && a.Insecure == b.Insecure && sameAuth(a.Auth, b.Auth)
 }
 
 // sameAuth reports whether two servers authorize themselves alike.
 func sameAuth(a, b config.ServerAuth) bool {
-	return a.Type == b.Type && a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes)
+	return a.Type == b.Type && a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes) &&
+		a.Audience == b.Audience && a.TokenEndpoint == b.TokenEndpoint && a.Issuer == b.Issuer && a.PerUser == b.PerUser
 }
 
 func contains(servers []*config.Server, id string) bool {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/credential"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
@@ -152,6 +153,12 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 			end()
 			return nil, err
 		}
+	}
+	// Per-principal headers carry the caller of each request, read from
+	// its context: a shared connection serves many callers, so no value
+	// is kept on the connection.
+	if len(srv.PrincipalHeaders) > 0 {
+		base = credential.Headers(base, sameorigin.Origin(target), srv.PrincipalHeaders)
 	}
 	// The configured headers are set here, in the client, on every request
 	// to the server's own origin, and on nothing else: not by the request's

@@ -204,6 +204,10 @@ func oauthServer(cmd string, c *common, id string, stdout, stderr io.Writer) (*c
 		fmt.Fprintf(stderr, "%s: server %q does not use OAuth; add auth: {type: oauth} to its config if it needs a login\n", cmd, id)
 		return nil, nil, 1
 	}
+	if srv.Auth.PerUser {
+		fmt.Fprintf(stderr, "%s: server %q keeps a login per caller (auth.per_user): each person logs in through the link the gateway offers when they call its tools\n", cmd, id)
+		return nil, nil, 1
+	}
 	dir, err := oauth.DefaultDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)

@@ -193,13 +193,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
 	firstLoad := &requiredWatch{log: log, loaded: loaded}
-	var offerLogin proxy.LoginOffer
-	if *httpAddr == "" || gateway.LoopbackBind(*httpAddr) {
-		// Only where the aggregator serves one person: the login's browser
-		// comes back to this machine's loopback, and every client shares
-		// the tokens it gets.
-		offerLogin = upAuth.offerLogin
-	}
+	// A shared login is offered only where the aggregator serves one
+	// person: the login's browser comes back to this machine's loopback,
+	// and every client shares the tokens it gets. A per-user login comes
+	// back to the gateway's own callback, and is the caller's alone.
+	upAuth.sharedOffers = *httpAddr == "" || gateway.LoopbackBind(*httpAddr)
+	offerLogin := proxy.LoginOffer(upAuth.offerLogin)
 	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Observer: recorder, Tracer: tracer,
 		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases, MaxCallsPerClient: *maxCalls,
 		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
@@ -286,7 +285,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain,
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.callback(),
 		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 

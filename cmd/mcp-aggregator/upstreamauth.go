@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
@@ -36,6 +41,34 @@ type upstreamAuth struct {
 	changed chan struct{} // a stored login changed (login, logout)
 	mu      sync.Mutex
 	offered map[string]*offeredLogin // logins under way for clients, by server id
+	// exchangers make the token exchanges of servers with auth:
+	// token_exchange, by server id, kept across the server's instances and
+	// reloads that leave its auth alone (their tokens with them).
+	exchangers map[string]*serverExchanger // guarded by mu
+	secrets    *redact.Set
+	// sharedOffers allows offering clients the shared login of a server
+	// (an aggregator that serves one person).
+	sharedOffers bool
+	// users are the per-user logins, once http.auth.user_logins is set;
+	// usersOf is the setting they were made for. Guarded by mu.
+	users   *oauth.UserLogins
+	usersOf config.UserLogins
+	// redirects is the gateway's callback of the per-user logins.
+	redirects   atomic.Pointer[oauth.Redirects]
+	userOffered map[userOfferKey]*offeredLogin // per-user logins under way; guarded by mu
+}
+
+// userOfferKey is a per-user login under way: whose, at which server.
+type userOfferKey struct {
+	server string
+	entry  credential.VaultEntry
+}
+
+// serverExchanger is the Exchanger of one server's auth.
+type serverExchanger struct {
+	auth config.ServerAuth
+	url  string
+	ex   *credential.Exchanger
 }
 
 // offeredLogin is a login a client was asked to finish in a browser.
@@ -48,7 +81,8 @@ type offeredLogin struct {
 // newUpstreamAuth builds the keyring; every token it handles is added to
 // the secrets the log is scrubbed of.
 func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstreamAuth {
-	a := &upstreamAuth{log: log, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{}}
+	a := &upstreamAuth{log: log, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{},
+		exchangers: map[string]*serverExchanger{}, secrets: &c.secrets, userOffered: map[userOfferKey]*offeredLogin{}}
 	dir, err := oauth.DefaultDir()
 	if err != nil {
 		a.noDir = err
@@ -61,10 +95,54 @@ func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstrea
 
 // authorize is upstream.Options.Authorize.
 func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
+	if srv.Auth.Type == config.ServerAuthTokenExchange {
+		target, err := url.Parse(srv.URL)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
+		}
+		return credential.ExchangeTransport(base, sameorigin.Origin(target), a.exchanger(srv)), nil
+	}
+	if srv.Auth.PerUser {
+		a.mu.Lock()
+		users := a.users
+		a.mu.Unlock()
+		if users == nil {
+			return nil, fmt.Errorf("auth: per_user: each caller's login is used by serve --http with http.auth.user_logins, and none is set up here (a key that cannot be read is said in the log)")
+		}
+		return users.Transport(srv, base)
+	}
 	if a.keyring == nil {
 		return nil, fmt.Errorf("auth: %v", a.noDir)
 	}
 	return a.keyring.Transport(srv, base)
+}
+
+// exchanger is srv's Exchanger: the one it had while its auth and url
+// stay as they were, else a new one.
+func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if se := a.exchangers[srv.ID]; se != nil && se.url == srv.URL && sameServerAuth(se.auth, srv.Auth) {
+		return se.ex
+	}
+	audience := srv.Auth.Audience
+	if audience == "" {
+		audience = srv.URL
+	}
+	ex := credential.NewExchanger(credential.ExchangeOptions{Server: srv.ID, TokenEndpoint: srv.Auth.TokenEndpoint, Issuer: srv.Auth.Issuer,
+		ClientID: srv.Auth.ClientID, ClientSecret: credential.NewSecret(srv.Auth.ClientSecret), Audience: audience, Scopes: srv.Auth.Scopes,
+		Logger: a.log, Scrub: func(token string, until time.Time) {
+			a.secrets.Add(token)
+			a.secrets.Retire(until, token)
+		}})
+	a.exchangers[srv.ID] = &serverExchanger{auth: srv.Auth, url: srv.URL, ex: ex}
+	return ex
+}
+
+// sameServerAuth reports whether two auth settings are the same.
+func sameServerAuth(x, y config.ServerAuth) bool {
+	return x.Type == y.Type && x.ClientID == y.ClientID && x.ClientSecret == y.ClientSecret && slices.Equal(x.Scopes, y.Scopes) &&
+		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser
 }
 
 // problems is proxy.Options.AuthProblems.
@@ -81,11 +159,12 @@ func (a *upstreamAuth) problems() []config.Problem {
 func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
 	servers := append([]*config.Server(nil), ws.Servers...)
 	a.servers.Store(&servers)
+	a.setUserLogins(ws.HTTP.Auth.UserLogins)
 	if a.keyring == nil || ctx == nil {
 		return
 	}
 	for _, s := range servers {
-		if s.Auth.Type == config.ServerAuthOAuth {
+		if s.Auth.Type == config.ServerAuthOAuth && !s.Auth.PerUser {
 			a.watch.Do(func() { a.watchLogins(ctx) })
 			return
 		}
@@ -119,7 +198,7 @@ func missingLogins(ws *config.Workspace) []config.Problem {
 	var out []config.Problem
 	var store *oauth.Store
 	for _, s := range ws.Servers {
-		if s.Auth.Type != config.ServerAuthOAuth {
+		if s.Auth.Type != config.ServerAuthOAuth || s.Auth.PerUser {
 			continue
 		}
 		if store == nil {
@@ -167,7 +246,10 @@ func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, s
 			}
 		}
 	}
-	if srv == nil || a.keyring == nil {
+	if srv != nil && srv.Auth.PerUser {
+		return a.offerUserLogin(ctx, srv)
+	}
+	if srv == nil || a.keyring == nil || !a.sharedOffers {
 		return "", "", nil, fmt.Errorf("server %q cannot be logged in to from here", server)
 	}
 	a.mu.Lock()

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"path/filepath"
+
+	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
+	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+)
+
+// setUserLogins sets up the per-user logins for http.auth.user_logins, or
+// keeps them while the setting is the same. A key that cannot be read
+// leaves per-user servers unable to start, with the reason in the log.
+func (a *upstreamAuth) setUserLogins(u *config.UserLogins) {
+	if u == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.users != nil && a.usersOf == *u {
+		return
+	}
+	key, err := vaultKey(u)
+	if err == nil && a.noDir != nil {
+		err = a.noDir
+	}
+	var vault *credential.Vault
+	if err == nil {
+		dir, derr := oauth.DefaultDir()
+		if derr != nil {
+			err = derr
+		} else {
+			vault, err = credential.NewVault(filepath.Join(dir, "per-user"), key)
+		}
+	}
+	if err != nil {
+		a.log.Error("cannot keep per-user logins: servers with auth.per_user will not start", "err", err)
+		a.users = nil
+		return
+	}
+	redirects := oauth.NewRedirects(u.Callback)
+	a.redirects.Store(redirects)
+	a.users = oauth.NewUserLogins(oauth.UserLoginsOptions{Vault: vault, Redirects: redirects, Logger: a.log, Secrets: a.secrets.Add})
+	a.usersOf = *u
+}
+
+// vaultKey reads the key of http.auth.user_logins.
+func vaultKey(u *config.UserLogins) ([]byte, error) {
+	if u.KeyFile != "" {
+		return credential.ReadKeyFile(u.KeyFile)
+	}
+	return credential.ParseKey(u.Key)
+}
+
+// callback is the gateway's handler of config.LoginCallbackPath: the
+// redirects of the per-user logins in effect.
+func (a *upstreamAuth) callback() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs := a.redirects.Load()
+		if rs == nil {
+			http.NotFound(w, r)
+			return
+		}
+		rs.ServeHTTP(w, r)
+	})
+}
+
+// offerUserLogin is offerLogin for a per-user server: the login of the
+// caller of ctx, whose browser comes back to the gateway's callback. A
+// second call of the same caller while it is under way gets the same URL.
+func (a *upstreamAuth) offerUserLogin(ctx context.Context, srv *config.Server) (string, string, *proxy.LoginDone, error) {
+	caller := credential.CallerOf(ctx)
+	if caller == nil {
+		return "", "", nil, fmt.Errorf("server %q keeps a login per caller, and this call names none", srv.ID)
+	}
+	key := userOfferKey{server: srv.ID, entry: credential.EntryOf(srv.ID, caller)}
+	a.mu.Lock()
+	users := a.users
+	if users == nil {
+		a.mu.Unlock()
+		return "", "", nil, fmt.Errorf("server %q: per-user logins are not set up (http.auth.user_logins)", srv.ID)
+	}
+	if o := a.userOffered[key]; o != nil {
+		url := o.url
+		a.mu.Unlock()
+		if url == "" {
+			return "", "", nil, fmt.Errorf("your login to server %q is being prepared; try again in a moment", srv.ID)
+		}
+		return url, o.id, o.done, nil
+	}
+	o := &offeredLogin{id: rand.Text(), done: proxy.NewLoginDone()}
+	a.userOffered[key] = o
+	a.mu.Unlock()
+
+	first := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() {
+			a.mu.Lock()
+			delete(a.userOffered, key)
+			a.mu.Unlock()
+			o.done.Finish(err == nil)
+			select {
+			case first <- err:
+			default:
+			}
+		}()
+		lctx, cancel := context.WithTimeout(a.life, oauth.DefaultLoginTimeout)
+		defer cancel()
+		err = users.Login(lctx, srv, caller, func(url string) {
+			a.mu.Lock()
+			o.url = url
+			a.mu.Unlock()
+			first <- nil
+		})
+		if err != nil {
+			a.log.Warn("a caller's login to a server did not complete", "server", srv.ID, "principal", caller.Principal, "err", err)
+		} else {
+			a.log.Info("a caller logged in to a server", "server", srv.ID, "principal", caller.Principal)
+		}
+	}()
+	select {
+	case err := <-first:
+		if err != nil {
+			return "", "", nil, err
+		}
+	case <-ctx.Done():
+		return "", "", nil, context.Cause(ctx)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return o.url, o.id, o.done, nil
+}

@@ -1,0 +1,31 @@
+package credential
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSecretNeverPrints(t *testing.T) {
+	const token = "tok-5b1e0f8a"
+	c := NewCaller("agent", map[string]any{"sub": "person-1"}, token)
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		assert.NotContains(t, fmt.Sprintf(verb, c), token, verb)
+		assert.NotContains(t, fmt.Sprintf(verb, *c), token, verb)
+		assert.NotContains(t, fmt.Sprintf(verb, c.Token), token, verb)
+	}
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), token)
+	var buf bytes.Buffer
+	for _, h := range []slog.Handler{slog.NewTextHandler(&buf, nil), slog.NewJSONHandler(&buf, nil)} {
+		slog.New(h).Info("call", "caller", c, "token", c.Token)
+	}
+	assert.NotContains(t, buf.String(), token)
+	assert.Equal(t, token, c.Token.Reveal())
+}

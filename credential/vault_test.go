@@ -1,0 +1,95 @@
+package credential
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
+)
+
+func newKey(t *testing.T) []byte {
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	return key
+}
+
+func TestVaultSealsEachEntry(t *testing.T) {
+	dir := t.TempDir()
+	v, err := NewVault(dir, newKey(t))
+	require.NoError(t, err)
+	alice := VaultEntry{Server: "linear", Principal: identity.Client("agent"), Issuer: "https://id.example.com", Subject: "alice"}
+	bob := alice
+	bob.Subject = "bob"
+	secret := []byte(`{"access_token":"alice-at-7f3e","refresh_token":"alice-rt-19c2"}`)
+
+	_, err = v.Get(alice)
+	assert.ErrorIs(t, err, ErrNotStored)
+	require.NoError(t, v.Put(alice, secret))
+	got, err := v.Get(alice)
+	require.NoError(t, err)
+	assert.Equal(t, secret, got)
+	_, err = v.Get(bob)
+	assert.ErrorIs(t, err, ErrNotStored, "another user of the same client has nothing")
+
+	files, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	raw, err := os.ReadFile(filepath.Join(dir, files[0].Name()))
+	require.NoError(t, err)
+	for _, clear := range [][]byte{[]byte("alice"), []byte("alice-at-7f3e"), []byte("linear"), []byte("agent")} {
+		assert.False(t, bytes.Contains(raw, clear), "%s is readable at rest", clear)
+		assert.NotContains(t, files[0].Name(), string(clear))
+	}
+	info, err := files[0].Info()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	// The file moved to bob's name does not open as bob's.
+	require.NoError(t, os.Rename(v.path(alice), v.path(bob)))
+	_, err = v.Get(bob)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNotStored)
+
+	other, err := NewVault(dir, newKey(t))
+	require.NoError(t, err)
+	require.NoError(t, v.Put(alice, secret))
+	_, err = other.Get(alice)
+	assert.ErrorContains(t, err, "does not open with the vault key")
+
+	require.NoError(t, v.Delete(alice))
+	require.NoError(t, v.Delete(alice))
+	_, err = v.Get(alice)
+	assert.ErrorIs(t, err, ErrNotStored)
+}
+
+func TestVaultKeys(t *testing.T) {
+	key := newKey(t)
+	for _, text := range []string{hex.EncodeToString(key), " " + base64.StdEncoding.EncodeToString(key) + "\n"} {
+		got, err := ParseKey(text)
+		require.NoError(t, err)
+		assert.Equal(t, key, got)
+	}
+	_, err := ParseKey("not-a-key-but-a-secret-looking-text")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "secret-looking")
+	_, err = NewVault(t.TempDir(), key[:16])
+	assert.ErrorContains(t, err, "32 bytes")
+
+	path := filepath.Join(t.TempDir(), "vault.key")
+	require.NoError(t, os.WriteFile(path, []byte(hex.EncodeToString(key)), 0o644))
+	_, err = ReadKeyFile(path)
+	assert.ErrorContains(t, err, "chmod 600")
+	require.NoError(t, os.Chmod(path, 0o600))
+	got, err := ReadKeyFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, key, got)
+}
