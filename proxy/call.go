@@ -222,6 +222,10 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		defer hold.release()
 	}
 
+	slot, cached, hit := p.cachedResult(&inv, rs, grant)
+	if hit {
+		return cached, nil, nil
+	}
 	up := upstream.Request{Method: inv.method, Params: inv.params}
 	if call {
 		var cerr error
@@ -320,6 +324,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if call && grant != nil {
 		raw = leaseNotes(raw, rs, grant)
 	}
+	p.keepResult(slot, raw)
 	return raw, nil, nil
 }
 

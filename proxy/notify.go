@@ -327,6 +327,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	if json.Unmarshal(params, &head) != nil || head.URI == "" {
 		return
 	}
+	p.forgetResource(inst, head.URI)
 	// A session is no subscription stream: the upstream's subscription id,
 	// should it name one, is not the session's to see.
 	msg := &jsonrpc.Message{Method: "notifications/resources/updated", Params: withSubscriptionID(params, nil)}

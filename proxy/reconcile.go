@@ -640,6 +640,7 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	opts := p.opts.Upstream
 	opts.ClientVersion = p.opts.Version
 	opts.OnListChanged = func(inst *upstream.Instance, kind string) {
+		p.forgetList(inst, kind)
 		p.relists.request(s.ID+"/"+kind, inst, func(inst *upstream.Instance) {
 			if kind == "tools" {
 				p.relist(s.ID, inst)
