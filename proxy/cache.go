@@ -48,11 +48,14 @@ type leasePartition struct {
 // none is held or inv is not cacheable, and slot.inst nil when the result
 // inv gets is not to be kept either.
 func (p *Proxy) cachedResult(inv *invocation, rs *runningServer, grant *session.Grant) (slot cacheSlot, raw json.RawMessage, ok bool) {
-	if p.results == nil || grant == nil || inv.method != "resources/read" || inv.onTask != nil || len(inv.task) > 0 {
+	if grant == nil || inv.method != "resources/read" || inv.onTask != nil || len(inv.task) > 0 {
 		return cacheSlot{}, nil, false
 	}
 	if rawjson.Has(inv.params, "inputResponses") || rawjson.Has(inv.params, "requestState") {
 		return cacheSlot{}, nil, false // a retry's result depends on inputs the key does not hold
+	}
+	if !p.results.On() {
+		return cacheSlot{}, nil, false
 	}
 	// _meta (a progress token, trace context, a lease key already in the
 	// partition) does not change what a read returns.
@@ -108,9 +111,6 @@ func (p *Proxy) keepResult(slot cacheSlot, raw json.RawMessage) {
 // forgetResource drops what inst answered for uri: it said the resource
 // changed.
 func (p *Proxy) forgetResource(inst *upstream.Instance, uri string) {
-	if p.results == nil {
-		return
-	}
 	p.results.Drop(func(k resultcache.Key) bool {
 		return k.Owner == inst && k.Subject == uri && strings.HasPrefix(k.Method, "resources/")
 	})
@@ -119,19 +119,10 @@ func (p *Proxy) forgetResource(inst *upstream.Instance, uri string) {
 // forgetList drops what inst answered of a kind (tools, prompts,
 // resources) whose list it said changed.
 func (p *Proxy) forgetList(inst *upstream.Instance, kind string) {
-	if p.results == nil {
-		return
-	}
 	p.results.Drop(func(k resultcache.Key) bool {
 		return k.Owner == inst && strings.HasPrefix(k.Method, kind+"/")
 	})
 }
 
-// CacheStats are the result cache's counters and size, for the metrics;
-// zero when the cache is off.
-func (p *Proxy) CacheStats() resultcache.Stats {
-	if p.results == nil {
-		return resultcache.Stats{}
-	}
-	return p.results.Stats()
-}
+// CacheStats are the result cache's counters and size, for the metrics.
+func (p *Proxy) CacheStats() resultcache.Stats { return p.results.Stats() }

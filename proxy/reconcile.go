@@ -123,6 +123,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.opts.OnWorkspace(ws)
 	}
 	p.ledger.SetLimits(ws.Limits.MaxInstances, ws.Limits.MaxRSS)
+	p.results.SetMaxBytes(ws.Cache.MaxBytes)
 	// Workspace settings take effect with the first commit below.
 	settings := p.current().with()
 	settings.admin = ws.Admin

@@ -62,10 +62,6 @@ type Options struct {
 	// of its own to end. DefaultMaxCallsPerClient (-1) is half of
 	// limits.max_concurrent; 0 sets no share of its own.
 	MaxCallsPerClient int
-	// ResultCacheBytes bounds the result cache (cache.go): what upstreams
-	// answer with ttlMs and cacheScope, kept while fresh. 0 is
-	// resultcache.DefaultMaxBytes; less than 0 turns the cache off.
-	ResultCacheBytes int64
 }
 
 // DefaultMaxTasksPerClient is how many tasks one client may hold across
@@ -130,7 +126,7 @@ type Proxy struct {
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
-	results    *resultcache.Cache    // results fresh by their caching hints (cache.go); nil: off
+	results    *resultcache.Cache    // results fresh by their caching hints (cache.go)
 	cachedFrom sync.Map              // *upstream.Instance with results in the cache -> struct{}
 	hidden     hiddenNames           // log lines about names a client's profile hides (hidden.go)
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
@@ -161,9 +157,7 @@ func New(opts Options) *Proxy {
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
 	p.tasks.limitPerClient(opts.MaxTasksPerClient)
-	if opts.ResultCacheBytes >= 0 {
-		p.results = resultcache.New(0, opts.ResultCacheBytes)
-	}
+	p.results = resultcache.New(0, config.DefaultCacheMaxBytes) // cache.max_bytes, set by each reconcile
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.modernEdits = resultEdits(p.serverInfoJSON)
 	p.life, p.endLife = context.WithCancel(context.Background())

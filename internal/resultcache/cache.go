@@ -36,13 +36,13 @@ type (
 
 	// Cache is a bounded store of fresh results, safe for concurrent use.
 	Cache struct {
-		maxBytes   int64
 		maxEntries int
 
-		mu    sync.Mutex
-		order *list.List // of *entry, most recently used first
-		byKey map[Key]*list.Element
-		bytes int64
+		mu       sync.Mutex
+		maxBytes int64      // 0: off
+		order    *list.List // of *entry, most recently used first
+		byKey    map[Key]*list.Element
+		bytes    int64
 
 		hits, misses, stores, evictions atomic.Uint64
 	}
@@ -73,6 +73,28 @@ func New(maxEntries int, maxBytes int64) *Cache {
 		maxBytes = DefaultMaxBytes
 	}
 	return &Cache{maxBytes: maxBytes, maxEntries: maxEntries, order: list.New(), byKey: map[Key]*list.Element{}}
+}
+
+// SetMaxBytes changes the bound in bytes, evicting what no longer fits;
+// 0 or less turns the cache off: it drops everything and stores nothing
+// until a bound is set again.
+func (c *Cache) SetMaxBytes(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes = max(n, 0)
+	for c.order.Len() > 0 && c.bytes > c.maxBytes {
+		c.remove(c.order.Back())
+		if c.maxBytes > 0 {
+			c.evictions.Add(1)
+		}
+	}
+}
+
+// On reports whether the cache stores anything (its bound is not 0).
+func (c *Cache) On() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxBytes > 0
 }
 
 // Get returns the stored result of k if it is still fresh at now, with the

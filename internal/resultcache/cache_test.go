@@ -182,3 +182,26 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	assert.LessOrEqual(t, c.Stats().Entries, 50)
 }
+
+func TestSetMaxBytes(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := New(0, 1<<20)
+	for i := range 10 {
+		c.Put(Key{Owner: "i", Params: fmt.Sprint(i)}, make([]byte, 1000), time.Minute, now)
+	}
+	c.SetMaxBytes(4 << 10)
+	st := c.Stats()
+	assert.LessOrEqual(t, st.Bytes, int64(4<<10), "shrunk to the new bound")
+	assert.Positive(t, st.Entries)
+
+	c.SetMaxBytes(0)
+	assert.False(t, c.On())
+	assert.Equal(t, 0, c.Stats().Entries, "off drops everything")
+	c.Put(Key{Owner: "i"}, []byte(`{}`), time.Minute, now)
+	assert.Equal(t, 0, c.Stats().Entries, "and stores nothing")
+
+	c.SetMaxBytes(1 << 20)
+	assert.True(t, c.On())
+	c.Put(Key{Owner: "i"}, []byte(`{}`), time.Minute, now)
+	assert.Equal(t, 1, c.Stats().Entries)
+}
