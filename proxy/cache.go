@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/resultcache"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -35,6 +38,23 @@ import (
 type cacheSlot struct {
 	shared, own resultcache.Key
 	inst        *upstream.Instance
+	// asked is set when the upstream sent the caller a request of its own
+	// (elicitation, sampling, roots) while answering, inputRequests of
+	// 2026-07-28 included: the result then depends on the caller's answer,
+	// which the key does not hold.
+	asked atomic.Bool
+}
+
+// watch returns h, telling slot when the upstream asks the caller
+// something. A nil slot (nothing to keep) leaves h as it is.
+func (slot *cacheSlot) watch(h upstream.ServerRequestHandler) upstream.ServerRequestHandler {
+	if slot == nil || h == nil {
+		return h
+	}
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		slot.asked.Store(true)
+		return h(ctx, method, params)
+	}
 }
 
 // leasePartition is the partition of everything a leased instance answers.
@@ -45,23 +65,23 @@ type leasePartition struct {
 
 // cachedResult is the result the cache holds for inv, now on grant's
 // instance, with its ttlMs set to what is left of it; ok is false when
-// none is held or inv is not cacheable, and slot.inst nil when the result
-// inv gets is not to be kept either.
-func (p *Proxy) cachedResult(inv *invocation, rs *runningServer, grant *session.Grant) (slot cacheSlot, raw json.RawMessage, ok bool) {
+// none is held or inv is not cacheable, and slot nil when the result inv
+// gets is not to be kept either.
+func (p *Proxy) cachedResult(inv *invocation, rs *runningServer, grant *session.Grant) (slot *cacheSlot, raw json.RawMessage, ok bool) {
 	if grant == nil || inv.method != "resources/read" || inv.onTask != nil || len(inv.task) > 0 {
-		return cacheSlot{}, nil, false
+		return nil, nil, false
 	}
 	if rawjson.Has(inv.params, "inputResponses") || rawjson.Has(inv.params, "requestState") {
-		return cacheSlot{}, nil, false // a retry's result depends on inputs the key does not hold
+		return nil, nil, false // a retry's result depends on inputs the key does not hold
 	}
 	if !p.results.On() {
-		return cacheSlot{}, nil, false
+		return nil, nil, false
 	}
 	// _meta (a progress token, trace context, a lease key already in the
 	// partition) does not change what a read returns.
 	params := rawjson.Without(inv.params, "_meta")
 	uri, _ := rawjson.String(rawjson.Member(params, "uri"))
-	slot.inst = grant.Instance
+	slot = &cacheSlot{inst: grant.Instance}
 	slot.shared = resultcache.Key{Owner: grant.Instance, Method: inv.method, Subject: uri, Params: string(params)}
 	slot.own = slot.shared
 	who := principalOf(inv.req)
@@ -84,8 +104,8 @@ func (p *Proxy) cachedResult(inv *invocation, rs *runningServer, grant *session.
 
 // keepResult keeps raw in slot if its hints say it may be, for as long as
 // they say.
-func (p *Proxy) keepResult(slot cacheSlot, raw json.RawMessage) {
-	if slot.inst == nil {
+func (p *Proxy) keepResult(slot *cacheSlot, raw json.RawMessage) {
+	if slot == nil || slot.asked.Load() {
 		return
 	}
 	ttl, scope, ok := resultcache.Hints(raw)

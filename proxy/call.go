@@ -287,6 +287,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			defer func() { span.End(result, rpcErr, err) }()
 		}
 	}
+	up.OnServerRequest = slot.watch(up.OnServerRequest)
 	raw, derr := to.Do(upCtx, up)
 	if derr != nil {
 		var upstreamErr *upstream.RPCError
