@@ -141,3 +141,34 @@ func TestCacheLeasedNeverShared(t *testing.T) {
 	assert.Equal(t, 3.0, opsValue(t, fams, "mcp_aggregator_result_cache_lookups_total", map[string]string{"outcome": "hit"}))
 	assert.Equal(t, 2.0, opsValue(t, fams, "mcp_aggregator_result_cache_lookups_total", map[string]string{"outcome": "miss"}))
 }
+
+// TestCacheEndsWithTheInstance: a reload that changes the server starts a
+// new instance, and nothing the old one answered is served from the
+// cache; cache.max_bytes: 0, reloaded, turns the cache off.
+func TestCacheEndsWithTheInstance(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, cacheConfig(true, false))
+	a := startAggregator(t, stdioTransport, aggregatorOptions{configs: []string{path}})
+	a.waitLoaded()
+	c := a.connect()
+	r := &reloadRig{t: t, a: a, c: c, path: path}
+
+	const uri = "demo://cache/public/600000/doc"
+	before := readCached(t, c, uri)
+	require.Equal(t, before.Text, readCached(t, c, uri).Text, "served from the cache")
+
+	changed := strings.Replace(cacheConfig(true, false), "lease_reminder: false", "lease_reminder: false\n    env: {CHANGED: \"1\"}", 1)
+	require.NotEqual(t, cacheConfig(true, false), changed)
+	r.save(changed)
+	r.waitReload()
+	after := readCached(t, c, uri)
+	assert.True(t, strings.HasPrefix(after.Text, "read 1 by "), "the new instance answered: %s", after.Text)
+	assert.NotEqual(t, before.Text, after.Text, "the old instance's result is not served after the reload")
+	require.Equal(t, after.Text, readCached(t, c, uri).Text, "the new instance's result is kept")
+
+	r.save("cache: {max_bytes: 0}\n" + changed)
+	r.waitReload()
+	off := []string{readCached(t, c, uri).Text, readCached(t, c, uri).Text}
+	assert.Equal(t, []string{strings.Replace(after.Text, "read 1", "read 2", 1), strings.Replace(after.Text, "read 1", "read 3", 1)}, off,
+		"with the cache off every read reaches the upstream")
+}
