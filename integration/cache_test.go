@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +172,45 @@ func TestCacheEndsWithTheInstance(t *testing.T) {
 	off := []string{readCached(t, c, uri).Text, readCached(t, c, uri).Text}
 	assert.Equal(t, []string{strings.Replace(after.Text, "read 1", "read 2", 1), strings.Replace(after.Text, "read 1", "read 3", 1)}, off,
 		"with the cache off every read reaches the upstream")
+}
+
+// TestCacheSDKv2Upstream: the TypeScript SDK v2 server, pinned to
+// 2026-07-28 over stdio, sets the hints through its own cacheHint. Its
+// public resource is read once for two principals, its private one once
+// for each, and the one without a hint (the SDK sends ttlMs 0) every time.
+func TestCacheSDKv2Upstream(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, "@modelcontextprotocol/server/package.json")
+	aliceTok, bobTok := randomToken(t), randomToken(t)
+	config := fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      alice: { env: ALICE_TOKEN }
+      bob: { env: BOB_TOKEN }
+servers:
+  sdk:
+    truely-stateless: true
+    command: node
+    args: [%q]
+    protocol: "2026-07-28"
+`, filepath.Join(nodeDir, "cacheserver.mjs"))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, config)},
+		env: []string{"ALICE_TOKEN=" + aliceTok, "BOB_TOKEN=" + bobTok}})
+	a.waitLoaded()
+	alice, bob := a.connectAs(aliceTok), a.connectAs(bobTok)
+
+	var got []string
+	for _, step := range []struct {
+		c   *client
+		uri string
+	}{
+		{alice, "cache://public"}, {bob, "cache://public"},
+		{alice, "cache://private"}, {bob, "cache://private"}, {alice, "cache://private"}, {bob, "cache://private"},
+		{alice, "cache://none"}, {alice, "cache://none"},
+	} {
+		r := readCached(t, step.c, step.uri)
+		got = append(got, r.Text)
+	}
+	assert.Equal(t, []string{"read 1", "read 1", "read 2", "read 3", "read 2", "read 3", "read 4", "read 5"}, got, "log:\n%s", a.log)
 }
