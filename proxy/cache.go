@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -116,7 +117,8 @@ func (p *Proxy) keepResult(slot *cacheSlot, raw json.RawMessage) {
 	if scope == resultcache.Public {
 		k = slot.shared
 	}
-	p.results.Put(k, raw, ttl, time.Now())
+	// A copy: what goes on to the client is no longer the cache's concern.
+	p.results.Put(k, bytes.Clone(raw), ttl, time.Now())
 	// Stored first: an instance that closed meanwhile drops it at once.
 	if _, watched := p.cachedFrom.LoadOrStore(slot.inst, struct{}{}); !watched {
 		inst := slot.inst
