@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,4 +217,59 @@ servers:
 		got = append(got, r.Text)
 	}
 	assert.Equal(t, []string{"read 1", "read 1", "read 2", "read 3", "read 2", "read 3", "read 4", "read 5"}, got, "log:\n%s", a.log)
+
+	// A 2026-07-28 client is served the same entries, as its principal:
+	// the upstream's hints with the ttlMs left, the aggregator's name.
+	for _, tc := range []struct{ token, uri, text, scope string }{
+		{aliceTok, "cache://public", "read 1", "public"},
+		{bobTok, "cache://private", "read 3", "private"},
+	} {
+		result := modernRead(t, a.url, tc.token, tc.uri)
+		var r struct {
+			Contents []struct {
+				Text string `json:"text"`
+			} `json:"contents"`
+			ResultType string `json:"resultType"`
+			TTLMs      int64  `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+			Meta       struct {
+				ServerInfo struct {
+					Name string `json:"name"`
+				} `json:"io.modelcontextprotocol/serverInfo"`
+			} `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+		require.Len(t, r.Contents, 1, "%s", result)
+		assert.Equal(t, tc.text, r.Contents[0].Text, "%s", result)
+		assert.Equal(t, "complete", r.ResultType)
+		assert.Equal(t, tc.scope, r.CacheScope)
+		assert.Positive(t, r.TTLMs)
+		assert.LessOrEqual(t, r.TTLMs, int64(600000))
+		assert.Equal(t, "mcp-aggregator", r.Meta.ServerInfo.Name, "the aggregator names itself, cached or not")
+	}
+}
+
+// modernRead reads uri sessionlessly (2026-07-28) as the client holding
+// token and returns the raw result.
+func modernRead(t *testing.T, url, token, uri string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	resp, err := modernPostAs(ctx, url, token, "resources/read", uri, map[string]any{"uri": uri})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	data := raw
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	require.Empty(t, msg.Error, "%s", data)
+	return msg.Result
 }
