@@ -9,7 +9,8 @@ import (
 // Empty is the workspace of an absent config: no servers, default settings.
 func Empty() *Workspace {
 	return &Workspace{Limits: Limits{MaxInstances: DefaultMaxInstances}, Admin: Admin{Enabled: true, LeaseReminder: true}, Naming: Naming{ValidPattern: DefaultValidPattern},
-		HTTP: HTTP{MaxBodyBytes: DefaultMaxBodyBytes, MaxBatchBytes: DefaultMaxBatchBytes}, Discovery: Discovery{Mode: DiscoveryAll}}
+		HTTP: HTTP{MaxBodyBytes: DefaultMaxBodyBytes, MaxBatchBytes: DefaultMaxBatchBytes}, Discovery: Discovery{Mode: DiscoveryAll},
+		Cache: Cache{MaxBytes: DefaultCacheMaxBytes}}
 }
 
 // LoadExisting loads the files of paths that exist, treating absent files

@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "cache", "profiles"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -42,6 +42,7 @@ type settings struct {
 	maxBatchBytes   *int
 	maxInstances    *int
 	maxRSS          *int64
+	cacheMaxBytes   *int64
 	discoveryMode   *DiscoveryMode
 	always          []string
 	alwaysSet       bool
@@ -208,6 +209,13 @@ func readSettings(r *reader, f map[string]pair) settings {
 	}
 	if f := section("limits", strings.Join(limitKeys, ", "), limitKeys...); f != nil {
 		readLimits(r, f, &s)
+	}
+	if f := section("cache", "max_bytes", "max_bytes"); f != nil {
+		if p, ok := f["max_bytes"]; ok {
+			if v, ok := r.size(p.v, "cache.max_bytes"); ok {
+				s.cacheMaxBytes = &v
+			}
+		}
 	}
 	if f := section("security", "allowed_commands", "allowed_commands"); f != nil {
 		if p, ok := f["allowed_commands"]; ok {

@@ -21,6 +21,10 @@ const (
 	DefaultLeaseMaxInstances = 16
 )
 
+// DefaultCacheMaxBytes bounds the result cache unless cache.max_bytes
+// says otherwise.
+const DefaultCacheMaxBytes = 64 << 20
+
 // limitKeys are the keys of the limits section.
 var limitKeys = []string{"max_concurrent", "max_instances", "max_rss"}
 

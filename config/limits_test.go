@@ -17,6 +17,25 @@ func TestInstanceCapsHaveFiniteDefaults(t *testing.T) {
 	assert.Equal(t, DefaultMaxInstances, Empty().Limits.MaxInstances, "an absent config has the same caps")
 }
 
+func TestCacheMaxBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       int64
+	}{
+		{"default", "", DefaultCacheMaxBytes},
+		{"a size", "cache: {max_bytes: 16MiB}\n", 16 << 20},
+		{"off", "cache: {max_bytes: 0}\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, problems := loadYAML(t, "version: 1\n"+tc.text+"servers:\n  s:\n    command: npx\n", nil)
+			require.NotNil(t, ws, render(problems))
+			require.Empty(t, problems)
+			assert.Equal(t, tc.want, ws.Cache.MaxBytes)
+		})
+	}
+	assert.Equal(t, int64(DefaultCacheMaxBytes), Empty().Cache.MaxBytes, "an absent config has the same cache")
+}
+
 func TestLifecycleAndLimitKeys(t *testing.T) {
 	ws, problems := loadYAML(t, `version: 1
 limits: {max_concurrent: 8, max_instances: 40, max_rss: 512MiB}
@@ -44,6 +63,8 @@ func TestLimitErrors(t *testing.T) {
 		{"bad queue_timeout", "servers: {s: {command: npx, lease: {queue_timeout: -1s}}}\n", "lease.queue_timeout", "negative duration"},
 		{"unknown lease key", "servers: {s: {command: npx, lease: {max_cals: 3}}}\n", "lease.max_cals", "max_calls"},
 		{"unknown limits key", "limits: {max_instance: 3}\n", "limits.max_instance", "max_instances"},
+		{"bad cache.max_bytes", "cache: {max_bytes: plenty}\n", "cache.max_bytes", "512MiB"},
+		{"unknown cache key", "cache: {max_entries: 3}\n", "cache.max_entries", "max_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,6 +100,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		Admin:     Admin{Enabled: true, LeaseReminder: true},
 		HTTP:      HTTP{MaxBodyBytes: DefaultMaxBodyBytes, MaxBatchBytes: DefaultMaxBatchBytes},
 		Discovery: Discovery{Mode: DiscoveryAll},
+		Cache:     Cache{MaxBytes: DefaultCacheMaxBytes},
 	}
 	// Every env_file a server names, read or not, is watched with the config.
 	seenEnvFile := map[string]bool{}
@@ -199,6 +200,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.maxRSS != nil {
 		ws.Limits.MaxRSS = *s.maxRSS
+	}
+	if s.cacheMaxBytes != nil {
+		ws.Cache.MaxBytes = *s.cacheMaxBytes
 	}
 	if s.commandsSet {
 		ws.Security.AllowedCommands = s.allowedCommands

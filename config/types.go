@@ -20,6 +20,7 @@ type (
 		Admin     Admin
 		HTTP      HTTP
 		Discovery Discovery
+		Cache     Cache
 		// Profiles limit what each authenticated client sees, by client name.
 		Profiles map[string]Profile
 	}
@@ -51,6 +52,12 @@ type (
 		MaxConcurrent int   // 0 = unlimited
 		MaxInstances  int   // upstream instances of all servers together; default 256, 0 = unlimited
 		MaxRSS        int64 // bytes; a shared instance using more is replaced between calls; 0 = no limit
+	}
+
+	// Cache bounds the result cache: upstream results kept while their
+	// caching hints (ttlMs, cacheScope) say they are fresh.
+	Cache struct {
+		MaxBytes int64 // default DefaultCacheMaxBytes; 0 = no cache
 	}
 
 	// Security restricts what a config may start.

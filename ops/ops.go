@@ -56,7 +56,7 @@ func New(p *proxy.Proxy, rec *Recorder, opts Options) *Ops {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		rec.calls, rec.durations, rec.reloads, rec.restarts, rec.crashes, rec.reclaims,
-		&stateCollector{o: o},
+		&stateCollector{o: o}, &cacheCollector{o: o},
 	)
 	o.metrics = promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{
 		ErrorLog:            errorLog{opts.Logger},

@@ -225,6 +225,10 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		defer hold.release()
 	}
 
+	slot, cached, hit := p.cachedResult(&inv, rs, grant)
+	if hit {
+		return cached, nil, nil
+	}
 	up := upstream.Request{Method: inv.method, Params: inv.params}
 	if call {
 		var cerr error
@@ -286,6 +290,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			defer func() { span.End(result, rpcErr, err) }()
 		}
 	}
+	up.OnServerRequest = slot.watch(up.OnServerRequest)
 	raw, derr := to.Do(upCtx, up)
 	if derr != nil {
 		var upstreamErr *upstream.RPCError
@@ -323,6 +328,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if call && grant != nil {
 		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req))
 	}
+	p.keepResult(slot, raw)
 	return raw, nil, nil
 }
 

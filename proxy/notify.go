@@ -211,6 +211,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	if json.Unmarshal(params, &head) != nil || head.URI == "" {
 		return
 	}
+	p.forgetResource(inst, head.URI)
 	// A session is no subscription stream: the upstream's subscription id,
 	// should it name one, is not the session's to see. An app resource is
 	// named as the server's app resources are exported.

@@ -123,6 +123,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		p.opts.OnWorkspace(ws)
 	}
 	p.ledger.SetLimits(ws.Limits.MaxInstances, ws.Limits.MaxRSS)
+	p.results.SetMaxBytes(ws.Cache.MaxBytes)
 	// Workspace settings take effect with the first commit below.
 	settings := p.current().with()
 	settings.admin = ws.Admin
@@ -641,6 +642,7 @@ func (p *Proxy) start(ctx context.Context, s *config.Server) (*upstream.Instance
 	opts := p.opts.Upstream
 	opts.ClientVersion = p.opts.Version
 	opts.OnListChanged = func(inst *upstream.Instance, kind string) {
+		p.forgetList(inst, kind)
 		p.relists.request(s.ID+"/"+kind, inst, func(inst *upstream.Instance) {
 			if kind == "tools" {
 				p.relist(s.ID, inst)

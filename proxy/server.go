@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/resultcache"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -123,6 +124,8 @@ type Proxy struct {
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
 	anonWarned atomic.Bool
+	results    *resultcache.Cache    // results fresh by their caching hints (cache.go)
+	cachedFrom sync.Map              // *upstream.Instance with results in the cache -> struct{}
 	hidden     hiddenNames           // log lines about names a client's profile hides (hidden.go)
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
 	bridge     bridge                // requests of 2026-07-28 clients held while their upstream awaits input
@@ -152,6 +155,7 @@ func New(opts Options) *Proxy {
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
 	p.tasks.limitPerClient(opts.MaxTasksPerClient)
+	p.results = resultcache.New(0, config.DefaultCacheMaxBytes) // cache.max_bytes, set by each reconcile
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.modernEdits = resultEdits(p.serverInfoJSON)
 	p.life, p.endLife = context.WithCancel(context.Background())

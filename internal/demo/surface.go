@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,10 @@ import (
 //
 // resources/read sends two progress notifications first when the request
 // has a progress token; resources/subscribe sends
-// notifications/resources/updated for the URI after its answer.
+// notifications/resources/updated for the URI after its answer. A read of
+// demo://cache/SCOPE/TTL/NAME answers with the caching hints of 2026-07-28
+// (cacheScope SCOPE, ttlMs TTL) and the text "read N by PID": the Nth read
+// of such a URI this process answered, whichever URI it was.
 type surfaceServer struct {
 	conn        *lineConn
 	errOut      io.Writer
@@ -67,6 +71,7 @@ type surfaceServer struct {
 	// rootsAsking: a roots/list is out; rootsAgain: the roots changed
 	// again since it went.
 	rootsAsking, rootsAgain bool
+	cacheReads              int // reads of demo://cache/ URIs answered
 	wg                      sync.WaitGroup
 }
 
@@ -189,6 +194,9 @@ func (s *surfaceServer) handle(ctx context.Context, line []byte) error {
 			}
 		}
 		uri, _ := marshal(p.URI)
+		if hinted, ok := s.cacheRead(p.URI, uri); ok {
+			return s.conn.respond(m.ID, hinted)
+		}
 		return s.conn.respond(m.ID, json.RawMessage(`{"contents":[{"uri":`+string(uri)+`,"text":"contents","_meta":{"big":`+surfaceBig+`}}]}`))
 	case "resources/subscribe":
 		var p struct {
@@ -417,4 +425,28 @@ func (s *surfaceServer) ask(ctx context.Context, callID json.RawMessage, method 
 	}
 	result := `{"content":[{"type":"text","text":"answered"}],"structuredContent":{"response":` + string(response) + `}}`
 	_ = s.conn.respond(callID, json.RawMessage(result))
+}
+
+// cacheRead answers a read of demo://cache/SCOPE/TTL/NAME (quoted: the URI
+// as JSON) with the hints the URI names and the number of such reads so
+// far; ok is false for any other URI.
+func (s *surfaceServer) cacheRead(uri string, quoted []byte) (json.RawMessage, bool) {
+	rest, ok := strings.CutPrefix(uri, "demo://cache/")
+	if !ok {
+		return nil, false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 {
+		return nil, false
+	}
+	ttl, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return nil, false
+	}
+	scope, _ := marshal(parts[0])
+	s.mu.Lock()
+	s.cacheReads++
+	n := s.cacheReads
+	s.mu.Unlock()
+	return json.RawMessage(fmt.Sprintf(`{"contents":[{"uri":%s,"text":"read %d by %d"}],"ttlMs":%d,"cacheScope":%s}`, quoted, n, os.Getpid(), ttl, scope)), true
 }
