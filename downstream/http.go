@@ -112,10 +112,10 @@ type HTTPOptions struct {
 	SessionIDPrefix string
 	// LeaseHere reports whether this process holds a lease of the
 	// conversation name a sessionless request names in _meta (MetaLease)
-	// for client. While draining, a request naming a lease held elsewhere
+	// for principal who (the zero Principal without authentication). While draining, a request naming a lease held elsewhere
 	// or nowhere is refused as one naming none is: serving it would start
 	// a new lease here. nil: every named lease may be here.
-	LeaseHere func(client, name string) bool
+	LeaseHere func(who identity.Principal, name string) bool
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless
@@ -260,11 +260,12 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	return t
 }
 
-// principalOf is who sent r: the client it was authenticated as, else,
-// with ClientsByAddress, the host it came from, else the local user.
+// principalOf is who sent r: the principal it was authenticated as (a
+// static token's client, an OAuth subject), else, with ClientsByAddress,
+// the host it came from, else the local user.
 func (t *HTTP) principalOf(r *http.Request) identity.Principal {
-	if client := ClientOf(r.Context()); client != "" {
-		return identity.Client(client)
+	if who := CallerOf(r.Context()).Principal; who.Authenticated() {
+		return who
 	}
 	if !t.opts.ClientsByAddress || r.RemoteAddr == "" {
 		return identity.Local()
@@ -278,8 +279,11 @@ func (t *HTTP) principalOf(r *http.Request) identity.Principal {
 // holderOf is who p's requests count against for the per-client shares:
 // no one for the local user.
 func holderOf(p identity.Principal) string {
-	if p.Kind == identity.KindAddress {
+	switch p.Kind {
+	case identity.KindAddress:
 		return fairshare.Of("", p.Name)
+	case identity.KindSubject:
+		return p.String()
 	}
 	return fairshare.Of(p.Client(), "")
 }

@@ -8,23 +8,34 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
-// clientKey carries the authenticated client's name in a request's context.
-type clientKey struct{}
+// callerKey carries the authenticated caller in a request's context.
+type callerKey struct{}
 
-// WithClient returns ctx naming the client an HTTP request was
-// authenticated as. The gateway's authentication sets it before the
-// request reaches the transport; the transport binds a session to the
-// client that opened it.
-func WithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
+// WithCaller returns ctx naming who an HTTP request was authenticated as.
+// The gateway's authentication sets it before the request reaches the
+// transport; the transport binds a session to the principal that opened
+// it.
+func WithCaller(ctx context.Context, c identity.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
 }
 
-// ClientOf returns the client name WithClient put in ctx, or "" when the
-// request was not authenticated (no http.auth).
-func ClientOf(ctx context.Context) string {
-	c, _ := ctx.Value(clientKey{}).(string)
+// CallerOf returns the caller WithCaller put in ctx, or the zero Caller
+// when the request was not authenticated (no http.auth).
+func CallerOf(ctx context.Context) identity.Caller {
+	c, _ := ctx.Value(callerKey{}).(identity.Caller)
 	return c
 }
+
+// WithClient returns ctx naming the static token's client an HTTP request
+// was authenticated as (WithCaller of identity.ClientCaller).
+func WithClient(ctx context.Context, client string) context.Context {
+	return WithCaller(ctx, identity.ClientCaller(client))
+}
+
+// ClientOf returns the client the request in ctx was authenticated
+// through: a static token's name or an OAuth client (client_id, else azp);
+// "" without authentication or when a token names no client.
+func ClientOf(ctx context.Context) string { return CallerOf(ctx).Client }
 
 // Principal implements Session: who opened the session.
 func (s *httpSession) Principal() identity.Principal { return s.principal }
@@ -33,14 +44,31 @@ func (s *httpSession) Principal() identity.Principal { return s.principal }
 // and names no client, so no profile applies to it.
 func (s *stdioSession) Principal() identity.Principal { return identity.Local() }
 
-// checkClient refuses a request for a session another client opened, as if
-// the session did not exist: a token of one client never drives, or even
-// confirms, another client's session.
+// Caller implements CallerSession: who opened the session, with the client
+// and claims of the credentials it was opened with.
+func (s *httpSession) Caller() identity.Caller { return s.caller }
+
+// Caller implements CallerSession: the local user.
+func (s *stdioSession) Caller() identity.Caller { return identity.LocalCaller() }
+
+// checkClient refuses a request for a session another principal opened, as
+// if the session did not exist: a token of one client or user never
+// drives, or even confirms, another's session, not even a token of
+// another user of the same OAuth client.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
-	if ClientOf(r.Context()) != s.principal.Client() {
+	if !sameOwner(CallerOf(r.Context()).Principal, s.principal) {
 		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil
+}
+
+// sameOwner reports whether a request authenticated as who (the zero
+// Principal without authentication) may use a session opened by owner.
+func sameOwner(who, owner identity.Principal) bool {
+	if !owner.Authenticated() {
+		return !who.Authenticated()
+	}
+	return who == owner
 }
 
 // EndSessionsOf ends every session opened by a client for which gone

@@ -80,7 +80,7 @@ func (t *HTTP) leaseHere(r *http.Request, params []byte) bool {
 	if !ok || name == "" {
 		return false
 	}
-	return t.opts.LeaseHere == nil || t.opts.LeaseHere(ClientOf(r.Context()), name)
+	return t.opts.LeaseHere == nil || t.opts.LeaseHere(CallerOf(r.Context()).Principal, name)
 }
 
 // checkLeaseHeader checks the optional Mcp-Lease header of a sessionless

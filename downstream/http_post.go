@@ -147,6 +147,8 @@ func (t *HTTP) initialize(p *post) {
 	}
 	s := t.newSession()
 	s.principal, s.holder = principal, holder
+	s.caller = CallerOf(p.r.Context())
+	s.caller.Principal = principal
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -219,6 +221,11 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	} else {
 		req.Principal = t.principalOf(p.r)
 		req.Holder = holderOf(req.Principal)
+	}
+	if c := CallerOf(p.r.Context()); c.Principal.Authenticated() {
+		// The credentials of this request: a session's own principal's
+		// (sessionOf checked it), its client and claims as fresh as the token.
+		req.Client, req.Claims = c.Client, c.Claims
 	}
 	req.Cancel = cancel
 	out := newOutbox(t.opts.QueueSize, false)

@@ -146,13 +146,13 @@ func (a *Access) protect(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		client, f := g.Authenticate(r)
+		who, f := g.Authenticate(r)
 		if f != nil {
 			f.Write(w)
 			return
 		}
 		r.Header.Del("Authorization")
-		h.ServeHTTP(w, r.WithContext(downstream.WithClient(r.Context(), client)))
+		h.ServeHTTP(w, r.WithContext(downstream.WithCaller(r.Context(), who)))
 	})
 }
 

@@ -95,8 +95,8 @@ func (g *Gateway) probe(full, brief http.Handler) http.Handler {
 			full.ServeHTTP(w, r)
 			return
 		}
-		client, f := guard.Authenticate(r)
-		if f != nil || (g.Proxy != nil && g.Proxy.Restricted(client)) {
+		who, f := guard.Authenticate(r)
+		if f != nil || (g.Proxy != nil && g.Proxy.Restricted(who.Client)) {
 			brief.ServeHTTP(w, r)
 			return
 		}

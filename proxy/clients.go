@@ -301,7 +301,7 @@ func (c *clients) changedFor(kind string, affected func(client string) bool) {
 	}
 	c.mu.Unlock()
 	for _, s := range sessions {
-		if affected == nil || affected(s.Principal().Client()) {
+		if affected == nil || affected(sessionClient(s)) {
 			s.Notify(plain)
 		}
 	}

@@ -302,12 +302,22 @@ func (p *Proxy) revokeLeases(st *state) {
 	}
 }
 
-// requestClient is the client a request comes from ("" for none).
+// requestClient is the client a request comes from ("" for none): the
+// static token's name or the OAuth client, which choose its profile.
 func requestClient(req *downstream.Request) string {
 	if req == nil {
 		return ""
 	}
-	return req.Principal.Client()
+	return req.Client
+}
+
+// sessionClient is the client that opened s ("" for none), as
+// requestClient.
+func sessionClient(s downstream.Session) string {
+	if c, ok := s.(downstream.CallerSession); ok {
+		return c.Caller().Client
+	}
+	return s.Principal().Client()
 }
 
 // visibility is the search filter of client: nil (everything) without a
