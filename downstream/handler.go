@@ -104,6 +104,9 @@ type Request struct {
 	// read-only. "" and nil without authentication.
 	Client string
 	Claims map[string]any
+	// Profile is the key the Handler chooses the request's profile by,
+	// which it sets on arrival from the principal, client and claims.
+	Profile string
 	// Holder is who the request's sessions, tasks and leases count against
 	// for the per-client shares (fairshare.Of): the authenticated client,
 	// else the address that opened its session or sent it (with

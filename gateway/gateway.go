@@ -72,10 +72,12 @@ func (g *Gateway) protect(h http.Handler) http.Handler { return g.Access.protect
 // refused it, as mcp_status shows such a client its own servers only.
 func (g *Gateway) unrestricted(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if client := downstream.ClientOf(r.Context()); client != "" && g.Proxy != nil && g.Proxy.Restricted(client) {
-			http.Error(w, fmt.Sprintf("client %q has a profile (profiles.%s), which shows it only some servers, and this page shows every one; "+
-				"read it with the token of a client without a profile, or use the mcp_status tool", client, client), http.StatusForbidden)
-			return
+		if who := downstream.CallerOf(r.Context()); who.Principal.Authenticated() && g.Proxy != nil {
+			if profile, restricted := g.Proxy.Restricted(who); restricted {
+				http.Error(w, fmt.Sprintf("%s has a profile (profiles.%s), which shows it only some servers, and this page shows every one; "+
+					"read it with the token of a client without a profile, or use the mcp_status tool", who.Principal, profile), http.StatusForbidden)
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -96,7 +98,11 @@ func (g *Gateway) probe(full, brief http.Handler) http.Handler {
 			return
 		}
 		who, f := guard.Authenticate(r)
-		if f != nil || (g.Proxy != nil && g.Proxy.Restricted(who.Client)) {
+		restricted := false
+		if f == nil && g.Proxy != nil {
+			_, restricted = g.Proxy.Restricted(who)
+		}
+		if f != nil || restricted {
 			brief.ServeHTTP(w, r)
 			return
 		}

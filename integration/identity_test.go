@@ -14,7 +14,7 @@ import (
 // identityConfig is a gateway with OAuth and a static token side by side,
 // a counter whose instances are leased per principal, and a profile chosen
 // by the OAuth client every user of it shares.
-func identityConfig(issuer, extra string) string {
+func identityConfig(issuer, profiles, extra string) string {
 	return fmt.Sprintf(`version: 1
 http:
   auth:
@@ -25,7 +25,7 @@ http:
       audience: %s
 profiles:
   shared-app: { servers: [counter] }
-servers:
+%sservers:
   demo:
     truely-stateless: true
     %s
@@ -33,7 +33,7 @@ servers:
   counter:
     %s
     transform: [{prefix: counter_}]
-%s`, issuer, gatewayAudience, demoServer("tools"), demoServer("counter"), extra)
+%s`, issuer, gatewayAudience, profiles, demoServer("tools"), demoServer("counter"), extra)
 }
 
 // counterOf reads the counter_increment result's value.
@@ -57,7 +57,7 @@ func TestIdentityUsersOfOneClientShareNothing(t *testing.T) {
 	t.Parallel()
 	is := newIssuer(t)
 	svcToken := randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, ""))},
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, "", ""))},
 		env: []string{"SVC_BOT_TOKEN=" + svcToken}})
 	a.waitLoaded()
 	alice := is.mint(t, jwt.MapClaims{"sub": "alice", "client_id": "shared-app"})
@@ -110,4 +110,31 @@ func TestIdentityUsersOfOneClientShareNothing(t *testing.T) {
 	for _, tok := range []string{alice, bob, botSubject, svcToken} {
 		assert.NotContains(t, log, tok, "a token reached the log")
 	}
+}
+
+// TestIdentityProfileByClaim: a profile chosen by a groups claim applies to
+// every user whose token holds that group, whatever client they use; a
+// user without it keeps the client's profile, and a profile naming a
+// subject beats both. The ops views refuse a user a claim's profile
+// narrows.
+func TestIdentityProfileByClaim(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, `  auditors: { match: { claim: groups, value: auditors }, servers: [demo], tools: ['demo_e*'] }
+  carol: { match: { subject: carol } }
+`, ""))}, env: []string{"SVC_BOT_TOKEN=" + randomToken(t)}})
+	a.waitLoaded()
+	auditor := is.mint(t, jwt.MapClaims{"sub": "dave", "client_id": "other-app", "groups": []string{"staff", "auditors"}})
+	plain := is.mint(t, jwt.MapClaims{"sub": "erin", "client_id": "other-app", "groups": []string{"staff"}})
+	carol := is.mint(t, jwt.MapClaims{"sub": "carol", "client_id": "shared-app", "groups": []string{"auditors"}})
+
+	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status", "demo_echo", "demo_env"}, toolNames(t, a.connectAs(auditor).listTools()),
+		"the auditors profile, chosen by the groups claim")
+	assert.Contains(t, toolNames(t, a.connectAs(plain).listTools()), "demo_add", "no profile for a user outside the group")
+	assert.Contains(t, toolNames(t, a.connectAs(carol).listTools()), "demo_add", "carol's own profile beats her client's and her group's")
+
+	c := a.connectAs(auditor)
+	resp := c.callTool("counter_increment", map[string]any{})
+	require.NotNil(t, resp.Error, "a tool outside the claim's profile is unknown to its users")
+	assert.Equal(t, "hello", firstText(t, c.callToolResult("demo_echo", map[string]any{"text": "hello"})))
 }

@@ -13,6 +13,7 @@ import (
 
 // Handle serves a request, in a span of its own when tracing is on.
 func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	req.Profile = p.current().profileKey(req.Caller())
 	if p.opts.Tracer == nil {
 		return p.dispatch(ctx, req)
 	}
@@ -184,7 +185,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if !protocol.Supported(version) || protocol.Modern(version) {
 		version = protocol.LatestSession
 	}
-	c := p.offerable(req.Client)
+	c := p.offerable(req.Profile)
 	caps := offeredCapabilities(c)
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
@@ -192,7 +193,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
-	if tasks := p.offeredTasks(req.Client); tasks != nil {
+	if tasks := p.offeredTasks(req.Profile); tasks != nil {
 		caps["tasks"] = tasks
 	}
 	body, _ := rawjson.Marshal(map[string]any{
@@ -206,7 +207,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": protocol.Versions,
-		"capabilities":      offeredCapabilities(p.offerable(req.Client)),
+		"capabilities":      offeredCapabilities(p.offerable(req.Profile)),
 	}) // its _meta names the aggregator, as every result's does
 
 	return answer(body)
@@ -230,10 +231,10 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 		p.clients.first.sawList(req.Session.Key())
 	}
 	st := p.current()
-	if st.profileOf(req.Client) == nil {
+	if st.profileOf(req.Profile) == nil {
 		return answer(st.toolsResult())
 	}
-	tools := p.listed(st, listTools, req.Client)
+	tools := p.listed(st, listTools, req.Profile)
 	body := make([]byte, 0, len(tools)+16)
 	body = append(body, toolsResultPrefix...)
 	body = append(body, tools...)
@@ -368,10 +369,10 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)
 	}
-	filter := p.granted(req.Client, params.Notifications)
+	filter := p.granted(req.Profile, params.Notifications)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
-	l := &listener{id: req.Msg.ID, client: req.Client, filter: filter, send: req.Send, end: make(chan struct{})}
+	l := &listener{id: req.Msg.ID, client: req.Profile, filter: filter, send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {

@@ -242,7 +242,7 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 			// delivered with its task's CreateTaskResult
 		case req != nil && (!related || sameSession(req.Session, owner)):
 			req.Send(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, req.Session)})
-		case related && owner != nil && p.admits(sessionClient(owner), server):
+		case related && owner != nil && p.admits(p.sessionClient(owner), server):
 			owner.Notify(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, owner)})
 		}
 	}
@@ -291,7 +291,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		p.log.Debug("an upstream log message came as its request ended; sent outside the request", "server", server)
 	}
 	if related {
-		if owner != nil && wants(owner) && p.admits(sessionClient(owner), server) {
+		if owner != nil && wants(owner) && p.admits(p.sessionClient(owner), server) {
 			owner.Notify(msg)
 		}
 		return
@@ -307,14 +307,14 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	}
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
-			if s := p.clients.byLeaseKey(key); s != nil && wants(s) && p.admits(sessionClient(s), server) {
+			if s := p.clients.byLeaseKey(key); s != nil && wants(s) && p.admits(p.sessionClient(s), server) {
 				s.Notify(msg)
 			}
 		}
 		return
 	}
 	for _, s := range p.clients.all() {
-		if wants(s) && p.admits(sessionClient(s), server) {
+		if wants(s) && p.admits(p.sessionClient(s), server) {
 			s.Notify(msg)
 		}
 	}
@@ -346,7 +346,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	}
 	for _, s := range targets {
 		// Only to a session offered resource subscriptions at its initialize.
-		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe && p.admits(sessionClient(s), server) {
+		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe && p.admits(p.sessionClient(s), server) {
 			s.Notify(msg)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -24,16 +26,33 @@ import (
 type profile struct {
 	servers map[string]bool // nil: every server
 	tools   []string        // exported-name patterns; nil: every tool
+	// match and key, for a profile chosen by who the principal is: the
+	// match, and the profile's key in state.profiles (matchKey).
+	match config.ProfileMatch
+	key   string
+	line  int
 }
 
-// compileProfiles turns the config's profiles into matchers.
+// matchKey is the key of the profile named name that has a match: it
+// starts with a NUL, which no client name holds (static names are plain,
+// and an OAuth client_id with a control character is refused), so it
+// never meets a client's.
+func matchKey(name string) string { return "\x00" + name }
+
+// compileProfiles turns the config's profiles into matchers: the profiles
+// by client name, and by matchKey the profiles with a match, which
+// profileMatchers lists in the order they are tried.
 func compileProfiles(m map[string]config.Profile) map[string]*profile {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[string]*profile, len(m))
 	for client, cp := range m {
-		pr := &profile{tools: slices.Clone(cp.Tools)}
+		pr := &profile{tools: slices.Clone(cp.Tools), match: cp.Match, line: cp.Line}
+		if cp.Match != (config.ProfileMatch{}) {
+			client = matchKey(client)
+			pr.key = client
+		}
 		if len(cp.Servers) > 0 {
 			pr.servers = make(map[string]bool, len(cp.Servers))
 			for _, s := range cp.Servers {
@@ -45,12 +64,86 @@ func compileProfiles(m map[string]config.Profile) map[string]*profile {
 	return out
 }
 
+// profileMatchers are the profiles of m with a match, in the order they
+// are tried: those naming a subject, then those naming a claim, each in
+// file order. (A profile named after the client comes between the two: see
+// profileKey.)
+func profileMatchers(m map[string]*profile) []*profile {
+	var out []*profile
+	for _, pr := range m {
+		if pr.key != "" {
+			out = append(out, pr)
+		}
+	}
+	slices.SortFunc(out, func(a, b *profile) int {
+		if (a.match.Subject != "") != (b.match.Subject != "") {
+			if a.match.Subject != "" {
+				return -1
+			}
+			return 1
+		}
+		return a.line - b.line
+	})
+	return out
+}
+
+// matches reports whether the profile's match chooses who.
+func (pr *profile) matches(who identity.Caller) bool {
+	if who.Principal.Kind != identity.KindSubject {
+		return false
+	}
+	if pr.match.Subject != "" {
+		return who.Principal.Subject == pr.match.Subject
+	}
+	switch v := who.Claims[pr.match.Claim].(type) {
+	case string:
+		return v == pr.match.Value
+	case []any:
+		for _, item := range v {
+			if s, ok := item.(string); ok && s == pr.match.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// profileKey is the key of who's profile in st.profiles: the first
+// profile whose subject is who's, else the profile named after who's
+// client, else the first whose claim who has; the client's name (which
+// then has no profile) when none applies. Without profiles with a match it
+// is the client's name, as a lookup costs nothing more.
+func (st *state) profileKey(who identity.Caller) string {
+	if len(st.matchers) == 0 || who.Principal.Kind != identity.KindSubject {
+		return who.Client
+	}
+	claim := ""
+	for _, pr := range st.matchers {
+		if pr.match.Subject == "" {
+			if _, ok := st.profiles[who.Client]; ok && who.Client != "" {
+				return who.Client
+			}
+			if claim == "" && pr.matches(who) {
+				claim = pr.key
+			}
+			continue
+		}
+		if pr.matches(who) {
+			return pr.key
+		}
+	}
+	if claim != "" {
+		return claim
+	}
+	return who.Client
+}
+
 // same reports whether two profiles admit the same things.
 func (pr *profile) same(o *profile) bool {
 	if pr == nil || o == nil {
 		return pr == o
 	}
-	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools)
+	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools) && pr.match == o.match
 }
 
 // server reports whether the profile admits a server; a nil profile admits
@@ -86,10 +179,15 @@ func (st *state) profileOf(client string) *profile {
 	return st.profiles[client]
 }
 
-// Restricted reports whether a profile narrows what client may see: such a
-// client is refused the views of the whole gateway (the status page,
-// /status.json, /metrics), which would show it every server.
-func (p *Proxy) Restricted(client string) bool { return p.current().profileOf(client) != nil }
+// Restricted reports whether a profile narrows what who may see: such a
+// caller is refused the views of the whole gateway (the status page,
+// /status.json, /metrics), which would show it every server. profile is
+// the name of that profile in the config.
+func (p *Proxy) Restricted(who identity.Caller) (profile string, restricted bool) {
+	st := p.current()
+	key := st.profileKey(who)
+	return strings.TrimPrefix(key, matchKey("")), st.profileOf(key) != nil
+}
 
 // visibleTool reports whether client may see and call the tool exported as name.
 func (st *state) visibleTool(client, name string) bool {
@@ -247,7 +345,7 @@ func (p *Proxy) announce(old, next *state, kind string, changed bool) {
 		kinds = append(kinds, listTemplates)
 	}
 	decided := map[string]bool{}
-	p.clients.changedFor(kind, func(client string) bool {
+	p.clients.changedFor(kind, p.sessionClient, func(client string) bool {
 		if d, ok := decided[client]; ok {
 			return d
 		}
@@ -302,20 +400,21 @@ func (p *Proxy) revokeLeases(st *state) {
 	}
 }
 
-// requestClient is the client a request comes from ("" for none): the
-// static token's name or the OAuth client, which choose its profile.
+// requestClient is the key of the profile of the principal a request
+// comes from (Request.Profile, set on arrival by Handle): its client's
+// name, or a matched profile's key; "" for none.
 func requestClient(req *downstream.Request) string {
 	if req == nil {
 		return ""
 	}
-	return req.Client
+	return req.Profile
 }
 
-// sessionClient is the client that opened s ("" for none), as
-// requestClient.
-func sessionClient(s downstream.Session) string {
+// sessionClient is the key of the profile of the principal that opened s,
+// as requestClient.
+func (p *Proxy) sessionClient(s downstream.Session) string {
 	if c, ok := s.(downstream.CallerSession); ok {
-		return c.Caller().Client
+		return p.current().profileKey(c.Caller())
 	}
 	return s.Principal().Client()
 }

@@ -129,6 +129,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.discovery = ws.Discovery
 	settings.pattern = ws.Naming.ValidPattern
 	settings.profiles = compileProfiles(ws.Profiles)
+	settings.matchers = profileMatchers(settings.profiles)
 	settings.required = requiredServers(ws)
 	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {
 		// Calls in flight release the slots of the limiter they took them from.

@@ -89,7 +89,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 		if _, dup := servers[uri]; dup {
 			continue
 		}
-		surface := p.clientSurface(p.current(), req.Client)
+		surface := p.clientSurface(p.current(), req.Profile)
 		server, ok := surface.resourceOwner(uri)
 		if !ok {
 			server, ok = surface.soleServer(true)
@@ -98,7 +98,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		sub := subscriptionRequest(req, "resources/subscribe", uri)
-		if !p.admits(req.Client, server) {
+		if !p.admits(req.Profile, server) {
 			continue
 		}
 		release, err := p.subscriptionTurn(ctx, server, uri)
