@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/policy"
 	"gopkg.in/yaml.v3"
 )
 
@@ -72,6 +73,9 @@ type access struct {
 	profiles     map[string]Profile
 	profilesSet  bool
 	profileLines map[string]int
+	policy       *policy.Set // the compiled policy list, nil for none
+	policyRules  []policy.Rule
+	policySet    bool
 }
 
 // readAccess reads http.auth and profiles from a native document's top-level
@@ -86,6 +90,10 @@ func readAccess(r *reader, lookupEnv func(string) (string, bool), f map[string]p
 	if p, ok := f["profiles"]; ok {
 		a.profiles, a.profileLines = readProfiles(r, p.v)
 		a.profilesSet = true
+	}
+	if p, ok := f["policy"]; ok {
+		a.policy, a.policyRules = readPolicy(r, p.v)
+		a.policySet = true
 	}
 	return a
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1

@@ -233,6 +233,9 @@ func (s settings) applyTo(ws *Workspace) {
 	if s.access.profilesSet {
 		ws.Profiles = s.access.profiles
 	}
+	if s.access.policySet {
+		ws.Policy, ws.PolicyRules = s.access.policy, s.access.policyRules
+	}
 }
 
 // finish applies the workspace-wide settings a server depends on, then hashes it.

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
 
 type (
@@ -22,6 +24,12 @@ type (
 		Discovery Discovery
 		// Profiles limit what each authenticated client sees, by client name.
 		Profiles map[string]Profile
+		// Policy is the policy list, compiled: the rules every tool call is
+		// checked against, first match deciding; nil without rules. A later
+		// file's list replaces an earlier one's. PolicyRules are its rules
+		// as written.
+		Policy      *policy.Set
+		PolicyRules []policy.Rule
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.

@@ -101,6 +101,11 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		if rs == nil {
 			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
 		}
+		if retries == 0 { // a retry is the same call: decided once
+			if denied, _ := p.checkPolicy(ctx, st, entry, inv); denied != nil {
+				return denied, nil, nil
+			}
+		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
 				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
