@@ -33,8 +33,8 @@ policy:
 func TestPolicyProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, field string
-		line          int
-		contains      string
+		line              int
+		contains          string
 	}{
 		{"syntax error", "policy:\n  - name: r\n    action: deny\n    when: 'tool =='\n", "policy.r.when", 5, "Syntax error"},
 		{"type error", "policy:\n  - name: r\n    when: 'tool == 3'\n    action: deny\n", "policy.r.when", 4, "no matching overload"},
