@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy", "audit"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -30,6 +30,8 @@ type fileResult struct {
 
 // settings are the workspace-wide values one file sets; nil means "not set here".
 type settings struct {
+	audit           Audit // the audit log (config/audit.go)
+	auditSet        bool
 	maxConcurrent   *int
 	allowedCommands []string
 	commandsSet     bool
@@ -158,6 +160,9 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	}
 	res.settings = readSettings(r, f)
 	res.settings.access = readAccess(r, recordingLookup(fc.lookupEnv, &res.hostVars), f)
+	if p, ok := f["audit"]; ok {
+		res.settings.audit, res.settings.auditSet = readAudit(r, p.v, fc.dir)
+	}
 	if p, ok := f["servers"]; ok {
 		res.servers = readServers(r, fc, p.v)
 	}

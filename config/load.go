@@ -233,6 +233,9 @@ func (s settings) applyTo(ws *Workspace) {
 	if s.access.profilesSet {
 		ws.Profiles = s.access.profiles
 	}
+	if s.auditSet {
+		ws.Audit = s.audit
+	}
 	if s.access.policySet {
 		ws.Policy, ws.PolicyRules = s.access.policy, s.access.policyRules
 	}

@@ -30,6 +30,8 @@ type (
 		// as written.
 		Policy      *policy.Set
 		PolicyRules []policy.Rule
+		// Audit is where the audit log goes; the zero Audit writes none.
+		Audit Audit
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.

@@ -3,9 +3,12 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,9 +17,10 @@ import (
 // policyConfig denies echoing "forbidden" and asks before echoing
 // anything that starts with "ask"; the api_key argument is a secret the
 // question must not show.
-func policyConfig() string {
+func policyConfig(auditTo string) string {
 	return fmt.Sprintf(`version: 1
 discovery: {mode: search}
+audit: {to: %q, args: true}
 policy:
   - name: no-forbidden
     when: 'tool == "demo_echo" && has(args.text) && args.text == "forbidden"'
@@ -30,7 +34,30 @@ servers:
     truely-stateless: true
     %s
     transform: [{prefix: demo_}]
-`, demoServer("tools"))
+`, auditTo, demoServer("tools"))
+}
+
+// auditLines reads the audit log at path, waiting until it holds n lines.
+func auditLines(t *testing.T, path string, n int) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	require.Eventually(t, func() bool {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		lines = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if l == "" {
+				continue
+			}
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m), "%s", l)
+			lines = append(lines, m)
+		}
+		return len(lines) >= n
+	}, callTimeout, 20*time.Millisecond, "the audit log holds %d lines", n)
+	return lines
 }
 
 // policyText is the text of a tool result and whether it is an error.
@@ -55,7 +82,8 @@ func policyText(t *testing.T, raw json.RawMessage) (string, bool) {
 // redacted. A client that cannot elicit is denied. Other calls pass.
 func TestPolicyDeniesAndAsks(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr transport) {
-		a := serveConfig(t, tr, policyConfig())
+		auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+		a := serveConfig(t, tr, policyConfig(auditPath))
 		a.waitLoaded()
 		var mu sync.Mutex
 		var asked []string
@@ -125,6 +153,36 @@ func TestPolicyDeniesAndAsks(t *testing.T) {
 			assert.Contains(t, text, "cannot be asked")
 		}
 		assert.NotContains(t, a.log.String(), "sk-very-secret-value", "a secret argument reached the log")
+
+		// One audit line per call, in order, with the policy's outcome.
+		want := []struct{ outcome, rule string }{
+			{"denied", "no-forbidden"}, {"ok", ""}, {"approved", "ask-first"}, {"declined", "ask-first"},
+		}
+		n := 2 * len(want)
+		if tr == httpTransport {
+			n++
+		}
+		lines := auditLines(t, auditPath, n)
+		for i, line := range lines[:2*len(want)] {
+			w := want[i%len(want)]
+			assert.Equal(t, w.outcome, line["outcome"], "line %d: %v", i, line)
+			assert.Equal(t, w.rule, orEmpty(line["rule"]), "line %d", i)
+			assert.Equal(t, "demo_echo", line["tool"])
+			assert.Equal(t, "echo", line["original"])
+			assert.Equal(t, "demo", line["server"])
+			assert.Equal(t, "tools/call", line["method"])
+			assert.Equal(t, map[string]any{"kind": "local"}, line["principal"])
+			assert.Len(t, line["args_sha256"], 64)
+			assert.Contains(t, line, "duration_ms")
+		}
+		assert.Equal(t, map[string]any{"text": "ask me", "api_key": "[redacted]"}, lines[2]["args"], "the arguments, a secret redacted")
+		if tr == httpTransport {
+			assert.Equal(t, "denied", lines[8]["outcome"], "a client that cannot be asked is denied")
+			assert.NotEmpty(t, lines[0]["session"], "an HTTP call names its session, by digest")
+		}
+		raw, err := os.ReadFile(auditPath)
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), "sk-very-secret-value", "a secret reached the audit log")
 	})
 }
 
@@ -132,7 +190,7 @@ func TestPolicyDeniesAndAsks(t *testing.T) {
 // checked as a call alone is.
 func TestPolicyInBatches(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr transport) {
-		a := serveConfig(t, tr, policyConfig())
+		a := serveConfig(t, tr, policyConfig(filepath.Join(t.TempDir(), "audit.jsonl")))
 		a.waitLoaded()
 		c := newBatchClient(t, a, "2025-03-26")
 		raw := c.send(`[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"forbidden"}}},`+
@@ -152,4 +210,10 @@ func TestPolicyInBatches(t *testing.T) {
 		assert.False(t, isErr)
 		assert.Equal(t, "fine", text)
 	})
+}
+
+// orEmpty is a JSON member's string, "" when absent.
+func orEmpty(v any) string {
+	s, _ := v.(string)
+	return s
 }

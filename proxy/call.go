@@ -56,7 +56,13 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		callCtx  context.Context
 		limit    timeLimit
 	)
-	defer func(start time.Time) { p.observeCall(entry, start, callCtx, result, rpcErr, err) }(time.Now())
+	var decided verdict // the policy's, for the audit log
+	defer func(start time.Time) {
+		p.observeCall(entry, start, callCtx, result, rpcErr, err)
+		if l := p.audit.Load(); l != nil {
+			p.auditCall(l, entry, name, inv, decided, start, result, rpcErr, err)
+		}
+	}(time.Now())
 	viaCallTool := false // name came from an mcp_call_tool call
 	// A reload may retire the server between the lookup and the lease; the
 	// call then looks again and runs on the server's new instance.
@@ -102,7 +108,8 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
 		}
 		if retries == 0 { // a retry is the same call: decided once
-			if denied, _ := p.checkPolicy(ctx, st, entry, inv); denied != nil {
+			var denied json.RawMessage
+			if denied, decided = p.checkPolicy(ctx, st, entry, inv); denied != nil {
 				return denied, nil, nil
 			}
 		}

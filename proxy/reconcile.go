@@ -131,6 +131,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.profiles = compileProfiles(ws.Profiles)
 	settings.matchers = profileMatchers(settings.profiles)
 	settings.policy = ws.Policy
+	p.setAudit(ws.Audit)
 	settings.required = requiredServers(ws)
 	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {
 		// Calls in flight release the slots of the limiter they took them from.
