@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -57,7 +59,8 @@ func TestIdentityUsersOfOneClientShareNothing(t *testing.T) {
 	t.Parallel()
 	is := newIssuer(t)
 	svcToken := randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, "", ""))},
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, "", fmt.Sprintf("audit: {to: %q}\n", auditPath)))},
 		env: []string{"SVC_BOT_TOKEN=" + svcToken}})
 	a.waitLoaded()
 	alice := is.mint(t, jwt.MapClaims{"sub": "alice", "client_id": "shared-app"})
@@ -109,6 +112,23 @@ func TestIdentityUsersOfOneClientShareNothing(t *testing.T) {
 	log := a.log.String()
 	for _, tok := range []string{alice, bob, botSubject, svcToken} {
 		assert.NotContains(t, log, tok, "a token reached the log")
+	}
+
+	// The audit log names each call's principal: issuer, subject, client.
+	lines := auditLines(t, auditPath, 17) // the calls above that reached a tool
+	seen := map[string]bool{}
+	for _, l := range lines {
+		p, _ := l["principal"].(map[string]any)
+		seen[fmt.Sprint(p["kind"], " ", p["issuer"], " ", p["subject"], " ", p["client"])] = true
+	}
+	assert.True(t, seen[fmt.Sprint("subject ", is.url, " alice shared-app")], "%v", seen)
+	assert.True(t, seen[fmt.Sprint("subject ", is.url, " bob shared-app")], "%v", seen)
+	assert.True(t, seen[fmt.Sprint("subject ", is.url, " svc-bot <nil>")], "%v", seen)
+	assert.True(t, seen["client <nil> <nil> svc-bot"], "%v", seen)
+	raw, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+	for _, tok := range []string{alice, bob, botSubject, svcToken} {
+		assert.NotContains(t, string(raw), tok, "a token reached the audit log")
 	}
 }
 
