@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy", "audit"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy", "audit", "rate_limits"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -32,6 +32,8 @@ type fileResult struct {
 type settings struct {
 	audit           Audit // the audit log (config/audit.go)
 	auditSet        bool
+	rateLimits      RateLimits // config/ratelimits.go
+	rateLimitsSet   bool
 	maxConcurrent   *int
 	allowedCommands []string
 	commandsSet     bool
@@ -160,6 +162,9 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	}
 	res.settings = readSettings(r, f)
 	res.settings.access = readAccess(r, recordingLookup(fc.lookupEnv, &res.hostVars), f)
+	if p, ok := f["rate_limits"]; ok {
+		res.settings.rateLimits, res.settings.rateLimitsSet = readRateLimits(r, p.v), true
+	}
 	if p, ok := f["audit"]; ok {
 		res.settings.audit, res.settings.auditSet = readAudit(r, p.v, fc.dir)
 	}

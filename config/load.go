@@ -119,6 +119,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		profileFile  string
 		profileLines map[string]int
 		wsVars       []string // host variables the workspace settings read
+		rateFile     string   // the file rate_limits came from
 	)
 	for _, src := range srcs {
 		ws.Files = append(ws.Files, src.name)
@@ -139,6 +140,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 			ws.Sources = append(ws.Sources, Source{File: src.name, Dialect: res.dialect, Servers: len(res.servers)})
 		}
 		res.settings.applyTo(ws)
+		if res.settings.rateLimitsSet {
+			rateFile = src.name
+		}
 		if res.settings.access.profilesSet {
 			profileFile, profileLines = src.name, res.settings.access.profileLines
 		}
@@ -162,7 +166,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 		ws.Servers = append(ws.Servers, d.srv)
 	}
-	accessProblems := checkAccess(ws, profileFile, profileLines)
+	accessProblems := append(checkAccess(ws, profileFile, profileLines), checkRateLimits(ws, rateFile)...)
 	problems = append(problems, accessProblems...)
 	fatal = fatal || HasErrors(accessProblems)
 	if fatal {
@@ -235,6 +239,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.auditSet {
 		ws.Audit = s.audit
+	}
+	if s.rateLimitsSet {
+		ws.RateLimits = s.rateLimits
 	}
 	if s.access.policySet {
 		ws.Policy, ws.PolicyRules = s.access.policy, s.access.policyRules

@@ -32,6 +32,8 @@ type (
 		PolicyRules []policy.Rule
 		// Audit is where the audit log goes; the zero Audit writes none.
 		Audit Audit
+		// RateLimits limit each principal's tool calls.
+		RateLimits RateLimits
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.

@@ -108,6 +108,12 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
 		}
 		if retries == 0 { // a retry is the same call: decided once
+			if st.rates != nil {
+				if over, limit := st.rates.take(principalOf(inv.req), entry.Server); over != nil {
+					decided = verdict{outcome: "denied", rule: limit}
+					return nil, over, nil
+				}
+			}
 			var denied json.RawMessage
 			if denied, decided = p.checkPolicy(ctx, st, entry, inv); denied != nil {
 				return denied, nil, nil

@@ -131,6 +131,9 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.profiles = compileProfiles(ws.Profiles)
 	settings.matchers = profileMatchers(settings.profiles)
 	settings.policy = ws.Policy
+	if !settings.rates.same(ws.RateLimits) {
+		settings.rates = newRateLimits(ws.RateLimits)
+	}
 	p.setAudit(ws.Audit)
 	settings.required = requiredServers(ws)
 	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {

@@ -24,6 +24,7 @@ type state struct {
 	profiles map[string]*profile // by client name, and by matchKey for a match; see profiles.go
 	matchers []*profile          // the profiles with a match, in the order they are tried
 	policy   *policy.Set         // the policy list, compiled; nil: every call goes ahead
+	rates    *rateLimits         // each principal's rate limits; nil: none
 	// discovery is the config's discovery section; search is its view of
 	// catalog in search mode (nil in mode all), built by the same commit.
 	discovery config.Discovery
