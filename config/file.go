@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy", "audit", "rate_limits"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "profiles", "policy", "audit", "rate_limits", "views"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -34,6 +34,9 @@ type settings struct {
 	auditSet        bool
 	rateLimits      RateLimits // config/ratelimits.go
 	rateLimitsSet   bool
+	views           map[string]View // config/views.go
+	viewLines       map[string]int
+	viewsSet        bool
 	maxConcurrent   *int
 	allowedCommands []string
 	commandsSet     bool
@@ -162,6 +165,10 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	}
 	res.settings = readSettings(r, f)
 	res.settings.access = readAccess(r, recordingLookup(fc.lookupEnv, &res.hostVars), f)
+	if p, ok := f["views"]; ok {
+		res.settings.views, res.settings.viewLines = readViews(r, p.v)
+		res.settings.viewsSet = true
+	}
 	if p, ok := f["rate_limits"]; ok {
 		res.settings.rateLimits, res.settings.rateLimitsSet = readRateLimits(r, p.v), true
 	}

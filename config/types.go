@@ -34,6 +34,8 @@ type (
 		Audit Audit
 		// RateLimits limit each principal's tool calls.
 		RateLimits RateLimits
+		// Views are the narrower catalogs served at /mcp/<name>, by name.
+		Views map[string]View
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.

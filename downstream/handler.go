@@ -54,6 +54,9 @@ type Session interface {
 // claims of the credentials it was opened with (identity.Caller).
 type CallerSession interface {
 	Caller() identity.Caller
+	// View is the view the session was opened at (/mcp/<view>); "" for
+	// /mcp itself.
+	View() string
 }
 
 // Attached is implemented by a Session whose client may be gone without
@@ -104,6 +107,9 @@ type Request struct {
 	// read-only. "" and nil without authentication.
 	Client string
 	Claims map[string]any
+	// View is the view the request came to (/mcp/<view>, WithView); ""
+	// for /mcp itself. A session's requests all come to its own view.
+	View string
 	// Profile is the key the Handler chooses the request's profile by,
 	// which it sets on arrival from the principal, client and claims.
 	Profile string

@@ -26,6 +26,21 @@ func CallerOf(ctx context.Context) identity.Caller {
 	return c
 }
 
+// viewKey carries the view a request came to in its context.
+type viewKey struct{}
+
+// WithView returns ctx naming the view (/mcp/<view>) an HTTP request came
+// to; the gateway sets it for any path but /mcp.
+func WithView(ctx context.Context, view string) context.Context {
+	return context.WithValue(ctx, viewKey{}, view)
+}
+
+// ViewOf returns the view WithView put in ctx, "" for none.
+func ViewOf(ctx context.Context) string {
+	v, _ := ctx.Value(viewKey{}).(string)
+	return v
+}
+
 // WithClient returns ctx naming the static token's client an HTTP request
 // was authenticated as (WithCaller of identity.ClientCaller).
 func WithClient(ctx context.Context, client string) context.Context {
@@ -51,12 +66,18 @@ func (s *httpSession) Caller() identity.Caller { return s.caller }
 // Caller implements CallerSession: the local user.
 func (s *stdioSession) Caller() identity.Caller { return identity.LocalCaller() }
 
+// View implements CallerSession: the view the session was opened at.
+func (s *httpSession) View() string { return s.view }
+
+// View implements CallerSession: stdio has none.
+func (s *stdioSession) View() string { return "" }
+
 // checkClient refuses a request for a session another principal opened, as
 // if the session did not exist: a token of one client or user never
 // drives, or even confirms, another's session, not even a token of
 // another user of the same OAuth client.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
-	if !sameOwner(CallerOf(r.Context()).Principal, s.principal) {
+	if !sameOwner(CallerOf(r.Context()).Principal, s.principal) || ViewOf(r.Context()) != s.view {
 		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil

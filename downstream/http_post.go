@@ -149,6 +149,7 @@ func (t *HTTP) initialize(p *post) {
 	s.principal, s.holder = principal, holder
 	s.caller = CallerOf(p.r.Context())
 	s.caller.Principal = principal
+	s.view = ViewOf(p.r.Context())
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -222,6 +223,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.Principal = t.principalOf(p.r)
 		req.Holder = holderOf(req.Principal)
 	}
+	req.View = ViewOf(p.r.Context())
 	if c := CallerOf(p.r.Context()); c.Principal.Authenticated() {
 		// The credentials of this request: a session's own principal's
 		// (sessionOf checked it), its client and claims as fresh as the token.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/auth"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -35,6 +36,8 @@ func (g *Gateway) Handler() http.Handler {
 	// before authentication: a browser sends no credentials with one. A
 	// foreign Host or Origin is refused before authentication too.
 	mux.Handle("/mcp", g.Edge.CORS(g.guard(g.protect(g.Edge))))
+	// views.<name> at /mcp/<name>: the same endpoint, a narrower catalog.
+	mux.Handle("/mcp/", g.Edge.CORS(g.guard(g.protect(g.view(g.Edge)))))
 	if g.Drain != nil {
 		// Operators only: see Drainer.endpoint.
 		mux.Handle("/drain", g.guard(g.Drain.endpoint(g.Access)))
@@ -52,6 +55,19 @@ func (g *Gateway) Handler() http.Handler {
 		mux.Handle("/status.json", g.guard(g.protect(g.unrestricted(g.Ops.StatusJSON()))))
 	}
 	return mux
+}
+
+// view serves /mcp/<name> as the MCP endpoint of the view name (see
+// downstream.WithView); 404 for a name that is no view.
+func (g *Gateway) view(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/mcp/")
+		if name == "" || strings.Contains(name, "/") || g.Proxy == nil || !g.Proxy.HasView(name) {
+			http.Error(w, "no such view: the views are the names under views: in the config", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(downstream.WithView(r.Context(), name)))
+	})
 }
 
 // guard refuses what the MCP endpoint refuses under a foreign Host or

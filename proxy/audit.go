@@ -88,6 +88,7 @@ func (p *Proxy) auditCall(l *audit.Log, e *Entry, name string, inv invocation, v
 			r.Session = downstream.SessionDigest(req.Session.Key())
 		}
 		r.TraceID = traceID(req.TraceParent)
+		r.View = req.View
 	} else {
 		r.Principal = audit.Principal{Kind: "local"}
 	}

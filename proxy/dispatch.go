@@ -13,7 +13,7 @@ import (
 
 // Handle serves a request, in a span of its own when tracing is on.
 func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	req.Profile = p.current().profileKey(req.Caller())
+	req.Profile = p.current().requestProfile(req.Caller(), req.View)
 	if p.opts.Tracer == nil {
 		return p.dispatch(ctx, req)
 	}

@@ -26,6 +26,7 @@ import (
 type profile struct {
 	servers map[string]bool // nil: every server
 	tools   []string        // exported-name patterns; nil: every tool
+	also    []string        // more patterns a tool must match too (a view within a profile); nil: none
 	// match and key, for a profile chosen by who the principal is: the
 	// match, and the profile's key in state.profiles (matchKey).
 	match config.ProfileMatch
@@ -143,7 +144,64 @@ func (pr *profile) same(o *profile) bool {
 	if pr == nil || o == nil {
 		return pr == o
 	}
-	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools) && pr.match == o.match
+	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools) && slices.Equal(pr.also, o.also) && pr.match == o.match
+}
+
+// viewSep joins a profile's key and a view's name into the key of the
+// view within that profile (viewKey); it holds a NUL, as matchKey does.
+const viewSep = "\x00view:"
+
+// viewKey is the key in state.profiles of view within the profile whose
+// key is base ("" for none).
+func viewKey(base, view string) string { return base + viewSep + view }
+
+// admitsNothing is the profile of a view that is gone: nothing but the
+// aggregator's own tools.
+var admitsNothing = &profile{servers: map[string]bool{}}
+
+// addViews puts in profiles, for each view, the view within each profile
+// and within no profile (viewKey), so that a request at /mcp/<view> finds
+// its narrower profile as any other. A view is always within the caller's
+// own profile: it never admits what that profile does not.
+func addViews(profiles map[string]*profile, views map[string]config.View) map[string]*profile {
+	if len(views) == 0 {
+		return profiles
+	}
+	out := make(map[string]*profile, len(profiles)*(len(views)+1)+len(views))
+	maps.Copy(out, profiles)
+	for name, cv := range views {
+		v := compileProfiles(map[string]config.Profile{"v": {Servers: cv.Servers, Tools: cv.Tools}})["v"]
+		out[viewKey("", name)] = v
+		for key, pr := range profiles {
+			out[viewKey(key, name)] = within(v, pr)
+		}
+	}
+	return out
+}
+
+// within is view v narrowed to what profile pr admits too.
+func within(v, pr *profile) *profile {
+	out := &profile{servers: v.servers, tools: v.tools}
+	switch {
+	case pr.servers == nil:
+	case v.servers == nil:
+		out.servers = pr.servers
+	default:
+		out.servers = map[string]bool{}
+		for id := range v.servers {
+			if pr.servers[id] {
+				out.servers[id] = true
+			}
+		}
+	}
+	switch {
+	case pr.tools == nil:
+	case v.tools == nil:
+		out.tools = pr.tools
+	default:
+		out.also = pr.tools
+	}
+	return out
 }
 
 // server reports whether the profile admits a server; a nil profile admits
@@ -160,11 +218,13 @@ func (pr *profile) tool(e *Entry) bool {
 	if !pr.server(e.Server) {
 		return false
 	}
-	if pr.tools == nil {
-		return true
-	}
-	for _, p := range pr.tools {
-		if naming.Match(p, e.Exported) {
+	return (pr.tools == nil || matchesAny(pr.tools, e.Exported)) && (pr.also == nil || matchesAny(pr.also, e.Exported))
+}
+
+// matchesAny reports whether name matches one of patterns.
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if naming.Match(p, name) {
 			return true
 		}
 	}
@@ -176,7 +236,34 @@ func (st *state) profileOf(client string) *profile {
 	if client == "" {
 		return nil
 	}
-	return st.profiles[client]
+	if pr, ok := st.profiles[client]; ok {
+		return pr
+	}
+	if strings.Contains(client, viewSep) {
+		return admitsNothing // a view a reload took away
+	}
+	return nil
+}
+
+// requestProfile is the key of the profile of a request at view (""
+// for /mcp itself) from who: its own profile's (profileKey), or that of
+// the view within it.
+func (st *state) requestProfile(who identity.Caller, view string) string {
+	key := st.profileKey(who)
+	if view == "" {
+		return key
+	}
+	if _, ok := st.profiles[key]; !ok {
+		key = ""
+	}
+	return viewKey(key, view)
+}
+
+// HasView reports whether a view of that name is configured: /mcp/<name>
+// serves it.
+func (p *Proxy) HasView(name string) bool {
+	_, ok := p.current().profiles[viewKey("", name)]
+	return ok
 }
 
 // Restricted reports whether a profile narrows what who may see: such a
@@ -414,7 +501,7 @@ func requestClient(req *downstream.Request) string {
 // as requestClient.
 func (p *Proxy) sessionClient(s downstream.Session) string {
 	if c, ok := s.(downstream.CallerSession); ok {
-		return p.current().profileKey(c.Caller())
+		return p.current().requestProfile(c.Caller(), c.View())
 	}
 	return s.Principal().Client()
 }

@@ -130,6 +130,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.pattern = ws.Naming.ValidPattern
 	settings.profiles = compileProfiles(ws.Profiles)
 	settings.matchers = profileMatchers(settings.profiles)
+	settings.profiles = addViews(settings.profiles, ws.Views)
 	settings.policy = ws.Policy
 	if !settings.rates.same(ws.RateLimits) {
 		settings.rates = newRateLimits(ws.RateLimits)
