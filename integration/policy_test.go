@@ -217,3 +217,59 @@ func orEmpty(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// TestPolicyReloads: rules follow config edits; a reload whose rule does
+// not compile is rejected whole, and the last good rules stay.
+func TestPolicyReloads(t *testing.T) {
+	config := func(word, when string) string {
+		return fmt.Sprintf(`version: 1
+policy:
+  - name: no-%s
+    when: '%s'
+    action: deny
+servers:
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+`, word, when, demoServer("tools"))
+	}
+	denied := func(c *client, text string) bool {
+		out, isErr := policyText(t, c.callToolResult("demo_echo", map[string]any{"text": text}))
+		return isErr && strings.Contains(out, "policy rule")
+	}
+	r := newReloadRig(t, stdioTransport, config("red", `has(args.text) && args.text == "red"`))
+	assert.True(t, denied(r.c, "red"))
+	assert.False(t, denied(r.c, "blue"))
+
+	r.save(config("blue", `has(args.text) && args.text == "blue"`))
+	r.waitReload()
+	assert.False(t, denied(r.c, "red"), "the edited rule replaced the old one")
+	assert.True(t, denied(r.c, "blue"))
+
+	r.save(config("broken", `args.text ==`))
+	r.waitReload()
+	assert.True(t, r.a.log.containsLine("config rejected; keeping the last good config"))
+	assert.True(t, denied(r.c, "blue"), "the last good rules stay")
+	assert.False(t, denied(r.c, "red"))
+}
+
+// TestPolicyCheckReportsRuleErrors: check reports a rule's CEL syntax or
+// type error with the file and line of its expression, and exits 1.
+func TestPolicyCheckReportsRuleErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, when, want string }{
+		{"syntax", `tool ==`, "Syntax error"},
+		{"type", `tool == 3`, "no matching overload"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeConfig(t, fmt.Sprintf("version: 1\npolicy:\n  - name: r\n    action: deny\n    when: '%s'\nservers:\n  demo:\n    %s\n", tc.when, demoServer("tools")))
+			res := runCLI(t, "check", "--config", file)
+			assert.Equal(t, 1, res.code, "stdout: %s\nstderr: %s", res.stdout, res.stderr)
+			out := res.stdout + res.stderr
+			assert.Contains(t, out, file+":5: ")
+			assert.Contains(t, out, "policy.r.when")
+			assert.Contains(t, out, tc.want)
+		})
+	}
+}
