@@ -142,7 +142,15 @@ func TestIdentityProfileByClaim(t *testing.T) {
 	is := newIssuer(t)
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{writeConfig(t, identityConfig(is.url, `  auditors: { match: { claim: groups, value: auditors }, servers: [demo], tools: ['demo_e*'] }
   carol: { match: { subject: carol } }
-`, ""))}, env: []string{"SVC_BOT_TOKEN=" + randomToken(t)}})
+`, `policy:
+  - name: auditors-no-env
+    when: 'has(principal.claims.groups) && "auditors" in principal.claims.groups && tool == "demo_env"'
+    action: deny
+    message: auditors may not read the environment
+  - name: ask-erin
+    when: 'principal.subject == "erin" && principal.client == "other-app" && tool == "demo_echo"'
+    action: ask
+`))}, env: []string{"SVC_BOT_TOKEN=" + randomToken(t)}})
 	a.waitLoaded()
 	auditor := is.mint(t, jwt.MapClaims{"sub": "dave", "client_id": "other-app", "groups": []string{"staff", "auditors"}})
 	plain := is.mint(t, jwt.MapClaims{"sub": "erin", "client_id": "other-app", "groups": []string{"staff"}})
@@ -157,4 +165,24 @@ func TestIdentityProfileByClaim(t *testing.T) {
 	resp := c.callTool("counter_increment", map[string]any{})
 	require.NotNil(t, resp.Error, "a tool outside the claim's profile is unknown to its users")
 	assert.Equal(t, "hello", firstText(t, c.callToolResult("demo_echo", map[string]any{"text": "hello"})))
+
+	// Policy rules read the principal's claims, subject and client.
+	text, isErr := policyText(t, c.callToolResult("demo_env", map[string]any{}))
+	assert.True(t, isErr)
+	assert.Contains(t, text, `policy rule "auditors-no-env"`)
+	assert.Contains(t, text, "auditors may not read the environment")
+
+	asked := make(chan string, 1)
+	erin := a.newClientAs(plain)
+	erin.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+		var p struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(params, &p)
+		asked <- p.Message
+		return `{"action":"accept"}`, ""
+	}
+	erin.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	assert.Equal(t, "hi", firstText(t, erin.callToolResult("demo_echo", map[string]any{"text": "hi"})))
+	assert.Contains(t, <-asked, fmt.Sprintf(`Allow demo_echo for subject:%q "erin" (client other-app)?`, is.url))
 }

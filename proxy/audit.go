@@ -63,6 +63,23 @@ func (p *Proxy) AuditDropped() uint64 {
 	return p.auditDropped.Load() + p.audit.Load().Dropped()
 }
 
+// Audit writes r to the audit log, when one is set; a nil check
+// otherwise. It is the hook for decisions made outside a tool call (a
+// login, a token exchange): Time is set when zero. It never blocks.
+func (p *Proxy) Audit(r audit.Record) {
+	l := p.audit.Load()
+	if l == nil {
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	l.Write(r)
+}
+
+// AuditPrincipal names who in an audit record (for Audit).
+func AuditPrincipal(c identity.Caller) audit.Principal { return auditPrincipal(c, c.Principal) }
+
 // auditCall writes the audit record of one tool call. Without an audit
 // log it is never called (a nil check at the call site).
 func (p *Proxy) auditCall(l *audit.Log, e *Entry, name string, inv invocation, v verdict, start time.Time,
