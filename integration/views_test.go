@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -78,4 +79,79 @@ func TestViewsByURL(t *testing.T) {
 		r, _ := rawPost(t, a.url+"/readonly", initializeMsg(), nil)
 		assert.Equal(t, http.StatusUnauthorized, r.StatusCode, "a view needs the same credentials")
 	})
+}
+
+// listenAt opens the GET stream of c's session at its own endpoint URL and
+// feeds it to c's inbox.
+func listenAt(t *testing.T, c *client) {
+	t.Helper()
+	w := c.wire.(*httpWire)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+	require.NoError(t, err)
+	w.mu.Lock()
+	req.Header.Set("Mcp-Session-Id", w.session)
+	req.Header.Set("MCP-Protocol-Version", w.protocol)
+	w.mu.Unlock()
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := w.hc.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET stream")
+	go func() {
+		defer resp.Body.Close()
+		_ = readSSE(resp.Body, func(data []byte) bool {
+			w.inbox.dispatch(data, nil)
+			return true
+		})
+	}()
+}
+
+// TestViewsListChangedPerView: a view edit tells the sessions of that view
+// their list changed, and no one else.
+func TestViewsListChangedPerView(t *testing.T) {
+	t.Parallel()
+	config := func(bTools string) string {
+		return fmt.Sprintf(`version: 1
+views:
+  a: { servers: [demo] }
+  b: { servers: [counter], tools: [%s] }
+servers:
+  demo:
+    truely-stateless: true
+    %s
+    transform: [{prefix: demo_}]
+  counter:
+    %s
+    transform: [{prefix: counter_}]
+`, bTools, demoServer("tools"), demoServer("counter"))
+	}
+	base := config("'counter_*'")
+	r := newReloadRig(t, httpTransport, base)
+	ca, cb := r.a.connectAt(r.a.url+"/a", ""), r.a.connectAt(r.a.url+"/b", "")
+	listenAt(t, ca)
+	listenAt(t, cb)
+	require.Len(t, toolNames(t, cb.listTools()), 5)
+
+	narrowed := config("counter_get")
+	r.save(narrowed)
+	r.waitReload()
+	_, ok := cb.waitNotification(func(n notification) bool { return n.Method == "notifications/tools/list_changed" }, reloadWait)
+	require.True(t, ok, "view b changed: its session is told")
+	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status", "counter_get"}, toolNames(t, cb.listTools()))
+	r.settle(narrowed)
+	ca.listTools()
+	count := func(c *client) int {
+		notes, _ := c.inbox.snapshot()
+		n := 0
+		for _, note := range notes {
+			if note.Method == "notifications/tools/list_changed" {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 0, count(ca), "view a did not change")
+	assert.Equal(t, 0, r.listChanged(), "/mcp did not change")
+	assert.Equal(t, 1, count(cb))
 }
