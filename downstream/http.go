@@ -112,10 +112,17 @@ type HTTPOptions struct {
 	SessionIDPrefix string
 	// LeaseHere reports whether this process holds a lease of the
 	// conversation name a sessionless request names in _meta (MetaLease)
-	// for principal who (the zero Principal without authentication). While draining, a request naming a lease held elsewhere
-	// or nowhere is refused as one naming none is: serving it would start
-	// a new lease here. nil: every named lease may be here.
+	// for principal who (the zero Principal without authentication). While
+	// draining, a request naming a lease held elsewhere or nowhere is
+	// refused as one naming none is: serving it would start a new lease
+	// here. nil: every named lease may be here.
 	LeaseHere func(who identity.Principal, name string) bool
+	// RateWait reports how long who must wait before a call of the tool
+	// exported as tool is within its rate limits (0: now). A POST whose
+	// Mcp-Method and Mcp-Name headers name a tools/call that must wait is
+	// refused with 429 and Retry-After before its body is read. nil: no
+	// rate limits.
+	RateWait func(who identity.Principal, tool string) time.Duration
 }
 
 // DefaultMaxHeaderBytes bounds a request's headers unless

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,10 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 			"Accept admits neither application/json nor text/event-stream: list both, as MCP clients must"))
 		return
 	}
+	if e := t.rateLimited(w, r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
 	body, e := t.readBody(w, r)
 	if e != nil {
 		t.refuse(w, r, e)
@@ -65,6 +71,32 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.postSession(p)
 	}
 }
+
+// rateLimited refuses, before its body is read, a request whose headers
+// say it is a tools/call its principal must wait for (HTTPOptions.
+// RateWait): 429 with Retry-After. The headers are checked against the
+// body later (checkModernHeaders); a request without them is limited when
+// the call is made.
+func (t *HTTP) rateLimited(w http.ResponseWriter, r *http.Request) *httpError {
+	if t.opts.RateWait == nil || r.Header.Get(headerMethod) != "tools/call" {
+		return nil
+	}
+	tool := r.Header.Get(headerName)
+	if tool == "" {
+		return nil
+	}
+	wait := t.opts.RateWait(t.principalOf(r), tool)
+	if wait <= 0 {
+		return nil
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return refusal(http.StatusTooManyRequests, codeRateLimited, "rate limited: calls of %s are over this caller's rate limit; retry after %ds", clip(tool), secs)
+}
+
+// codeRateLimited is the JSON-RPC error code of a call over a rate limit,
+// as the proxy answers it when the call is made.
+const codeRateLimited = -32029
 
 func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
 	msg, de := decodeClient(body, true) // the body is read for this message alone

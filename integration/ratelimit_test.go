@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,6 +71,30 @@ servers:
 	bc.callToolResult("counter_increment", map[string]any{})
 	bc.callToolResult("demo_echo", map[string]any{"text": "bob is not slowed by alice"})
 
+	// A sessionless call names its tool in headers: over the limit, it is
+	// refused with 429 and Retry-After before its body is read.
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	resp, err := modernPostAs(ctx, a.url, alice, "tools/call", "demo_echo",
+		map[string]any{"name": "demo_echo", "arguments": map[string]any{"text": "d"}})
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", body)
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
+	assert.Greater(t, secs, 0)
+	var msg struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(body, &msg), "%s", body)
+	assert.Equal(t, -32029, msg.Error.Code)
+	assert.Contains(t, msg.Error.Message, "retry after")
+	modernCallAs(t, a.url, bob, "demo_pid", "") // bob's sessionless calls pass
+
 	lines := auditLines(t, auditPath, 7)
 	var denied []string
 	for _, l := range lines {
@@ -76,6 +103,4 @@ servers:
 		}
 	}
 	assert.Equal(t, []string{"rate_limits.servers.counter", "rate_limits.calls"}, denied)
-	_, err := os.Stat(auditPath)
-	require.NoError(t, err)
 }

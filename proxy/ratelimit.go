@@ -118,3 +118,48 @@ func limited(who identity.Principal, server string, r config.Rate, wait time.Dur
 	e.Data = []byte(fmt.Sprintf(`{"retryAfterSeconds":%g,"limit":%q}`, secs, setting))
 	return e
 }
+
+// wait is how long who must wait before a call to server is within its
+// limits; it takes nothing (the call takes its tokens when it is made).
+func (l *rateLimits) wait(who identity.Principal, server string) time.Duration {
+	if l == nil {
+		return 0
+	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var longest time.Duration
+	need := func(key rateKey, r config.Rate) {
+		b, ok := l.buckets[key]
+		if !ok || r == (config.Rate{}) {
+			return
+		}
+		if tokens := b.TokensAt(now); tokens < 1 {
+			if d := time.Duration((1 - tokens) / r.PerSecond * float64(time.Second)); d > longest {
+				longest = d
+			}
+		}
+	}
+	if r, ok := l.cfg.Servers[server]; ok {
+		need(rateKey{who, server}, r)
+	}
+	need(rateKey{who, ""}, l.cfg.Calls)
+	return longest
+}
+
+// RateWait is how long who must wait before a call of the tool exported
+// as tool is within its rate limits; 0 when it may call now, or when the
+// name is no tool (the call is answered as such). The HTTP transport
+// refuses such a call with 429 before reading it
+// (downstream.HTTPOptions.RateWait).
+func (p *Proxy) RateWait(who identity.Principal, tool string) time.Duration {
+	st := p.current()
+	if st.rates == nil {
+		return 0
+	}
+	server := ""
+	if e, ok := st.catalog.Lookup(tool); ok {
+		server = e.Server
+	}
+	return st.rates.wait(who, server)
+}
