@@ -3,6 +3,7 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -12,26 +13,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
-// The flow itself (protected resource metadata from the 401's
-// WWW-Authenticate or the well-known URLs, authorization server metadata
-// with path insertion, dynamic client registration or a pre-registered
-// client, scope selection, PKCE S256, the resource parameter, the RFC 9207
-// iss check, the code exchange) is the official Go SDK's
-// auth.AuthorizationCodeHandler, which builds on golang.org/x/oauth2. What
-// this file adds is what a command-line login needs around it: the
+// The flow: protected resource metadata from the 401's WWW-Authenticate
+// or the well-known URLs, authorization server metadata with path
+// insertion (discovery.go), a pre-registered client or dynamic client
+// registration (register.go), scope selection, PKCE S256, the RFC 8707
+// resource parameter, the RFC 9207 iss check, and the code exchange with
+// golang.org/x/oauth2; around it what a command-line login needs: the
 // loopback redirect listener, the first unauthorized request, and turning
-// the result into a stored Grant. (mcp-go's client OAuthHandler was the
-// other candidate; it does discovery and registration too, but checks no
-// iss on the redirect and skips the root well-known fallback for protected
-// resource metadata.) Client ID metadata documents are not
+// the result into a stored Grant. Client ID metadata documents are not
 // offered: they need an https URL serving the client's metadata, which a
 // command-line tool does not have.
 
@@ -73,94 +68,181 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	}
 	defer cb.close()
 
-	req, challenge, err := probe(ctx, client, srv)
+	challenges, err := probe(ctx, client, srv)
 	if err != nil {
 		return nil, err
 	}
 	// The flow's POSTs carry a client secret, a code and its verifier in
 	// their bodies: a 307 or 308 to another origin is not followed.
 	client = sameorigin.Client(client, sameorigin.Policy{NoBody: true})
-	var (
-		authURL  string
-		oauthCfg *oauth2.Config
-		token    *oauth2.Token
-	)
-	cfg := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL:         cb.redirectURI(),
-		RequestRefreshToken: true,
-		Client:              client,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			authURL = args.URL
-			u, err := url.Parse(args.URL)
-			if err != nil {
-				return nil, fmt.Errorf("the authorization endpoint is not a URL: %w", err)
-			}
-			if err := webURL(u); err != nil {
-				// It is opened in a browser or handed to a client to open:
-				// another scheme could launch a local program.
-				return nil, fmt.Errorf("the authorization server's authorization_endpoint %w; only https (or http on loopback) is opened", err)
-			}
-			cb.expect(u.Query().Get("state"))
-			if opts.Authorize != nil {
-				opts.Authorize(args.URL)
-			}
-			wctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			r, err := cb.wait(wctx)
-			if err != nil {
-				return nil, err
-			}
-			if r.err != "" {
-				return nil, fmt.Errorf("the authorization server answered %s instead of a code; run login again and approve the request", safeCode(r.err))
-			}
-			return &auth.AuthorizationResult{Code: r.code, State: r.state, Iss: r.iss}, nil
-		},
-		NewTokenSource: func(_ context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
-			oauthCfg, token = c, t
-			return oauth2.StaticTokenSource(t), nil
-		},
+	target, err := discover(ctx, client, srv, challenges)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, err)
 	}
-	if srv.Auth.ClientID != "" {
-		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: srv.Auth.ClientID}
-		if srv.Auth.ClientSecret != "" {
-			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: srv.Auth.ClientSecret}
+	cfg, err := clientConfig(ctx, client, opts, target, cb.redirectURI())
+	if err != nil {
+		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, err)
+	}
+	code, verifier, err := authorize(ctx, opts, timeout, cb, cfg, target)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, err)
+	}
+	token, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, client), code,
+		oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", target.resource))
+	if err != nil {
+		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, exchangeErr(err))
+	}
+	if token.AccessToken == "" {
+		return nil, fmt.Errorf("server %q: login failed: the authorization server issued no access token", srv.ID)
+	}
+	return grantOf(srv, target, cfg, token), nil
+}
+
+// loginTarget is what discovery found for a login.
+type loginTarget struct {
+	resource string          // the resource indicator sent (RFC 8707)
+	issuer   string          // the issuer the resource metadata names; "" when none was found
+	meta     *serverMetadata // the authorization server's; never nil
+	scopes   []string        // the scopes the server asks for
+}
+
+// discover finds the authorization server of srv and what to ask it for.
+// A server that publishes no resource metadata is taken to be its own
+// authorization server, and one that publishes no metadata to have the
+// default endpoints, as in the first MCP authorization spec.
+func discover(ctx context.Context, client *http.Client, srv *config.Server, challenges []challenge) (*loginTarget, error) {
+	resource, err := resourceURI(srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := findResourceMetadata(ctx, client, srv.URL, challenges)
+	if err != nil {
+		return nil, err
+	}
+	t := &loginTarget{resource: resource.String()}
+	issuer := (&url.URL{Scheme: resource.Scheme, Host: resource.Host}).String()
+	if prm != nil {
+		issuer, t.issuer, t.resource, t.scopes = prm.AuthorizationServers[0], prm.AuthorizationServers[0], prm.Resource, prm.ScopesSupported
+	}
+	if scope := bearerParam(challenges, "scope"); scope != "" {
+		t.scopes = strings.Fields(scope)
+	}
+	t.meta, err = getServerMetadata(ctx, client, issuer)
+	if err != nil {
+		return nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	if t.meta == nil {
+		base := strings.TrimSuffix(issuer, "/")
+		t.meta = &serverMetadata{Issuer: issuer, AuthorizationEndpoint: base + "/authorize", TokenEndpoint: base + "/token", RegistrationEndpoint: base + "/register"}
+	} else if t.issuer != "" {
+		t.issuer = t.meta.Issuer
+	}
+	return t, nil
+}
+
+// clientConfig is the OAuth client of the login: the configured one, or
+// one registered now; with the scopes to ask for.
+func clientConfig(ctx context.Context, client *http.Client, opts LoginOptions, t *loginTarget, redirectURI string) (*oauth2.Config, error) {
+	srv := opts.Server
+	cfg := &oauth2.Config{RedirectURL: redirectURI, Endpoint: oauth2.Endpoint{AuthURL: t.meta.AuthorizationEndpoint, TokenURL: t.meta.TokenEndpoint}}
+	switch {
+	case srv.Auth.ClientID != "":
+		cfg.ClientID, cfg.ClientSecret = srv.Auth.ClientID, srv.Auth.ClientSecret
+		switch methods := t.meta.TokenEndpointAuthMethodsSupported; {
+		case contains(methods, "client_secret_post"):
+			cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+		case contains(methods, "client_secret_basic"):
+			cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
 		}
-	} else {
+	case t.meta.RegistrationEndpoint != "":
 		name := opts.ClientName
 		if name == "" {
 			name = "mcp-aggregator"
 		}
-		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs:            []string{cb.redirectURI()},
-			ClientName:              name,
-			GrantTypes:              []string{"authorization_code", "refresh_token"},
-			ResponseTypes:           []string{"code"},
-			TokenEndpointAuthMethod: string(AuthNone),
-		}}
+		reg, err := registerClient(ctx, client, t.meta.RegistrationEndpoint, redirectURI, name)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientID, cfg.ClientSecret, cfg.Endpoint.AuthStyle = reg.ClientID, reg.ClientSecret, reg.authStyle()
+	default:
+		return nil, errors.New("the authorization server offers no dynamic client registration; register a client with it and set auth.client_id (and auth.client_secret) in the server's config")
 	}
+	cfg.Scopes = t.scopes
 	if len(srv.Auth.Scopes) > 0 {
-		scopes := srv.Auth.Scopes
-		cfg.ScopeFilter = func([]string) []string { return append([]string(nil), scopes...) }
+		cfg.Scopes = append([]string(nil), srv.Auth.Scopes...)
 	}
-	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if contains(t.meta.ScopesSupported, "offline_access") && !contains(cfg.Scopes, "offline_access") {
+		cfg.Scopes = append(cfg.Scopes, "offline_access") // ask for a refresh token
+	}
+	return cfg, nil
+}
+
+// authorize hands the authorization URL (PKCE S256, a fresh state, the
+// resource) to opts.Authorize and waits for the browser to come back with
+// a code, which it returns with the PKCE verifier.
+func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb *callback, cfg *oauth2.Config, t *loginTarget) (code, verifier string, err error) {
+	verifier = oauth2.GenerateVerifier()
+	state := rand.Text()
+	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", t.resource))
+	u, err := url.Parse(authURL)
 	if err != nil {
-		return nil, err
+		return "", "", errors.New("the authorization endpoint is not a URL")
 	}
-	// The flow names the server by the URL of the request it is given: its
-	// canonical URI, never the URL with the credentials it may carry.
-	resource, err := resourceURI(srv.URL)
+	if err := webURL(u); err != nil {
+		// It is opened in a browser or handed to a client to open:
+		// another scheme could launch a local program.
+		return "", "", fmt.Errorf("the authorization server's authorization_endpoint %w; only https (or http on loopback) is opened", err)
+	}
+	cb.expect(state)
+	if opts.Authorize != nil {
+		opts.Authorize(authURL)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := cb.wait(wctx)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
+		return "", "", err
 	}
-	named := req.Clone(ctx)
-	named.URL = resource
-	if err := h.Authorize(ctx, named, challenge); err != nil {
-		return nil, fmt.Errorf("server %q: login failed: %w", srv.ID, err)
+	if r.err != "" {
+		return "", "", fmt.Errorf("the authorization server answered %s instead of a code; run login again and approve the request", safeCode(r.err))
 	}
-	if token == nil || oauthCfg == nil || token.AccessToken == "" {
-		return nil, fmt.Errorf("server %q: login failed: the authorization server issued no access token", srv.ID)
+	if r.state != state {
+		return "", "", errors.New("the authorization response is for another request (state)")
 	}
-	return grantOf(ctx, client, srv, challenge, authURL, oauthCfg, token), nil
+	if err := checkIss(r.iss, t.meta); err != nil {
+		return "", "", err
+	}
+	return r.code, verifier, nil
+}
+
+// checkIss is RFC 9207's defence against mix-up: the iss of the
+// authorization response, required when the server says it sends one,
+// must name the server the request went to.
+func checkIss(iss string, meta *serverMetadata) error {
+	switch {
+	case iss == "" && meta.IssParameterSupported:
+		return fmt.Errorf("the authorization server %s says it names itself in its answers (RFC 9207 iss) but its answer named no issuer", safeText(meta.Issuer))
+	case iss != "" && iss != meta.Issuer:
+		return fmt.Errorf("the authorization response comes from the issuer %q, not %q, the one the request went to", safeText(iss), safeText(meta.Issuer))
+	}
+	return nil
+}
+
+// exchangeErr is the code exchange's failure without what the token
+// endpoint's body or URL held but its error code.
+func exchangeErr(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		if re.ErrorCode != "" {
+			return fmt.Errorf("the token endpoint answered HTTP %d with error %s to the code exchange", status, safeCode(re.ErrorCode))
+		}
+		return fmt.Errorf("the token endpoint answered HTTP %d to the code exchange", status)
+	}
+	return fmt.Errorf("the code exchange: %w", plainErr(err))
 }
 
 // webURL accepts an https URL, or an http one to a loopback host.
@@ -181,16 +263,16 @@ func webURL(u *url.URL) error {
 }
 
 // probe sends the request an unauthorized client would (an initialize) and
-// returns it with the server's answer, which names the protected resource
-// metadata. A server that does not answer 401 still gets the flow, from
-// the well-known URLs. The server's configured headers go to its origin
-// alone: a redirect elsewhere is followed without them.
-func probe(ctx context.Context, client *http.Client, srv *config.Server) (*http.Request, *http.Response, error) {
+// returns the challenges of the server's 401, which name the protected
+// resource metadata. A server that does not answer 401 still gets the
+// flow, from the well-known URLs. The server's configured headers go to
+// its origin alone: a redirect elsewhere is followed without them.
+func probe(ctx context.Context, client *http.Client, srv *config.Server) ([]challenge, error) {
 	client = sameorigin.Client(client, sameorigin.Policy{Headers: sameorigin.HeaderNames(srv.Headers)})
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-aggregator-login","version":"0"}}}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
+		return nil, fmt.Errorf("server %q: url: %w", srv.ID, err)
 	}
 	for k, v := range srv.Headers {
 		req.Header.Set(k, v)
@@ -200,34 +282,24 @@ func probe(ctx context.Context, client *http.Client, srv *config.Server) (*http.
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	resp, err := client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL may hold secrets
-		}
-		return nil, nil, fmt.Errorf("server %q: cannot reach it: %w", srv.ID, err)
+		return nil, fmt.Errorf("server %q: cannot reach it: %w", srv.ID, plainErr(err)) // the URL may hold secrets
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	resp.Body.Close()
-	challenge := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
-	if resp.StatusCode == http.StatusUnauthorized {
-		challenge.Header = resp.Header.Clone()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil, nil
 	}
-	return req, challenge, nil
+	return parseChallenges(resp.Header.Values("WWW-Authenticate")), nil
 }
 
-// grantOf turns the flow's result into a Grant. The resource is the one
-// the authorization request named; the issuer is looked up again from the
-// same metadata the flow used, for the record (the SDK keeps it to itself).
-func grantOf(ctx context.Context, client *http.Client, srv *config.Server, challenge *http.Response, authURL string, c *oauth2.Config, t *oauth2.Token) *Grant {
+// grantOf turns the flow's result into a Grant.
+func grantOf(srv *config.Server, t *loginTarget, c *oauth2.Config, tok *oauth2.Token) *Grant {
 	g := &Grant{
 		Server: srv.URL, TokenURL: c.Endpoint.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-		AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry,
-		Obtained: time.Now(), Scopes: c.Scopes,
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
+		Obtained: time.Now(), Scopes: c.Scopes, Resource: t.resource, Issuer: t.issuer, RevocationURL: t.meta.RevocationEndpoint,
 	}
-	if u, err := url.Parse(authURL); err == nil {
-		g.Resource = u.Query().Get("resource")
-	}
-	if scope, ok := t.Extra("scope").(string); ok && scope != "" {
+	if scope, ok := tok.Extra("scope").(string); ok && scope != "" {
 		g.Scopes = strings.Fields(scope)
 	}
 	switch {
@@ -238,7 +310,6 @@ func grantOf(ctx context.Context, client *http.Client, srv *config.Server, chall
 	default:
 		g.AuthStyle = AuthBasic
 	}
-	g.Issuer, g.RevocationURL = issuerOf(ctx, client, srv.URL, challenge)
 	return g
 }
 
@@ -253,62 +324,16 @@ const discoveryTimeout = 15 * time.Second
 func DiscoverIssuer(ctx context.Context, client *http.Client, srv *config.Server) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
-	_, challenge, err := probe(ctx, client, srv)
+	challenges, err := probe(ctx, client, srv)
 	if err != nil {
 		return "", err
 	}
-	for _, c := range metadataCandidates(srv.URL, challenge) {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], client)
-		if err == nil && prm != nil && len(prm.AuthorizationServers) > 0 {
-			return prm.AuthorizationServers[0], nil
-		}
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("server %q: no protected resource metadata within %s", srv.ID, discoveryTimeout)
-		}
-	}
-	return "", nil
-}
-
-// issuerOf finds the issuer of srv's authorization server as the flow did,
-// and its revocation endpoint: protected resource metadata (advertised,
-// then at the endpoint's path, then at the root), then that server's
-// metadata. "" when it cannot tell.
-func issuerOf(ctx context.Context, client *http.Client, serverURL string, challenge *http.Response) (issuer, revocation string) {
-	for _, c := range metadataCandidates(serverURL, challenge) {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c[0], c[1], client)
-		if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
-			continue
-		}
-		if asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client); err == nil && asm != nil {
-			return asm.Issuer, asm.RevocationEndpoint
-		}
-		return prm.AuthorizationServers[0], ""
-	}
-	return "", ""
-}
-
-// metadataCandidates are the URLs protected resource metadata may be at,
-// in the order to try them, each with the resource it must name: the
-// server's canonical URI (resourceURI), as in the flow itself.
-func metadataCandidates(serverURL string, challenge *http.Response) [][2]string {
-	u, err := resourceURI(serverURL)
+	prm, err := findResourceMetadata(ctx, client, srv.URL, challenges)
 	if err != nil {
-		return nil
+		return "", fmt.Errorf("server %q: no protected resource metadata within %s", srv.ID, discoveryTimeout)
 	}
-	resource := u.String()
-	var candidates [][2]string // metadata URL, resource it is for
-	if cs, err := oauthex.ParseWWWAuthenticate(challenge.Header.Values("WWW-Authenticate")); err == nil {
-		for _, c := range cs {
-			if u := c.Params["resource_metadata"]; u != "" {
-				candidates = append(candidates, [2]string{u, resource})
-			}
-		}
+	if prm == nil {
+		return "", nil
 	}
-	root := *u
-	root.Path, root.RawPath = "", ""
-	at := *u
-	at.Path, at.RawPath = "/.well-known/oauth-protected-resource/"+strings.TrimLeft(u.Path, "/"), ""
-	rootMeta := root
-	rootMeta.Path = "/.well-known/oauth-protected-resource"
-	return append(candidates, [2]string{at.String(), resource}, [2]string{rootMeta.String(), root.String()})
+	return prm.AuthorizationServers[0], nil
 }

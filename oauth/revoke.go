@@ -10,12 +10,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
-// Written by hand: neither golang.org/x/oauth2 nor the Go SDK revokes
-// tokens (RFC 7009).
+// Written by hand: golang.org/x/oauth2 does not revoke tokens (RFC 7009).
 
 // RevokeTimeout bounds the revocation of one grant, metadata included.
 const RevokeTimeout = 15 * time.Second
@@ -36,9 +33,9 @@ func Revoke(ctx context.Context, client *http.Client, g *Grant) error {
 		if g.Issuer == "" {
 			return ErrNoRevocation
 		}
-		asm, err := auth.GetAuthServerMetadata(ctx, g.Issuer, client)
+		asm, err := getServerMetadata(ctx, client, g.Issuer)
 		if err != nil {
-			return fmt.Errorf("reading the metadata of %s: %w", g.Issuer, plainErr(err))
+			return fmt.Errorf("reading the metadata of %s: %w", safeText(g.Issuer), err)
 		}
 		if asm == nil || asm.RevocationEndpoint == "" {
 			return ErrNoRevocation

@@ -56,27 +56,27 @@ func textResult(isError bool, text string) json.RawMessage {
 	return body
 }
 
-// admin runs an admin tool.
-func (p *Proxy) admin(st *state, name string, inv invocation) json.RawMessage {
-	if name == "mcp_release" {
-		return p.release(st, inv)
-	}
-	body, err := json.MarshalIndent(p.narrowStatus(st, requestClient(inv.req), p.status(st, inv.key)), "", "  ")
+// status answers mcp_status: the servers, the caller's leases and the
+// current problems, as far as the caller's profile lets it see them.
+func (o *ownServer) status() json.RawMessage {
+	body, err := json.MarshalIndent(o.p.narrowStatus(o.st, o.client, o.p.status(o.st, o.key)), "", "  ")
 	if err != nil {
 		return textResult(true, err.Error())
 	}
 	return textResult(false, string(body))
 }
 
-func (p *Proxy) release(st *state, inv invocation) json.RawMessage {
+// release answers mcp_release: the caller's lease of the server it names
+// ends.
+func (o *ownServer) release(rawArgs json.RawMessage) json.RawMessage {
 	var args struct {
 		ServerID string `json:"serverId"`
 	}
-	if err := json.Unmarshal(inv.args, &args); err != nil || args.ServerID == "" {
+	if err := json.Unmarshal(rawArgs, &args); err != nil || args.ServerID == "" {
 		return textResult(true, `mcp_release needs {"serverId": "<id>"}; mcp_status lists the ids`)
 	}
-	rs := st.servers[args.ServerID]
-	if rs == nil || !st.profileOf(requestClient(inv.req)).server(args.ServerID) {
+	rs := o.st.servers[args.ServerID]
+	if rs == nil || !o.st.profileOf(o.client).server(args.ServerID) {
 		// A server outside the client's profile is answered as one that
 		// does not exist: nothing tells the client it is there.
 		return textResult(true, fmt.Sprintf("no server %q is running; mcp_status lists the ids", args.ServerID))
@@ -84,7 +84,7 @@ func (p *Proxy) release(st *state, inv invocation) json.RawMessage {
 	if rs.pool.Stateless() {
 		return textResult(false, fmt.Sprintf("server %q is shared by every session (truely-stateless); there is no lease to release", args.ServerID))
 	}
-	if !rs.pool.Release(inv.key) {
+	if !rs.pool.Release(o.key) {
 		return textResult(false, fmt.Sprintf("this session holds no instance of server %q; nothing to release", args.ServerID))
 	}
 	return textResult(false, fmt.Sprintf("released this session's instance of server %q", args.ServerID))

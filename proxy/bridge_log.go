@@ -58,13 +58,9 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 	c := &requestCaller{p: p, req: req}
 	if req.Sessionless() {
 		c.level = metaString(req.Msg.Params, downstream.MetaLogLevel)
-	} else if p.clients.offerOf(req.Session.Key()).logging {
+	} else if s := p.sessions.find(req.Session); s.offered().logging {
 		// A session not offered logging takes no log messages: none is asked for.
-		rank, set := p.levels.get(req.Session.Key())
-		if !set {
-			rank = defaultLogLevel
-		}
-		c.level = levelNames[rank]
+		c.level = levelNames[s.logLevel()]
 	}
 	return upstream.WithCaller(ctx, c)
 }

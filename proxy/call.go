@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -25,9 +27,18 @@ const (
 // ErrTimeout marks a call that ran past its timeout.
 var ErrTimeout = errors.New("timed out")
 
-// invocation is one tools/call, whichever transport it arrived on.
+// invocation is one request the forwarder sends to a server, whichever
+// transport it arrived on: a tools/call, which goes to the server that
+// exports the tool, or another method, which goes to the server the
+// caller's route chose.
 type invocation struct {
-	name      string
+	method string // tools/call, or the method sent as it is
+	// name is the exported name of the tool a tools/call calls.
+	name string
+	// server is the server a request other than tools/call goes to, and
+	// params its params as they go upstream, byte for byte.
+	server    string
+	params    json.RawMessage
 	key       session.Key
 	anonymous bool            // key is the shared anonymous one
 	args      json.RawMessage // forwarded byte for byte
@@ -38,132 +49,203 @@ type invocation struct {
 	// It runs on the upstream's reader goroutine, so it only queues.
 	progress func(params json.RawMessage)
 	// req is the downstream request, for what the upstream sends back
-	// during the call (its requests, its log messages).
+	// during the call (its requests, its log messages); nil for a request
+	// the aggregator makes of its own accord.
 	req *downstream.Request
+	// onTask pins a request about a task (tasks/get, tasks/result,
+	// tasks/cancel) to the instance that runs the task: it goes there or
+	// nowhere, with limit for its time limit and hint for what an error
+	// about running past it advises ("": raise the setting).
+	onTask *taskEntry
+	limit  timeLimit
+	hint   string
 }
 
-// invoke routes a call to the instance that serves its session and returns
-// the upstream's raw result, or a raw JSON-RPC error object. err is set only
-// when the caller went away and no response is due.
-func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
-	name := inv.name
+// toolCall reports whether inv is a tools/call.
+func (inv *invocation) toolCall() bool { return inv.method == "tools/call" }
+
+// subject names what a request went to in an error about it:
+// `server "s": tool "t"` for a tools/call, `method: server "s"` otherwise.
+func (inv *invocation) subject(server string) string {
+	if inv.toolCall() {
+		return fmt.Sprintf("server %q: tool %q", server, inv.name)
+	}
+	return fmt.Sprintf("%s: server %q", inv.method, server)
+}
+
+// label is subject without the server, for errors that name it themselves.
+func (inv *invocation) label() string {
+	if inv.toolCall() {
+		return fmt.Sprintf("tool %q", inv.name)
+	}
+	return inv.method
+}
+
+// target is what the forwarder sends a request to: an upstream instance
+// (*upstream.Instance), or the aggregator's own server, which serves its
+// own tools in process (ownServer). Do returns the raw result, or the
+// target's JSON-RPC error as *upstream.RPCError.
+type target interface {
+	Do(ctx context.Context, r upstream.Request) (json.RawMessage, error)
+}
+
+var _ target = (*upstream.Instance)(nil)
+
+// send is the forwarder: every request that goes to a server, tools/call
+// included, goes through it. It resolves the target (the server that
+// exports the tool, or the one the caller's route chose, the aggregator's
+// own tools on its in-process server), acquires an instance of it (the
+// session's lease, or the shared one; a reload that retires the server in
+// between sends the request to its new instance), applies the call limits
+// and the deadline, forwards the params raw and maps the one set of
+// errors. It returns the raw result, or a raw JSON-RPC error object; err
+// is set only when the caller went away and no response is due.
+func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+	call := inv.toolCall()
 	var (
 		st       *state
-		entry    *Entry
+		server   string
+		entry    *Entry // a tools/call's
+		counted  *Entry // what the call counts as, when not entry
 		rs       *runningServer
-		grant    *session.Grant
+		to       target
+		grant    *session.Grant // nil for the aggregator's own server
 		deadline *deadline
 		callCtx  context.Context
 		limit    timeLimit
 	)
-	var decided verdict // the policy's, for the audit log
-	defer func(start time.Time) {
-		p.observeCall(entry, start, callCtx, result, rpcErr, err)
-		if l := p.audit.Load(); l != nil {
-			p.auditCall(l, entry, name, inv, decided, start, result, rpcErr, err)
-		}
-	}(time.Now())
-	viaCallTool := false // name came from an mcp_call_tool call
-	// A reload may retire the server between the lookup and the lease; the
-	// call then looks again and runs on the server's new instance.
+	var decided verdict // the policy's and rate limits', for the audit log
+	if call {
+		defer func(start time.Time) {
+			if counted == nil {
+				counted = entry
+			}
+			p.observeCall(counted, start, callCtx, result, rpcErr, err)
+			if l := p.audit.Load(); l != nil {
+				p.auditCall(l, entry, inv.name, inv, decided, start, result, rpcErr, err)
+			}
+		}(time.Now())
+	}
+	if inv.req != nil && !inv.req.Sessionless() {
+		defer func() {
+			// The session ended while the request ran: a lease it took
+			// after the session's leases were ended must not outlive it.
+			// (A sessionless request's lease is its _meta conversation's,
+			// not the session's.)
+			if !p.sessions.alive(inv.req.Session) {
+				p.sessionEnded(inv.key)
+			}
+		}()
+	}
+	awaited := false
 	for retries := 0; ; {
-		var ok bool
 		st = p.current()
-		entry, ok = st.catalog.Lookup(name)
-		if client := requestClient(inv.req); ok && !st.profileOf(client).tool(entry) {
-			// Answered as a name no server exports (hidden.go). entry
-			// stays set: the metrics, which only the operator sees, count
-			// the call under the tool's own name.
-			p.hiddenName(inv.req, hiddenTool, name, entry.Server)
-			if viaCallTool && st.search != nil {
-				return textResult(true, unknownToolText(st.search.index, name, st.visibility(client))), nil, nil
+		server = inv.server
+		if call {
+			var again bool
+			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited)
+			if rpcErr != nil {
+				return nil, rpcErr, nil
 			}
-			ok = false
-		}
-		if !ok {
-			if offer := p.unknownToolLoginOffer(ctx, inv.req, st, name); offer != nil {
-				return nil, offer, nil
+			if again {
+				continue
 			}
-			return nil, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s", name, st.awaitingLogin(requestClient(inv.req))), nil
+			server = entry.Server
 		}
-		if entry.Server == adminServer && entry.Original == callToolName && st.search != nil {
-			target, answer := p.callTarget(ctx, st, inv)
-			if answer != nil {
-				return answer, nil, nil
+		if server == adminServer {
+			// Its tools answer at once, and hold nothing of an upstream's.
+			to, callCtx, deadline = &ownServer{p: p, st: st, key: inv.key, client: requestClient(inv.req)}, ctx, noDeadline()
+			break
+		}
+		rs = st.servers[server]
+		if inv.onTask != nil {
+			limit = inv.limit
+			callCtx, deadline = newDeadline(ctx, limit.d)
+			var gone bool
+			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, &inv); grant != nil {
+				to = grant.Instance
+				break
 			}
-			// mcp_call_tool is no call of its own: it goes round again as
-			// the tool it names, and is limited, traced and counted as that
-			// tool's call, once.
-			inv, name, viaCallTool = target, target.name, true
-			continue
+			deadline.stop()
+			if gone {
+				return nil, nil, ctx.Err()
+			}
+			return nil, rpcErr, nil
 		}
-		if entry.Server == adminServer && isDiscoveryTool(entry.Original) {
-			return p.discoveryCall(st, entry.Original, inv), nil, nil
-		}
-		if entry.Server == adminServer {
-			return p.admin(st, entry.Original, inv), nil, nil
-		}
-		rs = st.servers[entry.Server]
 		if rs == nil {
-			return nil, errorObject(codeInternal, "tool %q: server %q is not running", name, entry.Server), nil
+			return nil, errorObject(codeInternal, "%s: the server is not running", inv.subject(server)), nil
 		}
-		if retries == 0 { // a retry is the same call: decided once
-			if st.rates != nil {
-				if over, limit := st.rates.take(principalOf(inv.req), entry.Server); over != nil {
-					decided = verdict{outcome: "denied", rule: limit}
-					return nil, over, nil
-				}
+		if call && retries == 0 { // a retry is the same call: decided once
+			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
+				return nil, rpcErr, nil
 			}
-			var denied json.RawMessage
-			if denied, decided = p.checkPolicy(ctx, st, entry, inv); denied != nil {
-				return denied, nil, nil
+			if decided.denied != nil {
+				return decided.denied, nil, nil
 			}
 		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
-				"server", entry.Server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
+				"server", server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
 		}
-		limit = toolLimit(rs.cfg, entry)
-		callCtx, deadline = callDeadline(ctx, inv.req, limit.d)
-		var err error
-		grant, err = rs.pool.AcquireAs(callCtx, inv.key, holderOf(inv.req))
-		if err == nil {
+		if call {
+			limit = toolLimit(rs.cfg, entry)
+			callCtx, deadline = callDeadline(ctx, inv.req, limit.d)
+		} else {
+			// Not necessarily its request's whole work (a listen stream
+			// subscribes on its own request): a context of its own.
+			limit = requestLimit(rs.cfg)
+			callCtx, deadline = newDeadline(ctx, limit.d)
+		}
+		var aerr error
+		grant, aerr = rs.pool.AcquireAs(callCtx, inv.key, holderOf(inv.req))
+		if aerr == nil {
+			to = grant.Instance
 			break
 		}
 		deadline.stop()
-		if errors.Is(err, session.ErrClosed) && retries < 3 {
+		if errors.Is(aerr, session.ErrClosed) && retries < 3 {
 			retries++
 			continue
 		}
-		if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
+		if offer := p.loginOffer(ctx, inv.req, server, aerr); offer != nil {
 			return nil, offer, nil
 		}
-		return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, p.scrub(rs.cfg, err.Error())), nil
+		return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(rs.cfg, aerr.Error())), nil
 	}
 	defer deadline.stop()
-	defer grant.Done()
-
-	tool := ""
-	if entry.Settings.MaxInstances > 0 {
-		tool = entry.Server + "/" + entry.Original
+	if grant != nil {
+		defer grant.Done()
 	}
-	hold, err := st.limits.acquire(callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
-	if err != nil {
-		var full *limitError
-		if errors.As(err, &full) && errors.Is(err, ErrTimeout) {
-			return nil, errorObject(codeInternal, "server %q: tool %q: %s calls were in flight for the whole %s set by %s; raise that limit, or %s to let a call wait longer",
-				entry.Server, name, full.limit, limit.d, limit.setting, limit.setting), nil
+
+	if call && grant != nil {
+		tool := ""
+		if entry.Settings.MaxInstances > 0 {
+			tool = entry.Server + "/" + entry.Original
 		}
-		return nil, errorObject(codeInternal, "server %q: tool %q: %v", entry.Server, name, err), nil
+		hold, lerr := st.limits.acquire(callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
+		if lerr != nil {
+			var full *limitError
+			if errors.As(lerr, &full) && errors.Is(lerr, ErrTimeout) {
+				return nil, errorObject(codeInternal, "%s: %s calls were in flight for the whole %s set by %s; raise that limit, or %s to let a call wait longer",
+					inv.subject(server), full.limit, limit.d, limit.setting, limit.setting), nil
+			}
+			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), lerr), nil
+		}
+		defer hold.release()
 	}
-	defer hold.release()
 
-	call := upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}
+	up := upstream.Request{Method: inv.method, Params: inv.params}
+	if call {
+		var cerr error
+		if up, cerr = (upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}).Request(); cerr != nil {
+			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+		}
+	}
 	var (
 		task *reservation
 		tp   *taskProgress
 	)
-	if len(inv.task) > 0 {
+	if len(inv.task) > 0 && grant != nil {
 		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
@@ -171,53 +253,75 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 		defer p.tasks.expect(grant.Instance)()
 	}
 	if inv.req != nil {
-		call.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
-		call.Principal = principalOf(inv.req)
-		p.bindSession(rs, grant, inv.req)
-		p.inflight.add(grant.Instance, inv.req)
-		defer p.inflight.remove(grant.Instance, inv.req)
+		up.Principal = principalOf(inv.req)
+		if grant != nil {
+			up.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+			if inv.onTask == nil {
+				p.bindSession(rs, grant, inv.req)
+			}
+			p.inflight.add(grant.Instance, inv.req)
+			defer p.inflight.remove(grant.Instance, inv.req)
+		}
 	}
-	if inv.progress != nil && len(inv.token) > 0 {
-		call.ProgressToken = inv.token
+	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
+		up.ProgressToken = inv.token
 		// Locals, so that inv itself stays on the stack.
-		progress, session := inv.progress, inv.session()
-		call.OnProgress = func(params json.RawMessage) {
+		progress, session, inst := inv.progress, inv.session(), grant.Instance
+		up.OnProgress = func(params json.RawMessage) {
 			deadline.reset() // progress proves the call is alive
-			progress(p.relatedOut(params, grant.Instance, session))
+			progress(p.relatedOut(params, inst, session))
 		}
 		if task != nil {
 			// A task's progress token outlives the call.
-			tp = p.newTaskProgress(grant.Instance, call.OnProgress)
-			call.OnProgress, call.KeepProgress = tp.onProgress, tp.keep
+			tp = p.newTaskProgress(inst, up.OnProgress)
+			up.OnProgress, up.KeepProgress = tp.onProgress, tp.keep
 		}
 	}
-	upCtx, span := p.upstreamSpan(callCtx, "tools/call", entry.Original, rs, grant)
-	if span != nil {
-		if name != entry.Original {
-			span.SetExportedName(name)
+	upCtx := callCtx
+	if grant != nil {
+		tool := ""
+		if call {
+			tool = entry.Original
 		}
-		// The upstream's spans nest under this call's, in the client's trace.
-		call.Meta = span.Meta(call.Meta)
-		defer func() { span.End(result, rpcErr, err) }()
+		var span *telemetry.Span
+		upCtx, span = p.upstreamSpan(callCtx, inv.method, tool, rs, grant)
+		if span != nil {
+			if call && inv.name != entry.Original {
+				span.SetExportedName(inv.name)
+			}
+			// The upstream's spans nest under this request's, in the
+			// client's trace.
+			up.Meta = span.Meta(nil)
+			defer func() { span.End(result, rpcErr, err) }()
+		}
 	}
-	raw, err := grant.Instance.CallTool(upCtx, call)
-	if err != nil {
+	raw, derr := to.Do(upCtx, up)
+	if derr != nil {
 		var upstreamErr *upstream.RPCError
 		switch {
-		case errors.As(err, &upstreamErr):
+		case errors.As(derr, &upstreamErr):
 			return nil, &jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data}, nil
-		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-			return nil, errorObject(codeInternal, "server %q: tool %q: no result within %s set by %s (cancelled upstream); raise %s if it needs longer", entry.Server, name, limit.d, limit.setting, limit.setting), nil
+		case errors.Is(derr, ErrTimeout) || (ctx.Err() == nil && errors.Is(derr, context.DeadlineExceeded)):
+			hint := inv.hint
+			if hint == "" {
+				hint = "raise " + limit.setting + " if it needs longer"
+			}
+			return nil, errorObject(codeInternal, "%s: no result within %s set by %s (cancelled upstream); %s",
+				inv.subject(server), limit.d, limit.setting, hint), nil
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err() // the client cancelled; no response is due
 		default:
-			if offer := p.loginOffer(ctx, inv.req, entry.Server, err); offer != nil {
+			if offer := p.loginOffer(ctx, inv.req, server, derr); offer != nil {
 				return nil, offer, nil
 			}
-			if why := p.cutByReload(entry.Server, rs, err); why != "" {
-				return nil, errorObject(codeInternal, "tool %q: %s", name, why), nil
+			var cfg *config.Server
+			if rs != nil {
+				cfg = rs.cfg
+				if why := p.cutByReload(server, rs, derr); why != "" {
+					return nil, errorObject(codeInternal, "%s: %s", inv.label(), why), nil
+				}
 			}
-			return nil, errorObject(codeInternal, "server %q: tool %q: %s", entry.Server, name, p.scrub(rs.cfg, err.Error())), nil
+			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
 		}
 	}
 	if task != nil {
@@ -225,26 +329,86 @@ func (p *Proxy) invoke(ctx context.Context, inv invocation) (result json.RawMess
 			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}
+	if call && grant != nil {
+		raw = leaseNotes(raw, rs, grant)
+	}
+	return raw, nil, nil
+}
+
+// resolveTool finds the entry a tools/call runs as under st, or the error
+// that answers it. An mcp_call_tool call that names a tool the caller may
+// run becomes that tool's call (inv is changed): again asks to resolve it,
+// under the current state. It is then limited, traced and counted as that
+// tool's call, once; one that names no tool it can run goes to the
+// aggregator's own server, which answers why (counted, when it names a
+// tool the caller's profile hides, as that tool's call, as a direct call
+// of it would be). awaited is whether the first load was waited for on
+// mcp_call_tool's behalf.
+func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry, counted *Entry, rpcErr *jsonrpc.Error, again bool) {
+	client := requestClient(inv.req)
+	entry, ok := st.catalog.Lookup(inv.name)
+	if ok && !st.profileOf(client).tool(entry) {
+		// Answered as a name no server exports (hidden.go). entry stays
+		// set: the metrics, which only the operator sees, count the call
+		// under the tool's own name.
+		p.hiddenName(inv.req, hiddenTool, inv.name, entry.Server)
+		ok = false
+	}
+	if !ok {
+		if offer := p.unknownToolLoginOffer(ctx, inv.req, st, inv.name); offer != nil {
+			return nil, entry, offer, false
+		}
+		return nil, entry, errorObject(codeInvalidParams, "unknown tool %q: no server exports it (it may be filtered out, renamed, or its server is down); call tools/list for the current names%s",
+			inv.name, st.awaitingLogin(client)), false
+	}
+	if entry.Server != adminServer || entry.Original != callToolName || st.search == nil {
+		return entry, nil, nil, false
+	}
+	name, args, why := callToolArgs(inv.args)
+	if why != nil {
+		return entry, nil, nil, false
+	}
+	named, ok := st.catalog.Lookup(name)
+	switch {
+	case !ok && !*awaited:
+		*awaited = true
+		p.awaitLoad(ctx) // a call made right after connecting finds its tool
+		return nil, nil, nil, true
+	case !ok:
+		return entry, nil, nil, false
+	case !st.profileOf(client).tool(named):
+		p.hiddenName(inv.req, hiddenTool, name, named.Server)
+		return entry, named, nil, false
+	}
+	inv.name, inv.args = name, args
+	return nil, nil, nil, true
+}
+
+// leaseNotes adds to a tools/call result what the caller should know of
+// the instance the call ran on: that a former one's state was lost, and
+// how to release a lease it now holds.
+func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant) json.RawMessage {
+	server := rs.cfg.ID
 	var notes []string
 	if grant.Lost {
-		notes = append(notes, fmt.Sprintf("Note: the previous dedicated instance of MCP server %q stopped unexpectedly and its state was lost; this call ran on a fresh instance.", entry.Server))
+		notes = append(notes, fmt.Sprintf("Note: the previous dedicated instance of MCP server %q stopped unexpectedly and its state was lost; this call ran on a fresh instance.", server))
 	}
 	if grant.Recycled {
-		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", entry.Server))
+		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q was replaced by a fresh one (lease.max_calls or lease.max_age) and its state was reset; this call ran on the fresh instance.", server))
 	}
 	if grant.Reclaimed {
-		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", entry.Server))
+		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", server))
 	}
 	if grant.First && !rs.pool.Stateless() {
 		grant.Announced() // with the reminder below, or with none when it is off
 	}
 	if grant.First && rs.cfg.LeaseReminder && !rs.pool.Stateless() {
-		notes = append(notes, fmt.Sprintf("You now hold a dedicated instance of MCP server %q for this session. When you no longer need its tools, call mcp_release with {\"serverId\": %q} to free it.", entry.Server, entry.Server))
+		notes = append(notes, fmt.Sprintf("You now hold a dedicated instance of MCP server %q for this session. When you no longer need its tools, call mcp_release with {\"serverId\": %q} to free it.", server, server))
 	}
 	if len(notes) > 0 {
 		raw = appendText(raw, notes)
 	}
-	return raw, nil, nil
+	return raw
 }
 
 // awaitingLogin names the servers of client's profile that could not
@@ -311,6 +475,9 @@ func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Dur
 	}
 	return ctx, d
 }
+
+// noDeadline is the deadline of a request without a time limit.
+func noDeadline() *deadline { return &deadline{} }
 
 func newDeadline(parent context.Context, timeout time.Duration) (context.Context, *deadline) {
 	ctx, cancel := context.WithCancelCause(parent)

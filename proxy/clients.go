@@ -11,18 +11,14 @@ import (
 )
 
 // clients are the downstream parties that hear about catalog changes:
-// sessions (stdio, HTTP of the session-based generation) and the listen
-// streams of sessionless clients.
+// sessions (stdio, HTTP of the session-based generation), found in the
+// registry of Sessions (session.go), and the listen streams of sessionless
+// clients, kept here: mu guards the streams and what each subscribes to.
 type clients struct {
+	reg       *sessions
 	mu        sync.Mutex
-	sessions  map[string]downstream.Session
 	listeners map[*listener]struct{}
 	first     firstLoad // who hears of tool list changes during the first load
-	// offered is what each session was offered at its initialize; pending
-	// holds the offers of sessions not registered yet (an initialize being
-	// answered), with when they were made.
-	offered map[string]offer
-	pending map[string]pendingOffer
 }
 
 // offer is the part of the capabilities offered at a session's initialize
@@ -44,11 +40,6 @@ func (o offer) has(kind string) bool {
 		return o.prompts
 	}
 	return true
-}
-
-type pendingOffer struct {
-	offer
-	at time.Time
 }
 
 // pendingOfferTTL is how long the offer of a session that never registers
@@ -120,68 +111,9 @@ func (f listenFilter) wants(kind string) bool {
 	return false
 }
 
-func (c *clients) init() {
-	c.sessions = map[string]downstream.Session{}
+func (c *clients) init(reg *sessions) {
+	c.reg = reg
 	c.listeners = map[*listener]struct{}{}
-	c.offered = map[string]offer{}
-	c.pending = map[string]pendingOffer{}
-}
-
-// offer records what the session with key is offered by the initialize
-// being answered. A session registers after its initialize is answered, so
-// the offer waits in pending until add; a later initialize on a registered
-// session replaces what it was offered.
-func (c *clients) offer(key string, o offer) {
-	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.sessions[key]; ok {
-		c.offered[key] = o
-		return
-	}
-	for k, p := range c.pending {
-		if now.Sub(p.at) > pendingOfferTTL {
-			delete(c.pending, k) // its session never registered
-		}
-	}
-	c.pending[key] = pendingOffer{offer: o, at: now}
-}
-
-// offerOf is what the session with key was offered; nothing beyond tools
-// when it never initialized.
-func (c *clients) offerOf(key string) offer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.offered[key]
-}
-
-func (c *clients) add(s downstream.Session) {
-	c.mu.Lock()
-	key := s.Key()
-	c.sessions[key] = s
-	if p, ok := c.pending[key]; ok {
-		c.offered[key] = p.offer
-		delete(c.pending, key)
-	}
-	c.mu.Unlock()
-}
-
-func (c *clients) remove(s downstream.Session) {
-	c.mu.Lock()
-	if c.sessions[s.Key()] == s {
-		delete(c.sessions, s.Key())
-		delete(c.offered, s.Key())
-		c.first.forget(s.Key())
-	}
-	delete(c.pending, s.Key())
-	c.mu.Unlock()
-}
-
-// alive reports whether s is a registered session.
-func (c *clients) alive(s downstream.Session) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessions[s.Key()] == s
 }
 
 func (c *clients) listen(l *listener) {
@@ -283,17 +215,17 @@ func (c *clients) changed(kind string) { c.changedFor(kind, nil, nil) }
 func (c *clients) changedFor(kind string, keyOf func(downstream.Session) string, affected func(client string) bool) {
 	method := "notifications/" + kind + "/list_changed"
 	plain := &jsonrpc.Message{Method: method}
-	c.mu.Lock()
-	sessions := make([]downstream.Session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		if kind == "tools" && !c.first.notifies(s.Key()) {
+	var sessions []downstream.Session
+	for _, s := range c.reg.live() {
+		if kind == "tools" && !c.first.notifies(s.key) {
 			continue
 		}
-		if !c.offered[s.Key()].has(kind) {
+		if !s.offered().has(kind) {
 			continue // a capability the session was never offered
 		}
-		sessions = append(sessions, s)
+		sessions = append(sessions, s.ds)
 	}
+	c.mu.Lock()
 	var listeners []*listener
 	for l := range c.listeners {
 		if l.filter.wants(kind) {
@@ -333,35 +265,18 @@ func subscriptionMeta(id json.RawMessage, members map[string]any) json.RawMessag
 // changedIn tells the session with key, if it was offered the list of
 // kind, that its list changed.
 func (c *clients) changedIn(key, kind string) {
-	c.mu.Lock()
-	s := c.sessions[key]
-	offered := c.offered[key].has(kind)
-	c.mu.Unlock()
-	if s != nil && offered {
-		s.Notify(&jsonrpc.Message{Method: "notifications/" + kind + "/list_changed"})
+	if s := c.reg.lookup(key); s != nil && s.offered().has(kind) {
+		s.ds.Notify(&jsonrpc.Message{Method: "notifications/" + kind + "/list_changed"})
 	}
 }
 
-// all lists the registered sessions.
-func (c *clients) all() []downstream.Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]downstream.Session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
-// byLeaseKey finds the session a lease key belongs to.
-func (c *clients) byLeaseKey(leaseKey session.Key) downstream.Session {
+// byLeaseKey finds the registered session a lease key belongs to.
+func (c *clients) byLeaseKey(leaseKey session.Key) *Session {
 	id, ok := leaseKey.SessionID()
 	if !ok {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessions[id]
+	return c.reg.lookup(id)
 }
 
 // resourceUpdated tells the listen streams subscribed to uri on server

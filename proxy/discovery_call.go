@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,15 +11,29 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
-// discoveryCall answers mcp_search_tools, and mcp_call_tool while search
-// mode is off (in search mode invoke runs the tool mcp_call_tool names).
-func (p *Proxy) discoveryCall(st *state, name string, inv invocation) json.RawMessage {
-	if st.search == nil {
+// searchTools answers mcp_search_tools under the state o resolved the call
+// under, with the tools the caller may see.
+func (o *ownServer) searchTools(args json.RawMessage) json.RawMessage {
+	if o.st.search == nil {
 		// The pair is in the catalog only in search mode, and the view is
 		// published with the same catalog; this guards a future mistake.
 		return textResult(true, "tool discovery is off; set discovery.mode: search")
 	}
-	return searchTools(st.search.index, inv.args, st.visibility(requestClient(inv.req)))
+	return searchTools(o.st.search.index, args, o.st.visibility(o.client))
+}
+
+// callTool answers an mcp_call_tool call the forwarder did not run as the
+// tool it names (resolveTool): the call names no tool the caller can run,
+// and the answer says why.
+func (o *ownServer) callTool(args json.RawMessage) json.RawMessage {
+	if o.st.search == nil {
+		return textResult(true, "tool discovery is off; set discovery.mode: search")
+	}
+	name, _, why := callToolArgs(args)
+	if why != nil {
+		return why
+	}
+	return textResult(true, unknownToolText(o.st.search.index, name, o.st.visibility(o.client)))
 }
 
 // searchTools runs one mcp_search_tools call against ix.
@@ -170,38 +183,27 @@ func argumentsText(schema json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
-// callTarget reads an mcp_call_tool call: the invocation of the tool it
-// names, which then takes the normal path (leases, limits, timeouts,
-// progress) and whose result, or error, is the answer as it is; or, when
-// the call names no tool it can run, the answer that says why.
-func (p *Proxy) callTarget(ctx context.Context, st *state, inv invocation) (invocation, json.RawMessage) {
+// callToolArgs reads mcp_call_tool's arguments: the name of the tool to
+// run and its arguments (nil when none were given), or, when they name no
+// tool it can run, the result that says why.
+func callToolArgs(raw json.RawMessage) (name string, arguments json.RawMessage, why json.RawMessage) {
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(inv.args, &args); err != nil || args.Name == "" {
-		return inv, textResult(true, `mcp_call_tool needs {"name": "<tool name from mcp_search_tools>", "arguments": {...}}`)
+	if err := json.Unmarshal(raw, &args); err != nil || args.Name == "" {
+		return "", nil, textResult(true, `mcp_call_tool needs {"name": "<tool name from mcp_search_tools>", "arguments": {...}}`)
 	}
 	switch a := bytes.TrimSpace(args.Arguments); {
 	case len(a) == 0 || string(a) == "null":
 		args.Arguments = nil
 	case a[0] != '{':
-		return inv, textResult(true, fmt.Sprintf("mcp_call_tool: arguments of %q must be an object, as its inputSchema describes", args.Name))
+		return "", nil, textResult(true, fmt.Sprintf("mcp_call_tool: arguments of %q must be an object, as its inputSchema describes", args.Name))
 	}
 	if args.Name == callToolName {
-		return inv, textResult(true, "mcp_call_tool cannot call itself; give the name of the tool you want to run")
+		return "", nil, textResult(true, "mcp_call_tool cannot call itself; give the name of the tool you want to run")
 	}
-	if _, ok := st.catalog.Lookup(args.Name); !ok {
-		p.awaitLoad(ctx) // a call made right after connecting finds its tool
-		if st = p.current(); st.search != nil {
-			if _, ok := st.catalog.Lookup(args.Name); !ok {
-				return inv, textResult(true, unknownToolText(st.search.index, args.Name, st.visibility(requestClient(inv.req))))
-			}
-		}
-	}
-	target := inv
-	target.name, target.args = args.Name, args.Arguments
-	return target, nil
+	return args.Name, args.Arguments, nil
 }
 
 // suggestions is how many close names an unknown name is answered with.

@@ -82,18 +82,10 @@ func (p *Proxy) Notified(_ context.Context, s downstream.Session, msg *jsonrpc.M
 }
 
 // SessionOpened registers a session for notifications.
-func (p *Proxy) SessionOpened(s downstream.Session) { p.clients.add(s) }
+func (p *Proxy) SessionOpened(s downstream.Session) { p.sessions.open(s) }
 
-// SessionClosed ends the session's leases, and the upstream resource
-// subscriptions no one else holds.
-func (p *Proxy) SessionClosed(s downstream.Session) {
-	p.clients.remove(s)
-	held := p.subs.drop(s.Key())
-	p.levels.drop(s.Key())
-	p.tasksEnded(s.Key())
-	p.sessionEnded(sessionLeaseKey(s))
-	p.sessionUnsubscribe(held)
-}
+// SessionClosed ends the session: its Session's Close.
+func (p *Proxy) SessionClosed(s downstream.Session) { p.sessions.take(s).Close() }
 
 func failure(code int, format string, args ...any) *jsonrpc.Message {
 	return jsonrpc.Failure(nil, jsonrpc.Errorf(code, format, args...))
@@ -190,7 +182,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
 		// for what it is offered.
-		p.clients.offer(req.Session.Key(), offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
+		p.session(req.Session).setOffer(offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
 	if tasks := p.offeredTasks(req.Profile); tasks != nil {
@@ -305,7 +297,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if bad := leaseNameError(req, params.Meta); bad != nil {
 		return bad
 	}
-	inv := invocation{name: params.Name, args: params.Arguments, task: params.Task, req: req}
+	inv := invocation{method: "tools/call", name: params.Name, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
@@ -314,21 +306,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 		}
 	}
 	inv.meta = forwardedMeta(params.Meta)
-	result, rpcErr, err := p.invoke(ctx, inv)
-	if !req.Sessionless() && !p.clients.alive(req.Session) {
-		// The session ended while the call ran: a lease the call took after
-		// the session's leases were ended must not outlive it. (A sessionless
-		// request's lease is its _meta conversation's, not the session's.)
-		p.sessionEnded(inv.key)
-	}
-	switch {
-	case err != nil:
-		return nil // cancelled by the client: no response is due
-	case rpcErr != nil:
-		return &jsonrpc.Message{Error: rpcErr}
-	default:
-		return answer(result)
-	}
+	return response(p.send(ctx, inv))
 }
 
 // forwardedMeta is the part of a request's _meta that goes upstream: not

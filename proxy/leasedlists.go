@@ -35,23 +35,26 @@ func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind st
 	if rs.pool.Stateless() {
 		return false
 	}
-	holder, bound := p.bound.Load(inst)
-	if !bound {
+	holder := p.sessions.boundTo(inst)
+	if holder == nil {
 		return false // a spare: what it lists is what the server lists
 	}
-	own := &ownLists{server: rs.cfg.ID}
-	if prev, ok := p.own.Load(inst); ok {
-		*own = *prev.(*ownLists)
+	kept := holder.keepOwn(inst, func(prev *ownLists) *ownLists {
+		own := &ownLists{server: rs.cfg.ID}
+		if prev != nil {
+			*own = *prev
+		}
+		if kind == "prompts" {
+			own.hasPrompts, own.prompts = true, prompts
+		} else {
+			own.hasResources, own.resources, own.templates = true, resources, templates
+		}
+		return own
+	})
+	if !kept {
+		return false // unbound since
 	}
-	if kind == "prompts" {
-		own.hasPrompts, own.prompts = true, prompts
-	} else {
-		own.hasResources, own.resources, own.templates = true, resources, templates
-	}
-	if _, had := p.own.Swap(inst, own); !had {
-		go func() { <-inst.Done(); p.own.Delete(inst) }()
-	}
-	p.clients.changedIn(holder.(string), kind)
+	p.clients.changedIn(holder.key, kind)
 	return true
 }
 
@@ -60,32 +63,28 @@ func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind st
 // leases in place of their servers' lists.
 func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *Surface {
 	base := p.clientSurface(st, client)
-	if s == nil {
+	own := p.sessions.find(s).ownLists()
+	if len(own) == 0 {
 		return base
 	}
 	var servers map[string]*runningServer
-	p.own.Range(func(k, v any) bool {
-		inst, own := k.(*upstream.Instance), v.(*ownLists)
-		if holder, ok := p.bound.Load(inst); !ok || holder != s.Key() {
-			return true
-		}
-		rs := st.servers[own.server]
+	for inst, lists := range own {
+		rs := st.servers[lists.server]
 		if rs == nil || !rs.pool.Owns(inst) {
-			return true // replaced or removed since
+			continue // replaced or removed since
 		}
 		if servers == nil {
 			servers = maps.Clone(st.servers)
 		}
-		u := *rs
-		if own.hasResources {
-			u.resources, u.templates = own.resources, own.templates
+		u := *servers[lists.server]
+		if lists.hasResources {
+			u.resources, u.templates = lists.resources, lists.templates
 		}
-		if own.hasPrompts {
-			u.prompts = own.prompts
+		if lists.hasPrompts {
+			u.prompts = lists.prompts
 		}
-		servers[own.server] = &u
-		return true
-	})
+		servers[lists.server] = &u
+	}
 	if servers == nil {
 		return base
 	}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -85,127 +84,11 @@ func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 // and a request upstream when it begins and ends.
 const maxSubscriptions = 1000
 
-// subscriptions are the resource URIs each session subscribed to, by server.
-type subscriptions struct {
-	mu sync.Mutex
-	by map[string]map[string]bool // session key -> server+"\x00"+uri
-	// order has the upstream told of a shared instance's URIs one
-	// decision at a time.
-	order subscriptionOrder
-}
-
-// subscribe records session's subscription to uri on server. It reports
-// whether the session held it already, and whether there was room for it:
-// a new one beyond maxSubscriptions is not recorded.
-func (s *subscriptions) subscribe(session, server, uri string) (held, room bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.by == nil {
-		s.by = map[string]map[string]bool{}
-	}
-	set := s.by[session]
-	if set == nil {
-		set = map[string]bool{}
-		s.by[session] = set
-	}
-	k := server + "\x00" + uri
-	if set[k] {
-		return true, true
-	}
-	if len(set) >= maxSubscriptions {
-		return false, false
-	}
-	set[k] = true
-	return false, true
-}
-
-func (s *subscriptions) unsubscribe(session, server, uri string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.by[session], server+"\x00"+uri)
-}
-
-// drop forgets session's subscriptions and returns them, as server and URI
-// pairs.
-func (s *subscriptions) drop(session string) [][2]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	held := make([][2]string, 0, len(s.by[session]))
-	for k := range s.by[session] {
-		server, uri, _ := strings.Cut(k, "\x00")
-		held = append(held, [2]string{server, uri})
-	}
-	delete(s.by, session)
-	return held
-}
-
-// uris returns the URIs some session subscribed to on server.
-func (s *subscriptions) uris(server string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, set := range s.by {
-		for k := range set {
-			if id, uri, _ := strings.Cut(k, "\x00"); id == server {
-				out = append(out, uri)
-			}
-		}
-	}
-	return out
-}
-
-// urisOf returns the URIs session subscribed to on server.
-func (s *subscriptions) urisOf(session, server string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for k := range s.by[session] {
-		if id, uri, _ := strings.Cut(k, "\x00"); id == server {
-			out = append(out, uri)
-		}
-	}
-	return out
-}
-
-func (s *subscriptions) subscribed(session, server, uri string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.by[session][server+"\x00"+uri]
-}
-
 // Log levels, lowest first (RFC 5424 as MCP uses them).
 var logLevels = map[string]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
 
 // defaultLogLevel applies to a session that never set one.
 const defaultLogLevel = 1 // info
-
-// levels are the log levels sessions asked for with logging/setLevel.
-type levels struct {
-	mu sync.Mutex
-	by map[string]int
-}
-
-func (l *levels) set(session string, level int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.by == nil {
-		l.by = map[string]int{}
-	}
-	l.by[session] = level
-}
-
-func (l *levels) get(session string) (int, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	v, ok := l.by[session]
-	return v, ok
-}
-
-func (l *levels) drop(session string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.by, session)
-}
 
 func (p *Proxy) setLevel(req *downstream.Request) *jsonrpc.Message {
 	var params struct {
@@ -219,7 +102,7 @@ func (p *Proxy) setLevel(req *downstream.Request) *jsonrpc.Message {
 	if req.Session == nil {
 		return failure(jsonrpc.CodeInvalidRequest, "logging/setLevel needs a session; sessionless clients set io.modelcontextprotocol/logLevel in a request's _meta")
 	}
-	p.levels.set(req.Session.Key(), level)
+	p.session(req.Session).setLevel(level)
 	return answer([]byte(`{}`))
 }
 
@@ -307,15 +190,15 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	}
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
-			if s := p.clients.byLeaseKey(key); s != nil && wants(s) && p.admits(p.sessionClient(s), server) {
-				s.Notify(msg)
+			if s := p.clients.byLeaseKey(key); s != nil && wants(s.ds) && p.admits(p.sessionClient(s.ds), server) {
+				s.ds.Notify(msg)
 			}
 		}
 		return
 	}
-	for _, s := range p.clients.all() {
-		if wants(s) && p.admits(p.sessionClient(s), server) {
-			s.Notify(msg)
+	for _, s := range p.sessions.live() {
+		if wants(s.ds) && p.admits(p.sessionClient(s.ds), server) {
+			s.ds.Notify(msg)
 		}
 	}
 }
@@ -334,7 +217,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	if rs == nil {
 		return
 	}
-	var targets []downstream.Session
+	var targets []*Session
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
 			if s := p.clients.byLeaseKey(key); s != nil {
@@ -342,12 +225,12 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 			}
 		}
 	} else {
-		targets = p.clients.all()
+		targets = p.sessions.live()
 	}
 	for _, s := range targets {
 		// Only to a session offered resource subscriptions at its initialize.
-		if p.subs.subscribed(s.Key(), server, head.URI) && p.clients.offerOf(s.Key()).subscribe && p.admits(p.sessionClient(s), server) {
-			s.Notify(msg)
+		if s.subscribed(server, head.URI) && s.offered().subscribe && p.admits(p.sessionClient(s.ds), server) {
+			s.ds.Notify(msg)
 		}
 	}
 	p.clients.resourceUpdated(server, head.URI, params, func(client string) bool { return p.admits(client, server) })

@@ -65,8 +65,9 @@ func (o CallOutcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// callOutcome classifies what invoke returns. callCtx is the call's own
-// context, whose cause tells a timeout from other errors.
+// callOutcome classifies what the forwarder returns for a tools/call.
+// callCtx is the call's own context, whose cause tells a timeout from
+// other errors.
 func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) CallOutcome {
 	switch {
 	case err != nil:
@@ -206,9 +207,7 @@ func (p *Proxy) observeReload(start time.Time, ws *config.Workspace, report Repo
 
 // Sessions is the number of connected downstream sessions.
 func (p *Proxy) Sessions() int {
-	p.clients.mu.Lock()
-	defer p.clients.mu.Unlock()
-	return len(p.clients.sessions)
+	return len(p.sessions.live())
 }
 
 // Readiness reports whether the aggregator is ready for traffic: the first

@@ -78,28 +78,57 @@ func TestListChangedOnlyForOfferedCapabilities(t *testing.T) {
 		"a session offered tools alone hears of tools alone")
 	assert.Equal(t, []string{"notifications/resources/list_changed", "notifications/prompts/list_changed", "notifications/tools/list_changed"},
 		sentMethods(full))
-	assert.True(t, p.clients.offerOf("full").subscribe)
-	assert.False(t, p.clients.offerOf("bare").subscribe, "no resources/updated for a session not offered subscriptions")
+	assert.True(t, p.sessions.find(full).offered().subscribe)
+	assert.False(t, p.sessions.find(bare).offered().subscribe, "no resources/updated for a session not offered subscriptions")
 
 	p.SessionClosed(full)
-	assert.Equal(t, offer{}, p.clients.offerOf("full"), "a closed session's offer is dropped")
+	assert.Nil(t, p.sessions.find(full), "a closed session's Session is gone")
+	assert.Equal(t, offer{}, p.sessions.find(full).offered(), "a closed session's offer is dropped")
+}
+
+// A Session's Close ends everything it held: its subscriptions, log level,
+// offer and bound instances go with it, and a session of the same key that
+// is not it (a stale pointer) cannot close it.
+func TestSessionCloseDropsWhatItHolds(t *testing.T) {
+	p := newTestProxy(t)
+	p.MarkLoaded()
+	ds := notifySession{fakeSession: "s1", sent: make(chan *jsonrpc.Message, 8)}
+	initializeSession(t, p, ds)
+	s := p.sessions.find(ds)
+	require.NotNil(t, s)
+	s.setLevel(logLevels["error"])
+	_, room := s.subscribe("srv", "file:///a")
+	require.True(t, room)
+	assert.Equal(t, []string{"file:///a"}, p.sessions.uris("srv"))
+	assert.True(t, p.sessions.heldByOther("other", "srv", "file:///a"))
+	assert.Len(t, p.sessions.live(), 1)
+
+	stale := notifySession{fakeSession: "s1", sent: make(chan *jsonrpc.Message, 1)}
+	p.SessionClosed(stale)
+	assert.Same(t, s, p.sessions.find(ds), "another session of the same key leaves it be")
+
+	p.SessionClosed(ds)
+	assert.Nil(t, p.sessions.find(ds))
+	assert.Empty(t, p.sessions.live())
+	assert.Empty(t, p.sessions.uris("srv"))
+	assert.Equal(t, defaultLogLevel, s.logLevel())
+	_, room = s.subscribe("srv", "file:///b")
+	assert.False(t, room, "nothing is recorded on a closed Session")
 }
 
 // The offer of a session that never registers (its initialize was answered,
 // but the session did not open) is dropped in time, not kept forever.
 func TestPendingOfferExpires(t *testing.T) {
-	var c clients
-	c.init()
-	c.offer("ghost", offer{resources: true})
-	p := c.pending["ghost"]
-	p.at = time.Now().Add(-2 * pendingOfferTTL)
-	c.pending["ghost"] = p
-	c.offer("next", offer{prompts: true})
-	assert.NotContains(t, c.pending, "ghost")
-	assert.Contains(t, c.pending, "next")
-	c.add(fakeSession("next"))
-	assert.Empty(t, c.pending)
-	assert.True(t, c.offerOf("next").prompts)
+	var reg sessions
+	reg.of(fakeSession("ghost")).setOffer(offer{resources: true})
+	reg.by["ghost"].since = time.Now().Add(-2 * pendingOfferTTL)
+	reg.of(fakeSession("next")).setOffer(offer{prompts: true})
+	assert.NotContains(t, reg.by, "ghost")
+	assert.Contains(t, reg.by, "next")
+	assert.Nil(t, reg.lookup("next"), "not registered before it opens")
+	reg.open(fakeSession("next"))
+	require.NotNil(t, reg.lookup("next"))
+	assert.True(t, reg.lookup("next").offered().prompts)
 }
 
 // TestInitializeDuringTheFirstLoad: initialize and server/discover answer at once,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
@@ -25,6 +26,28 @@ var askTimeout = 2 * time.Minute
 type verdict struct {
 	outcome string
 	rule    string
+	// denied is the tool error a policy rule answers the call with; nil
+	// when the call goes ahead.
+	denied json.RawMessage
+}
+
+// admitCall is the one check of a tools/call once it is resolved to its
+// server, whichever way it came (tools/call, mcp_call_tool, a batch, a
+// task; either protocol generation): first the principal's rate limits,
+// whose refusal is the JSON-RPC error over, then the policy list, whose
+// denial is v.denied. Without either it costs two nil checks.
+func (p *Proxy) admitCall(ctx context.Context, st *state, entry *Entry, inv invocation) (over *jsonrpc.Error, v verdict) {
+	if st.rates != nil {
+		if over, limit := st.rates.take(principalOf(inv.req), entry.Server); over != nil {
+			return over, verdict{outcome: "denied", rule: limit}
+		}
+	}
+	if st.policy == nil {
+		return nil, v
+	}
+	denied, v := p.checkPolicy(ctx, st, entry, inv)
+	v.denied = denied
+	return nil, v
 }
 
 // checkPolicy checks one tool call, resolved to its server and upstream

@@ -11,17 +11,11 @@ import (
 // (stdio, there until its end). A sessionless key has no connection
 // beyond its requests, and a session that ended none at all.
 func (p *Proxy) attached(key session.Key) bool {
-	id, ok := key.SessionID()
-	if !ok {
-		return false
-	}
-	p.clients.mu.Lock()
-	s := p.clients.sessions[id]
-	p.clients.mu.Unlock()
+	s := p.clients.byLeaseKey(key)
 	if s == nil {
 		return false
 	}
-	if a, ok := s.(downstream.Attached); ok {
+	if a, ok := s.ds.(downstream.Attached); ok {
 		return a.Attached()
 	}
 	return true

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,80 +17,39 @@ import (
 // codeResourceNotFound is MCP's error for a URI no server serves.
 const codeResourceNotFound = -32002
 
-// forward sends a request other than tools/call to one server: to the
-// instance that serves the caller's session, with the server's request
-// timeout (progress restarts it), progress on the caller's stream, and the
-// upstream's requests during it routed back to the caller. params go up
-// byte for byte; the result comes back byte for byte.
-func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) (resp *jsonrpc.Message) {
-	method := req.Msg.Method
+// forward sends a request other than tools/call to one server, through
+// the forwarder (send): to the instance that serves the caller's session,
+// with the server's request timeout (progress restarts it), progress on
+// the caller's stream, and the upstream's requests during it routed back to
+// the caller. params go up byte for byte; the result comes back byte for
+// byte. nil: the caller went away, and no response is due.
+func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) *jsonrpc.Message {
 	meta := requestMeta(params)
 	if bad := leaseNameError(req, meta); bad != nil {
 		return bad
 	}
-	key, _ := LeaseKeyOf(req, meta)
-	params = upstreamParams(params, meta)
-	var (
-		rs    *runningServer
-		grant *session.Grant
-		dl    *deadline
-		cctx  context.Context
-	)
-	for attempt := 0; ; attempt++ {
-		rs = p.current().servers[server]
-		if rs == nil {
-			return failure(codeInternal, "%s: server %q is not running", method, server)
-		}
-		cctx, dl = newDeadline(ctx, rs.cfg.RequestTimeout)
-		var err error
-		grant, err = rs.pool.AcquireAs(cctx, key, holderOf(req))
-		if err == nil {
-			break
-		}
-		dl.stop()
-		if errors.Is(err, session.ErrClosed) && attempt < 3 {
-			continue
-		}
-		return failure(codeInternal, "%s: server %q: %s", method, server, p.scrub(rs.cfg, err.Error()))
-	}
-	defer dl.stop()
-	defer grant.Done()
-	p.bindSession(rs, grant, req)
-
-	up := upstream.Request{Method: method, Params: params, OnServerRequest: p.relatedTasks(p.serverRequests(req), grant.Instance, req.Session),
-		Principal: principalOf(req)}
+	inv := invocation{method: req.Msg.Method, server: server, params: upstreamParams(params, meta), req: req}
+	inv.key, inv.anonymous = LeaseKeyOf(req, meta)
 	if token, ok := meta["progressToken"]; ok {
-		up.ProgressToken = token
-		up.OnProgress = func(progress json.RawMessage) {
-			dl.reset()
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, grant.Instance, req.Session)})
+		inv.token = token
+		inv.progress = func(progress json.RawMessage) {
+			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
 		}
 	}
-	p.inflight.add(grant.Instance, req)
-	defer p.inflight.remove(grant.Instance, req)
-	upCtx, span := p.upstreamSpan(cctx, method, "", rs, grant)
-	if span != nil {
-		up.Meta = span.Meta(nil) // the upstream's spans nest under this one
-		defer func() { span.EndMessage(resp) }()
+	return response(p.send(ctx, inv))
+}
+
+// response is the message that answers what send returned: nil when no
+// response is due.
+func response(result json.RawMessage, rpcErr *jsonrpc.Error, err error) *jsonrpc.Message {
+	switch {
+	case err != nil:
+		return nil // cancelled by the client: no response is due
+	case rpcErr != nil:
+		return &jsonrpc.Message{Error: rpcErr}
+	default:
+		return answer(result)
 	}
-	raw, err := grant.Instance.Do(upCtx, up)
-	if err != nil {
-		var rpcErr *upstream.RPCError
-		switch {
-		case errors.As(err, &rpcErr):
-			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}}
-		case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-			return failure(codeInternal, "%s: server %q: no result within %s (cancelled upstream); raise request_timeout if it needs longer", method, server, rs.cfg.RequestTimeout)
-		case ctx.Err() != nil:
-			return nil
-		default:
-			if why := p.cutByReload(server, rs, err); why != "" {
-				return failure(codeInternal, "%s: %s", method, why)
-			}
-			return failure(codeInternal, "%s: server %q: %s", method, server, p.scrub(rs.cfg, err.Error()))
-		}
-	}
-	return answer(raw)
 }
 
 // requestMeta reads params._meta.
@@ -118,13 +76,8 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downst
 	if rs.pool.Stateless() || s == nil {
 		return
 	}
-	prev, loaded := p.bound.Swap(grant.Instance, s.Key())
-	if loaded && prev == s.Key() {
+	if !p.sessions.bindOnly(p.session(s), grant.Instance) {
 		return
-	}
-	if !loaded {
-		inst := grant.Instance
-		go func() { <-inst.Done(); p.bound.Delete(inst) }()
 	}
 	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))
 	if declares(s.ClientCapabilities(), "roots") {
@@ -278,10 +231,10 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 		}
 		defer release()
 	}
-	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session.Key()) {
+	if req.Msg.Method == "resources/unsubscribe" && req.Session != nil && p.sharedSubscription(server, params.URI, req.Session) {
 		// The shared instance goes on sending the updates others still
 		// subscribe to; this session no longer hears of them.
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 		return answer([]byte(`{}`))
 	}
 	// A subscription counts from before it is sent: an upstream may send
@@ -291,7 +244,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	held := false
 	if subscribing {
 		var room bool
-		if held, room = p.subs.subscribe(req.Session.Key(), server, params.URI); !room {
+		if held, room = p.session(req.Session).subscribe(server, params.URI); !room {
 			return failure(codeInternal, "resources/subscribe %q: this session holds %d resource subscriptions, the most it may; unsubscribe (resources/unsubscribe) from those it no longer needs first",
 				params.URI, maxSubscriptions)
 		}
@@ -300,9 +253,9 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	done := resp != nil && resp.Error == nil
 	switch {
 	case subscribing && !done && !held:
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 	case req.Msg.Method == "resources/unsubscribe" && done && req.Session != nil:
-		p.subs.unsubscribe(req.Session.Key(), server, params.URI)
+		p.sessions.find(req.Session).unsubscribe(server, params.URI)
 	}
 	return resp
 }
@@ -310,9 +263,9 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 // sharedSubscription reports whether session's subscription to uri on
 // server is one of several on the same instance: the server's instance is
 // shared, and another session or a listen stream subscribes to uri too.
-func (p *Proxy) sharedSubscription(server, uri, session string) bool {
+func (p *Proxy) sharedSubscription(server, uri string, s downstream.Session) bool {
 	rs := p.current().servers[server]
-	return rs != nil && rs.pool.Stateless() && p.subs.subscribed(session, server, uri) && p.subscriptionHeld(server, uri, session, nil)
+	return rs != nil && rs.pool.Stateless() && p.sessions.find(s).subscribed(server, uri) && p.subscriptionHeld(server, uri, s.Key(), nil)
 }
 
 // promptsGet routes prompts/get by exported name, sent upstream under the

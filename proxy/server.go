@@ -119,15 +119,13 @@ type Proxy struct {
 	reloadMu    sync.Mutex // one commit (of a reconcile, relist or problems update) at a time; never held while an upstream starts
 	reconcileMu sync.Mutex // one reconcile at a time, starts included
 
-	clients    clients       // connected sessions and listen streams, for notifications
-	inflight   inflight      // downstream requests running on each instance
-	subs       subscriptions // resource subscriptions per session
-	levels     levels        // log levels per session
-	tasks      taskTable     // the task ids clients see, mapped to the upstreams'
-	bound      sync.Map      // leased *upstream.Instance -> the session key its requests go to
-	own        sync.Map      // leased *upstream.Instance -> *ownLists, its holder's lists (leasedlists.go)
-	relists    relists       // per-server coalescing of upstream list_changed
-	notes      upstreamNotes // notifications clients cause upstream, written off their reader goroutines
+	sessions   sessions          // every downstream session's Session, which holds what is kept for it alone (session.go)
+	clients    clients           // listen streams, and who hears of catalog changes
+	inflight   inflight          // downstream requests running on each instance
+	subOrder   subscriptionOrder // one subscribe/unsubscribe decision at a time per shared server and URI
+	tasks      taskTable         // the task ids clients see, mapped to the upstreams'
+	relists    relists           // per-server coalescing of upstream list_changed
+	notes      upstreamNotes     // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
 	starting   starts          // servers a reconcile is starting, for Supersede
 	ledger     *session.Ledger // every upstream instance, across servers and reloads
@@ -168,7 +166,8 @@ func New(opts Options) *Proxy {
 	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))
 	st.catalog.render()
 	p.state.Store(st)
-	p.clients.init()
+	p.sessions.p = p
+	p.clients.init(&p.sessions)
 	p.relists.init()
 	if err := p.bridge.init(); err != nil {
 		p.log.Error("no requestState key: 2026-07-28 clients cannot answer an upstream's requests for input", "err", err)

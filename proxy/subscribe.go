@@ -24,24 +24,30 @@ import (
 // ends, and when a new instance takes over what clients subscribed to.
 const subscriptionTimeout = 10 * time.Second
 
-// heldByOther reports whether a session other than session is subscribed
-// to uri on server.
-func (s *subscriptions) heldByOther(session, server, uri string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := server + "\x00" + uri
-	for other, set := range s.by {
-		if other != session && set[k] {
+// heldByOther reports whether a session other than the one with key
+// except is subscribed to uri on server.
+func (t *sessions) heldByOther(except, server, uri string) bool {
+	for _, s := range t.existing() {
+		if s.key != except && s.subscribed(server, uri) {
 			return true
 		}
 	}
 	return false
 }
 
+// uris returns the URIs some session subscribed to on server.
+func (t *sessions) uris(server string) []string {
+	var out []string
+	for _, s := range t.existing() {
+		out = append(out, s.urisOn(server)...)
+	}
+	return out
+}
+
 // subscriptionHeld reports whether a session other than session, or a
 // listen stream other than l, holds a subscription to uri on server.
 func (p *Proxy) subscriptionHeld(server, uri, session string, l *listener) bool {
-	return p.subs.heldByOther(session, server, uri) || p.clients.listenerHolds(server, uri, l)
+	return p.sessions.heldByOther(session, server, uri) || p.clients.listenerHolds(server, uri, l)
 }
 
 // subscriptionTurn waits for the turn (subscriptionOrder) of uri on
@@ -51,7 +57,7 @@ func (p *Proxy) subscriptionTurn(ctx context.Context, server, uri string) (func(
 	if rs := p.current().servers[server]; rs == nil || !rs.pool.Stateless() {
 		return func() {}, nil
 	}
-	return p.subs.order.take(ctx, server, uri)
+	return p.subOrder.take(ctx, server, uri)
 }
 
 // subscriptionRequest is req, the subscriptions/listen request, turned
@@ -174,7 +180,7 @@ func (p *Proxy) sessionUnsubscribe(held [][2]string) {
 // subscribed through the aggregator, not to one instance: without this
 // their updates would stop without a word. It runs off the caller's path.
 func (p *Proxy) resubscribe(server string) {
-	uris := append(p.subs.uris(server), p.clients.listenerURIs(server)...)
+	uris := append(p.sessions.uris(server), p.clients.listenerURIs(server)...)
 	if len(uris) == 0 {
 		return
 	}
@@ -197,7 +203,7 @@ func (p *Proxy) subscribeShared(server, method string, uris []string) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(p.life, subscriptionTimeout)
-		release, err := p.subs.order.take(ctx, server, uri)
+		release, err := p.subOrder.take(ctx, server, uri)
 		if err != nil {
 			cancel()
 			continue
@@ -252,7 +258,7 @@ func (p *Proxy) followSubscriptions(rs *runningServer, inst *upstream.Instance, 
 	if own, ok := rs.pool.Leased(sessionLeaseKey(s)); !ok || own != inst {
 		return // an instance leased under another key (a 2026-07-28 request's _meta)
 	}
-	uris := p.subs.urisOf(s.Key(), rs.cfg.ID)
+	uris := p.sessions.find(s).urisOn(rs.cfg.ID)
 	if len(uris) == 0 {
 		return
 	}

@@ -140,7 +140,7 @@ servers:
 	require.False(t, config.HasErrors(problems), "problems: %v", problems)
 	p := newTestProxy(t)
 	waiting := make(chan struct{}, 1)
-	p.subs.order.onWait = func(server, u string) {
+	p.subOrder.onWait = func(server, u string) {
 		if server == "late" && u == uri {
 			waiting <- struct{}{}
 		}

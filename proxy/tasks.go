@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,10 +77,10 @@ func present(v []byte) bool {
 
 // beginTask reserves room for the task a task-augmented call may create.
 func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
-	if inv.req == nil || inv.req.Session == nil || !p.clients.alive(inv.req.Session) {
+	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
-	res, err := p.tasks.reserve(inv.req.Session.Key(), inv.req.Holder)
+	res, err := p.tasks.reserve(p.session(inv.req.Session).taskOwner(), inv.req.Holder)
 	if err != nil {
 		return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
 	}
@@ -102,7 +101,7 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 		return raw, false
 	}
 	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
-	s := p.clients.session(res.owner)
+	s := p.clients.session(res.owner.key)
 	e, err := p.tasks.addHeld(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
 		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, method string, params []byte) {
 		p.heldNoteOut(s, e, method, params)
@@ -125,7 +124,7 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 	if p.clients.session(e.owner) == nil {
 		// The session ended while the call ran: its tasks went before this
 		// one was added. It goes the same way.
-		p.tasksEnded(e.owner)
+		p.tasksEnded(e.own)
 	}
 	return out, true
 }
@@ -205,19 +204,41 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 }
 
 // onTaskInstance sends a request about task e to the instance that runs
-// it, through the pool that owns that instance, bounded by timeout (which
-// progress pushes back). With relay, the upstream's notifications and
-// requests during it go to req's stream. respond is false when the client
-// went away and no answer is due. A task whose instance stopped or was
-// replaced is lost, and forgotten.
+// it, through the forwarder, bounded by timeout (which progress pushes
+// back). With relay, the upstream's notifications and requests during it go
+// to req's stream. respond is false when the client went away and no
+// answer is due. A task whose instance stopped or was replaced is lost,
+// and forgotten.
 func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *taskEntry, method string, params json.RawMessage,
 	timeout timeLimit, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
-	lost := func() (json.RawMessage, *jsonrpc.Error, bool) {
+	inv := invocation{method: method, server: e.server, params: params, key: e.lease, onTask: e, limit: timeout}
+	if method == "tasks/result" {
+		inv.hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
+	}
+	if relay {
+		inv.req = req
+		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
+			inv.token = token
+			inv.progress = func(progress json.RawMessage) {
+				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
+			}
+		}
+	}
+	raw, rpcErr, err := p.send(ctx, inv)
+	return raw, rpcErr, err == nil
+}
+
+// taskInstance acquires, for the forwarder, the instance that runs the
+// task inv is about, through the pool that owns it (rs; nil when the
+// server is gone). A task whose instance stopped or was replaced is lost,
+// and forgotten: rpcErr says so. gone is true when the caller went away.
+func (p *Proxy) taskInstance(ctx, callCtx context.Context, rs *runningServer, inv *invocation) (grant *session.Grant, rpcErr *jsonrpc.Error, gone bool) {
+	e := inv.onTask
+	lost := func() (*session.Grant, *jsonrpc.Error, bool) {
 		p.tasks.remove(e)
 		return nil, errorObject(jsonrpc.CodeInvalidParams, "%s: task %q is lost: the instance of server %q that ran it has stopped or was replaced (a restart, a reload, a release of the lease or its recycling), and its tasks with it",
-			method, e.id, e.server), true
+			inv.method, e.id, e.server), false
 	}
-	rs := p.current().servers[e.server]
 	if rs == nil || instanceDone(e.inst) {
 		return lost()
 	}
@@ -227,52 +248,18 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 			return lost()
 		}
 	}
-	cctx, dl := newDeadline(ctx, timeout.d)
-	defer dl.stop()
-	grant, err := rs.pool.Acquire(cctx, e.lease)
+	grant, err := rs.pool.Acquire(callCtx, e.lease)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, false
+			return nil, nil, true
 		}
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
+		return nil, errorObject(codeInternal, "%s: %s", inv.subject(e.server), p.scrub(rs.cfg, err.Error())), false
 	}
-	defer grant.Done()
 	if grant.Instance != e.inst {
+		grant.Done()
 		return lost()
 	}
-	up := upstream.Request{Method: method, Params: params}
-	if relay {
-		up.OnServerRequest = p.taskServerRequests(req, e.inst)
-		up.Principal = principalOf(req)
-		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
-			up.ProgressToken = token
-			up.OnProgress = func(progress json.RawMessage) {
-				dl.reset()
-				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(progress, e.inst, req.Session)})
-			}
-		}
-		p.inflight.add(e.inst, req)
-		defer p.inflight.remove(e.inst, req)
-	}
-	raw, err = e.inst.Do(cctx, up)
-	if err == nil {
-		return raw, nil, true
-	}
-	var upErr *upstream.RPCError
-	switch {
-	case errors.As(err, &upErr):
-		return nil, &jsonrpc.Error{Code: upErr.Code, Message: upErr.Message, Data: upErr.Data}, true
-	case errors.Is(err, ErrTimeout) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)):
-		hint := "raise " + timeout.setting + " if it needs longer"
-		if method == "tasks/result" {
-			hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
-		}
-		return nil, errorObject(codeInternal, "%s: server %q: no answer within %s set by %s (cancelled upstream); %s", method, e.server, timeout.d, timeout.setting, hint), true
-	case ctx.Err() != nil:
-		return nil, nil, false
-	default:
-		return nil, errorObject(codeInternal, "%s: server %q: %s", method, e.server, p.scrub(rs.cfg, err.Error())), true
-	}
+	return grant, nil, false
 }
 
 // taskIDsToClient is an upstream's error about task e with the upstream's
@@ -323,7 +310,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 			return failure(jsonrpc.CodeInvalidParams, "tasks/list: invalid cursor %q: pass a nextCursor of an earlier tasks/list, unchanged", c)
 		}
 	}
-	page, more := p.tasks.page(req.Session.Key(), after, taskListPage)
+	page, more := p.tasks.page(p.sessions.find(req.Session).taskOwner(), after, taskListPage)
 	items := make([]json.RawMessage, len(page))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, taskListConcurrency)
@@ -447,14 +434,6 @@ func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Insta
 		return e.upstreamID, true
 	})
 	return out
-}
-
-// taskServerRequests answers the requests an upstream sends during a tasks
-// request (an elicitation while tasks/result waits), as serverRequests
-// does, with the task ids mapped both ways. A request that names a task of
-// another session is refused, never relayed.
-func (p *Proxy) taskServerRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
-	return p.relatedTasks(p.serverRequests(req), inst, req.Session)
 }
 
 // relatedTasks wraps base, which answers inst's requests on behalf of
@@ -584,14 +563,8 @@ func (p *Proxy) wantsLog(s downstream.Session, params []byte) bool {
 // must not send log messages), and level is at least the one it set with
 // logging/setLevel, or the default.
 func (p *Proxy) takesLog(s downstream.Session, level int) bool {
-	if !p.clients.offerOf(s.Key()).logging {
-		return false
-	}
-	min, set := p.levels.get(s.Key())
-	if !set {
-		min = defaultLogLevel
-	}
-	return level >= min
+	sess := p.sessions.find(s)
+	return sess.offered().logging && level >= sess.logLevel()
 }
 
 // logLevelOf is the level member of a log message's params.
@@ -738,7 +711,10 @@ func (tp *taskProgress) drop() {
 // them again, so those on shared instances, which outlive the session, are
 // cancelled there (best effort, off the caller's path); a leased instance
 // ends with its session and its tasks with it.
-func (p *Proxy) tasksEnded(owner string) {
+func (p *Proxy) tasksEnded(owner *taskOwner) {
+	if owner == nil {
+		return
+	}
 	gone := p.tasks.dropSession(owner)
 	var cancels []*taskEntry
 	st := p.current()
@@ -768,7 +744,8 @@ func (p *Proxy) tasksEnded(owner string) {
 
 // session returns the registered session with key, or nil.
 func (c *clients) session(key string) downstream.Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sessions[key]
+	if s := c.reg.lookup(key); s != nil {
+		return s.ds
+	}
+	return nil
 }

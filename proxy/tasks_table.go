@@ -45,11 +45,15 @@ var errTasksFull = errors.New("task table full")
 // which downstream session may see it. Two upstreams may use the same task
 // id; the aggregator's ids are random and never repeat, and say nothing
 // about the upstream or its id. The zero value is ready to use.
+//
+// The table holds the indexes that span sessions (by the aggregator's id,
+// by instance and upstream id) and the overall caps; each session's own
+// tasks, and their count, are on its Session (taskOwner), guarded by the
+// table's mu.
 type taskTable struct {
-	mu        sync.Mutex
-	byID      map[string]*taskEntry
-	byUp      map[upstreamTask]*taskEntry
-	bySession map[string]int // tasks and reservations per owner
+	mu   sync.Mutex
+	byID map[string]*taskEntry
+	byUp map[upstreamTask]*taskEntry
 	// perClient counts tasks and reservations per client (fairshare.Of),
 	// so that the sessions of one client cannot fill the table.
 	perClient fairshare.Shares
@@ -77,6 +81,15 @@ type heldNote struct {
 	params     []byte
 }
 
+// taskOwner is what a downstream session owns of the task table: its tasks
+// and reservations. It lives on the session's Session; every field is
+// guarded by the task table's mu.
+type taskOwner struct {
+	key   string                // the downstream session key
+	n     int                   // tasks and reservations
+	tasks map[string]*taskEntry // by the aggregator's id
+}
+
 // upstreamTask names a task as its upstream knows it.
 type upstreamTask struct {
 	inst *upstream.Instance
@@ -88,6 +101,7 @@ type taskEntry struct {
 	id         string // the aggregator's id, as clients see it
 	upstreamID string
 	owner      string // downstream session key
+	own        *taskOwner
 	holder     string // the owner's client, for the table's per-client share
 	server     string
 	inst       *upstream.Instance
@@ -116,7 +130,6 @@ func (t *taskTable) init() {
 	if t.byID == nil {
 		t.byID = map[string]*taskEntry{}
 		t.byUp = map[upstreamTask]*taskEntry{}
-		t.bySession = map[string]int{}
 	}
 }
 
@@ -139,7 +152,7 @@ func (t *taskTable) limitPerClient(n int) {
 
 // reservation is room held for one task of owner.
 type reservation struct {
-	owner  string
+	owner  *taskOwner
 	holder string
 	ended  bool // added or released; guarded by the table's mu
 }
@@ -147,16 +160,16 @@ type reservation struct {
 // reserve holds room for one task of owner, a session of holder's, before
 // its call is sent, so that an upstream never creates a task the table then
 // has no room for. The reservation ends with add or with release.
-func (t *taskTable) reserve(owner, holder string) (*reservation, error) {
+func (t *taskTable) reserve(owner *taskOwner, holder string) (*reservation, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
 	t.sweepLocked(false)
-	if t.bySession[owner] >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks || t.perClient.Full(holder) {
+	if owner.n >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks || t.perClient.Full(holder) {
 		t.sweepLocked(true)
 	}
 	switch {
-	case t.bySession[owner] >= maxSessionTasks:
+	case owner.n >= maxSessionTasks:
 		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, maxSessionTasks)
 	case t.perClient.Full(holder):
 		return nil, fmt.Errorf("%w: %w", errTasksFull, t.perClient.Take(holder))
@@ -165,7 +178,7 @@ func (t *taskTable) reserve(owner, holder string) (*reservation, error) {
 	}
 	_ = t.perClient.Take(holder) // not Full, under the table's lock: it takes
 	t.pending++
-	t.bySession[owner]++
+	owner.n++
 	return &reservation{owner: owner, holder: holder}, nil
 }
 
@@ -183,10 +196,8 @@ func (t *taskTable) release(r *reservation) {
 	t.perClient.Give(r.holder)
 }
 
-func (t *taskTable) decLocked(owner string) {
-	if t.bySession[owner]--; t.bySession[owner] <= 0 {
-		delete(t.bySession, owner)
-	}
+func (t *taskTable) decLocked(owner *taskOwner) {
+	owner.n--
 }
 
 // add records e, owned by r's owner, in place of the reservation r. An
@@ -216,7 +227,7 @@ func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEn
 		}
 	}
 	t.seq++
-	e.id, e.seq, e.owner, e.holder = id, t.seq, r.owner, r.holder
+	e.id, e.seq, e.owner, e.own, e.holder = id, t.seq, r.owner.key, r.owner, r.holder
 	e.expires = t.clock().Add(e.keep)
 	if old := t.byUp[upstreamTask{e.inst, e.upstreamID}]; old != nil {
 		t.removeLocked(old)
@@ -225,6 +236,10 @@ func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEn
 	r.ended = true
 	t.pending--
 	t.byID[id] = e
+	if r.owner.tasks == nil {
+		r.owner.tasks = map[string]*taskEntry{}
+	}
+	r.owner.tasks[id] = e
 	t.byUp[upstreamTask{e.inst, e.upstreamID}] = e
 	if list := t.held[e.inst]; len(list) > 0 {
 		kept := list[:0]
@@ -411,22 +426,21 @@ func (t *taskTable) remove(e *taskEntry) {
 func (t *taskTable) removeLocked(e *taskEntry) {
 	e.endProgressLocked()
 	delete(t.byID, e.id)
+	delete(e.own.tasks, e.id)
 	if t.byUp[upstreamTask{e.inst, e.upstreamID}] == e {
 		delete(t.byUp, upstreamTask{e.inst, e.upstreamID})
 	}
-	t.decLocked(e.owner)
+	t.decLocked(e.own)
 	t.perClient.Give(e.holder)
 }
 
 // dropSession forgets every task of owner and returns them.
-func (t *taskTable) dropSession(owner string) []*taskEntry {
+func (t *taskTable) dropSession(owner *taskOwner) []*taskEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []*taskEntry
-	for _, e := range t.byID {
-		if e.owner == owner {
-			out = append(out, e)
-		}
+	out := make([]*taskEntry, 0, len(owner.tasks))
+	for _, e := range owner.tasks {
+		out = append(out, e)
 	}
 	for _, e := range out {
 		t.removeLocked(e)
@@ -436,13 +450,16 @@ func (t *taskTable) dropSession(owner string) []*taskEntry {
 
 // page returns up to n of owner's live tasks created after the one with
 // sequence number after, oldest first, and whether more follow.
-func (t *taskTable) page(owner string, after uint64, n int) ([]*taskEntry, bool) {
+func (t *taskTable) page(owner *taskOwner, after uint64, n int) ([]*taskEntry, bool) {
+	if owner == nil {
+		return nil, false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock()
 	var mine []*taskEntry
-	for _, e := range t.byID {
-		if e.owner == owner && e.seq > after && now.Before(e.expires) {
+	for _, e := range owner.tasks {
+		if e.seq > after && now.Before(e.expires) {
 			mine = append(mine, e)
 		}
 	}

@@ -17,12 +17,38 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func newTestTable() (*taskTable, *fakeClock) {
-	c := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return &taskTable{now: c.now}, c
+// testTable is a task table whose owners the test names: each name is one
+// session's taskOwner, as a Session holds it.
+type testTable struct {
+	*taskTable
+	owners map[string]*taskOwner
 }
 
-func addTask(t *testing.T, tt *taskTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *taskEntry {
+func (tt *testTable) owner(key string) *taskOwner {
+	if tt.owners[key] == nil {
+		tt.owners[key] = &taskOwner{key: key}
+	}
+	return tt.owners[key]
+}
+
+func (tt *testTable) reserve(owner, holder string) (*reservation, error) {
+	return tt.taskTable.reserve(tt.owner(owner), holder)
+}
+
+func (tt *testTable) page(owner string, after uint64, n int) ([]*taskEntry, bool) {
+	return tt.taskTable.page(tt.owner(owner), after, n)
+}
+
+func (tt *testTable) dropSession(owner string) []*taskEntry {
+	return tt.taskTable.dropSession(tt.owner(owner))
+}
+
+func newTestTable() (*testTable, *fakeClock) {
+	c := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &testTable{taskTable: &taskTable{now: c.now}, owners: map[string]*taskOwner{}}, c
+}
+
+func addTask(t *testing.T, tt *testTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *taskEntry {
 	t.Helper()
 	r, err := tt.reserve(owner, "")
 	require.NoError(t, err)
@@ -70,7 +96,10 @@ func TestTaskTableOwnership(t *testing.T) {
 	_, ok = tt.lookup("alice", e.id)
 	assert.False(t, ok, "a session's tasks end with it")
 	assert.Zero(t, tt.len())
-	assert.Empty(t, tt.bySession, "no count is left behind")
+	for name, o := range tt.owners {
+		assert.Zero(t, o.n, "no count is left behind for %s", name)
+		assert.Empty(t, o.tasks, name)
+	}
 }
 
 func TestTaskTableExpiry(t *testing.T) {
@@ -129,7 +158,7 @@ func TestTaskTableBounds(t *testing.T) {
 	require.NoError(t, err)
 	tt.release(r)
 	tt.release(r) // twice is once
-	assert.Equal(t, 0, tt.bySession["bob"])
+	assert.Equal(t, 0, tt.owner("bob").n)
 	assert.Zero(t, tt.pending)
 
 	// Once they expire, alice has room again.
@@ -160,7 +189,7 @@ func TestTaskTableReusedUpstreamID(t *testing.T) {
 	got, ok := tt.byUpstream(inst, "u1")
 	require.True(t, ok)
 	assert.Same(t, fresh, got)
-	assert.Equal(t, 0, tt.bySession["alice"])
+	assert.Equal(t, 0, tt.owner("alice").n)
 }
 
 func TestTaskTablePages(t *testing.T) {

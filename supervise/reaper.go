@@ -10,10 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/memtrim"
 )
 
 // A parent-death signal reaches only the direct child, so when the
@@ -232,6 +236,7 @@ func (r *reaper) Close() error {
 // its run id.
 func RunReaper(in io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	slimReaper()
 	groups := map[int]bool{}
 	var runID, cgroupDir string
 	sc := bufio.NewScanner(in)
@@ -264,6 +269,26 @@ func RunReaper(in io.Reader) {
 	}
 	reapLeftovers(cgroupDir, runID)
 }
+
+// slimReaper makes the reaper, which spends its life blocked on a read,
+// as small as it can be after the binary's initialisation: one processor,
+// the heap the initialisation left behind returned to the system, and the
+// binary's pages it touched dropped from its resident set. The collector
+// then runs only when the heap nears reaperMemoryLimit: each cycle reads
+// the type information of every object the initialisation left, pages of
+// the binary that would come back into the resident set, while the reaper
+// itself allocates a few bytes per line it reads.
+func slimReaper() {
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(reaperMemoryLimit)
+	memtrim.Trim()
+}
+
+// reaperMemoryLimit is the reaper's memory goal: about twice what the
+// binary's initialisation leaves, which a reaper reaches after some
+// hundred thousand lines.
+const reaperMemoryLimit = 12 << 20
 
 // exitText words how a process ended, from its Wait's error.
 func exitText(err error) string {

@@ -342,12 +342,22 @@ type callParams struct {
 // Options.MaxMessage fails the call at once (the error wraps
 // *jsonrpc.TooLongError).
 func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, error) {
-	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta, Task: call.Task})
+	r, err := call.Request()
 	if err != nil {
 		return nil, err
 	}
-	return i.Do(ctx, Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
-		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest, Principal: call.Principal})
+	return i.Do(ctx, r)
+}
+
+// Request is the tools/call request of call, as Do sends it: its params
+// written around the arguments, which stay as the caller sent them.
+func (call Call) Request() (Request, error) {
+	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta, Task: call.Task})
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{Method: "tools/call", Params: params, ProgressToken: call.ProgressToken, OnProgress: call.OnProgress,
+		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest, Principal: call.Principal}, nil
 }
 
 // encodeCallParams writes tools/call params around the already-encoded

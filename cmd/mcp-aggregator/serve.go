@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/gateway"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/memtrim"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
@@ -236,6 +237,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
 		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
 			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
+			// What starting took and no longer needs: the heap the
+			// initialisation and the first load left free, and the pages of
+			// the binary they touched; and again whenever traffic stops.
+			memtrim.Trim()
+			go memtrim.WhenIdle(loadCtx)
 			loaded <- code
 			return ws, code == 0
 		})

@@ -27,7 +27,7 @@ const warmCalls = 20
 
 // route is one way from the benchmark client to an echo upstream.
 type route struct {
-	name string // direct, relay, parser, bridge or proxied
+	name string // direct, relay, parser, bridge, router or proxied
 	c    *conn
 	// hop is the pid of the process between the client and the upstream (the relay, the
 	// bridge or the aggregator); 0 when there is none.
@@ -46,6 +46,7 @@ type route struct {
 //	             proxied  client spawns the aggregator over stdio, which spawns the upstream
 //	http-stdio   direct   as in stdio-stdio
 //	             bridge   HTTP to a bridge, which writes each POST body to the upstream's stdin
+//	             router   HTTP to a router, which decodes each POST, maps its id and passes it on
 //	             proxied  HTTP to the aggregator, which spawns the upstream
 //	http-http    direct   HTTP to the upstream serving HTTP
 //	             bridge   HTTP to a bridge, which forwards each request to the upstream
@@ -53,13 +54,15 @@ type route struct {
 //
 // The relay and the bridge (helper_test.go, bridge_test.go) are the least one more stdio
 // or HTTP hop can cost. The parser (parser_test.go) is the least a stdio hop that reads
-// every message can cost: proxied/parser is the price of what the aggregator does with a
-// call once it has read it. One op is one call on every route. Each run reports, per route,
+// every message can cost, and the router (router_test.go) the least an HTTP hop in front
+// of a stdio upstream that routes calls can: proxied/parser and proxied/router are the
+// price of what the aggregator does with a call once it has read it. One op is one call on every route. Each run reports, per route,
 // <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
 // in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
 // upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
-// the throughput ratios of that run: proxied/relay or proxied/bridge, proxied/direct, and on
-// stdio-stdio proxied/parser and parser/relay. Read the ratios as the median over -count
+// the throughput ratios of that run: proxied/relay or proxied/bridge, proxied/direct, on
+// stdio-stdio proxied/parser and parser/relay, and on http-stdio proxied/router and
+// router/bridge. Read the ratios as the median over -count
 // runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
 func BenchmarkCall(b *testing.B) {
 	client := newHTTPClient()
@@ -84,10 +87,12 @@ func BenchmarkCall(b *testing.B) {
 			exe, args, env := helper(b, "echo", "stdio")
 			direct := dialStdio(b, newStderrLog(), env, exe, args...)
 			bridge := startHTTPProcess(b, env, exe, append([]string{"bridge", exe}, args...)...)
+			router := startHTTPProcess(b, env, exe, append([]string{"router", exe}, args...)...)
 			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
+				{name: "router", c: dialHTTP(b, client, router.url), hop: router.cmd.Process.Pid},
 				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
 			}
 		}},
@@ -219,6 +224,10 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 	if rate["parser"] > 0 && rate["relay"] > 0 {
 		// What reading every message costs a hop, against copying bytes.
 		b.ReportMetric(rate["parser"]/rate["relay"], "parser/relay")
+	}
+	if rate["router"] > 0 && rate["bridge"] > 0 {
+		// What decoding and re-iding every message costs an HTTP hop, against moving bytes.
+		b.ReportMetric(rate["router"]/rate["bridge"], "router/bridge")
 	}
 }
 

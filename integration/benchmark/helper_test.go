@@ -19,6 +19,7 @@ import (
 //	parser CMD ARGS...  starts CMD and passes messages, decoded and with ids mapped (parser_test.go)
 //	bridge URL          an HTTP server that forwards each request to URL (bridge_test.go)
 //	bridge CMD ARGS...  an HTTP server that writes each POST body to CMD's stdin (bridge_test.go)
+//	router CMD ARGS...  an HTTP handler that decodes each POST, maps its id and passes it to CMD (router_test.go)
 //
 // Roles that serve HTTP print a "msg=listening url=..." line on stderr, as the aggregator
 // does, so that startHTTPProcess finds their port the same way.
@@ -61,6 +62,8 @@ func serveHelper(args []string) int {
 		err = serveParser(rest)
 	case role == "bridge" && len(rest) > 0:
 		err = serveBridge(rest)
+	case role == "router" && len(rest) > 0:
+		err = serveRouter(rest)
 	default:
 		fmt.Fprintf(os.Stderr, "benchmark helper: unknown role %q\n", args)
 		return 2

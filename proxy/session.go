@@ -1,0 +1,421 @@
+package proxy
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Session is the aggregator's side of one downstream session (a stdio
+// connection, an HTTP session): everything the aggregator keeps for it
+// alone lives here, and ends with one Close. It holds
+//
+//   - what the session was offered at its initialize (which notifications
+//     it may be sent);
+//   - the log level it set with logging/setLevel;
+//   - its resource subscriptions, by server and URI;
+//   - the leased instances bound to it (whose unattributed upstream
+//     requests go to it), with the lists each gave of its own after a
+//     list_changed (leasedlists.go);
+//   - its tasks (tasks), which the task table indexes too, by id and by
+//     upstream, for what spans sessions: the overall cap, the per-client
+//     shares, and an upstream's notifications about a task.
+//
+// The instances themselves are the pools' (session.Key names the lease);
+// Close ends the session's leases there.
+//
+// Concurrency: mu guards every field below it. It is a leaf lock: nothing
+// is called, and nothing is sent, while it is held. The registry's lock
+// (sessions.mu) may be taken before a Session's, never after. tasks is
+// guarded by the task table's mu, not by mu.
+type Session struct {
+	p     *Proxy
+	key   string // the downstream session's Key: never reused
+	ds    downstream.Session
+	tasks taskOwner // guarded by Proxy.tasks.mu
+
+	mu         sync.Mutex
+	registered bool      // SessionOpened came, and Close did not yet
+	closed     bool      // Close came: nothing more is recorded
+	since      time.Time // when first used, to forget one never registered
+	offer      offer
+	level      int // logging/setLevel's, when levelSet
+	levelSet   bool
+	subs       map[string]bool                  // server+"\x00"+uri
+	leased     map[*upstream.Instance]*ownLists // bound leased instances; their own lists, nil until a list_changed
+}
+
+// Downstream is the transport's session.
+func (s *Session) Downstream() downstream.Session { return s.ds }
+
+// offered is what the session was offered at its initialize; nothing
+// beyond tools when it never initialized.
+func (s *Session) offered() offer {
+	if s == nil {
+		return offer{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offer
+}
+
+func (s *Session) setOffer(o offer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offer = o
+}
+
+// logLevel is the level the session set, or defaultLogLevel.
+func (s *Session) logLevel() int {
+	if s == nil {
+		return defaultLogLevel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.levelSet {
+		return defaultLogLevel
+	}
+	return s.level
+}
+
+func (s *Session) setLevel(level int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.level, s.levelSet = level, true
+	}
+}
+
+// subscribe records the session's subscription to uri on server. It
+// reports whether the session held it already, and whether there was room
+// for it: a new one beyond maxSubscriptions is not recorded, nor one made
+// after Close.
+func (s *Session) subscribe(server, uri string) (held, room bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := server + "\x00" + uri
+	if s.subs[k] {
+		return true, true
+	}
+	if s.closed || len(s.subs) >= maxSubscriptions {
+		return false, false
+	}
+	if s.subs == nil {
+		s.subs = map[string]bool{}
+	}
+	s.subs[k] = true
+	return false, true
+}
+
+func (s *Session) unsubscribe(server, uri string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.subs, server+"\x00"+uri)
+}
+
+func (s *Session) subscribed(server, uri string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[server+"\x00"+uri]
+}
+
+// urisOn returns the URIs the session subscribed to on server.
+func (s *Session) urisOn(server string) []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.subs {
+		if id, uri, _ := strings.Cut(k, "\x00"); id == server {
+			out = append(out, uri)
+		}
+	}
+	return out
+}
+
+// bind records inst as a leased instance of the session's, until inst
+// ends. It reports whether inst was not bound to it yet; nothing is bound
+// after Close.
+func (s *Session) bind(inst *upstream.Instance) (fresh bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if _, ok := s.leased[inst]; ok {
+		return false
+	}
+	if s.leased == nil {
+		s.leased = map[*upstream.Instance]*ownLists{}
+	}
+	s.leased[inst] = nil
+	go func() { <-inst.Done(); s.unbind(inst) }()
+	return true
+}
+
+// unbind forgets inst (it ended).
+func (s *Session) unbind(inst *upstream.Instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.leased, inst)
+}
+
+// keepOwn stores what the bound instance inst lists of its own, edited by
+// edit from what it listed before. It reports false when inst is not bound
+// to the session.
+func (s *Session) keepOwn(inst *upstream.Instance, edit func(*ownLists) *ownLists) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.leased[inst]
+	if !ok {
+		return false
+	}
+	s.leased[inst] = edit(prev)
+	return true
+}
+
+// ownLists returns the lists of the session's bound instances that gave
+// their own.
+func (s *Session) ownLists() map[*upstream.Instance]*ownLists {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out map[*upstream.Instance]*ownLists
+	for inst, own := range s.leased {
+		if own == nil {
+			continue
+		}
+		if out == nil {
+			out = map[*upstream.Instance]*ownLists{}
+		}
+		out[inst] = own
+	}
+	return out
+}
+
+// end marks the session closed and takes what it held: its subscriptions,
+// as server and URI pairs. Everything else it held is dropped.
+func (s *Session) end() (held [][2]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed, s.registered = true, false
+	held = make([][2]string, 0, len(s.subs))
+	for k := range s.subs {
+		server, uri, _ := strings.Cut(k, "\x00")
+		held = append(held, [2]string{server, uri})
+	}
+	s.subs, s.leased, s.levelSet, s.offer = nil, nil, false, offer{}
+	return held
+}
+
+// taskOwner is what the session owns of the task table; nil for nil.
+func (s *Session) taskOwner() *taskOwner {
+	if s == nil {
+		return nil
+	}
+	return &s.tasks
+}
+
+// idle reports whether a session never registered holds nothing but the
+// offer of an initialize that never completed, from longer than
+// pendingOfferTTL ago.
+func (s *Session) idle(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.registered && len(s.subs) == 0 && len(s.leased) == 0 && !s.levelSet && now.Sub(s.since) > pendingOfferTTL
+}
+
+// sessions is the registry of Sessions by downstream session key. A
+// Session is made on a session's first use (its initialize, or any request
+// of a connection that never initializes) and removed by Close.
+type sessions struct {
+	p  *Proxy
+	mu sync.Mutex
+	by map[string]*Session
+}
+
+// of returns ds's Session, made on first use; nil for nil.
+func (t *sessions) of(ds downstream.Session) *Session {
+	if ds == nil {
+		return nil
+	}
+	key := ds.Key()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.by[key]; s != nil && s.ds == ds {
+		return s
+	}
+	now := time.Now()
+	for k, s := range t.by {
+		if s.idle(now) {
+			delete(t.by, k) // an initialize that never completed
+		}
+	}
+	if t.by == nil {
+		t.by = map[string]*Session{}
+	}
+	s := t.made(ds, now)
+	t.by[key] = s
+	return s
+}
+
+// find returns ds's Session, or nil when it has none (it never made a
+// request that keeps anything, or it ended). A Session's readers (offered,
+// logLevel, subscribed, urisOn, ownLists) take nil as one that holds
+// nothing, so that reading never makes one.
+func (t *sessions) find(ds downstream.Session) *Session {
+	if ds == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.by[ds.Key()]; s != nil && s.ds == ds {
+		return s
+	}
+	return nil
+}
+
+// lookup returns the registered Session with key, or nil.
+func (t *sessions) lookup(key string) *Session {
+	t.mu.Lock()
+	s := t.by[key]
+	t.mu.Unlock()
+	if s == nil || !s.isRegistered() {
+		return nil
+	}
+	return s
+}
+
+func (s *Session) isRegistered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registered
+}
+
+// open registers ds's session: it is now sent notifications.
+func (t *sessions) open(ds downstream.Session) {
+	s := t.of(ds)
+	s.mu.Lock()
+	if !s.closed {
+		s.registered = true
+	}
+	s.mu.Unlock()
+}
+
+func (t *sessions) made(ds downstream.Session, now time.Time) *Session {
+	return &Session{p: t.p, key: ds.Key(), ds: ds, since: now, tasks: taskOwner{key: ds.Key()}}
+}
+
+// take removes ds's Session from the registry and returns it; for a
+// session that kept nothing, an empty Session that is in no registry, so
+// that its Close still ends what the pools hold for it.
+func (t *sessions) take(ds downstream.Session) *Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.by[ds.Key()]
+	if s == nil || s.ds != ds {
+		return t.made(ds, time.Now())
+	}
+	delete(t.by, ds.Key())
+	return s
+}
+
+// alive reports whether ds is a registered session.
+func (t *sessions) alive(ds downstream.Session) bool {
+	s := t.lookup(ds.Key())
+	return s != nil && s.ds == ds
+}
+
+// live lists the registered Sessions.
+func (t *sessions) live() []*Session {
+	t.mu.Lock()
+	all := make([]*Session, 0, len(t.by))
+	for _, s := range t.by {
+		all = append(all, s)
+	}
+	t.mu.Unlock()
+	out := all[:0]
+	for _, s := range all {
+		if s.isRegistered() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// boundTo returns the Session inst is bound to (bindSession), or nil.
+func (t *sessions) boundTo(inst *upstream.Instance) *Session {
+	for _, s := range t.existing() {
+		if s.holds(inst) {
+			return s
+		}
+	}
+	return nil
+}
+
+// bindOnly binds inst to s and unbinds it from every other Session (a
+// lease handed on): its unattributed requests go to one session. It
+// reports whether inst was not bound to s yet.
+func (t *sessions) bindOnly(s *Session, inst *upstream.Instance) bool {
+	if !s.bind(inst) {
+		return false
+	}
+	for _, other := range t.existing() {
+		if other != s {
+			other.unbind(inst)
+		}
+	}
+	return true
+}
+
+func (s *Session) holds(inst *upstream.Instance) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.leased[inst]
+	return ok
+}
+
+// existing lists every Session, registered or not.
+func (t *sessions) existing() []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Session, 0, len(t.by))
+	for _, s := range t.by {
+		out = append(out, s)
+	}
+	return out
+}
+
+// session returns ds's Session, made on first use; nil for nil. Only what
+// records something for the session makes one; readers use sessions.find.
+func (p *Proxy) session(ds downstream.Session) *Session { return p.sessions.of(ds) }
+
+// Close ends the session, once it is out of the registry (sessions.take):
+// it leaves the notification fan-out, its offer, log level and bound
+// instances are dropped, its tasks are forgotten (those on shared
+// instances cancelled there), its leases end, and its upstream resource
+// subscriptions no one else holds are ended. It runs on the transport's
+// goroutine, so nothing here writes upstream on it: the task cancels and
+// unsubscribes go out on goroutines of their own, each bounded, and the
+// pools retire the leased instances off it.
+func (s *Session) Close() {
+	p := s.p
+	held := s.end()
+	p.clients.first.forget(s.key)
+	p.tasksEnded(&s.tasks)
+	p.sessionEnded(sessionLeaseKey(s.ds))
+	p.sessionUnsubscribe(held)
+}
