@@ -179,7 +179,7 @@ func redactValue(v any, depth int) any {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if config.SecretName(strings.ReplaceAll(camelToSnake(k), " ", "_")) {
+			if secretField(k) {
 				out[k] = redacted
 				continue
 			}
@@ -194,6 +194,23 @@ func redactValue(v any, depth int) any {
 		return out
 	}
 	return v
+}
+
+// secretField reports whether an argument's name says it holds a secret:
+// as config.SecretName decides for a variable (token, api_key, password,
+// ...), camelCase split into words, and the names of credentials that hold
+// none of its words (authorization, bearer, cookie).
+func secretField(name string) bool {
+	if config.SecretName(strings.ReplaceAll(camelToSnake(name), " ", "_")) {
+		return true
+	}
+	lower := strings.ToLower(name)
+	for _, w := range []string{"authorization", "bearer", "cookie", "password", "secret", "token", "credential"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // camelToSnake splits apiKey into api_Key, so that SecretName sees its
