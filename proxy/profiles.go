@@ -519,7 +519,8 @@ func (st *state) visibility(client string) func(name string) bool {
 // servers, the instances of those servers that are shared or its own (not
 // those leased to other clients), and the problems of its servers only
 // (the rest of the config, http.auth included, is none of its business).
-func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
+// space is the lease space of the caller's own leases (session.Key.Client).
+func (p *Proxy) narrowStatus(st *state, client string, space identity.Principal, s Status) Status {
 	pr := st.profileOf(client)
 	if pr == nil {
 		return s
@@ -541,7 +542,7 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	s.Servers = servers
 	instances := s.Instances[:0:0]
 	for _, in := range s.Instances {
-		if pr.server(in.Server) && (in.lease.IsZero() || in.lease.Client.Client() == client) {
+		if pr.server(in.Server) && (in.lease.IsZero() || in.lease.Client == space) {
 			instances = append(instances, in)
 		}
 	}
