@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // Options configure a Guard. Tokens and OAuth may be set together: a
@@ -159,76 +161,51 @@ type Failure struct {
 	RetryAfter int // seconds; 0 for none
 }
 
-// Authenticate returns the name of the client r comes from, or why it is
-// refused.
-func (g *Guard) Authenticate(r *http.Request) (string, *Failure) {
-	who, f := g.Identify(r)
-	return who.Client, f
-}
-
-// Identity is what a request's credentials say of its caller.
-type Identity struct {
-	// Client is the client's name, as Authenticate returns it.
-	Client string
-	// Claims are the verified access token's claims (sub, iss, ...);
-	// nil for a static token's client. Read-only.
-	Claims map[string]any
-	// accessToken is the verified OAuth access token, "" for a static
-	// token: unexported, so that printing an Identity never shows it.
-	accessToken string
-}
-
-// AccessToken is the caller's verified OAuth access token, "" for a
-// static token's client. A credential: never log it.
-func (i Identity) AccessToken() string { return i.accessToken }
-
-// Identify is Authenticate with what the token says of its caller.
-func (g *Guard) Identify(r *http.Request) (Identity, *Failure) {
-	client, claims, token, f := g.identify(r)
-	if f != nil {
-		return Identity{}, f
-	}
-	return Identity{Client: client, Claims: claims, accessToken: token}, nil
-}
-
-func (g *Guard) identify(r *http.Request) (string, map[string]any, string, *Failure) {
+// Authenticate returns who r comes from, or why it is refused: a static
+// token's client, or the subject of an OAuth access token with its client,
+// its claims and the token itself (an identity.Secret, which never prints),
+// for the upstreams that take each caller's own credentials.
+func (g *Guard) Authenticate(r *http.Request) (identity.Caller, *Failure) {
 	token, ok, malformed := bearerToken(r.Header)
 	if !ok {
 		if malformed {
-			return "", nil, "", g.refuse(r, http.StatusBadRequest, "invalid_request",
+			return identity.Caller{}, g.refuse(r, http.StatusBadRequest, "invalid_request",
 				"the Authorization header must be one \"Bearer <token>\"")
 		}
-		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "", "authentication required: send Authorization: Bearer <token>")
+		return identity.Caller{}, g.refuse(r, http.StatusUnauthorized, "", "authentication required: send Authorization: Bearer <token>")
 	}
 	if client, ok := g.static.lookup(token); ok {
-		return client, nil, "", nil
+		return identity.ClientCaller(client), nil
 	}
 	if g.oauth == nil || strings.Count(token, ".") != 2 {
 		g.refused.note(slog.LevelInfo, "refused a request with an unknown bearer token", "remote", r.RemoteAddr, "path", r.URL.Path)
-		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
+		return identity.Caller{}, g.refuse(r, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
 	}
-	client, claims, err := g.oauth.verify(r.Context(), token)
-	if err == nil && g.static.has(client) {
-		// The name of a static token's client: taking it would act as that
-		// client (its profile, sessions, leases, operator rights).
-		g.refused.note(slog.LevelWarn, "refused an access token that names a client of http.auth.tokens", "client", client, "remote", r.RemoteAddr,
-			"fix", "give the static token's client another name, or stop the issuer from issuing tokens with that client_id, azp or sub")
-		return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token",
-			fmt.Sprintf("the token names client %q, which authenticates with a static token here", client))
+	who, err := g.oauth.verify(r.Context(), token)
+	if err == nil && g.static.has(who.Client) {
+		// The name of a static token's client: profiles and operators are
+		// chosen by client name, so taking it would act as that client.
+		// (A subject of the same name is fine: principals of different
+		// kinds never mix.)
+		g.refused.note(slog.LevelWarn, "refused an access token that names a client of http.auth.tokens", "client", who.Client, "remote", r.RemoteAddr,
+			"fix", "give the static token's client another name, or stop the issuer from issuing tokens with that client_id or azp")
+		return identity.Caller{}, g.refuse(r, http.StatusUnauthorized, "invalid_token",
+			fmt.Sprintf("the token names client %q, which authenticates with a static token here", who.Client))
 	}
 	if err == nil {
-		return client, claims, token, nil
+		who.Token = identity.NewSecret(token)
+		return who, nil
 	}
 	if err.unavailable {
 		g.refused.note(slog.LevelWarn, "refused a request: the OAuth issuer's keys are not available", "remote", r.RemoteAddr, "err", err.cause)
-		return "", nil, "", &Failure{Status: http.StatusServiceUnavailable, Challenge: "", Message: err.description, RetryAfter: 10}
+		return identity.Caller{}, &Failure{Status: http.StatusServiceUnavailable, Challenge: "", Message: err.description, RetryAfter: 10}
 	}
 	if err.insufficientScope {
-		g.refused.note(slog.LevelInfo, "refused a request: insufficient scope", "client", client, "remote", r.RemoteAddr, "reason", err.description)
-		return "", nil, "", g.refuse(r, http.StatusForbidden, "insufficient_scope", err.description)
+		g.refused.note(slog.LevelInfo, "refused a request: insufficient scope", "principal", who.Principal, "client", who.Client, "remote", r.RemoteAddr, "reason", err.description)
+		return identity.Caller{}, g.refuse(r, http.StatusForbidden, "insufficient_scope", err.description)
 	}
 	g.refused.note(slog.LevelInfo, "refused a request: invalid access token", "remote", r.RemoteAddr, "reason", err.description)
-	return "", nil, "", g.refuse(r, http.StatusUnauthorized, "invalid_token", err.description)
+	return identity.Caller{}, g.refuse(r, http.StatusUnauthorized, "invalid_token", err.description)
 }
 
 // refuse builds a refusal and its challenge (RFC 6750 §3, RFC 9728 §5.1).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,7 +54,7 @@ func TestStaticTokens(t *testing.T) {
 			client, f := g.Authenticate(r)
 			if tc.status == 0 {
 				require.Nil(t, f)
-				assert.Equal(t, tc.client, client)
+				assert.Equal(t, identity.ClientCaller(tc.client), client)
 				return
 			}
 			require.NotNil(t, f)
@@ -100,7 +101,7 @@ func TestOAuthTokens(t *testing.T) {
 		{"RS256", is.mint(t, rs, audience, good), "agent-1", 0, ""},
 		{"ES256", is.mint(t, ec, audience, good), "agent-1", 0, ""},
 		{"azp when no client_id", is.mint(t, rs, audience, with(jwt.MapClaims{"client_id": nil, "azp": "web-app"})), "web-app", 0, ""},
-		{"sub when no client_id or azp", is.mint(t, rs, audience, with(jwt.MapClaims{"client_id": nil})), "user-1", 0, ""},
+		{"no client: the subject alone", is.mint(t, rs, audience, with(jwt.MapClaims{"client_id": nil})), "", 0, ""},
 		{"aud list containing ours", is.mint(t, rs, audience, with(jwt.MapClaims{"aud": []string{"other", audience}})), "agent-1", 0, ""},
 		{"scp list", is.mint(t, rs, audience, jwt.MapClaims{"scp": []string{"mcp"}}), "agent-1", 0, ""},
 		{"expired", is.mint(t, rs, audience, with(jwt.MapClaims{"exp": time.Now().Add(-2 * time.Minute).Unix()})), "", 401, "the token has expired"},
@@ -110,7 +111,7 @@ func TestOAuthTokens(t *testing.T) {
 		{"wrong audience", is.mint(t, rs, "https://other.example.com/mcp", good), "", 401, "the token is not meant for this resource (aud)"},
 		{"wrong issuer", is.mint(t, rs, audience, with(jwt.MapClaims{"iss": "https://evil.example.com"})), "", 401, "the token is from another issuer (iss)"},
 		{"bad signature", is.mint(t, stranger, audience, good), "", 401, "the token's signature is not valid"},
-		{"no client", is.mint(t, rs, audience, with(jwt.MapClaims{"client_id": nil, "sub": nil})), "", 401, "the token names no client: it needs a client_id, azp or sub claim"},
+		{"no subject", is.mint(t, rs, audience, with(jwt.MapClaims{"sub": nil})), "", 401, "the token names no subject: it needs a sub claim of at most 256 characters"},
 		{"insufficient scope", is.mint(t, rs, audience, jwt.MapClaims{"scope": "openid"}), "", 403, "the token lacks the scope mcp"},
 		{"not a JWT", "abc.def.ghi", "", 401, "the token is not a well-formed JWT"},
 	}
@@ -119,7 +120,8 @@ func TestOAuthTokens(t *testing.T) {
 			client, f := g.Authenticate(request(tc.token))
 			if tc.status == 0 {
 				require.Nil(t, f, "%+v", f)
-				assert.Equal(t, tc.client, client)
+				assert.Equal(t, tc.client, client.Client)
+				assert.Equal(t, identity.Subject(is.srv.URL, "user-1"), client.Principal, "the principal is the token's issuer and subject")
 				return
 			}
 			require.NotNil(t, f)
@@ -189,7 +191,7 @@ func TestOAuthUnknownKeyRefetchesOnceThenRateLimits(t *testing.T) {
 	advance(2 * time.Minute)
 	client, f := g.Authenticate(request(is.mint(t, rotated, audience, nil)))
 	require.Nil(t, f, "a token with a new kid makes the guard fetch the keys again")
-	assert.Equal(t, "agent-1", client)
+	assert.Equal(t, "agent-1", client.Client)
 	assert.Equal(t, int64(2), is.jwksCalls.Load(), "exactly one refetch")
 
 	for range 5 {
@@ -220,7 +222,7 @@ func TestOAuthDiscovery(t *testing.T) {
 		is.oidcOnly = true
 		client, f := newOAuthGuard(is).Authenticate(request(is.mint(t, k, audience, nil)))
 		require.Nil(t, f, "%+v", f)
-		assert.Equal(t, "agent-1", client, "a token without kid uses the only key")
+		assert.Equal(t, "agent-1", client.Client, "a token without kid uses the only key")
 	})
 	t.Run("metadata naming another issuer", func(t *testing.T) {
 		is := newTestIssuer(t, k)
@@ -308,7 +310,7 @@ func TestNewFromKeepsTheIssuersKeys(t *testing.T) {
 	token := is.mint(t, rs, audience, jwt.MapClaims{"scope": "mcp", "client_id": "jwt-client"})
 	client, f := g.Authenticate(request(token))
 	require.Nil(t, f, "%+v", f)
-	assert.Equal(t, "jwt-client", client)
+	assert.Equal(t, "jwt-client", client.Client)
 	require.Equal(t, int64(1), is.jwksCalls.Load())
 
 	is.srv.Close() // the issuer goes away
@@ -316,10 +318,10 @@ func TestNewFromKeepsTheIssuersKeys(t *testing.T) {
 	next := NewFrom(g, opts)
 	client, f = next.Authenticate(request(token))
 	require.Nil(t, f, "a static token added must not cost the OAuth clients their keys: %+v", f)
-	assert.Equal(t, "jwt-client", client)
+	assert.Equal(t, "jwt-client", client.Client)
 	client, f = next.Authenticate(request("laptop-token-0123456789"))
 	require.Nil(t, f)
-	assert.Equal(t, "laptop", client)
+	assert.Equal(t, identity.ClientCaller("laptop"), client)
 
 	opts.OAuth = &OAuth{Issuer: opts.OAuth.Issuer, Audience: "https://other.example.com/mcp", RequiredScopes: []string{"mcp"}}
 	other := NewFrom(next, opts)

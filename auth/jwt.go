@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // signingMethods are the JWS algorithms accepted: asymmetric ones only.
@@ -16,8 +18,8 @@ import (
 // are refused before any key is looked at.
 var signingMethods = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
-// maxClientName bounds the client name a token may carry: it shows in
-// logs and lease keys.
+// maxClientName bounds the client name and the subject a token may carry:
+// they show in logs and lease keys.
 const maxClientName = 256
 
 // oauthVerifier validates JWT access tokens of one issuer for one audience.
@@ -46,8 +48,9 @@ func invalid(cause error, format string, args ...any) *verifyError {
 }
 
 // verify checks the token's signature, issuer, audience, lifetime and
-// scopes, and returns the client it names and the token's claims.
-func (v *oauthVerifier) verify(ctx context.Context, token string) (string, map[string]any, *verifyError) {
+// scopes, and returns who it names: the subject of its issuer, with the
+// client it was issued to (client_id, else azp) and its claims.
+func (v *oauthVerifier) verify(ctx context.Context, token string) (identity.Caller, *verifyError) {
 	parser := jwt.NewParser(
 		jwt.WithValidMethods(signingMethods),
 		jwt.WithIssuer(v.issuer),
@@ -62,21 +65,32 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (string, map[s
 		return v.keys.lookup(ctx, kid, t.Method.Alg())
 	})
 	if errors.Is(err, errNoKeys) {
-		return "", nil, &verifyError{unavailable: true, cause: err,
+		return identity.Caller{}, &verifyError{unavailable: true, cause: err,
 			description: "the gateway cannot verify access tokens right now: it could not fetch the issuer's signing keys; try again shortly"}
 	}
 	if err != nil {
-		return "", nil, invalid(err, "%s", describe(err))
+		return identity.Caller{}, invalid(err, "%s", describe(err))
 	}
-	client := firstString(claims, "client_id", "azp", "sub")
-	if client == "" || len(client) > maxClientName || strings.IndexFunc(client, unicode.IsControl) >= 0 {
-		return "", nil, invalid(nil, "the token names no client: it needs a client_id, azp or sub claim")
+	sub := firstString(claims, "sub")
+	if !fitName(sub) {
+		return identity.Caller{}, invalid(nil, "the token names no subject: it needs a sub claim of at most %d characters", maxClientName)
 	}
+	client := firstString(claims, "client_id", "azp")
+	if client != "" && !fitName(client) {
+		return identity.Caller{}, invalid(nil, "the token's client_id or azp is over %d characters or holds control characters", maxClientName)
+	}
+	who := identity.Caller{Principal: identity.Subject(v.issuer, sub), Client: client, Claims: claims}
 	if missing := missingScopes(claims, v.scopes); len(missing) > 0 {
-		return client, nil, &verifyError{insufficientScope: true,
+		return who, &verifyError{insufficientScope: true,
 			description: "the token lacks the scope " + strings.Join(missing, " ")}
 	}
-	return client, claims, nil
+	return who, nil
+}
+
+// fitName reports whether a subject or client name may be kept: present,
+// bounded, and without control characters.
+func fitName(s string) bool {
+	return s != "" && len(s) <= maxClientName && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // describe turns a parse failure into a description a client may see.

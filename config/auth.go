@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/policy"
 	"gopkg.in/yaml.v3"
 )
 
@@ -39,6 +40,22 @@ type (
 	Profile struct {
 		Servers []string // server ids whose tools, resources and prompts the client sees
 		Tools   []string // patterns (* wildcards) on exported tool names
+		// Match chooses the principals the profile is for by who they are
+		// rather than by client; the zero Match: the client the profile is
+		// named after.
+		Match ProfileMatch
+		// Line is where a profile with a Match is named in its file (0
+		// without one); it orders the profiles chosen by a claim (the first
+		// in the file wins).
+		Line int
+	}
+
+	// ProfileMatch is a profile's match: exactly one of Subject, or Claim
+	// with Value.
+	ProfileMatch struct {
+		Subject string // an OAuth access token's sub
+		Claim   string // a claim's name; the claim is Value, or a list holding it
+		Value   string
 	}
 )
 
@@ -59,6 +76,9 @@ type access struct {
 	profiles     map[string]Profile
 	profilesSet  bool
 	profileLines map[string]int
+	policy       *policy.Set // the compiled policy list, nil for none
+	policyRules  []policy.Rule
+	policySet    bool
 }
 
 // readAccess reads http.auth and profiles from a native document's top-level
@@ -73,6 +93,10 @@ func readAccess(r *reader, lookupEnv func(string) (string, bool), f map[string]p
 	if p, ok := f["profiles"]; ok {
 		a.profiles, a.profileLines = readProfiles(r, p.v)
 		a.profilesSet = true
+	}
+	if p, ok := f["policy"]; ok {
+		a.policy, a.policyRules = readPolicy(r, p.v)
+		a.policySet = true
 	}
 	return a
 }
@@ -329,15 +353,18 @@ func readProfiles(r *reader, n *yaml.Node) (map[string]Profile, map[string]int) 
 			continue
 		}
 		if p.key == "" || len(p.key) > 256 {
-			r.errorf(p.k.Line, field, "a profile is named after its client: the static token's key or the OAuth client_id")
+			r.errorf(p.k.Line, field, "a profile is named after its client (the static token's key or the OAuth client_id), or chooses its principals with match:")
 			continue
 		}
-		if !r.mapping(p.v, field, "servers: [ids], tools: [patterns]") {
+		if !r.mapping(p.v, field, "servers: [ids], tools: [patterns], match: {subject: SUB} or {claim: NAME, value: VALUE}") {
 			continue
 		}
 		var prof Profile
 		if !isNull(p.v) {
-			f := r.fields(p.v, field+".", "servers", "tools")
+			f := r.fields(p.v, field+".", "servers", "tools", "match")
+			if m, ok := f["match"]; ok {
+				prof.Match, prof.Line = readProfileMatch(r, m.v, field+".match"), p.k.Line
+			}
 			if s, ok := f["servers"]; ok {
 				prof.Servers = r.strings(s.v, field+".servers")
 				if n := deref(s.v); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
@@ -361,6 +388,41 @@ func readProfiles(r *reader, n *yaml.Node) (map[string]Profile, map[string]int) 
 		lines[p.key] = p.k.Line
 	}
 	return out, lines
+}
+
+// readProfileMatch reads a profile's match: {subject: SUB} or {claim:
+// NAME, value: VALUE}.
+func readProfileMatch(r *reader, n *yaml.Node, field string) ProfileMatch {
+	const want = "{subject: SUB} or {claim: NAME, value: VALUE}"
+	var m ProfileMatch
+	if isNull(n) || !r.mapping(n, field, want) {
+		if isNull(n) {
+			r.errorf(n.Line, field, "is empty; write %s, or remove it to choose the profile by the client it is named after", want)
+		}
+		return m
+	}
+	f := r.fields(n, field+".", "subject", "claim", "value")
+	get := func(key string) string {
+		p, ok := f[key]
+		if !ok {
+			return ""
+		}
+		t, ok := r.text(p.v, field+"."+key)
+		if ok && t.s == "" {
+			r.errorf(p.v.Line, field+"."+key, "is empty; write %s", want)
+		}
+		return t.s
+	}
+	m.Subject, m.Claim, m.Value = get("subject"), get("claim"), get("value")
+	switch {
+	case m.Subject != "" && (m.Claim != "" || m.Value != ""):
+		r.errorf(n.Line, field, "names a subject and a claim; a profile matches one way: write %s", want)
+	case m.Subject == "" && m.Claim == "" && m.Value == "":
+		r.errorf(n.Line, field, "matches nothing; write %s", want)
+	case m.Subject == "" && (m.Claim == "") != (m.Value == ""):
+		r.errorf(n.Line, field, "needs both claim and value (e.g. {claim: groups, value: admins}); write %s", want)
+	}
+	return m
 }
 
 // checkAccess checks http.auth and profiles against the whole workspace:
@@ -402,6 +464,9 @@ func checkAccess(ws *Workspace, file string, lines map[string]int) []Problem {
 		}
 		_, hasToken := ws.HTTP.Auth.Tokens[c]
 		switch {
+		case prof.Match != (ProfileMatch{}) && ws.HTTP.Auth.OAuth == nil:
+			add(SeverityWarning, c, "profiles."+c+".match", "matches OAuth access tokens, and http.auth.oauth is not set, so the profile never applies")
+		case prof.Match != (ProfileMatch{}):
 		case !ws.HTTP.Auth.Enabled():
 			add(SeverityWarning, c, "profiles."+c, "applies only to clients that authenticate, and http.auth is not set; every client sees everything until it is")
 		case !hasToken && ws.HTTP.Auth.OAuth == nil:

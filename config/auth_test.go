@@ -66,6 +66,12 @@ func TestAuthProblems(t *testing.T) {
 		{"empty tools list", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {bot: {tools: []}}", "profiles.bot.tools", SeverityWarning, "restricts nothing"},
 		{"profile without auth", "profiles: {bot: {servers: [github]}}", "profiles.bot", SeverityWarning, "http.auth is not set"},
 		{"profile of no client", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {robot: {servers: [github]}}", "profiles.robot", SeverityWarning, "never applies"},
+		{"match of a subject and a claim", oauthAuth + "\nprofiles: {admins: {match: {subject: alice, claim: groups, value: admins}}}", "profiles.admins.match", SeverityError, "matches one way"},
+		{"claim without value", oauthAuth + "\nprofiles: {admins: {match: {claim: groups}}}", "profiles.admins.match", SeverityError, "needs both claim and value"},
+		{"empty match", oauthAuth + "\nprofiles: {admins: {match: {}}}", "profiles.admins.match", SeverityError, "matches nothing"},
+		{"empty subject", oauthAuth + "\nprofiles: {admins: {match: {subject: ''}}}", "profiles.admins.match.subject", SeverityError, "is empty"},
+		{"unknown match key", oauthAuth + "\nprofiles: {admins: {match: {subject: a, group: b}}}", "profiles.admins.match.group", SeverityWarning, "unknown key"},
+		{"match without oauth", "http: {auth: {tokens: {bot: {env: GOOD}}}}\nprofiles: {admins: {match: {subject: alice}}}", "profiles.admins.match", SeverityWarning, "http.auth.oauth is not set"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +90,20 @@ func TestAuthProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oauthAuth is an http.auth with OAuth, for profiles with a match.
+const oauthAuth = "http: {auth: {oauth: {issuer: 'https://a.example', audience: x}}}"
+
+// TestProfileMatchLoads: a profile with a match keeps it, and the line it
+// is named on, which orders the profiles chosen by a claim.
+func TestProfileMatchLoads(t *testing.T) {
+	ws, problems := loadYAML(t, "version: 1\n"+oauthAuth+"\nprofiles:\n  admins: {match: {claim: groups, value: admins}, servers: [github]}\n  alice: {match: {subject: alice}}\n  web-app: {servers: [fs]}\n"+accessServers, nil)
+	require.NotNil(t, ws, render(problems))
+	assert.Empty(t, problems, render(problems))
+	assert.Equal(t, Profile{Servers: []string{"github"}, Match: ProfileMatch{Claim: "groups", Value: "admins"}, Line: 4}, ws.Profiles["admins"])
+	assert.Equal(t, Profile{Match: ProfileMatch{Subject: "alice"}, Line: 5}, ws.Profiles["alice"])
+	assert.Equal(t, Profile{Servers: []string{"fs"}}, ws.Profiles["web-app"], "a profile without a match is its client's")
 }
 
 func TestProfilesFollowLaterFile(t *testing.T) {

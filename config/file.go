@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "cache", "profiles"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "cache", "profiles", "policy", "audit", "rate_limits", "views"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -30,6 +30,13 @@ type fileResult struct {
 
 // settings are the workspace-wide values one file sets; nil means "not set here".
 type settings struct {
+	audit           Audit // the audit log (config/audit.go)
+	auditSet        bool
+	rateLimits      RateLimits // config/ratelimits.go
+	rateLimitsSet   bool
+	views           map[string]View // config/views.go
+	viewLines       map[string]int
+	viewsSet        bool
 	maxConcurrent   *int
 	allowedCommands []string
 	commandsSet     bool
@@ -159,6 +166,16 @@ func parseNative(r *reader, fc fileContext, root *yaml.Node, res *fileResult) {
 	}
 	res.settings = readSettings(r, f)
 	res.settings.access = readAccess(r, recordingLookup(fc.lookupEnv, &res.hostVars), f)
+	if p, ok := f["views"]; ok {
+		res.settings.views, res.settings.viewLines = readViews(r, p.v)
+		res.settings.viewsSet = true
+	}
+	if p, ok := f["rate_limits"]; ok {
+		res.settings.rateLimits, res.settings.rateLimitsSet = readRateLimits(r, p.v), true
+	}
+	if p, ok := f["audit"]; ok {
+		res.settings.audit, res.settings.auditSet = readAudit(r, p.v, fc.dir)
+	}
 	if p, ok := f["servers"]; ok {
 		res.servers = readServers(r, fc, p.v)
 	}

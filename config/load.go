@@ -120,6 +120,9 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		profileFile  string
 		profileLines map[string]int
 		wsVars       []string // host variables the workspace settings read
+		rateFile     string   // the file rate_limits came from
+		viewFile     string   // the file views came from, and their lines
+		viewLines    map[string]int
 	)
 	for _, src := range srcs {
 		ws.Files = append(ws.Files, src.name)
@@ -140,6 +143,12 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 			ws.Sources = append(ws.Sources, Source{File: src.name, Dialect: res.dialect, Servers: len(res.servers)})
 		}
 		res.settings.applyTo(ws)
+		if res.settings.rateLimitsSet {
+			rateFile = src.name
+		}
+		if res.settings.viewsSet {
+			viewFile, viewLines = src.name, res.settings.viewLines
+		}
 		if res.settings.access.profilesSet {
 			profileFile, profileLines = src.name, res.settings.access.profileLines
 		}
@@ -163,7 +172,8 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 		ws.Servers = append(ws.Servers, d.srv)
 	}
-	accessProblems := checkAccess(ws, profileFile, profileLines)
+	accessProblems := append(checkAccess(ws, profileFile, profileLines), checkRateLimits(ws, rateFile)...)
+	accessProblems = append(accessProblems, checkViews(ws, viewFile, viewLines)...)
 	problems = append(problems, accessProblems...)
 	fatal = fatal || HasErrors(accessProblems)
 	if fatal {
@@ -236,6 +246,18 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.access.profilesSet {
 		ws.Profiles = s.access.profiles
+	}
+	if s.auditSet {
+		ws.Audit = s.audit
+	}
+	if s.rateLimitsSet {
+		ws.RateLimits = s.rateLimits
+	}
+	if s.viewsSet {
+		ws.Views = s.views
+	}
+	if s.access.policySet {
+		ws.Policy, ws.PolicyRules = s.access.policy, s.access.policyRules
 	}
 }
 

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
 
 type (
@@ -23,6 +25,18 @@ type (
 		Cache     Cache
 		// Profiles limit what each authenticated client sees, by client name.
 		Profiles map[string]Profile
+		// Policy is the policy list, compiled: the rules every tool call is
+		// checked against, first match deciding; nil without rules. A later
+		// file's list replaces an earlier one's. PolicyRules are its rules
+		// as written.
+		Policy      *policy.Set
+		PolicyRules []policy.Rule
+		// Audit is where the audit log goes; the zero Audit writes none.
+		Audit Audit
+		// RateLimits limit each principal's tool calls.
+		RateLimits RateLimits
+		// Views are the narrower catalogs served at /mcp/<name>, by name.
+		Views map[string]View
 	}
 
 	// Source is one config file as read: its dialect and how many servers it defines.

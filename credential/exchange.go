@@ -49,7 +49,7 @@ type ExchangeOptions struct {
 	// ClientID and ClientSecret authenticate the aggregator at the token
 	// endpoint (HTTP Basic; a public client sends client_id alone).
 	ClientID     string
-	ClientSecret Secret
+	ClientSecret identity.Secret
 	// Audience is what the exchanged token is for (the upstream).
 	Audience string
 	// Scopes asked for; none: what the issuer grants by default.
@@ -67,8 +67,8 @@ type ExchangeOptions struct {
 }
 
 // Exchanger trades each caller's access token for one meant for an
-// upstream (RFC 8693), and keeps what it got per principal, issuer,
-// subject and audience until shortly before it expires. One exchange at a
+// upstream (RFC 8693), and keeps what it got per principal (an OAuth
+// user's issuer and subject) until shortly before it expires. One exchange at a
 // time runs for a key, the callers that need it meanwhile wait for its
 // outcome; after a failure the next attempt for that key waits, 1 s and
 // twice as long after each further failure up to 5 minutes, and calls
@@ -81,20 +81,12 @@ type Exchanger struct {
 	endpoint   string // discovered from the issuer; guarded by endpointMu
 
 	mu     sync.Mutex
-	tokens map[exchangeKey]*exchanged
-}
-
-// exchangeKey is whose token it is, and for what. The subject is part of
-// it: every user who signs in through one OAuth client is the same
-// client, and must never get another's token.
-type exchangeKey struct {
-	principal               identity.Principal
-	issuer, subject, client string
+	tokens map[identity.Principal]*exchanged
 }
 
 // exchanged is the state of one key; guarded by Exchanger.mu.
 type exchanged struct {
-	token    Secret
+	token    identity.Secret
 	expires  time.Time // zero: no token
 	renew    time.Time // exchange again from then on
 	running  chan struct{}
@@ -115,23 +107,19 @@ func NewExchanger(opts ExchangeOptions) *Exchanger {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Exchanger{opts: opts, endpoint: opts.TokenEndpoint, tokens: map[exchangeKey]*exchanged{}}
+	return &Exchanger{opts: opts, endpoint: opts.TokenEndpoint, tokens: map[identity.Principal]*exchanged{}}
 }
 
 // Exchanges counts the exchanges made so far, failed ones included.
 func (e *Exchanger) Exchanges() int64 { return e.exchanges.Load() }
 
-func keyOf(c *Caller) exchangeKey {
-	return exchangeKey{principal: c.Principal, issuer: c.Issuer, subject: c.Subject, client: c.Client}
-}
-
 // Token returns the upstream's token for c: the one kept, or a new one
 // exchanged for c's access token. Its error never holds a token.
-func (e *Exchanger) Token(ctx context.Context, c *Caller) (Secret, error) {
-	if c == nil || c.Token.IsZero() {
-		return Secret{}, errors.New("the caller has no OAuth access token to exchange; authenticate to the gateway with http.auth.oauth")
+func (e *Exchanger) Token(ctx context.Context, c identity.Caller) (identity.Secret, error) {
+	if c.Token.IsZero() {
+		return identity.Secret{}, errors.New("the caller has no OAuth access token to exchange; authenticate to the gateway with http.auth.oauth")
 	}
-	key := keyOf(c)
+	key := c.Principal
 	for {
 		e.mu.Lock()
 		x := e.entry(key)
@@ -148,7 +136,7 @@ func (e *Exchanger) Token(ctx context.Context, c *Caller) (Secret, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return Secret{}, context.Cause(ctx)
+				return identity.Secret{}, context.Cause(ctx)
 			}
 		case now.Before(x.retryAt):
 			tok, expires, err, at := x.token, x.expires, x.err, x.retryAt
@@ -156,7 +144,7 @@ func (e *Exchanger) Token(ctx context.Context, c *Caller) (Secret, error) {
 			if now.Before(expires) {
 				return tok, nil // still valid: use it while the issuer fails
 			}
-			return Secret{}, fmt.Errorf("%w (next attempt in %s)", err, at.Sub(now).Round(time.Second))
+			return identity.Secret{}, fmt.Errorf("%w (next attempt in %s)", err, at.Sub(now).Round(time.Second))
 		}
 		x.running = make(chan struct{})
 		e.mu.Unlock()
@@ -189,7 +177,7 @@ func (e *Exchanger) Token(ctx context.Context, c *Caller) (Secret, error) {
 		x.running = nil
 		e.mu.Unlock()
 		if err != nil {
-			return Secret{}, err
+			return identity.Secret{}, err
 		}
 		return tok, nil
 	}
@@ -197,21 +185,18 @@ func (e *Exchanger) Token(ctx context.Context, c *Caller) (Secret, error) {
 
 // Forget drops the token kept for c when it is still stale, after the
 // upstream refused it: the next call exchanges again.
-func (e *Exchanger) Forget(c *Caller, stale Secret) {
-	if c == nil {
-		return
-	}
+func (e *Exchanger) Forget(c identity.Caller, stale identity.Secret) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if x := e.tokens[keyOf(c)]; x != nil && x.token == stale && x.running == nil {
-		x.token, x.expires, x.renew = Secret{}, time.Time{}, time.Time{}
+	if x := e.tokens[c.Principal]; x != nil && x.token == stale && x.running == nil {
+		x.token, x.expires, x.renew = identity.Secret{}, time.Time{}, time.Time{}
 	}
 }
 
 // entry returns key's state, made room for when the cache is full:
 // entries without a usable token go first, then any that is not
 // exchanging. Called with mu held.
-func (e *Exchanger) entry(key exchangeKey) *exchanged {
+func (e *Exchanger) entry(key identity.Principal) *exchanged {
 	if x := e.tokens[key]; x != nil {
 		return x
 	}
@@ -237,7 +222,7 @@ func (e *Exchanger) entry(key exchangeKey) *exchanged {
 }
 
 // expiryOf is the exp of c's access token, zero when it has none.
-func expiryOf(c *Caller) time.Time {
+func expiryOf(c identity.Caller) time.Time {
 	if exp, ok := c.Claims["exp"].(float64); ok && exp > 0 {
 		return time.Unix(int64(exp), 0)
 	}
@@ -257,13 +242,13 @@ type tokenAnswer struct {
 
 // exchange makes one exchange, bounded by its own timeout: a caller that
 // gives up does not fail the exchange the others wait for.
-func (e *Exchanger) exchange(ctx context.Context, c *Caller) (Secret, time.Duration, error) {
+func (e *Exchanger) exchange(ctx context.Context, c identity.Caller) (identity.Secret, time.Duration, error) {
 	e.exchanges.Add(1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
 	defer cancel()
 	endpoint, err := e.tokenEndpoint(ctx)
 	if err != nil {
-		return Secret{}, 0, err
+		return identity.Secret{}, 0, err
 	}
 	form := url.Values{
 		"grant_type":           {grantTokenExchange},
@@ -282,7 +267,7 @@ func (e *Exchanger) exchange(ctx context.Context, c *Caller) (Secret, time.Durat
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return Secret{}, 0, fmt.Errorf("token exchange: %w", err)
+		return identity.Secret{}, 0, fmt.Errorf("token exchange: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -292,39 +277,39 @@ func (e *Exchanger) exchange(ctx context.Context, c *Caller) (Secret, time.Durat
 	}
 	resp, err := e.opts.HTTPClient.Do(req)
 	if err != nil {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: %w", endpoint, unwrapURLError(err))
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: %w", endpoint, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxExchangeBody+1))
 	if err != nil {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: reading the answer: %w", endpoint, err)
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: reading the answer: %w", endpoint, err)
 	}
 	if len(body) > maxExchangeBody {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: the answer is over %d bytes", endpoint, maxExchangeBody)
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the answer is over %d bytes", endpoint, maxExchangeBody)
 	}
 	var a tokenAnswer
 	decodeErr := json.Unmarshal(body, &a)
 	if resp.StatusCode != http.StatusOK {
 		if decodeErr == nil && a.Error != "" {
-			return Secret{}, 0, fmt.Errorf("token exchange at %s refused (HTTP %d): %s%s", endpoint, resp.StatusCode,
+			return identity.Secret{}, 0, fmt.Errorf("token exchange at %s refused (HTTP %d): %s%s", endpoint, resp.StatusCode,
 				printable(a.Error, 64), describeError(a.ErrorDescription, c.Token.Reveal(), e.opts.ClientSecret.Reveal()))
 		}
-		return Secret{}, 0, fmt.Errorf("token exchange at %s failed: HTTP %d", endpoint, resp.StatusCode)
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s failed: HTTP %d", endpoint, resp.StatusCode)
 	}
 	if decodeErr != nil || a.AccessToken == "" {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: the answer holds no access_token", endpoint)
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the answer holds no access_token", endpoint)
 	}
 	if !strings.EqualFold(a.TokenType, "Bearer") {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: the token is of type %q, not Bearer", endpoint, printable(a.TokenType, 32))
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the token is of type %q, not Bearer", endpoint, printable(a.TokenType, 32))
 	}
 	if a.IssuedTokenType != "" && a.IssuedTokenType != tokenTypeAccess {
-		return Secret{}, 0, fmt.Errorf("token exchange at %s: issued a %q, not an access token", endpoint, printable(a.IssuedTokenType, 80))
+		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: issued a %q, not an access token", endpoint, printable(a.IssuedTokenType, 80))
 	}
 	life := defaultTokenLife
 	if n, err := a.ExpiresIn.Int64(); err == nil && n > 0 {
 		life = time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
 	}
-	return NewSecret(a.AccessToken), life, nil
+	return identity.NewSecret(a.AccessToken), life, nil
 }
 
 // describeError quotes an error_description, cut short, printable, with
@@ -332,7 +317,7 @@ func (e *Exchanger) exchange(ctx context.Context, c *Caller) (Secret, time.Durat
 func describeError(d string, secrets ...string) string {
 	for _, s := range secrets {
 		if s != "" {
-			d = strings.ReplaceAll(d, s, redacted)
+			d = strings.ReplaceAll(d, s, identity.NewSecret(s).String())
 		}
 	}
 	if d = printable(d, maxErrDescription); d == "" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -57,8 +58,10 @@ func (c *clock) add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func caller(sub, token string) *Caller {
-	return NewCaller("agent", map[string]any{"sub": sub, "iss": "https://issuer.example.com"}, token)
+func caller(sub, token string) identity.Caller {
+	const iss = "https://issuer.example.com"
+	return identity.Caller{Principal: identity.Subject(iss, sub), Client: "agent",
+		Claims: map[string]any{"sub": sub, "iss": iss}, Token: identity.NewSecret(token)}
 }
 
 func TestExchangeRequestAndCache(t *testing.T) {
@@ -70,7 +73,7 @@ func TestExchangeRequestAndCache(t *testing.T) {
 		grant(w, r)
 	})
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	ex := NewExchanger(ExchangeOptions{Server: "crm", Issuer: te.srv.URL, ClientID: "gw", ClientSecret: NewSecret("gw-secret"),
+	ex := NewExchanger(ExchangeOptions{Server: "crm", Issuer: te.srv.URL, ClientID: "gw", ClientSecret: identity.NewSecret("gw-secret"),
 		Audience: "https://crm.example.com", Scopes: []string{"a", "b"}, Now: clk.Now})
 	ctx := context.Background()
 
@@ -140,7 +143,7 @@ func TestExchangeFailureBacksOffAndShowsNoSecret(t *testing.T) {
 			"error_description": "subject token " + r.Form.Get("subject_token") + " is revoked\r\n"})
 	})
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	ex := NewExchanger(ExchangeOptions{TokenEndpoint: te.srv.URL + "/token", ClientID: "gw", ClientSecret: NewSecret("gw-secret"), Now: clk.Now})
+	ex := NewExchanger(ExchangeOptions{TokenEndpoint: te.srv.URL + "/token", ClientID: "gw", ClientSecret: identity.NewSecret("gw-secret"), Now: clk.Now})
 	_, err := ex.Token(context.Background(), caller("alice", "alice-tok-123"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid_grant")
@@ -172,7 +175,7 @@ func TestExchangeBoundsTheAnswer(t *testing.T) {
 
 func TestExchangeNeedsAnAccessToken(t *testing.T) {
 	ex := NewExchanger(ExchangeOptions{TokenEndpoint: "https://issuer.example.com/token", ClientID: "gw"})
-	_, err := ex.Token(context.Background(), NewCaller("static-client", nil, ""))
+	_, err := ex.Token(context.Background(), identity.ClientCaller("static-client"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no OAuth access token")
 }
@@ -200,7 +203,7 @@ func TestExchangeTransport(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	alice := WithCaller(context.Background(), caller("alice", "alice-tok"))
+	alice := identity.WithCaller(context.Background(), caller("alice", "alice-tok"))
 	assert.Equal(t, http.StatusUnauthorized, send(alice))
 	assert.Equal(t, "Bearer up-alice-tok-crm", <-seen)
 	assert.Equal(t, http.StatusUnauthorized, send(alice))

@@ -3,6 +3,7 @@ package credential
 import (
 	"net/http"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
@@ -26,8 +27,8 @@ type exchangeTransport struct {
 func (t *exchangeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context())
 	out.Header.Del("Authorization")
-	caller := CallerOf(req.Context())
-	if sameorigin.Origin(req.URL) != t.origin || caller == nil {
+	caller := identity.CallerOf(req.Context())
+	if sameorigin.Origin(req.URL) != t.origin || caller.Principal.IsZero() {
 		return t.next.RoundTrip(out)
 	}
 	tok, err := t.ex.Token(req.Context(), caller)

@@ -3,6 +3,7 @@ package credential
 import (
 	"net/http"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
@@ -28,11 +29,11 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sameorigin.Origin(req.URL) != t.origin {
 		return t.next.RoundTrip(req)
 	}
-	caller := CallerOf(req.Context())
+	caller := identity.CallerOf(req.Context())
 	req = req.Clone(req.Context())
 	for name, what := range t.headers {
 		req.Header.Del(name)
-		if v, ok := caller.Value(what); ok {
+		if v, ok := Value(caller, what); ok {
 			req.Header.Set(name, v)
 		}
 	}

@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 )
 
 func TestCallerValue(t *testing.T) {
-	c := NewCaller("agent-7", map[string]any{"sub": "person-1", "iss": "https://issuer.example.com", "email": "p@example.com",
-		"age": float64(42), "admin": true, "roles": []any{"a"}, "evil": "x\r\nSet-Cookie: y"}, "t")
+	c := identity.Caller{Principal: identity.Subject("https://issuer.example.com", "person-1"), Client: "agent-7",
+		Claims: map[string]any{"sub": "person-1", "iss": "https://issuer.example.com", "email": "p@example.com",
+			"age": float64(42), "admin": true, "roles": []any{"a"}, "evil": "x\r\nSet-Cookie: y"}, Token: identity.NewSecret("t")}
 	tests := []struct {
 		what, want string
 		ok         bool
@@ -32,12 +34,17 @@ func TestCallerValue(t *testing.T) {
 		{"other", "", false},
 	}
 	for _, tt := range tests {
-		v, ok := c.Value(tt.what)
+		v, ok := Value(c, tt.what)
 		assert.Equal(t, tt.ok, ok, tt.what)
 		assert.Equal(t, tt.want, v, tt.what)
 	}
-	_, ok := (*Caller)(nil).Value("subject")
+	_, ok := Value(identity.Caller{}, "subject")
 	assert.False(t, ok, "no caller, no value")
+	_, ok = Value(identity.ClientCaller("ci"), "subject")
+	assert.False(t, ok, "a static token's client has no subject")
+	v, ok := Value(identity.ClientCaller("ci"), "client")
+	assert.True(t, ok)
+	assert.Equal(t, "ci", v)
 }
 
 func TestHeadersPerRequest(t *testing.T) {
@@ -59,8 +66,8 @@ func TestHeadersPerRequest(t *testing.T) {
 		resp.Body.Close()
 		return <-seen
 	}
-	alice := WithCaller(context.Background(), NewCaller("a", map[string]any{"sub": "alice"}, ""))
-	bob := WithCaller(context.Background(), NewCaller("b", map[string]any{"sub": "bob"}, ""))
+	alice := identity.WithCaller(context.Background(), identity.Caller{Principal: identity.Subject("https://id.example", "alice"), Client: "a"})
+	bob := identity.WithCaller(context.Background(), identity.Caller{Principal: identity.Subject("https://id.example", "bob"), Client: "b"})
 	assert.Equal(t, "alice", send(alice, "").Get("X-User-Id"))
 	assert.Equal(t, "bob", send(bob, "").Get("X-User-Id"))
 	assert.Empty(t, send(context.Background(), "forged").Values("X-User-Id"), "no caller: no header, and none kept from a request")

@@ -28,25 +28,25 @@ const (
 // ErrNotStored is the error of Vault.Get for an entry that is not there.
 var ErrNotStored = errors.New("no credentials stored")
 
-// VaultEntry names one caller's credentials for one upstream server: the
-// principal, and the issuer and subject of its token, since every user who
-// signs in through one OAuth client is the same client.
+// VaultEntry names one caller's credentials for one upstream server: by
+// its principal, which for an OAuth user is the issuer and subject of its
+// token, so that two users who sign in through one OAuth client never
+// share an entry.
 type VaultEntry struct {
-	Server          string
-	Principal       identity.Principal
-	Issuer, Subject string
+	Server    string
+	Principal identity.Principal
 }
 
 // EntryOf names c's credentials for server.
-func EntryOf(server string, c *Caller) VaultEntry {
-	return VaultEntry{Server: server, Principal: c.Principal, Issuer: c.Issuer, Subject: c.Subject}
+func EntryOf(server string, c identity.Caller) VaultEntry {
+	return VaultEntry{Server: server, Principal: c.Principal}
 }
 
 // id is the entry as one unambiguous text: the file's name is its digest,
 // and it is the sealed data's associated data, so that an entry's file
 // renamed to another's does not open.
 func (e VaultEntry) id() string {
-	return strings.Join([]string{"v1", e.Server, e.Principal.String(), e.Issuer, e.Subject}, "\x00")
+	return strings.Join([]string{"v1", e.Server, e.Principal.String()}, "\x00")
 }
 
 // Vault keeps each caller's credentials for upstream servers (the tokens

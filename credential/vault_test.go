@@ -26,9 +26,8 @@ func TestVaultSealsEachEntry(t *testing.T) {
 	dir := t.TempDir()
 	v, err := NewVault(dir, newKey(t))
 	require.NoError(t, err)
-	alice := VaultEntry{Server: "linear", Principal: identity.Client("agent"), Issuer: "https://id.example.com", Subject: "alice"}
-	bob := alice
-	bob.Subject = "bob"
+	alice := VaultEntry{Server: "linear", Principal: identity.Subject("https://id.example.com", "alice")}
+	bob := VaultEntry{Server: "linear", Principal: identity.Subject("https://id.example.com", "bob")}
 	secret := []byte(`{"access_token":"alice-at-7f3e","refresh_token":"alice-rt-19c2"}`)
 
 	_, err = v.Get(alice)

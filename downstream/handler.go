@@ -50,6 +50,15 @@ type Session interface {
 	Principal() identity.Principal
 }
 
+// CallerSession is implemented by a Session that knows the client and
+// claims of the credentials it was opened with (identity.Caller).
+type CallerSession interface {
+	Caller() identity.Caller
+	// View is the view the session was opened at (/mcp/<view>); "" for
+	// /mcp itself.
+	View() string
+}
+
 // Attached is implemented by a Session whose client may be gone without
 // having ended it (an HTTP session left without DELETE): Attached reports
 // whether the client is there now, with a request being served or a
@@ -92,6 +101,18 @@ type Request struct {
 	// clients apart by address, else the local user. The zero Principal
 	// only for requests made outside a transport.
 	Principal identity.Principal
+	// Client and Claims are what the request's credentials said beside its
+	// principal (identity.Caller): the OAuth client (client_id, else azp)
+	// or static token's name, and an access token's verified claims,
+	// read-only. "" and nil without authentication.
+	Client string
+	Claims map[string]any
+	// View is the view the request came to (/mcp/<view>, WithView); ""
+	// for /mcp itself. A session's requests all come to its own view.
+	View string
+	// Profile is the key the Handler chooses the request's profile by,
+	// which it sets on arrival from the principal, client and claims.
+	Profile string
 	// Holder is who the request's sessions, tasks and leases count against
 	// for the per-client shares (fairshare.Of): the authenticated client,
 	// else the address that opened its session or sent it (with
@@ -154,4 +175,9 @@ type Handler interface {
 	// session after SessionClosed.
 	SessionOpened(Session)
 	SessionClosed(Session)
+}
+
+// Caller is who req comes from, with its client and claims.
+func (req *Request) Caller() identity.Caller {
+	return identity.Caller{Principal: req.Principal, Client: req.Client, Claims: req.Claims}
 }

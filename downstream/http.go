@@ -113,10 +113,17 @@ type HTTPOptions struct {
 	SessionIDPrefix string
 	// LeaseHere reports whether this process holds a lease of the
 	// conversation name a sessionless request names in _meta (MetaLease)
-	// for client. While draining, a request naming a lease held elsewhere
-	// or nowhere is refused as one naming none is: serving it would start
-	// a new lease here. nil: every named lease may be here.
-	LeaseHere func(client, name string) bool
+	// for principal who (the zero Principal without authentication). While
+	// draining, a request naming a lease held elsewhere or nowhere is
+	// refused as one naming none is: serving it would start a new lease
+	// here. nil: every named lease may be here.
+	LeaseHere func(who identity.Principal, name string) bool
+	// RateWait reports how long who must wait before a call of the tool
+	// exported as tool is within its rate limits (0: now). A POST whose
+	// Mcp-Method and Mcp-Name headers name a tools/call that must wait is
+	// refused with 429 and Retry-After before its body is read. nil: no
+	// rate limits.
+	RateWait func(who identity.Principal, tool string) time.Duration
 	// SessionKeys, when it holds a key ring (serve --session-key-file),
 	// makes every session id carry the session's portable state sealed
 	// under the ring's first key, so that any replica holding the key can
@@ -283,11 +290,12 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	return t
 }
 
-// principalOf is who sent r: the client it was authenticated as, else,
-// with ClientsByAddress, the host it came from, else the local user.
+// principalOf is who sent r: the principal it was authenticated as (a
+// static token's client, an OAuth subject), else, with ClientsByAddress,
+// the host it came from, else the local user.
 func (t *HTTP) principalOf(r *http.Request) identity.Principal {
-	if client := ClientOf(r.Context()); client != "" {
-		return identity.Client(client)
+	if who := identity.CallerOf(r.Context()).Principal; who.Authenticated() {
+		return who
 	}
 	if !t.opts.ClientsByAddress || r.RemoteAddr == "" {
 		return identity.Local()
@@ -301,8 +309,11 @@ func (t *HTTP) principalOf(r *http.Request) identity.Principal {
 // holderOf is who p's requests count against for the per-client shares:
 // no one for the local user.
 func holderOf(p identity.Principal) string {
-	if p.Kind == identity.KindAddress {
+	switch p.Kind {
+	case identity.KindAddress:
 		return fairshare.Of("", p.Name)
+	case identity.KindSubject:
+		return p.String()
 	}
 	return fairshare.Of(p.Client(), "")
 }

@@ -8,22 +8,19 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
-// clientKey carries the authenticated client's name in a request's context.
-type clientKey struct{}
+// viewKey carries the view a request came to in its context.
+type viewKey struct{}
 
-// WithClient returns ctx naming the client an HTTP request was
-// authenticated as. The gateway's authentication sets it before the
-// request reaches the transport; the transport binds a session to the
-// client that opened it.
-func WithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
+// WithView returns ctx naming the view (/mcp/<view>) an HTTP request came
+// to; the gateway sets it for any path but /mcp.
+func WithView(ctx context.Context, view string) context.Context {
+	return context.WithValue(ctx, viewKey{}, view)
 }
 
-// ClientOf returns the client name WithClient put in ctx, or "" when the
-// request was not authenticated (no http.auth).
-func ClientOf(ctx context.Context) string {
-	c, _ := ctx.Value(clientKey{}).(string)
-	return c
+// ViewOf returns the view WithView put in ctx, "" for none.
+func ViewOf(ctx context.Context) string {
+	v, _ := ctx.Value(viewKey{}).(string)
+	return v
 }
 
 // Principal implements Session: who opened the session.
@@ -33,14 +30,37 @@ func (s *httpSession) Principal() identity.Principal { return s.principal }
 // and names no client, so no profile applies to it.
 func (s *stdioSession) Principal() identity.Principal { return identity.Local() }
 
-// checkClient refuses a request for a session another client opened, as if
-// the session did not exist: a token of one client never drives, or even
-// confirms, another client's session.
+// Caller implements CallerSession: who opened the session, with the client
+// and claims of the credentials it was opened with.
+func (s *httpSession) Caller() identity.Caller { return s.caller }
+
+// Caller implements CallerSession: the local user.
+func (s *stdioSession) Caller() identity.Caller { return identity.LocalCaller() }
+
+// View implements CallerSession: the view the session was opened at.
+func (s *httpSession) View() string { return s.view }
+
+// View implements CallerSession: stdio has none.
+func (s *stdioSession) View() string { return "" }
+
+// checkClient refuses a request for a session another principal opened, as
+// if the session did not exist: a token of one client or user never
+// drives, or even confirms, another's session, not even a token of
+// another user of the same OAuth client.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
-	if ClientOf(r.Context()) != s.principal.Client() {
+	if !sameOwner(identity.CallerOf(r.Context()).Principal, s.principal) || ViewOf(r.Context()) != s.view {
 		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil
+}
+
+// sameOwner reports whether a request authenticated as who (the zero
+// Principal without authentication) may use a session opened by owner.
+func sameOwner(who, owner identity.Principal) bool {
+	if !owner.Authenticated() {
+		return !who.Authenticated()
+	}
+	return who == owner
 }
 
 // EndSessionsOf ends every session opened by a client for which gone

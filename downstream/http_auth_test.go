@@ -31,7 +31,7 @@ func serveAuthenticatedWith(t *testing.T, h *httpFake, opts HTTPOptions) *httpSe
 	tr := NewHTTP(h, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr.ServeHTTP(w, r.WithContext(WithClient(r.Context(), r.Header.Get("X-Client"))))
+		tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), identity.ClientCaller(r.Header.Get("X-Client")))))
 	}))
 	s := &httpServer{tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
 		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1)}

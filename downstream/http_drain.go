@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -80,7 +81,7 @@ func (t *HTTP) leaseHere(r *http.Request, params []byte) bool {
 	if !ok || name == "" {
 		return false
 	}
-	return t.opts.LeaseHere == nil || t.opts.LeaseHere(ClientOf(r.Context()), name)
+	return t.opts.LeaseHere == nil || t.opts.LeaseHere(identity.CallerOf(r.Context()).Principal, name)
 }
 
 // checkLeaseHeader checks the optional Mcp-Lease header of a sessionless

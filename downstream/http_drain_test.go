@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -91,7 +92,7 @@ func TestHTTPDrainRefusesNewState(t *testing.T) {
 		res, _ := jsonrpc.Result(nil, map[string]string{"method": req.Msg.Method})
 		return res
 	}
-	s := serveHTTP(t, h, HTTPOptions{LeaseHere: func(client, name string) bool { return client == "" && name == "conv-1" }})
+	s := serveHTTP(t, h, HTTPOptions{LeaseHere: func(who identity.Principal, name string) bool { return who.IsZero() && name == "conv-1" }})
 	id := s.initialize(t)
 	// The answer may reach the client before its request stops counting.
 	eventually(t, func() bool { return s.tr.InFlight() == 0 }, "initialize no longer in flight")

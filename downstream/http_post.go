@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 )
@@ -41,6 +44,10 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 			"Accept admits neither application/json nor text/event-stream: list both, as MCP clients must"))
 		return
 	}
+	if e := t.rateLimited(w, r); e != nil {
+		t.refuse(w, r, e)
+		return
+	}
 	body, e := t.readBody(w, r)
 	if e != nil {
 		t.refuse(w, r, e)
@@ -65,6 +72,32 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.postSession(p)
 	}
 }
+
+// rateLimited refuses, before its body is read, a request whose headers
+// say it is a tools/call its principal must wait for (HTTPOptions.
+// RateWait): 429 with Retry-After. The headers are checked against the
+// body later (checkModernHeaders); a request without them is limited when
+// the call is made.
+func (t *HTTP) rateLimited(w http.ResponseWriter, r *http.Request) *httpError {
+	if t.opts.RateWait == nil || r.Header.Get(headerMethod) != "tools/call" {
+		return nil
+	}
+	tool := r.Header.Get(headerName)
+	if tool == "" {
+		return nil
+	}
+	wait := t.opts.RateWait(t.principalOf(r), tool)
+	if wait <= 0 {
+		return nil
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return refusal(http.StatusTooManyRequests, codeRateLimited, "rate limited: calls of %s are over this caller's rate limit; retry after %ds", clip(tool), secs)
+}
+
+// codeRateLimited is the JSON-RPC error code of a call over a rate limit,
+// as the proxy answers it when the call is made.
+const codeRateLimited = -32029
 
 func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
 	msg, de := decodeClient(body, true) // the body is read for this message alone
@@ -150,6 +183,10 @@ func (t *HTTP) initialize(p *post) {
 	}
 	s := t.newSession()
 	s.principal, s.holder = principal, holder
+	s.caller = identity.CallerOf(p.r.Context())
+	s.caller.Principal = principal
+	s.caller.Token = identity.Secret{} // a token lives no longer than its request
+	s.view = ViewOf(p.r.Context())
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -223,6 +260,12 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	} else {
 		req.Principal = t.principalOf(p.r)
 		req.Holder = holderOf(req.Principal)
+	}
+	req.View = ViewOf(p.r.Context())
+	if c := identity.CallerOf(p.r.Context()); c.Principal.Authenticated() {
+		// The credentials of this request: a session's own principal's
+		// (sessionOf checked it), its client and claims as fresh as the token.
+		req.Client, req.Claims = c.Client, c.Claims
 	}
 	req.Cancel = cancel
 	out := newOutbox(t.opts.QueueSize, false)

@@ -34,9 +34,12 @@ type sealedState struct {
 	Info    json.RawMessage `json:"i,omitempty"` // the client's clientInfo, raw
 	Kind    identity.Kind   `json:"pk"`          // the principal
 	Name    string          `json:"pn,omitempty"`
-	Level   string          `json:"l,omitempty"` // the log level set by logging/setLevel
-	Replica string          `json:"r,omitempty"` // the replica that opened the session
-	Expires int64           `json:"e"`           // Unix seconds: the id opens no more after
+	Issuer  string          `json:"pi,omitempty"` // an OAuth subject's issuer
+	Subject string          `json:"ps,omitempty"` // and subject
+	View    string          `json:"w,omitempty"`  // the view it was opened at
+	Level   string          `json:"l,omitempty"`  // the log level set by logging/setLevel
+	Replica string          `json:"r,omitempty"`  // the replica that opened the session
+	Expires int64           `json:"e"`            // Unix seconds: the id opens no more after
 }
 
 // sealID gives s an id carrying its portable state, sealed under the ring
@@ -51,6 +54,7 @@ func (t *HTTP) sealID(s *httpSession, version string, info json.RawMessage) {
 		return
 	}
 	st := sealedState{Version: version, Caps: s.caps, Info: info, Kind: s.principal.Kind, Name: s.principal.Name,
+		Issuer: s.principal.Issuer, Subject: s.principal.Subject, View: s.view,
 		Replica: t.opts.Replica, Expires: time.Now().Add(t.opts.SessionMaxAge).Unix()}
 	plain, _ := rawjson.Marshal(st)
 	if len(plain) > sealed.MaxPlaintext { // a huge clientInfo travels no further than this replica
@@ -107,10 +111,12 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 	if !ok || t.buried(id) {
 		return nil, sessionGone()
 	}
-	principal := identity.Principal{Kind: st.Kind, Name: st.Name}
-	if ClientOf(r.Context()) != principal.Client() {
+	principal := identity.Principal{Kind: st.Kind, Issuer: st.Issuer, Subject: st.Subject, Name: st.Name}
+	caller := identity.CallerOf(r.Context())
+	if !sameOwner(caller.Principal, principal) || ViewOf(r.Context()) != st.View {
 		return nil, sessionGone() // word for word, as checkClient
 	}
+	caller.Principal, caller.Token = principal, identity.Secret{}
 	if t.Draining() {
 		return nil, (&httpError{status: http.StatusServiceUnavailable, err: jsonrpc.Errorf(jsonrpc.CodeInternalError,
 			"this replica is draining and takes up no sessions of other replicas; send it again, the load balancer routes it to another replica")})
@@ -127,7 +133,7 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	s := &httpSession{
 		id: id, ctx: ctx, cancel: cancel, lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc), asks: newOutgoing(),
-		protocol: st.Version, caps: st.Caps, principal: principal, holder: holder,
+		protocol: st.Version, caps: st.Caps, principal: principal, caller: caller, view: st.View, holder: holder,
 		expires: time.Unix(st.Expires, 0), resumedFrom: st.Replica, sealedInfo: st.Info,
 	}
 	if s.resumedFrom == "" {
@@ -141,7 +147,8 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 	}
 	raw, _ := rawjson.Marshal(params)
 	init := &Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`"resume"`), Method: "initialize", Params: raw}, Session: s,
-		Protocol: st.Version, ClientCapabilities: st.Caps, Principal: principal, Holder: holder}
+		Protocol: st.Version, ClientCapabilities: st.Caps, Principal: principal, Holder: holder,
+		View: st.View, Client: caller.Client, Claims: caller.Claims}
 	if resp := t.handle(s.ctx, init); resp == nil || resp.Error != nil {
 		t.perClient.Give(holder)
 		cancel(errResponseEnded)
@@ -151,7 +158,8 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 		// The level the client set, by the path logging/setLevel takes.
 		lp, _ := rawjson.Marshal(map[string]string{"level": st.Level})
 		t.handle(s.ctx, &Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`"resume-level"`), Method: "logging/setLevel", Params: lp}, Session: s,
-			Protocol: st.Version, ClientCapabilities: st.Caps, Principal: principal, Holder: holder})
+			Protocol: st.Version, ClientCapabilities: st.Caps, Principal: principal, Holder: holder,
+			View: st.View, Client: caller.Client, Claims: caller.Claims})
 	}
 	if other, fresh := t.registerResumed(s); !fresh {
 		// A request of the same session took it up first.
@@ -231,6 +239,7 @@ func (t *HTTP) reissue(p *post, s *httpSession) {
 		return
 	}
 	st := sealedState{Version: s.protocol, Caps: s.caps, Info: s.sealedInfo, Kind: s.principal.Kind, Name: s.principal.Name,
+		Issuer: s.principal.Issuer, Subject: s.principal.Subject, View: s.view,
 		Level: level, Replica: t.opts.Replica, Expires: s.expires.Unix()}
 	plain, _ := rawjson.Marshal(st)
 	token, err := ring.Seal(t.opts.SessionIDPrefix, plain)

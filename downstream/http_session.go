@@ -38,6 +38,12 @@ type httpSession struct {
 	// authenticated client (WithClient), else its address or the local
 	// user; set before the session is registered, only read after.
 	principal identity.Principal
+	// caller is principal with the client and claims of the credentials
+	// that opened the session; set with principal.
+	caller identity.Caller
+	// view is the view the session was opened at (ViewOf); its requests
+	// must all come there. Set with principal.
+	view string
 	// holder is who the session counts against for the per-client shares
 	// (fairshare.Of): its client, else the address that opened it.
 	holder string

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/auth"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/credential"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // Access is the gateway's http.auth: the guard in force, replaced when a
@@ -147,18 +147,13 @@ func (a *Access) protect(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		who, f := g.Identify(r)
+		who, f := g.Authenticate(r)
 		if f != nil {
 			f.Write(w)
 			return
 		}
 		r.Header.Del("Authorization")
-		// The caller's credentials go on in the request's context, for the
-		// upstreams that take the caller's own (credential.Caller); the
-		// token there never prints.
-		ctx := downstream.WithClient(r.Context(), who.Client)
-		ctx = credential.WithCaller(ctx, credential.NewCaller(who.Client, who.Claims, who.AccessToken()))
-		h.ServeHTTP(w, r.WithContext(ctx))
+		h.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), who)))
 	})
 }
 

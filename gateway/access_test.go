@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -37,7 +37,7 @@ func status(t *testing.T, a *Access, token string) (int, string) {
 	var client string
 	h := a.protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		assert.Empty(t, r.Header.Get("Authorization"), "the token stops at the gateway")
-		client = downstream.ClientOf(r.Context())
+		client = identity.CallerOf(r.Context()).Client
 	}))
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	if token != "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // drainPoll is how often a draining replica looks whether its sessions
@@ -150,7 +151,7 @@ func (d *Drainer) endpoint(a *Access) http.Handler {
 // operator says whether r comes from an operator, and if not, why.
 func (d *Drainer) operator(a *Access, r *http.Request) (string, bool) {
 	if a != nil && a.guard.Load() != nil {
-		client := downstream.ClientOf(r.Context()) // protect authenticated it
+		client := identity.CallerOf(r.Context()).Client // protect authenticated it
 		ops := d.operators.Load()
 		if ops != nil && slices.Contains(*ops, client) {
 			return "", true

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 )
 
 func TestDrainOperatorWithoutAuth(t *testing.T) {
@@ -46,7 +45,7 @@ func TestDrainOperatorWithAuth(t *testing.T) {
 	as := func(client string) (string, bool) {
 		r := httptest.NewRequest(http.MethodPost, "/drain", nil)
 		r.RemoteAddr = "127.0.0.1:5000"
-		return d.operator(a, r.WithContext(downstream.WithClient(r.Context(), client)))
+		return d.operator(a, r.WithContext(identity.WithCaller(r.Context(), identity.ClientCaller(client))))
 	}
 	_, ok := as("ops")
 	assert.False(t, ok, "no operators listed yet")

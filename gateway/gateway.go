@@ -3,10 +3,12 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/auth"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
@@ -39,6 +41,8 @@ func (g *Gateway) Handler() http.Handler {
 	// before authentication: a browser sends no credentials with one. A
 	// foreign Host or Origin is refused before authentication too.
 	mux.Handle("/mcp", g.Edge.CORS(g.guard(g.protect(g.Edge))))
+	// views.<name> at /mcp/<name>: the same endpoint, a narrower catalog.
+	mux.Handle("/mcp/", g.Edge.CORS(g.guard(g.protect(g.view(g.Edge)))))
 	if g.Drain != nil {
 		// Operators only: see Drainer.endpoint.
 		mux.Handle("/drain", g.guard(g.Drain.endpoint(g.Access)))
@@ -63,6 +67,19 @@ func (g *Gateway) Handler() http.Handler {
 	return mux
 }
 
+// view serves /mcp/<name> as the MCP endpoint of the view name (see
+// downstream.WithView); 404 for a name that is no view.
+func (g *Gateway) view(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/mcp/")
+		if name == "" || strings.Contains(name, "/") || g.Proxy == nil || !g.Proxy.HasView(name) {
+			http.Error(w, "no such view: the views are the names under views: in the config", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(downstream.WithView(r.Context(), name)))
+	})
+}
+
 // guard refuses what the MCP endpoint refuses under a foreign Host or
 // Origin (downstream.HTTP.Guard).
 func (g *Gateway) guard(h http.Handler) http.Handler {
@@ -81,10 +98,12 @@ func (g *Gateway) protect(h http.Handler) http.Handler { return g.Access.protect
 // refused it, as mcp_status shows such a client its own servers only.
 func (g *Gateway) unrestricted(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if client := downstream.ClientOf(r.Context()); client != "" && g.Proxy != nil && g.Proxy.Restricted(client) {
-			http.Error(w, fmt.Sprintf("client %q has a profile (profiles.%s), which shows it only some servers, and this page shows every one; "+
-				"read it with the token of a client without a profile, or use the mcp_status tool", client, client), http.StatusForbidden)
-			return
+		if who := identity.CallerOf(r.Context()); who.Principal.Authenticated() && g.Proxy != nil {
+			if profile, restricted := g.Proxy.Restricted(who); restricted {
+				http.Error(w, fmt.Sprintf("%s has a profile (profiles.%s), which shows it only some servers, and this page shows every one; "+
+					"read it with the token of a client without a profile, or use the mcp_status tool", who.Principal, profile), http.StatusForbidden)
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -104,8 +123,12 @@ func (g *Gateway) probe(full, brief http.Handler) http.Handler {
 			full.ServeHTTP(w, r)
 			return
 		}
-		client, f := guard.Authenticate(r)
-		if f != nil || (g.Proxy != nil && g.Proxy.Restricted(client)) {
+		who, f := guard.Authenticate(r)
+		restricted := false
+		if f == nil && g.Proxy != nil {
+			_, restricted = g.Proxy.Restricted(who)
+		}
+		if f != nil || restricted {
 			brief.ServeHTTP(w, r)
 			return
 		}

@@ -18,6 +18,7 @@ func TestPrincipalString(t *testing.T) {
 		{"client with quotes", Client(`a "b" c`), `client:"a \"b\" c"`},
 		{"no client name is local", Client(""), "local"},
 		{"address", Address("192.0.2.7"), "address:192.0.2.7"},
+		{"subject", Subject("https://id.example", "alice"), `subject:"https://id.example" "alice"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.p.String())
@@ -42,6 +43,10 @@ func TestPrincipalsDiffer(t *testing.T) {
 		{"local and no one", Local(), Principal{}, false},
 		{"local twice", Local(), Client(""), true},
 		{"an address and local", Address(""), Local(), false},
+		{"a subject and a client of one name", Subject("https://id.example", "x"), Client("x"), false},
+		{"two subjects of one issuer", Subject("https://id.example", "alice"), Subject("https://id.example", "bob"), false},
+		{"one subject of two issuers", Subject("https://a.example", "alice"), Subject("https://b.example", "alice"), false},
+		{"one subject twice", Subject("https://id.example", "alice"), Subject("https://id.example", "alice"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.same, tc.a == tc.b)
@@ -62,4 +67,9 @@ func TestPrincipalClient(t *testing.T) {
 	assert.Empty(t, Local().Client())
 	assert.True(t, Principal{}.IsZero())
 	assert.False(t, Local().IsZero())
+	assert.Empty(t, Subject("https://id.example", "x").Client(), "a subject is no static token's client")
+	assert.True(t, Subject("https://id.example", "x").Authenticated())
+	assert.True(t, Client("x").Authenticated())
+	assert.False(t, Address("x").Authenticated())
+	assert.False(t, Local().Authenticated())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	cred "github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 // UserLoginsOptions configure UserLogins.
@@ -65,8 +66,8 @@ func NewUserLogins(opts UserLoginsOptions) *UserLogins {
 // and keeps the grant it gets; authorize is given the authorization URL.
 // It returns once the browser came back (or ctx, or the login's time
 // limit, ended it).
-func (u *UserLogins) Login(ctx context.Context, srv *config.Server, caller *cred.Caller, authorize func(url string)) error {
-	if caller == nil {
+func (u *UserLogins) Login(ctx context.Context, srv *config.Server, caller identity.Caller, authorize func(url string)) error {
+	if !caller.Principal.Authenticated() {
 		return errors.New("a per-user login needs an authenticated caller")
 	}
 	g, err := Login(ctx, LoginOptions{Server: srv, Authorize: authorize, Redirects: u.opts.Redirects, HTTPClient: u.opts.HTTPClient})
@@ -107,7 +108,7 @@ func (u *UserLogins) forget(e cred.VaultEntry) {
 // token returns the access token of caller for srv: held, or read from the
 // vault, refreshed when it is due. A caller without a usable login gets a
 // LoginRequiredError.
-func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller *cred.Caller) (string, error) {
+func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller identity.Caller) (string, error) {
 	e := cred.EntryOf(srv.ID, caller)
 	need := func(reason string) error { return &LoginRequiredError{Server: srv.ID, Reason: reason, PerUser: true} }
 	g, err := u.load(e)
@@ -211,8 +212,8 @@ type userBearer struct {
 }
 
 func (b *userBearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	caller := cred.CallerOf(req.Context())
-	if o, _ := originOf(req.URL.String()); o != b.origin || caller == nil {
+	caller := identity.CallerOf(req.Context())
+	if o, _ := originOf(req.URL.String()); o != b.origin || !caller.Principal.Authenticated() {
 		out := req.Clone(req.Context())
 		out.Header.Del("Authorization")
 		return b.base.RoundTrip(out)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	cred "github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 )
 
 func TestUserLoginsSendEachCallerTheirOwnToken(t *testing.T) {
@@ -47,20 +48,20 @@ func TestUserLoginsSendEachCallerTheirOwnToken(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	u := NewUserLogins(UserLoginsOptions{Vault: vault, Now: func() time.Time { return now }})
 	srv := &config.Server{ID: "linear", URL: up.URL + "/mcp", Auth: config.ServerAuth{Type: config.ServerAuthOAuth, PerUser: true}}
-	alice := cred.NewCaller("agent", map[string]any{"sub": "alice", "iss": "https://id.example.com"}, "")
-	bob := cred.NewCaller("agent", map[string]any{"sub": "bob", "iss": "https://id.example.com"}, "")
+	alice := &identity.Caller{Principal: identity.Subject("https://id.example.com", "alice"), Client: "agent"}
+	bob := &identity.Caller{Principal: identity.Subject("https://id.example.com", "bob"), Client: "agent"}
 	grant := func(access, refresh string, expiry time.Time) *Grant {
 		return &Grant{Server: srv.URL, TokenURL: issuer.URL, ClientID: "c", AccessToken: access, RefreshToken: refresh, Expiry: expiry, Obtained: now.Add(-time.Hour)}
 	}
-	require.NoError(t, u.keep(cred.EntryOf(srv.ID, alice), grant("alice-at", "alice-rt", now.Add(time.Hour))))
+	require.NoError(t, u.keep(cred.EntryOf(srv.ID, *alice), grant("alice-at", "alice-rt", now.Add(time.Hour))))
 
 	rt, err := u.Transport(srv, http.DefaultTransport)
 	require.NoError(t, err)
 	client := &http.Client{Transport: rt}
-	send := func(c *cred.Caller) error {
+	send := func(c *identity.Caller) error {
 		ctx := context.Background()
 		if c != nil {
-			ctx = cred.WithCaller(ctx, c)
+			ctx = identity.WithCaller(ctx, *c)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
 		require.NoError(t, err)
@@ -96,6 +97,6 @@ func TestUserLoginsSendEachCallerTheirOwnToken(t *testing.T) {
 	err = send(alice)
 	require.ErrorIs(t, err, ErrLoginRequired)
 	<-seen
-	_, err = vault.Get(cred.EntryOf(srv.ID, alice))
+	_, err = vault.Get(cred.EntryOf(srv.ID, *alice))
 	assert.True(t, errors.Is(err, cred.ErrNotStored), "the refused login is gone")
 }

@@ -57,6 +57,10 @@ func New(p *proxy.Proxy, rec *Recorder, opts Options) *Ops {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		rec.calls, rec.durations, rec.reloads, rec.restarts, rec.crashes, rec.reclaims,
 		&stateCollector{o: o}, &cacheCollector{o: o},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcp_aggregator_audit_dropped_total",
+			Help: "Audit log records dropped because the writer could not keep up.",
+		}, func() float64 { return float64(p.AuditDropped()) }),
 	)
 	o.metrics = promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{
 		ErrorLog:            errorLog{opts.Logger},

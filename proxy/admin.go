@@ -59,7 +59,7 @@ func textResult(isError bool, text string) json.RawMessage {
 // status answers mcp_status: the servers, the caller's leases and the
 // current problems, as far as the caller's profile lets it see them.
 func (o *ownServer) status() json.RawMessage {
-	body, err := json.MarshalIndent(o.p.narrowStatus(o.st, o.client, o.p.status(o.st, o.key)), "", "  ")
+	body, err := json.MarshalIndent(o.p.narrowStatus(o.st, o.client, o.key.Client, o.p.status(o.st, o.key)), "", "  ")
 	if err != nil {
 		return textResult(true, err.Error())
 	}

@@ -114,12 +114,16 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		callCtx  context.Context
 		limit    timeLimit
 	)
+	var decided verdict // the policy's and rate limits', for the audit log
 	if call {
 		defer func(start time.Time) {
 			if counted == nil {
 				counted = entry
 			}
 			p.observeCall(counted, start, callCtx, result, rpcErr, err)
+			if l := p.audit.Load(); l != nil {
+				p.auditCall(l, entry, inv.name, inv, decided, start, result, rpcErr, err)
+			}
 		}(time.Now())
 	}
 	if inv.req != nil && !inv.req.Sessionless() {
@@ -173,6 +177,14 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		if rs == nil {
 			return nil, errorObject(codeInternal, "%s: the server is not running", inv.subject(server)), nil
+		}
+		if call && retries == 0 { // a retry is the same call: decided once
+			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
+				return nil, rpcErr, nil
+			}
+			if decided.denied != nil {
+				return decided.denied, nil, nil
+			}
 		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",

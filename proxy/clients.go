@@ -206,12 +206,13 @@ func (c *clients) endListeners() {
 // for it and was granted it, that the list changed. Delivery only
 // queues (Notify and Send never block), so one slow client never delays
 // the others.
-func (c *clients) changed(kind string) { c.changedFor(kind, nil) }
+func (c *clients) changed(kind string) { c.changedFor(kind, nil, nil) }
 
 // changedFor is changed for the sessions and listeners of the clients
-// affected reports true for (every one when affected is nil). affected
-// runs on the caller's goroutine, outside the lock.
-func (c *clients) changedFor(kind string, affected func(client string) bool) {
+// affected reports true for (every one when affected is nil), told by the
+// key of their profile (keyOf for a session). affected runs on the
+// caller's goroutine, outside the lock.
+func (c *clients) changedFor(kind string, keyOf func(downstream.Session) string, affected func(client string) bool) {
 	method := "notifications/" + kind + "/list_changed"
 	plain := &jsonrpc.Message{Method: method}
 	var sessions []downstream.Session
@@ -233,7 +234,7 @@ func (c *clients) changedFor(kind string, affected func(client string) bool) {
 	}
 	c.mu.Unlock()
 	for _, s := range sessions {
-		if affected == nil || affected(s.Principal().Client()) {
+		if affected == nil || affected(keyOf(s)) {
 			s.Notify(plain)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 // Handle serves a request, in a span of its own when tracing is on.
 func (p *Proxy) Handle(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
+	req.Profile = p.current().requestProfile(req.Caller(), req.View)
 	if p.opts.Tracer == nil {
 		return p.dispatch(ctx, req)
 	}
@@ -179,7 +180,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if !protocol.Supported(version) || protocol.Modern(version) {
 		version = protocol.LatestSession
 	}
-	c := p.offerable(req.Principal.Client())
+	c := p.offerable(req.Profile)
 	caps := offeredCapabilities(c)
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
@@ -187,7 +188,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 		p.session(req.Session).setOffer(offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
-	if tasks := p.offeredTasks(req.Principal.Client()); tasks != nil {
+	if tasks := p.offeredTasks(req.Profile); tasks != nil {
 		caps["tasks"] = tasks
 	}
 	body, _ := rawjson.Marshal(map[string]any{
@@ -201,7 +202,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": protocol.Versions,
-		"capabilities":      offeredCapabilities(p.offerable(req.Principal.Client())),
+		"capabilities":      offeredCapabilities(p.offerable(req.Profile)),
 	}) // its _meta names the aggregator, as every result's does
 
 	return answer(body)
@@ -225,10 +226,10 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 		p.clients.first.sawList(req.Session.Key())
 	}
 	st := p.current()
-	if st.profileOf(req.Principal.Client()) == nil {
+	if st.profileOf(req.Profile) == nil {
 		return answer(st.toolsResult())
 	}
-	tools := p.listed(st, listTools, req.Principal.Client())
+	tools := p.listed(st, listTools, req.Profile)
 	body := make([]byte, 0, len(tools)+16)
 	body = append(body, toolsResultPrefix...)
 	body = append(body, tools...)
@@ -349,10 +350,10 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)
 	}
-	filter := p.granted(req.Principal.Client(), params.Notifications)
+	filter := p.granted(req.Profile, params.Notifications)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
-	l := &listener{id: req.Msg.ID, client: req.Principal.Client(), filter: filter, send: req.Send, end: make(chan struct{})}
+	l := &listener{id: req.Msg.ID, client: req.Profile, filter: filter, send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {

@@ -19,10 +19,11 @@ func sessionLeaseKey(s downstream.Session) session.Key {
 }
 
 // leaseSpace is the space p's lease keys are kept in: an authenticated
-// client's own; without authentication (stdio, no http.auth), the one
-// space all callers share, addresses included.
+// principal's own (a static token's client, an OAuth subject: two users of
+// one OAuth client have a space each); without authentication (stdio, no
+// http.auth), the one space all callers share, addresses included.
 func leaseSpace(p identity.Principal) identity.Principal {
-	if p.Kind != identity.KindClient {
+	if !p.Authenticated() {
 		return identity.Principal{}
 	}
 	return p
@@ -90,11 +91,11 @@ func leaseKey(who identity.Principal, s downstream.Session, meta map[string]json
 	return session.AnonymousKey(space), true
 }
 
-// HoldsLease reports whether client's conversation name, as a sessionless
+// HoldsLease reports whether who's conversation name, as a sessionless
 // request names it under LeaseMetaKey, holds a lease of any server here
 // (downstream.HTTPOptions.LeaseHere).
-func (p *Proxy) HoldsLease(client, name string) bool {
-	key := session.NamedKey(leaseSpace(identity.Client(client)), name)
+func (p *Proxy) HoldsLease(who identity.Principal, name string) bool {
+	key := session.NamedKey(leaseSpace(who), name)
 	for _, rs := range p.current().servers {
 		if _, ok := rs.pool.Held(key); ok {
 			return true

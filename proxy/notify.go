@@ -126,7 +126,7 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 			// delivered with its task's CreateTaskResult
 		case req != nil && (!related || sameSession(req.Session, owner)):
 			req.Send(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, req.Session)})
-		case related && owner != nil && p.admits(owner.Principal().Client(), server):
+		case related && owner != nil && p.admits(p.sessionClient(owner), server):
 			owner.Notify(&jsonrpc.Message{Method: n.Method, Params: p.relatedOut(n.Params, inst, owner)})
 		}
 	}
@@ -175,7 +175,7 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 		p.log.Debug("an upstream log message came as its request ended; sent outside the request", "server", server)
 	}
 	if related {
-		if owner != nil && wants(owner) && p.admits(owner.Principal().Client(), server) {
+		if owner != nil && wants(owner) && p.admits(p.sessionClient(owner), server) {
 			owner.Notify(msg)
 		}
 		return
@@ -191,14 +191,14 @@ func (p *Proxy) logMessage(server string, inst *upstream.Instance, params json.R
 	}
 	if !rs.pool.Stateless() {
 		if key, ok := rs.pool.Holder(inst); ok {
-			if s := p.clients.byLeaseKey(key); s != nil && wants(s.ds) && p.admits(s.ds.Principal().Client(), server) {
+			if s := p.clients.byLeaseKey(key); s != nil && wants(s.ds) && p.admits(p.sessionClient(s.ds), server) {
 				s.ds.Notify(msg)
 			}
 		}
 		return
 	}
 	for _, s := range p.sessions.live() {
-		if wants(s.ds) && p.admits(s.ds.Principal().Client(), server) {
+		if wants(s.ds) && p.admits(p.sessionClient(s.ds), server) {
 			s.ds.Notify(msg)
 		}
 	}
@@ -236,7 +236,7 @@ func (p *Proxy) resourceUpdated(server string, inst *upstream.Instance, params j
 	}
 	for _, s := range targets {
 		// Only to a session offered resource subscriptions at its initialize.
-		if s.subscribed(server, head.URI) && s.offered().subscribe && p.admits(s.ds.Principal().Client(), server) {
+		if s.subscribed(server, head.URI) && s.offered().subscribe && p.admits(p.sessionClient(s.ds), server) {
 			s.ds.Notify(msg)
 		}
 	}

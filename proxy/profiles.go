@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
@@ -24,16 +26,34 @@ import (
 type profile struct {
 	servers map[string]bool // nil: every server
 	tools   []string        // exported-name patterns; nil: every tool
+	also    []string        // more patterns a tool must match too (a view within a profile); nil: none
+	// match and key, for a profile chosen by who the principal is: the
+	// match, and the profile's key in state.profiles (matchKey).
+	match config.ProfileMatch
+	key   string
+	line  int
 }
 
-// compileProfiles turns the config's profiles into matchers.
+// matchKey is the key of the profile named name that has a match: it
+// starts with a NUL, which no client name holds (static names are plain,
+// and an OAuth client_id with a control character is refused), so it
+// never meets a client's.
+func matchKey(name string) string { return "\x00" + name }
+
+// compileProfiles turns the config's profiles into matchers: the profiles
+// by client name, and by matchKey the profiles with a match, which
+// profileMatchers lists in the order they are tried.
 func compileProfiles(m map[string]config.Profile) map[string]*profile {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[string]*profile, len(m))
 	for client, cp := range m {
-		pr := &profile{tools: slices.Clone(cp.Tools)}
+		pr := &profile{tools: slices.Clone(cp.Tools), match: cp.Match, line: cp.Line}
+		if cp.Match != (config.ProfileMatch{}) {
+			client = matchKey(client)
+			pr.key = client
+		}
 		if len(cp.Servers) > 0 {
 			pr.servers = make(map[string]bool, len(cp.Servers))
 			for _, s := range cp.Servers {
@@ -45,12 +65,143 @@ func compileProfiles(m map[string]config.Profile) map[string]*profile {
 	return out
 }
 
+// profileMatchers are the profiles of m with a match, in the order they
+// are tried: those naming a subject, then those naming a claim, each in
+// file order. (A profile named after the client comes between the two: see
+// profileKey.)
+func profileMatchers(m map[string]*profile) []*profile {
+	var out []*profile
+	for _, pr := range m {
+		if pr.key != "" {
+			out = append(out, pr)
+		}
+	}
+	slices.SortFunc(out, func(a, b *profile) int {
+		if (a.match.Subject != "") != (b.match.Subject != "") {
+			if a.match.Subject != "" {
+				return -1
+			}
+			return 1
+		}
+		return a.line - b.line
+	})
+	return out
+}
+
+// matches reports whether the profile's match chooses who.
+func (pr *profile) matches(who identity.Caller) bool {
+	if who.Principal.Kind != identity.KindSubject {
+		return false
+	}
+	if pr.match.Subject != "" {
+		return who.Principal.Subject == pr.match.Subject
+	}
+	switch v := who.Claims[pr.match.Claim].(type) {
+	case string:
+		return v == pr.match.Value
+	case []any:
+		for _, item := range v {
+			if s, ok := item.(string); ok && s == pr.match.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// profileKey is the key of who's profile in st.profiles: the first
+// profile whose subject is who's, else the profile named after who's
+// client, else the first whose claim who has; the client's name (which
+// then has no profile) when none applies. Without profiles with a match it
+// is the client's name, as a lookup costs nothing more.
+func (st *state) profileKey(who identity.Caller) string {
+	if len(st.matchers) == 0 || who.Principal.Kind != identity.KindSubject {
+		return who.Client
+	}
+	claim := ""
+	for _, pr := range st.matchers {
+		if pr.match.Subject == "" {
+			if _, ok := st.profiles[who.Client]; ok && who.Client != "" {
+				return who.Client
+			}
+			if claim == "" && pr.matches(who) {
+				claim = pr.key
+			}
+			continue
+		}
+		if pr.matches(who) {
+			return pr.key
+		}
+	}
+	if claim != "" {
+		return claim
+	}
+	return who.Client
+}
+
 // same reports whether two profiles admit the same things.
 func (pr *profile) same(o *profile) bool {
 	if pr == nil || o == nil {
 		return pr == o
 	}
-	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools)
+	return maps.Equal(pr.servers, o.servers) && slices.Equal(pr.tools, o.tools) && slices.Equal(pr.also, o.also) && pr.match == o.match
+}
+
+// viewSep joins a profile's key and a view's name into the key of the
+// view within that profile (viewKey); it holds a NUL, as matchKey does.
+const viewSep = "\x00view:"
+
+// viewKey is the key in state.profiles of view within the profile whose
+// key is base ("" for none).
+func viewKey(base, view string) string { return base + viewSep + view }
+
+// admitsNothing is the profile of a view that is gone: nothing but the
+// aggregator's own tools.
+var admitsNothing = &profile{servers: map[string]bool{}}
+
+// addViews puts in profiles, for each view, the view within each profile
+// and within no profile (viewKey), so that a request at /mcp/<view> finds
+// its narrower profile as any other. A view is always within the caller's
+// own profile: it never admits what that profile does not.
+func addViews(profiles map[string]*profile, views map[string]config.View) map[string]*profile {
+	if len(views) == 0 {
+		return profiles
+	}
+	out := make(map[string]*profile, len(profiles)*(len(views)+1)+len(views))
+	maps.Copy(out, profiles)
+	for name, cv := range views {
+		v := compileProfiles(map[string]config.Profile{"v": {Servers: cv.Servers, Tools: cv.Tools}})["v"]
+		out[viewKey("", name)] = v
+		for key, pr := range profiles {
+			out[viewKey(key, name)] = within(v, pr)
+		}
+	}
+	return out
+}
+
+// within is view v narrowed to what profile pr admits too.
+func within(v, pr *profile) *profile {
+	out := &profile{servers: v.servers, tools: v.tools}
+	switch {
+	case pr.servers == nil:
+	case v.servers == nil:
+		out.servers = pr.servers
+	default:
+		out.servers = map[string]bool{}
+		for id := range v.servers {
+			if pr.servers[id] {
+				out.servers[id] = true
+			}
+		}
+	}
+	switch {
+	case pr.tools == nil:
+	case v.tools == nil:
+		out.tools = pr.tools
+	default:
+		out.also = pr.tools
+	}
+	return out
 }
 
 // server reports whether the profile admits a server; a nil profile admits
@@ -67,11 +218,13 @@ func (pr *profile) tool(e *Entry) bool {
 	if !pr.server(e.Server) {
 		return false
 	}
-	if pr.tools == nil {
-		return true
-	}
-	for _, p := range pr.tools {
-		if naming.Match(p, e.Exported) {
+	return (pr.tools == nil || matchesAny(pr.tools, e.Exported)) && (pr.also == nil || matchesAny(pr.also, e.Exported))
+}
+
+// matchesAny reports whether name matches one of patterns.
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if naming.Match(p, name) {
 			return true
 		}
 	}
@@ -83,13 +236,45 @@ func (st *state) profileOf(client string) *profile {
 	if client == "" {
 		return nil
 	}
-	return st.profiles[client]
+	if pr, ok := st.profiles[client]; ok {
+		return pr
+	}
+	if strings.Contains(client, viewSep) {
+		return admitsNothing // a view a reload took away
+	}
+	return nil
 }
 
-// Restricted reports whether a profile narrows what client may see: such a
-// client is refused the views of the whole gateway (the status page,
-// /status.json, /metrics), which would show it every server.
-func (p *Proxy) Restricted(client string) bool { return p.current().profileOf(client) != nil }
+// requestProfile is the key of the profile of a request at view (""
+// for /mcp itself) from who: its own profile's (profileKey), or that of
+// the view within it.
+func (st *state) requestProfile(who identity.Caller, view string) string {
+	key := st.profileKey(who)
+	if view == "" {
+		return key
+	}
+	if _, ok := st.profiles[key]; !ok {
+		key = ""
+	}
+	return viewKey(key, view)
+}
+
+// HasView reports whether a view of that name is configured: /mcp/<name>
+// serves it.
+func (p *Proxy) HasView(name string) bool {
+	_, ok := p.current().profiles[viewKey("", name)]
+	return ok
+}
+
+// Restricted reports whether a profile narrows what who may see: such a
+// caller is refused the views of the whole gateway (the status page,
+// /status.json, /metrics), which would show it every server. profile is
+// the name of that profile in the config.
+func (p *Proxy) Restricted(who identity.Caller) (profile string, restricted bool) {
+	st := p.current()
+	key := st.profileKey(who)
+	return strings.TrimPrefix(key, matchKey("")), st.profileOf(key) != nil
+}
 
 // visibleTool reports whether client may see and call the tool exported as name.
 func (st *state) visibleTool(client, name string) bool {
@@ -247,7 +432,7 @@ func (p *Proxy) announce(old, next *state, kind string, changed bool) {
 		kinds = append(kinds, listTemplates)
 	}
 	decided := map[string]bool{}
-	p.clients.changedFor(kind, func(client string) bool {
+	p.clients.changedFor(kind, p.sessionClient, func(client string) bool {
 		if d, ok := decided[client]; ok {
 			return d
 		}
@@ -302,12 +487,23 @@ func (p *Proxy) revokeLeases(st *state) {
 	}
 }
 
-// requestClient is the client a request comes from ("" for none).
+// requestClient is the key of the profile of the principal a request
+// comes from (Request.Profile, set on arrival by Handle): its client's
+// name, or a matched profile's key; "" for none.
 func requestClient(req *downstream.Request) string {
 	if req == nil {
 		return ""
 	}
-	return req.Principal.Client()
+	return req.Profile
+}
+
+// sessionClient is the key of the profile of the principal that opened s,
+// as requestClient.
+func (p *Proxy) sessionClient(s downstream.Session) string {
+	if c, ok := s.(downstream.CallerSession); ok {
+		return p.current().requestProfile(c.Caller(), c.View())
+	}
+	return s.Principal().Client()
 }
 
 // visibility is the search filter of client: nil (everything) without a
@@ -323,7 +519,8 @@ func (st *state) visibility(client string) func(name string) bool {
 // servers, the instances of those servers that are shared or its own (not
 // those leased to other clients), and the problems of its servers only
 // (the rest of the config, http.auth included, is none of its business).
-func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
+// space is the lease space of the caller's own leases (session.Key.Client).
+func (p *Proxy) narrowStatus(st *state, client string, space identity.Principal, s Status) Status {
 	pr := st.profileOf(client)
 	if pr == nil {
 		return s
@@ -345,7 +542,7 @@ func (p *Proxy) narrowStatus(st *state, client string, s Status) Status {
 	s.Servers = servers
 	instances := s.Instances[:0:0]
 	for _, in := range s.Instances {
-		if pr.server(in.Server) && (in.lease.IsZero() || in.lease.Client.Client() == client) {
+		if pr.server(in.Server) && (in.lease.IsZero() || in.lease.Client == space) {
 			instances = append(instances, in)
 		}
 	}

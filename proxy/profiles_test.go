@@ -133,3 +133,39 @@ func TestLeaseKeyPerClient(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "sess-1", back, "the session is found again from its lease key")
 }
+
+// TestProfileKeyByWho: a profile naming a subject wins, then the profile
+// named after the client, then the first in the file whose claim the
+// principal has; a static token's client, or a subject that matches
+// nothing, keeps the profile of its client name.
+func TestProfileKeyByWho(t *testing.T) {
+	st := profileState(map[string]config.Profile{
+		"web-app": {Servers: []string{"fs"}},
+		"admins":  {Servers: []string{"github"}, Match: config.ProfileMatch{Claim: "groups", Value: "admins"}, Line: 3},
+		"ops":     {Match: config.ProfileMatch{Claim: "role", Value: "ops"}, Line: 4},
+		"alice":   {Servers: []string{"fs", "github"}, Match: config.ProfileMatch{Subject: "alice"}, Line: 9},
+	}, false)
+	st.matchers = profileMatchers(st.profiles)
+	user := func(sub, client string, claims map[string]any) identity.Caller {
+		return identity.Caller{Principal: identity.Subject("https://id.example", sub), Client: client, Claims: claims}
+	}
+	both := map[string]any{"groups": []any{"staff", "admins"}, "role": "ops"}
+	for _, tc := range []struct {
+		name string
+		who  identity.Caller
+		want string
+	}{
+		{"the subject wins", user("alice", "web-app", both), matchKey("alice")},
+		{"then the client", user("bob", "web-app", both), "web-app"},
+		{"then the first claim in the file", user("bob", "cli", both), matchKey("admins")},
+		{"a claim as a string", user("bob", "cli", map[string]any{"role": "ops"}), matchKey("ops")},
+		{"a claim not held", user("bob", "cli", map[string]any{"groups": []any{"staff"}}), "cli"},
+		{"a static token's client", identity.ClientCaller("alice"), "alice"},
+		{"the local user", identity.LocalCaller(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, st.profileKey(tc.who))
+		})
+	}
+	assert.Nil(t, st.profileOf("admins"), "a profile with a match is no client's, not even one of its name")
+}

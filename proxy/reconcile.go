@@ -130,6 +130,13 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	settings.discovery = ws.Discovery
 	settings.pattern = ws.Naming.ValidPattern
 	settings.profiles = compileProfiles(ws.Profiles)
+	settings.matchers = profileMatchers(settings.profiles)
+	settings.profiles = addViews(settings.profiles, ws.Views)
+	settings.policy = ws.Policy
+	if !settings.rates.same(ws.RateLimits) {
+		settings.rates = newRateLimits(ws.RateLimits)
+	}
+	p.setAudit(ws.Audit)
 	settings.required = requiredServers(ws)
 	if share := p.callsPerClient(ws.Limits.MaxConcurrent); !settings.limits.same(ws.Limits.MaxConcurrent, share) {
 		// Calls in flight release the slots of the limiter they took them from.

@@ -176,7 +176,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	return answer(p.surfaceFor(p.current(), req.Principal.Client(), req.Session).results[key])
+	return answer(p.surfaceFor(p.current(), req.Profile, req.Session).results[key])
 }
 
 func cursorOf(params json.RawMessage) string {
@@ -199,12 +199,12 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	surface := p.surfaceFor(st, req.Principal.Client(), req.Session)
+	surface := p.surfaceFor(st, req.Profile, req.Session)
 	server, ok := surface.resourceOwner(params.URI)
 	if !ok && !naming.IsAppURI(params.URI) { // an app resource is named by its server alone
 		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
 	}
-	if !ok || !st.profileOf(req.Principal.Client()).server(server) {
+	if !ok || !st.profileOf(req.Profile).server(server) {
 		p.noteHidden(req, st, hiddenResource, params.URI, (*Surface).resourceOwner)
 		why := "and more than one server offers resources"
 		switch {
@@ -288,8 +288,8 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	e, ok := p.surfaceFor(st, req.Principal.Client(), req.Session).prompts[params.Name]
-	if !ok || !st.profileOf(req.Principal.Client()).server(e.server) {
+	e, ok := p.surfaceFor(st, req.Profile, req.Session).prompts[params.Name]
+	if !ok || !st.profileOf(req.Profile).server(e.server) {
 		p.noteHidden(req, st, hiddenPrompt, params.Name, (*Surface).promptOwner)
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
@@ -316,11 +316,11 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	s := p.surfaceFor(st, req.Principal.Client(), req.Session)
+	s := p.surfaceFor(st, req.Profile, req.Session)
 	switch ref.Type {
 	case "ref/prompt":
 		e, ok := s.prompts[ref.Name]
-		if !ok || !st.profileOf(req.Principal.Client()).server(e.server) {
+		if !ok || !st.profileOf(req.Profile).server(e.server) {
 			p.noteHidden(req, st, hiddenPrompt, ref.Name, (*Surface).promptOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
 		}
@@ -338,7 +338,7 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if !ok {
 			server, ok = s.resourceOwner(ref.URI)
 		}
-		if !ok || !st.profileOf(req.Principal.Client()).server(server) {
+		if !ok || !st.profileOf(req.Profile).server(server) {
 			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*Surface).templateOwner, (*Surface).resourceOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
 		}

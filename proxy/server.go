@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/audit"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -109,6 +110,12 @@ type Proxy struct {
 	log     *slog.Logger
 	state   atomic.Pointer[state]
 	version atomic.Uint64
+
+	// audit is the audit log, nil when none is set (audit.go); auditMu
+	// orders its replacements, auditDropped counts the drops of closed ones.
+	audit        atomic.Pointer[audit.Log]
+	auditMu      sync.Mutex
+	auditDropped atomic.Uint64
 
 	reloadMu    sync.Mutex // one commit (of a reconcile, relist or problems update) at a time; never held while an upstream starts
 	reconcileMu sync.Mutex // one reconcile at a time, starts included
@@ -229,6 +236,7 @@ const closeBudget = 5 * time.Second
 // that nothing is left when ctx ends.
 func (p *Proxy) Close(ctx context.Context) {
 	p.closed.Store(true)
+	defer p.closeAudit()
 	// Starts under way are given up: what they would start, nobody would
 	// serve. The reconcile waiting for them commits nothing from now on.
 	p.starting.abandonAll(errClosing)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
 
 // state is everything a request reads about the running configuration: one
@@ -20,7 +21,10 @@ type state struct {
 	pattern  string   // naming.valid_pattern of the last good config
 	required []string // servers marked required in the last good config
 	limits   *limiter
-	profiles map[string]*profile // by client name; see profiles.go
+	profiles map[string]*profile // by client name, and by matchKey for a match; see profiles.go
+	matchers []*profile          // the profiles with a match, in the order they are tried
+	policy   *policy.Set         // the policy list, compiled; nil: every call goes ahead
+	rates    *rateLimits         // each principal's rate limits; nil: none
 	// discovery is the config's discovery section; search is its view of
 	// catalog in search mode (nil in mode all), built by the same commit.
 	discovery config.Discovery

@@ -103,7 +103,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 		if _, dup := servers[uri]; dup {
 			continue
 		}
-		surface := p.clientSurface(p.current(), req.Principal.Client())
+		surface := p.clientSurface(p.current(), req.Profile)
 		server, ok := surface.resourceOwner(down)
 		if !ok && !naming.IsAppURI(down) {
 			server, ok = surface.soleServer(true)
@@ -112,7 +112,7 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		sub := subscriptionRequest(req, "resources/subscribe", uri)
-		if !p.admits(req.Principal.Client(), server) {
+		if !p.admits(req.Profile, server) {
 			continue
 		}
 		release, err := p.subscriptionTurn(ctx, server, uri)

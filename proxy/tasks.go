@@ -167,7 +167,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
 	e, ok := p.tasks.lookup(req.Session.Key(), id)
-	if !ok || !p.admits(req.Principal.Client(), e.server) {
+	if !ok || !p.admits(req.Profile, e.server) {
 		// A task of a server a profile edit took out of the client's
 		// profile is out of its reach, as one that never was.
 		if from := downstream.Resumed(req.Session); from != "" && !ok {
@@ -322,7 +322,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if p.admits(req.Principal.Client(), e.server) {
+			if p.admits(req.Profile, e.server) {
 				items[i] = p.taskState(ctx, req, e)
 			}
 		}()
@@ -406,7 +406,7 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	out, _ := mapStringAt(params, taskIDPath, setString(e.id))
 	out = p.relatedToClient(out, inst, e.owner)
 	p.tasks.touch(e, terminal(params))
-	if !p.admits(s.Principal().Client(), e.server) {
+	if !p.admits(p.sessionClient(s), e.server) {
 		return
 	}
 	s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})

@@ -234,7 +234,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		edge = downstream.NewHTTP(p, downstream.HTTPOptions{Logger: log, SessionIdleTTL: *sessionTTL, TLS: tlsConfig,
 			SessionIDPrefix: *idPrefix, MaxSessions: *maxSessions, MaxSessionsPerClient: *maxPerClient,
 			MaxConnsPerClient: *maxConns, ClientsByAddress: !gateway.LoopbackBind(*httpAddr),
-			ProbePaths: gateway.ProbePaths(), LeaseHere: p.HoldsLease,
+			ProbePaths: gateway.ProbePaths(), LeaseHere: p.HoldsLease, RateWait: p.RateWait,
 			SessionKeys: keys, SessionMaxAge: *maxAge, Replica: replicaLabel(*idPrefix)})
 		drain = gateway.NewDrainer(edge, *drainGrace, log)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sameorigin"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
@@ -130,7 +131,7 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 		audience = srv.URL
 	}
 	ex := credential.NewExchanger(credential.ExchangeOptions{Server: srv.ID, TokenEndpoint: srv.Auth.TokenEndpoint, Issuer: srv.Auth.Issuer,
-		ClientID: srv.Auth.ClientID, ClientSecret: credential.NewSecret(srv.Auth.ClientSecret), Audience: audience, Scopes: srv.Auth.Scopes,
+		ClientID: srv.Auth.ClientID, ClientSecret: identity.NewSecret(srv.Auth.ClientSecret), Audience: audience, Scopes: srv.Auth.Scopes,
 		Logger: a.log, Scrub: func(token string, until time.Time) {
 			a.secrets.Add(token)
 			a.secrets.Retire(until, token)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/credential"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
@@ -74,8 +75,8 @@ func (a *upstreamAuth) callback() http.Handler {
 // caller of ctx, whose browser comes back to the gateway's callback. A
 // second call of the same caller while it is under way gets the same URL.
 func (a *upstreamAuth) offerUserLogin(ctx context.Context, srv *config.Server) (string, string, *proxy.LoginDone, error) {
-	caller := credential.CallerOf(ctx)
-	if caller == nil {
+	caller := identity.CallerOf(ctx)
+	if !caller.Principal.Authenticated() {
 		return "", "", nil, fmt.Errorf("server %q keeps a login per caller, and this call names none", srv.ID)
 	}
 	key := userOfferKey{server: srv.ID, entry: credential.EntryOf(srv.ID, caller)}

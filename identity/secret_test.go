@@ -1,7 +1,8 @@
-package credential
+package identity
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,7 +14,8 @@ import (
 
 func TestSecretNeverPrints(t *testing.T) {
 	const token = "tok-5b1e0f8a"
-	c := NewCaller("agent", map[string]any{"sub": "person-1"}, token)
+	c := &Caller{Principal: Subject("https://id.example", "person-1"), Client: "agent",
+		Claims: map[string]any{"sub": "person-1"}, Token: NewSecret(token)}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
 		assert.NotContains(t, fmt.Sprintf(verb, c), token, verb)
 		assert.NotContains(t, fmt.Sprintf(verb, *c), token, verb)
@@ -28,4 +30,12 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 	assert.NotContains(t, buf.String(), token)
 	assert.Equal(t, token, c.Token.Reveal())
+}
+
+func TestCallerOnContext(t *testing.T) {
+	assert.True(t, CallerOf(context.Background()).Principal.IsZero(), "no caller: the zero Caller")
+	c := Caller{Principal: Subject("https://id.example", "alice"), Client: "agent", Token: NewSecret("t")}
+	got := CallerOf(WithCaller(context.Background(), c))
+	assert.Equal(t, c.Principal, got.Principal)
+	assert.Equal(t, "t", got.Token.Reveal())
 }

@@ -1,0 +1,10 @@
+// Package audit writes the audit log: one JSON line per decision the
+// gateway makes about a caller — every tool call however it arrived, every
+// policy denial, every question a policy rule asked and its answer — to a
+// file rotated by size, or to stdout or stderr for a log collector. A line
+// names the principal (issuer, subject, client), never a token; arguments
+// appear as a SHA-256, and in full only when the operator turns that on,
+// with secret-named fields redacted. Writing never blocks a call: lines go
+// through a bounded queue, and what does not fit is dropped, counted and
+// logged.
+package audit
