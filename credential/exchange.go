@@ -64,6 +64,10 @@ type ExchangeOptions struct {
 	// Scrub, when set, is given each exchanged token and its expiry, so
 	// that an upstream echoing it in an error does not put it in a log.
 	Scrub func(token string, until time.Time)
+	// Exchanged, when set, hears each exchange made, not a token served
+	// from the cache: whose it was, how long it took, and its error or nil
+	// (which never holds a token). The audit log's hook.
+	Exchanged func(c identity.Caller, took time.Duration, err error)
 }
 
 // Exchanger trades each caller's access token for one meant for an
@@ -149,7 +153,11 @@ func (e *Exchanger) Token(ctx context.Context, c identity.Caller) (identity.Secr
 		x.running = make(chan struct{})
 		e.mu.Unlock()
 
+		start := time.Now()
 		tok, life, err := e.exchange(ctx, c)
+		if e.opts.Exchanged != nil {
+			e.opts.Exchanged(c, time.Since(start), err)
+		}
 
 		e.mu.Lock()
 		now = e.opts.Now()

@@ -73,8 +73,13 @@ func TestExchangeRequestAndCache(t *testing.T) {
 		grant(w, r)
 	})
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+	var heard []identity.Principal // Exchanged is called on the caller's goroutine
 	ex := NewExchanger(ExchangeOptions{Server: "crm", Issuer: te.srv.URL, ClientID: "gw", ClientSecret: identity.NewSecret("gw-secret"),
-		Audience: "https://crm.example.com", Scopes: []string{"a", "b"}, Now: clk.Now})
+		Audience: "https://crm.example.com", Scopes: []string{"a", "b"}, Now: clk.Now,
+		Exchanged: func(c identity.Caller, _ time.Duration, err error) {
+			assert.NoError(t, err)
+			heard = append(heard, c.Principal)
+		}})
 	ctx := context.Background()
 
 	tok, err := ex.Token(ctx, caller("alice", "alice-tok"))
@@ -100,6 +105,8 @@ func TestExchangeRequestAndCache(t *testing.T) {
 	_, err = ex.Token(ctx, caller("alice", "alice-tok"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), te.calls.Load(), "renewed before it expires")
+	alice, bob := identity.Subject("https://issuer.example.com", "alice"), identity.Subject("https://issuer.example.com", "bob")
+	assert.Equal(t, []identity.Principal{alice, bob, alice}, heard, "each exchange made is heard, no cached token")
 }
 
 func TestExchangeOneAtATime(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -124,7 +126,9 @@ func TestTokenExchange(t *testing.T) {
 	const gwSecret = "gw-secret-4e2a9c71"
 	as.store.addConfidentialClient("mcp-gateway", gwSecret)
 	up := newWhoami(t)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	a := startAggregator(t, httpTransport, aggregatorOptions{env: []string{"GW_SECRET=" + gwSecret}, configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+audit: {to: %q}
 http:
   auth:
     oauth:
@@ -138,7 +142,7 @@ servers:
       client_id: mcp-gateway
       client_secret: {env: GW_SECRET}
       audience: https://crm.example.com
-`, as.issuer, gatewayAudience, up.url))}})
+`, auditPath, as.issuer, gatewayAudience, up.url))}})
 	a.waitLoaded()
 
 	// upstreamToken is the bearer token the upstream saw for caller c,
@@ -170,7 +174,28 @@ servers:
 	assert.Equal(t, []string{"alice https://crm.example.com", "bob https://crm.example.com"}, store.exchangesMade(),
 		"one exchange per caller for many calls")
 
-	log := a.log.String()
+	// Each exchange made leaves an audit line naming whose it was; the
+	// calls served from the cache leave none.
+	var exchanges []map[string]any
+	for _, l := range auditLines(t, auditPath, 7) { // five calls, two exchanges
+		if l["event"] == "token_exchange" {
+			delete(l, "time")
+			delete(l, "duration_ms")
+			exchanges = append(exchanges, l)
+		}
+	}
+	principal := func(sub string) map[string]any {
+		return map[string]any{"kind": "subject", "issuer": as.issuer, "subject": sub, "client": "agent-a"}
+	}
+	line := func(sub string) map[string]any {
+		return map[string]any{"event": "token_exchange", "method": "token_exchange", "server": "crm", "outcome": "ok",
+			"principal": principal(sub), "bytes_in": float64(0), "bytes_out": float64(0)}
+	}
+	assert.ElementsMatch(t, []map[string]any{line("alice"), line("bob")}, exchanges)
+	auditText, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+
+	log := a.log.String() + string(auditText)
 	for name, secret := range map[string]string{"alice's token": aliceToken, "bob's token": bobToken,
 		"alice's exchanged token": aliceUp, "bob's exchanged token": bobUp, "the client secret": gwSecret} {
 		assert.NotContains(t, log, secret, "%s reached the log", name)

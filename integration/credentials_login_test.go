@@ -82,10 +82,12 @@ func TestPerUserLogin(t *testing.T) {
 	key := hex.EncodeToString(bytes.Repeat([]byte{0x5c}, 32))
 	aliceToken, bobToken := randomToken(t), randomToken(t)
 	port := freePort(t)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	a := startAggregator(t, httpTransport, aggregatorOptions{
 		env:   append(env, "VAULT_KEY="+key, "ALICE_TOKEN="+aliceToken, "BOB_TOKEN="+bobToken),
 		flags: []string{"--http", fmt.Sprintf("127.0.0.1:%d", port)},
 		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+audit: {to: %q}
 http:
   auth:
     tokens:
@@ -98,7 +100,7 @@ servers:
   crm:
     url: %s
     auth: {type: oauth, per_user: true}
-`, port, up.url))}})
+`, auditPath, port, up.url))}})
 	a.waitLoaded()
 
 	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
@@ -148,6 +150,28 @@ servers:
 	var bobErr struct{ Code int }
 	require.NoError(t, json.Unmarshal(resp.Error, &bobErr))
 	assert.Equal(t, -32042, bobErr.Code)
+
+	// Alice's login left an audit line naming her; bob's offered logins,
+	// never finished, left none.
+	var logins []map[string]any
+	require.Eventually(t, func() bool {
+		raw, _ := os.ReadFile(auditPath)
+		logins = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["event"] == "login" {
+				delete(m, "time")
+				delete(m, "duration_ms")
+				logins = append(logins, m)
+			}
+		}
+		return len(logins) > 0
+	}, callTimeout, 20*time.Millisecond, "the audit log holds alice's login")
+	assert.Equal(t, []map[string]any{{"event": "login", "method": "login", "server": "crm", "outcome": "ok",
+		"principal": map[string]any{"kind": "client", "client": "alice"}, "bytes_in": float64(0), "bytes_out": float64(0)}}, logins)
+	auditText, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(auditText), upToken, "the audit log holds no token")
 
 	// The login is stored sealed: one file, no token in it.
 	files, err := os.ReadDir(filepath.Join(home, ".config", "mcp-aggregator", "per-user"))

@@ -223,6 +223,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				edge.SetMaxBatchBytes(ws.HTTP.MaxBatchBytes)
 			}
 		}})
+	upAuth.auditTo(p.Audit) // token exchanges and per-user logins get their audit lines
 	if *httpAddr != "" {
 		// Authentication is in force before the first byte is served: the
 		// config is read once now for http.auth, before the listener opens.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/audit"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/credential"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
@@ -40,6 +41,9 @@ type upstreamAuth struct {
 	servers atomic.Pointer[[]*config.Server] // of the workspace in effect
 	watch   sync.Once
 	changed chan struct{} // a stored login changed (login, logout)
+	// audit writes the audit line of a token exchange or a per-user login
+	// (proxy.Audit, set by auditTo once the proxy is built); nil: none.
+	audit   atomic.Pointer[func(audit.Record)]
 	mu      sync.Mutex
 	offered map[string]*offeredLogin // logins under way for clients, by server id
 	// exchangers make the token exchanges of servers with auth:
@@ -94,6 +98,25 @@ func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstrea
 	return a
 }
 
+// auditTo sends the audit lines of token exchanges and per-user logins to
+// write (Proxy.Audit).
+func (a *upstreamAuth) auditTo(write func(audit.Record)) { a.audit.Store(&write) }
+
+// record writes the audit line of a token exchange or a per-user login of
+// caller at server: outcome ok, or error with err (logged, never in the line).
+func (a *upstreamAuth) record(event, server string, caller identity.Caller, took time.Duration, err error) {
+	write := a.audit.Load()
+	if write == nil {
+		return
+	}
+	r := audit.Record{Event: event, Method: event, Principal: proxy.AuditPrincipal(caller), Server: server,
+		Outcome: audit.OK, DurationMS: float64(took.Microseconds()) / 1000}
+	if err != nil {
+		r.Outcome = audit.Error
+	}
+	(*write)(r)
+}
+
 // authorize is upstream.Options.Authorize.
 func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
 	if srv.Auth.Type == config.ServerAuthTokenExchange {
@@ -135,6 +158,8 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 		Logger: a.log, Scrub: func(token string, until time.Time) {
 			a.secrets.Add(token)
 			a.secrets.Retire(until, token)
+		}, Exchanged: func(c identity.Caller, took time.Duration, err error) {
+			a.record("token_exchange", srv.ID, c, took, err)
 		}})
 	a.exchangers[srv.ID] = &serverExchanger{auth: srv.Auth, url: srv.URL, ex: ex}
 	return ex

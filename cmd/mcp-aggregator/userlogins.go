@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/credential"
@@ -111,6 +112,7 @@ func (a *upstreamAuth) offerUserLogin(ctx context.Context, srv *config.Server) (
 			default:
 			}
 		}()
+		start := time.Now()
 		lctx, cancel := context.WithTimeout(a.life, oauth.DefaultLoginTimeout)
 		defer cancel()
 		err = users.Login(lctx, srv, caller, func(url string) {
@@ -124,6 +126,7 @@ func (a *upstreamAuth) offerUserLogin(ctx context.Context, srv *config.Server) (
 		} else {
 			a.log.Info("a caller logged in to a server", "server", srv.ID, "principal", caller.Principal)
 		}
+		a.record("login", srv.ID, caller, time.Since(start), err)
 	}()
 	select {
 	case err := <-first:
