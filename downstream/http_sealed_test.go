@@ -2,8 +2,10 @@ package downstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
@@ -232,4 +235,70 @@ func TestSealedSessionGetStreamReconnects(t *testing.T) {
 	got, err := newSSE(resp.Body).next()
 	require.NoError(t, err)
 	assert.Equal(t, "notifications/tools/list_changed", got.Method)
+}
+
+// serveAsSubjects serves the transport behind a stand-in for the gateway's
+// OAuth authentication: the X-Sub header names the subject, of one issuer,
+// calling through the client "app" with a token.
+func serveAsSubjects(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	tr := NewHTTP(h, opts)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sub := r.Header.Get("X-Sub")
+		c := identity.Caller{Principal: identity.Subject("https://id.example", sub), Client: "app",
+			Claims: map[string]any{"sub": sub}, Token: identity.NewSecret("token-of-" + sub)}
+		tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), c)))
+	}))
+	s := &httpServer{tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
+		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1)}
+	go func() { s.served <- tr.Serve(ln, mux) }()
+	t.Cleanup(func() {
+		s.client.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, tr.Shutdown(ctx))
+		assert.NoError(t, s.serveResult(t))
+	})
+	return s
+}
+
+// A sealed id carries its OAuth user's issuer and subject: the replica
+// that takes the session up binds it to that user, and another user of
+// the same client gets the 404 of an unknown session. The user's token
+// travels in no id and stays with no session.
+func TestSealedSessionKeepsItsSubject(t *testing.T) {
+	keys := keysOf(t, 1)
+	a := serveAsSubjects(t, newHTTPFake(), HTTPOptions{SessionKeys: keys, SessionIDPrefix: "r1-", Replica: "r1"})
+	bFake := newHTTPFake()
+	b := serveAsSubjects(t, bFake, HTTPOptions{SessionKeys: keys, SessionIDPrefix: "r2-", Replica: "r2"})
+
+	resp := a.post(t, sealedInit, map[string]string{"X-Sub": "alice"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	id := resp.Header.Get(headerSessionID)
+	require.True(t, strings.HasPrefix(id, "r1-."), id)
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, "r1-."))
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), "alice")
+
+	requireRefused(t, b.post(t, listBody, map[string]string{headerSessionID: id, "X-Sub": "bob"}),
+		http.StatusNotFound, jsonrpc.CodeInvalidRequest, "session not found")
+	assert.Empty(t, bFake.seen(), "bob's request took nothing up")
+
+	resp = b.post(t, listBody, map[string]string{headerSessionID: id, "X-Sub": "alice"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	readMessage(t, resp)
+	alice := identity.Subject("https://id.example", "alice")
+	opened := recv(t, bFake.opened)
+	assert.Equal(t, alice, opened.Principal())
+	caller := opened.(CallerSession).Caller()
+	assert.Equal(t, alice, caller.Principal)
+	assert.Equal(t, "app", caller.Client)
+	assert.True(t, caller.Token.IsZero(), "a session keeps no token")
+	last := bFake.last()
+	assert.Equal(t, alice, last.Principal)
+	assert.Equal(t, "app", last.Client)
 }
