@@ -4,6 +4,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -55,6 +56,7 @@ func TestStaticTokens(t *testing.T) {
 			if tc.status == 0 {
 				require.Nil(t, f)
 				assert.Equal(t, identity.ClientCaller(tc.client), client)
+				assert.True(t, client.Token.IsZero(), "a static token is no access token to pass on")
 				return
 			}
 			require.NotNil(t, f)
@@ -122,6 +124,8 @@ func TestOAuthTokens(t *testing.T) {
 				require.Nil(t, f, "%+v", f)
 				assert.Equal(t, tc.client, client.Client)
 				assert.Equal(t, identity.Subject(is.srv.URL, "user-1"), client.Principal, "the principal is the token's issuer and subject")
+				assert.Equal(t, tc.token, client.Token.Reveal(), "the verified token goes with its caller")
+				assert.NotContains(t, fmt.Sprintf("%v %+v %#v", client, client, client), tc.token, "and never prints")
 				return
 			}
 			require.NotNil(t, f)
