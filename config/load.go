@@ -162,6 +162,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 		ws.Servers = append(ws.Servers, d.srv)
 	}
+	applyOAuth(ws)
 	accessProblems := checkAccess(ws, profileFile, profileLines)
 	problems = append(problems, accessProblems...)
 	fatal = fatal || HasErrors(accessProblems)
@@ -229,6 +230,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.access.auth != nil {
 		ws.HTTP.Auth = *s.access.auth
+	}
+	if s.oauth != nil {
+		ws.OAuthClient = *s.oauth
 	}
 	if s.access.profilesSet {
 		ws.Profiles = s.access.profiles
