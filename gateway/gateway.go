@@ -18,6 +18,10 @@ type Gateway struct {
 	Ops    *ops.Ops // probes, metrics and the status page; nil: none served
 	Access *Access  // http.auth (access.go); nil: nothing to check
 	Drain  *Drainer // SIGTERM and POST /drain (drain.go); nil: no /drain
+	// ClientMetadata serves the aggregator's client ID metadata documents,
+	// each at its own path, and answers 404 to every other path the mux
+	// does not route; nil: none served.
+	ClientMetadata http.Handler
 }
 
 // ProbePaths are the probes Handler serves: a client at its connection
@@ -43,6 +47,11 @@ func (g *Gateway) Handler() http.Handler {
 	// web pages as well.
 	mux.Handle(auth.WellKnownPath, g.Access.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.Access.metadata())
+	if g.ClientMetadata != nil {
+		// An authorization server fetches these without credentials, from
+		// the public name the gateway is reached by: no guard, no auth.
+		mux.Handle("/", g.ClientMetadata)
+	}
 	if g.Ops != nil {
 		// Probes answer without credentials: a load balancer or kubelet has none.
 		mux.Handle("/healthz", g.guard(g.Ops.Healthz()))

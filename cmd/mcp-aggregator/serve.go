@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/gateway"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/memtrim"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
@@ -167,10 +168,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	supervisor := startSupervisor(log, *cgroups == "off")
-	defer supervisor.Close()   // after the proxy's Close below: every upstream is gone by then
-	var edge *downstream.HTTP  // set before the first load, which calls OnWorkspace
-	var gwAuth *gateway.Access // likewise; nil on stdio
-	var drain *gateway.Drainer // likewise; nil on stdio
+	defer supervisor.Close()               // after the proxy's Close below: every upstream is gone by then
+	var edge *downstream.HTTP              // set before the first load, which calls OnWorkspace
+	var gwAuth *gateway.Access             // likewise; nil on stdio
+	var drain *gateway.Drainer             // likewise; nil on stdio
+	clientDocs := &oauth.ClientDocuments{} // served by the HTTP gateway
 	upAuth := newUpstreamAuth(ctx, &c, log)
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
@@ -195,6 +197,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		},
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
+			clientDocs.Set(ws.ClientIDURLs())
 			if gwAuth != nil {
 				gwAuth.Apply(ws)
 			}
@@ -268,7 +271,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain,
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, ClientMetadata: clientDocs,
 		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 
