@@ -113,19 +113,17 @@ func readOAuthSection(r *reader, n *yaml.Node) *OAuthClient {
 	return o
 }
 
-// applyOAuth gives each server with auth: {type: oauth} the workspace's
+// applyOAuth gives a server with auth: {type: oauth} the workspace's
 // client ID URL and name, unless its own auth sets a client ID URL.
-func applyOAuth(ws *Workspace) {
-	for _, s := range ws.Servers {
-		if s.Auth.Type != ServerAuthOAuth {
-			continue
-		}
-		if s.Auth.ClientIDURL == "" {
-			s.Auth.ClientIDURL = ws.OAuthClient.ClientIDURL
-		}
-		if s.Auth.ClientName == "" {
-			s.Auth.ClientName = ws.OAuthClient.ClientName
-		}
+func applyOAuth(s *Server, o OAuthClient) {
+	if s.Auth.Type != ServerAuthOAuth {
+		return
+	}
+	if s.Auth.ClientIDURL == "" {
+		s.Auth.ClientIDURL = o.ClientIDURL
+	}
+	if s.Auth.ClientName == "" {
+		s.Auth.ClientName = o.ClientName
 	}
 }
 

@@ -31,6 +31,8 @@ func hashServer(s *Server, validPattern string) string {
 	w.str("auth.client_id", s.Auth.ClientID)
 	w.str("auth.client_secret", s.Auth.ClientSecret)
 	w.list("auth.scopes", s.Auth.Scopes)
+	w.str("auth.client_id_url", s.Auth.ClientIDURL)
+	w.str("auth.client_name", s.Auth.ClientName)
 	w.str("session", s.SessionID)
 	w.str("protocol", s.Protocol)
 	w.flag("required", s.Required)

@@ -154,6 +154,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 
 	withhold(defs, wsVars)
 	for _, d := range defs {
+		applyOAuth(d.srv, ws.OAuthClient)
 		finish(d, ws)
 		problems = append(problems, d.problems.problems...)
 		if d.problems.hasErrors() {
@@ -162,7 +163,6 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 		}
 		ws.Servers = append(ws.Servers, d.srv)
 	}
-	applyOAuth(ws)
 	accessProblems := checkAccess(ws, profileFile, profileLines)
 	problems = append(problems, accessProblems...)
 	fatal = fatal || HasErrors(accessProblems)
