@@ -34,6 +34,10 @@ const (
 	oauthSectionKey = "oauth"
 )
 
+// gatewayPaths are the paths serve --http answers itself, which a
+// document served beside them cannot have.
+var gatewayPaths = []string{"/mcp", "/drain", "/healthz", "/readyz", "/metrics", "/status", "/status.json", "/.well-known/oauth-protected-resource"}
+
 // CheckClientIDURL says what is wrong with s as a client ID metadata
 // document URL, nil when nothing: https with a host and a path, no user,
 // query, fragment or dot segments, as the draft requires; plain http only
@@ -58,6 +62,11 @@ func CheckClientIDURL(s string) error {
 		return errors.New("has a fragment; remove it")
 	case u.Path == "" || u.Path == "/":
 		return errors.New("has no path; name the document, e.g. https://gateway.example.com/oauth/client.json")
+	}
+	for _, p := range gatewayPaths {
+		if u.Path == p || strings.HasPrefix(u.Path, p+"/") {
+			return fmt.Errorf("has the path %s, which the gateway (serve --http) serves itself; choose another, e.g. /oauth/client.json", p)
+		}
 	}
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
 		if seg == "." || seg == ".." {

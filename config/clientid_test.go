@@ -50,6 +50,8 @@ func TestClientIDURLProblems(t *testing.T) {
 		{"dot segment", "oauth: {client_id_url: 'https://gateway.example.com/a/../c.json'}", "oauth.client_id_url", ". or .. path segment"},
 		{"other scheme", "oauth: {client_id_url: 'ftp://gateway.example.com/c.json'}", "oauth.client_id_url", "use https"},
 		{"too long", "oauth: {client_id_url: 'https://gateway.example.com/" + strings.Repeat("a", MaxClientIDURL) + "'}", "oauth.client_id_url", "at most 512"},
+		{"a gateway path", "oauth: {client_id_url: 'https://gateway.example.com/mcp'}", "oauth.client_id_url", "serves itself"},
+		{"under the metadata path", "oauth: {client_id_url: 'https://gateway.example.com/.well-known/oauth-protected-resource/x'}", "oauth.client_id_url", "serves itself"},
 		{"empty name", "oauth: {client_name: ''}", "oauth.client_name", "is empty"},
 		{"long name", "oauth: {client_name: '" + strings.Repeat("n", MaxClientName+1) + "'}", "oauth.client_name", "at most 100"},
 		{"not a mapping", "oauth: https://gateway.example.com/c.json", "oauth", "must be a mapping"},
