@@ -184,4 +184,3 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 	assert.Equal(t, oauthSubject, firstText(t, c.callToolResult("sec_whoami", map[string]any{})))
 	assert.Equal(t, g.AccessToken, up.lastToken())
 }
-
