@@ -176,3 +176,19 @@ func TestAuthorizeChecksIssBeforeError(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizeTimeoutNamesTheDocument: a login with the document that
+// never comes back (the authorization server showed the user its problem
+// with the client) says which URL must serve the document.
+func TestAuthorizeTimeoutNamesTheDocument(t *testing.T) {
+	cb, err := listenCallback()
+	require.NoError(t, err)
+	t.Cleanup(cb.close)
+	srv := &config.Server{ID: "s", Auth: config.ServerAuth{Type: config.ServerAuthOAuth, ClientIDURL: testClientIDURL}}
+	cfg := &oauth2.Config{ClientID: testClientIDURL, RedirectURL: cb.redirectURI(), Endpoint: oauth2.Endpoint{AuthURL: "https://as.example.com/authorize"}}
+	_, _, err = authorize(context.Background(), LoginOptions{Server: srv}, time.Millisecond, cb, cfg,
+		&loginTarget{resource: "https://mcp.example.com/mcp", meta: &serverMetadata{Issuer: "https://as.example.com"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "timed out")
+	assert.Contains(t, err.Error(), testClientIDURL+" serves the client ID metadata document")
+}

@@ -216,6 +216,11 @@ func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb
 	defer cancel()
 	r, err := cb.wait(wctx)
 	if err != nil {
+		if cimd := opts.Server.Auth.ClientIDURL; cimd != "" && cfg.ClientID == cimd && ctx.Err() == nil {
+			// An authorization server that cannot use the document says so
+			// in the browser, not to the redirect URI it cannot trust.
+			return "", "", fmt.Errorf("%w; if the authorization server's page named a problem with the client, check that %s serves the client ID metadata document to it (mcp-aggregator serve --http serves it at that path)", err, safeText(cimd))
+		}
 		return "", "", err
 	}
 	if r.state != state {
@@ -227,7 +232,7 @@ func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb
 		return "", "", err
 	}
 	if r.err != "" {
-		if cfg.ClientID == opts.Server.Auth.ClientIDURL && cfg.ClientID != "" && (r.err == "invalid_client" || r.err == "invalid_request" || r.err == "unauthorized_client") {
+		if cimd := opts.Server.Auth.ClientIDURL; cimd != "" && cfg.ClientID == cimd && (r.err == "invalid_client" || r.err == "invalid_request" || r.err == "unauthorized_client") {
 			return "", "", fmt.Errorf("the authorization server answered %s instead of a code to the client ID metadata document %s; check that it is served there, over https, "+
 				"to the authorization server (mcp-aggregator serve --http serves it at that path), and run login again", safeCode(r.err), safeText(cfg.ClientID))
 		}
