@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -753,7 +754,9 @@ func runLogin(t *testing.T, env []string, args ...string) (stdout, stderr string
 		}
 	}()
 
-	browser := &http.Client{Timeout: 30 * time.Second}
+	jar, err := cookiejar.New(nil) // a provider may keep the interaction in cookies
+	require.NoError(t, err)
+	browser := &http.Client{Timeout: 30 * time.Second, Jar: jar}
 	resp, err := browser.Get(authURL)
 	require.NoError(t, err, "following the authorization URL")
 	page, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
