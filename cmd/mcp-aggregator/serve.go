@@ -168,12 +168,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	supervisor := startSupervisor(log, *cgroups == "off")
-	defer supervisor.Close()               // after the proxy's Close below: every upstream is gone by then
-	var edge *downstream.HTTP              // set before the first load, which calls OnWorkspace
-	var gwAuth *gateway.Access             // likewise; nil on stdio
-	var drain *gateway.Drainer             // likewise; nil on stdio
-	clientDocs := &oauth.ClientDocuments{} // served by the HTTP gateway
+	defer supervisor.Close()   // after the proxy's Close below: every upstream is gone by then
+	var edge *downstream.HTTP  // set before the first load, which calls OnWorkspace
+	var gwAuth *gateway.Access // likewise; nil on stdio
+	var drain *gateway.Drainer // likewise; nil on stdio
 	upAuth := newUpstreamAuth(ctx, &c, log)
+	// The client ID metadata documents of the config, which the HTTP
+	// gateway serves; kept up to date on stdio too, where none is served.
+	clientDocs := &oauth.ClientDocuments{}
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
