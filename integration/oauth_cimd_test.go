@@ -151,6 +151,16 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 		"token_endpoint_auth_method": "none", "application_type": "native", "software_id": "mcp-aggregator",
 	}
 	assert.Equal(t, want, served)
+	for path, status := range map[string]int{"/oauth/other.json": http.StatusNotFound, "/": http.StatusNotFound, "/oauth/mcp-aggregator.json/x": http.StatusNotFound} {
+		resp, err := http.Get("http://" + base.Host + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, status, resp.StatusCode, "GET %s", path)
+	}
+	resp, err := http.Post(docURL, "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "the document is read, not written")
 
 	// The document is what `login --client-metadata` prints for static hosting.
 	printed, code := runCommand(t, env, "login", "secured", "--config", cfg, "--client-metadata")
