@@ -96,12 +96,6 @@ func (d *ClientDocuments) Set(urls map[string]string) {
 	d.docs.Store(&m)
 }
 
-// Has reports whether d serves a document at path.
-func (d *ClientDocuments) Has(path string) bool {
-	m := d.docs.Load()
-	return m != nil && len((*m)[path]) > 0
-}
-
 func (d *ClientDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := d.docs.Load()
 	var docs []clientDoc
