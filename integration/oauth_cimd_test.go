@@ -157,6 +157,7 @@ func TestOAuthClientIDMetadataDocument(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, status, resp.StatusCode, "GET %s", path)
 	}
+	assert.True(t, a.log.containsLine("serving the client ID metadata documents", docURL), "the log says what is served:\n%s", a.log)
 	resp, err := http.Post(docURL, "application/json", strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -76,8 +76,9 @@ type clientDoc struct {
 	etag string
 }
 
-// Set makes d serve the documents of urls (URL -> client name).
-func (d *ClientDocuments) Set(urls map[string]string) {
+// Set makes d serve the documents of urls (URL -> client name), and
+// reports whether that changed what it serves.
+func (d *ClientDocuments) Set(urls map[string]string) bool {
 	m := map[string][]clientDoc{}
 	keys := make([]string, 0, len(urls))
 	for k := range urls {
@@ -93,7 +94,34 @@ func (d *ClientDocuments) Set(urls map[string]string) {
 		sum := sha256.Sum256(body)
 		m[u.Path] = append(m[u.Path], clientDoc{host: strings.ToLower(u.Host), body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`})
 	}
-	d.docs.Store(&m)
+	old := d.docs.Swap(&m)
+	return !sameDocs(old, &m)
+}
+
+// sameDocs reports whether a and b serve the same documents; nil serves none.
+func sameDocs(a, b *map[string][]clientDoc) bool {
+	var x, y map[string][]clientDoc
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	if len(x) != len(y) {
+		return false
+	}
+	for path, docs := range x {
+		other := y[path]
+		if len(other) != len(docs) {
+			return false
+		}
+		for i := range docs {
+			if docs[i].etag != other[i].etag {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (d *ClientDocuments) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -191,3 +191,15 @@ func TestAuthorizeTimeoutNamesTheDocument(t *testing.T) {
 	assert.Contains(t, err.Error(), "timed out")
 	assert.Contains(t, err.Error(), testClientIDURL+" serves the client ID metadata document")
 }
+
+// TestClientDocumentsSetReportsChanges: Set says when what is served
+// changes, so that serve logs the documents once per change.
+func TestClientDocumentsSetReportsChanges(t *testing.T) {
+	d := &ClientDocuments{}
+	assert.False(t, d.Set(nil), "none before, none now")
+	assert.True(t, d.Set(map[string]string{testClientIDURL: ""}))
+	assert.False(t, d.Set(map[string]string{testClientIDURL: ""}), "a reload that leaves it alone")
+	assert.True(t, d.Set(map[string]string{testClientIDURL: "Team"}), "another client_name")
+	assert.True(t, d.Set(map[string]string{"https://gateway.example.com/oauth/other.json": "Team"}), "another URL")
+	assert.True(t, d.Set(nil))
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,7 +200,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		},
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
-			clientDocs.Set(ws.ClientIDURLs())
+			if docs := ws.ClientIDURLs(); clientDocs.Set(docs) && *httpAddr != "" {
+				urls := make([]string, 0, len(docs))
+				for u := range docs {
+					urls = append(urls, u)
+				}
+				sort.Strings(urls)
+				log.Info("serving the client ID metadata documents of upstream logins at their paths", "urls", urls)
+			}
 			if gwAuth != nil {
 				gwAuth.Apply(ws)
 			}
