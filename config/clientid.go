@@ -137,15 +137,16 @@ func applyOAuth(s *Server, o OAuthClient) {
 }
 
 // ClientIDURLs are the distinct client ID metadata document URLs of the
-// workspace, the top-level one first, each with the client name its
-// document carries: the documents `serve --http` serves.
+// workspace (the top-level one, and those of servers without a
+// pre-registered client), each with the client name its document
+// carries: the documents `serve --http` serves.
 func (ws *Workspace) ClientIDURLs() map[string]string {
 	out := map[string]string{}
 	if ws.OAuthClient.ClientIDURL != "" {
 		out[ws.OAuthClient.ClientIDURL] = ws.OAuthClient.ClientName
 	}
 	for _, s := range ws.Servers {
-		if s.Auth.Type == ServerAuthOAuth && s.Auth.ClientIDURL != "" {
+		if s.Auth.Type == ServerAuthOAuth && s.Auth.ClientIDURL != "" && s.Auth.ClientID == "" { // a pre-registered client comes first
 			if _, ok := out[s.Auth.ClientIDURL]; !ok {
 				out[s.Auth.ClientIDURL] = s.Auth.ClientName
 			}

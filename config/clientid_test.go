@@ -25,6 +25,9 @@ servers:
     auth: {type: oauth, client_id: c}
   open:
     url: https://mcp.example.com/open
+  unused:
+    url: https://mcp.example.com/unused
+    auth: {type: oauth, client_id: c, client_id_url: "https://unused.example.com/client.json"}
 `, nil)
 	require.NotNil(t, ws, render(problems))
 	require.False(t, HasErrors(problems), render(problems))
