@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -66,7 +67,7 @@ type Options struct {
 // DefaultMaxTasksPerClient is how many tasks one client may hold across
 // its sessions unless Options.MaxTasksPerClient says otherwise: as many as
 // one session may, a tenth of the table's maxTasks.
-const DefaultMaxTasksPerClient = maxSessionTasks
+const DefaultMaxTasksPerClient = tasks.MaxSessionTasks
 
 // DefaultMaxLeasesPerClient, as Options.MaxLeasesPerClient, gives one
 // client at most half of each leased server's lease.max_instances (rounded
@@ -116,7 +117,7 @@ type Proxy struct {
 	clients    clients           // listen streams, and who hears of catalog changes
 	inflight   inflight          // downstream requests running on each instance
 	subOrder   subscriptionOrder // one subscribe/unsubscribe decision at a time per shared server and URI
-	tasks      taskTable         // the task ids clients see, mapped to the upstreams'
+	tasks      tasks.Table       // the task ids clients see, mapped to the upstreams'
 	relists    relists           // per-server coalescing of upstream list_changed
 	notes      upstreamNotes     // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
@@ -151,7 +152,7 @@ func New(opts Options) *Proxy {
 		opts.Upstream.Logger = opts.Logger
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
-	p.tasks.limitPerClient(opts.MaxTasksPerClient)
+	p.tasks.LimitPerClient(opts.MaxTasksPerClient)
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.modernEdits = resultEdits(p.serverInfoJSON)
 	p.life, p.endLife = context.WithCancel(context.Background())
