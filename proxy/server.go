@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/bridge"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -126,7 +127,7 @@ type Proxy struct {
 	anonWarned atomic.Bool
 	hidden     hiddenNames           // log lines about names a client's profile hides (hidden.go)
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
-	bridge     bridge                // requests of 2026-07-28 clients held while their upstream awaits input
+	bridge     bridge.Bridge         // requests of 2026-07-28 clients held while their upstream awaits input
 	loaded     chan struct{}         // closed once the first config load is committed
 	loadedOnce sync.Once
 	closed     atomic.Bool
@@ -163,7 +164,7 @@ func New(opts Options) *Proxy {
 	p.sessions.p = p
 	p.clients.init(&p.sessions)
 	p.relists.init()
-	if err := p.bridge.init(); err != nil {
+	if err := p.bridge.Init(p.bridgeConfig()); err != nil {
 		p.log.Error("no requestState key: 2026-07-28 clients cannot answer an upstream's requests for input", "err", err)
 	}
 	return p
@@ -230,7 +231,7 @@ func (p *Proxy) Close(ctx context.Context) {
 	// serve. The reconcile waiting for them commits nothing from now on.
 	p.starting.abandonAll(errClosing)
 	p.clients.endListeners()
-	p.bridge.close()
+	p.bridge.Close()
 	drain := ctx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) > 2*closeBudget {
 		var cancel context.CancelFunc
