@@ -48,7 +48,7 @@ var errTasksFull = errors.New("task table full")
 //
 // The table holds the indexes that span sessions (by the aggregator's id,
 // by instance and upstream id) and the overall caps; each session's own
-// tasks, and their count, are on its Session (Owner), guarded by the
+// tasks, and their count, are on its proxy Session (Owner), guarded by the
 // table's mu.
 type Table struct {
 	mu   sync.Mutex
@@ -82,8 +82,8 @@ type heldNote struct {
 }
 
 // Owner is what a downstream session owns of the task table: its tasks
-// and reservations. It lives on the session's Session; every field is
-// guarded by the task table's mu.
+// and reservations. It lives on the session's Session in the proxy; every
+// field but Key, which never changes, is guarded by the task table's mu.
 type Owner struct {
 	Key   string            // the downstream session key
 	n     int               // tasks and reservations
@@ -170,7 +170,7 @@ type Reservation struct {
 
 // Reserve holds room for one task of owner, a session of holder's, before
 // its call is sent, so that an upstream never creates a task the table then
-// has no room for. The reservation ends with add or with release.
+// has no room for. The reservation ends with Add or with Release.
 func (t *Table) Reserve(owner *Owner, holder string) (*Reservation, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -193,7 +193,7 @@ func (t *Table) Reserve(owner *Owner, holder string) (*Reservation, error) {
 	return &Reservation{Owner: owner, holder: holder}, nil
 }
 
-// Release gives back a reservation that was not added; after add it does
+// Release gives back a reservation that was not added; after Add it does
 // nothing.
 func (t *Table) Release(r *Reservation) {
 	t.mu.Lock()
