@@ -14,7 +14,7 @@ import (
 )
 
 // topKeys are the keys a config file may have at its top level.
-var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "cache", "profiles", "policy", "audit", "rate_limits", "views"}
+var topKeys = []string{"version", "servers", "limits", "security", "naming", "admin", "http", "discovery", "cache", "profiles", "oauth", "policy", "audit", "rate_limits", "views"}
 
 // SupportedVersion is the only config version this build reads.
 const SupportedVersion = 1
@@ -53,7 +53,8 @@ type settings struct {
 	discoveryMode   *DiscoveryMode
 	always          []string
 	alwaysSet       bool
-	access          access // http.auth and profiles (config/auth.go)
+	access          access       // http.auth and profiles (config/auth.go)
+	oauth           *OAuthClient // the oauth section (config/clientid.go)
 }
 
 // parseFile reads one config file of any dialect. A workspace-level error leaves
@@ -292,6 +293,9 @@ func readSettings(r *reader, f map[string]pair) settings {
 	}
 	if f := section("discovery", "mode, always", "mode", "always"); f != nil {
 		readDiscovery(r, f, &s)
+	}
+	if p, ok := f["oauth"]; ok {
+		s.oauth = readOAuthSection(r, p.v)
 	}
 	return s
 }

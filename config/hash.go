@@ -36,6 +36,8 @@ func hashServer(s *Server, validPattern string) string {
 	w.str("auth.token_endpoint", s.Auth.TokenEndpoint)
 	w.str("auth.issuer", s.Auth.Issuer)
 	w.flag("auth.per_user", s.Auth.PerUser)
+	w.str("auth.client_id_url", s.Auth.ClientIDURL)
+	w.str("auth.client_name", s.Auth.ClientName)
 	w.str("session", s.SessionID)
 	w.str("protocol", s.Protocol)
 	w.flag("required", s.Required)

@@ -164,6 +164,7 @@ func load(srcs []source, lookupEnv func(string) (string, bool), readFile func(st
 
 	withhold(defs, wsVars)
 	for _, d := range defs {
+		applyOAuth(d.srv, ws.OAuthClient)
 		finish(d, ws)
 		problems = append(problems, d.problems.problems...)
 		if d.problems.hasErrors() {
@@ -243,6 +244,9 @@ func (s settings) applyTo(ws *Workspace) {
 	}
 	if s.access.auth != nil {
 		ws.HTTP.Auth = *s.access.auth
+	}
+	if s.oauth != nil {
+		ws.OAuthClient = *s.oauth
 	}
 	if s.access.profilesSet {
 		ws.Profiles = s.access.profiles

@@ -27,6 +27,13 @@ type ServerAuth struct {
 	// PerUser keeps an OAuth login per caller (type oauth): each logs in
 	// through the gateway, and the server is sent the caller's own token.
 	PerUser bool
+	// ClientIDURL is the client ID metadata document URL used at an
+	// authorization server that accepts one: the server's own
+	// auth.client_id_url, else the top-level oauth.client_id_url; "" when
+	// neither is set.
+	ClientIDURL string
+	// ClientName is the top-level oauth.client_name; "" for DefaultClientName.
+	ClientName string
 }
 
 // ServerAuthType names how a remote server is authorized.
@@ -45,7 +52,7 @@ const (
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user", "client_id_url"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -54,7 +61,7 @@ func (s *serverReader) auth() {
 	if !ok || isNull(deref(p.v)) {
 		return
 	}
-	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint") {
+	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint, client_id_url") {
 		return
 	}
 	f := s.fields(deref(p.v), "auth.", authKeys...)
@@ -102,6 +109,18 @@ func (s *serverReader) auth() {
 		}
 		if a.ClientSecret != "" && a.ClientID == "" && !s.problemsFor("auth.client_id") {
 			s.errorf(c.v.Line, "auth.client_secret", "needs auth.client_id (a secret belongs to a pre-registered client); add client_id or remove client_secret")
+		}
+	}
+	if c, ok := f["client_id_url"]; ok {
+		if t, ok := s.text(c.v, "auth.client_id_url"); ok {
+			if err := CheckClientIDURL(t.s); err != nil {
+				s.errorf(c.v.Line, "auth.client_id_url", "%s %v", t.quoted(), err)
+			} else {
+				a.ClientIDURL = t.s
+			}
+		}
+		if a.ClientID != "" {
+			s.warnf(c.k.Line, "auth.client_id_url", "unused: auth.client_id is set, and a pre-registered client comes first; remove one of them")
 		}
 	}
 	if sc, ok := f["scopes"]; ok {

@@ -11,18 +11,19 @@ type (
 	// Workspace is the validated result of loading one or more config files.
 	// Servers holds only the servers without per-server errors, in file order.
 	Workspace struct {
-		Files     []string  // the files loaded, in order
-		Sources   []Source  // what each file that could be read was read as
-		Servers   []*Server // valid servers in config order (later files replace earlier ids in place)
-		Rejected  []string  // ids of servers present in the config but rejected by a per-server error
-		EnvFiles  []string  // absolute paths of the env_files the servers name, present or not
-		Limits    Limits
-		Security  Security
-		Naming    Naming
-		Admin     Admin
-		HTTP      HTTP
-		Discovery Discovery
-		Cache     Cache
+		Files       []string  // the files loaded, in order
+		Sources     []Source  // what each file that could be read was read as
+		Servers     []*Server // valid servers in config order (later files replace earlier ids in place)
+		Rejected    []string  // ids of servers present in the config but rejected by a per-server error
+		EnvFiles    []string  // absolute paths of the env_files the servers name, present or not
+		Limits      Limits
+		Security    Security
+		Naming      Naming
+		Admin       Admin
+		HTTP        HTTP
+		Discovery   Discovery
+		Cache       Cache
+		OAuthClient OAuthClient // the top-level oauth section: the client ID metadata document
 		// Profiles limit what each authenticated client sees, by client name.
 		Profiles map[string]Profile
 		// Policy is the policy list, compiled: the rules every tool call is

@@ -24,6 +24,10 @@ type Gateway struct {
 	// LoginCallback is where the browser comes back from the per-user
 	// logins the gateway offers (config.LoginCallbackPath); nil: none.
 	LoginCallback http.Handler
+	// ClientMetadata serves the aggregator's client ID metadata documents,
+	// each at its own path, and answers 404 to every other path the mux
+	// does not route; nil: none served.
+	ClientMetadata http.Handler
 }
 
 // ProbePaths are the probes Handler serves: a client at its connection
@@ -55,6 +59,11 @@ func (g *Gateway) Handler() http.Handler {
 		// A browser coming back from an authorization server has no
 		// credentials of ours: the login's state is what it must match.
 		mux.Handle(config.LoginCallbackPath, g.LoginCallback)
+	}
+	if g.ClientMetadata != nil {
+		// An authorization server fetches these without credentials, from
+		// the public name the gateway is reached by: no guard, no auth.
+		mux.Handle("/", g.ClientMetadata)
 	}
 	if g.Ops != nil {
 		// Probes answer without credentials: a load balancer or kubelet has none.

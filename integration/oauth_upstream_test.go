@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -119,6 +120,11 @@ func (as *authServer) metadata(w http.ResponseWriter, r *http.Request) {
 	if as.iss != "" {
 		doc["authorization_response_iss_parameter_supported"] = true
 	}
+	as.store.mu.Lock()
+	if as.store.fetchClient != nil {
+		doc["client_id_metadata_document_supported"] = true
+	}
+	as.store.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)
 }
@@ -259,6 +265,9 @@ type opStore struct {
 	issued []time.Time // expiry of every access token issued, in order
 	// lifetime of the access tokens it issues; accessTokenLifetime if 0.
 	lifetime time.Duration
+	// fetchClient resolves a client_id that is a URL (a client ID metadata
+	// document), which the metadata then says it takes; nil: none is.
+	fetchClient func(ctx context.Context, id string) (op.Client, error)
 }
 
 func newOPStore(key *rsa.PrivateKey) *opStore {
@@ -450,11 +459,15 @@ func (s *opStore) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorith
 
 func (s *opStore) KeySet(context.Context) ([]op.Key, error) { return []op.Key{opPublicKey{s.key}}, nil }
 
-func (s *opStore) GetClientByClientID(_ context.Context, id string) (op.Client, error) {
+func (s *opStore) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.clients[id]; c != nil {
+	c, fetch := s.clients[id], s.fetchClient
+	s.mu.Unlock()
+	if c != nil {
 		return c, nil
+	}
+	if fetch != nil && (strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")) {
+		return fetch(ctx, id)
 	}
 	return nil, errors.New("no such client")
 }
@@ -741,7 +754,9 @@ func runLogin(t *testing.T, env []string, args ...string) (stdout, stderr string
 		}
 	}()
 
-	browser := &http.Client{Timeout: 30 * time.Second}
+	jar, err := cookiejar.New(nil) // a provider may keep the interaction in cookies
+	require.NoError(t, err)
+	browser := &http.Client{Timeout: 30 * time.Second, Jar: jar}
 	resp, err := browser.Get(authURL)
 	require.NoError(t, err, "following the authorization URL")
 	page, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

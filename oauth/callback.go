@@ -82,7 +82,8 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if got.err != "" {
-		page(w, "Login declined", "The authorization server answered "+got.err+". You can close this window; mcp-aggregator says what to do next.")
+		// The answer's issuer is not checked yet: its error is not shown.
+		page(w, "Login not completed", "The authorization request did not end with an authorization. You can close this window; mcp-aggregator says what to do next.")
 		return
 	}
 	page(w, "Logged in", "mcp-aggregator received the authorization. You can close this window.")

@@ -46,6 +46,7 @@ type serverMetadata struct {
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
+	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
 }
 
 // statusError is a metadata URL's answer other than 200.

@@ -26,9 +26,10 @@ import (
 // resource parameter, the RFC 9207 iss check, and the code exchange with
 // golang.org/x/oauth2; around it what a command-line login needs: the
 // loopback redirect listener, the first unauthorized request, and turning
-// the result into a stored Grant. Client ID metadata documents are not
-// offered: they need an https URL serving the client's metadata, which a
-// command-line tool does not have.
+// the result into a stored Grant. The client is, in this order, the
+// pre-registered one of the server's config, the client ID metadata
+// document of the config (clientmeta.go) where the authorization server
+// accepts one, or one registered now.
 
 // DefaultLoginTimeout bounds the wait for the browser.
 const DefaultLoginTimeout = 5 * time.Minute
@@ -43,7 +44,8 @@ type LoginOptions struct {
 	// HTTPClient makes every request of the flow; nil: a client with a
 	// 30s timeout per request.
 	HTTPClient *http.Client
-	// ClientName is the name registered by dynamic client registration.
+	// ClientName is the name registered by dynamic client registration;
+	// "": the server's auth.ClientName, else config.DefaultClientName.
 	ClientName string
 	// Redirects, when set, is where the browser comes back (a gateway's
 	// own callback) instead of a listener on a loopback port.
@@ -159,11 +161,21 @@ func discover(ctx context.Context, client *http.Client, srv *config.Server, chal
 	return t, nil
 }
 
-// clientConfig is the OAuth client of the login: the configured one, or
-// one registered now; with the scopes to ask for.
+// clientConfig is the OAuth client of the login, in the order the MCP
+// authorization spec gives: the pre-registered one of the server's config;
+// the client ID metadata document URL of the config, where the
+// authorization server says it accepts one; one registered now; with the
+// scopes to ask for.
 func clientConfig(ctx context.Context, client *http.Client, opts LoginOptions, t *loginTarget, redirectURI string) (*oauth2.Config, error) {
 	srv := opts.Server
 	cfg := &oauth2.Config{RedirectURL: redirectURI, Endpoint: oauth2.Endpoint{AuthURL: t.meta.AuthorizationEndpoint, TokenURL: t.meta.TokenEndpoint}}
+	name := opts.ClientName
+	if name == "" {
+		name = srv.Auth.ClientName
+	}
+	if name == "" {
+		name = config.DefaultClientName
+	}
 	switch {
 	case srv.Auth.ClientID != "":
 		cfg.ClientID, cfg.ClientSecret = srv.Auth.ClientID, srv.Auth.ClientSecret
@@ -173,18 +185,21 @@ func clientConfig(ctx context.Context, client *http.Client, opts LoginOptions, t
 		case contains(methods, "client_secret_basic"):
 			cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
 		}
+	case t.meta.ClientIDMetadataDocumentSupported && srv.Auth.ClientIDURL != "":
+		// A public client: the document says token_endpoint_auth_method none.
+		cfg.ClientID, cfg.Endpoint.AuthStyle = srv.Auth.ClientIDURL, oauth2.AuthStyleInParams
 	case t.meta.RegistrationEndpoint != "":
-		name := opts.ClientName
-		if name == "" {
-			name = "mcp-aggregator"
-		}
 		reg, err := registerClient(ctx, client, t.meta.RegistrationEndpoint, redirectURI, name)
 		if err != nil {
 			return nil, err
 		}
 		cfg.ClientID, cfg.ClientSecret, cfg.Endpoint.AuthStyle = reg.ClientID, reg.ClientSecret, reg.authStyle()
+	case t.meta.ClientIDMetadataDocumentSupported:
+		return nil, errors.New("the authorization server takes client ID metadata documents and offers no dynamic client registration; " +
+			"set oauth.client_id_url in the config to a public https URL where the gateway (serve --http) or a web server serves the aggregator's document " +
+			"(see docs/oauth.md), or register a client with it and set auth.client_id (and auth.client_secret) in the server's config")
 	default:
-		return nil, errors.New("the authorization server offers no dynamic client registration; register a client with it and set auth.client_id (and auth.client_secret) in the server's config")
+		return nil, errors.New("the authorization server offers no dynamic client registration and takes no client ID metadata documents; register a client with it and set auth.client_id (and auth.client_secret) in the server's config")
 	}
 	cfg.Scopes = t.scopes
 	if len(srv.Auth.Scopes) > 0 {
@@ -220,16 +235,27 @@ func authorize(ctx context.Context, opts LoginOptions, timeout time.Duration, cb
 	defer cancel()
 	r, err := cb.wait(wctx)
 	if err != nil {
+		if cimd := opts.Server.Auth.ClientIDURL; cimd != "" && cfg.ClientID == cimd && ctx.Err() == nil {
+			// An authorization server that cannot use the document says so
+			// in the browser, not to the redirect URI it cannot trust.
+			return "", "", fmt.Errorf("%w; if the authorization server's page named a problem with the client, check that %s serves the client ID metadata document to it (mcp-aggregator serve --http serves it at that path)", err, safeText(cimd))
+		}
 		return "", "", err
-	}
-	if r.err != "" {
-		return "", "", fmt.Errorf("the authorization server answered %s instead of a code; run login again and approve the request", safeCode(r.err))
 	}
 	if r.state != state {
 		return "", "", errors.New("the authorization response is for another request (state)")
 	}
+	// Before anything of the answer is used, an error included: one from
+	// another issuer is not acted on or shown (RFC 9207 §2.4).
 	if err := checkIss(r.iss, t.meta); err != nil {
 		return "", "", err
+	}
+	if r.err != "" {
+		if cimd := opts.Server.Auth.ClientIDURL; cimd != "" && cfg.ClientID == cimd && (r.err == "invalid_client" || r.err == "invalid_request" || r.err == "unauthorized_client") {
+			return "", "", fmt.Errorf("the authorization server answered %s instead of a code to the client ID metadata document %s; check that it is served there, over https, "+
+				"to the authorization server (mcp-aggregator serve --http serves it at that path), and run login again", safeCode(r.err), safeText(cfg.ClientID))
+		}
+		return "", "", fmt.Errorf("the authorization server answered %s instead of a code; run login again and approve the request", safeCode(r.err))
 	}
 	return r.code, verifier, nil
 }

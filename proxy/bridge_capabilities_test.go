@@ -20,7 +20,7 @@ import (
 // for it.
 func TestBridgeRetryCapabilitiesGateLaterRounds(t *testing.T) {
 	p := &Proxy{}
-	require.NoError(t, p.bridge.init())
+	require.NoError(t, p.bridge.Init(p.bridgeConfig()))
 	request := func(params, caps string) *downstream.Request {
 		return &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)},
 			Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(caps), Send: func(*jsonrpc.Message) bool { return true }}
@@ -60,7 +60,7 @@ func TestBridgeRetryCapabilitiesGateLaterRounds(t *testing.T) {
 // when the request that started the exchange named one.
 func TestBridgeRetryLogLevelIsItsOwn(t *testing.T) {
 	p := &Proxy{}
-	require.NoError(t, p.bridge.init())
+	require.NoError(t, p.bridge.Init(p.bridgeConfig()))
 	logged := make(chan string, 8)
 	request := func(params string) *downstream.Request {
 		return &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)},

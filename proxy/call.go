@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -56,7 +57,7 @@ type invocation struct {
 	// tasks/cancel) to the instance that runs the task: it goes there or
 	// nowhere, with limit for its time limit and hint for what an error
 	// about running past it advises ("": raise the setting).
-	onTask *taskEntry
+	onTask *tasks.Entry
 	limit  timeLimit
 	hint   string
 }
@@ -249,15 +250,15 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	var (
-		task *reservation
+		task *tasks.Reservation
 		tp   *taskProgress
 	)
 	if len(inv.task) > 0 && grant != nil {
 		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
-		defer p.tasks.release(task)
-		defer p.tasks.expect(grant.Instance)()
+		defer p.tasks.Release(task)
+		defer p.tasks.Expect(grant.Instance)()
 	}
 	if inv.req != nil {
 		up.Principal = principalOf(inv.req)

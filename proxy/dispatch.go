@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mcp-aggregator/mcp-aggregator/bridge"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
@@ -35,7 +36,7 @@ func (p *Proxy) route(ctx context.Context, req *downstream.Request) *jsonrpc.Mes
 	ctx = p.withCallerLogLevel(ctx, req)
 	switch req.Msg.Method {
 	case "tools/call":
-		if !bridgeable(req) {
+		if !bridge.Bridgeable(req) {
 			return p.toolsCall(ctx, req) // and no method value to allocate
 		}
 		return p.bridged(ctx, req, p.toolsCall)

@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -134,7 +135,7 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 
 // badLogLevel drops a log message whose level is none of MCP's.
 func (p *Proxy) badLogLevel(server string, params json.RawMessage) {
-	level, _ := stringAt(params, []string{"level"})
+	level, _ := tasks.StringAt(params, []string{"level"})
 	if len(level) > 40 {
 		level = level[:40] + "…"
 	}

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/audit"
+	"github.com/mcp-aggregator/mcp-aggregator/bridge"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/resultcache"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -68,7 +70,7 @@ type Options struct {
 // DefaultMaxTasksPerClient is how many tasks one client may hold across
 // its sessions unless Options.MaxTasksPerClient says otherwise: as many as
 // one session may, a tenth of the table's maxTasks.
-const DefaultMaxTasksPerClient = maxSessionTasks
+const DefaultMaxTasksPerClient = tasks.MaxSessionTasks
 
 // DefaultMaxLeasesPerClient, as Options.MaxLeasesPerClient, gives one
 // client at most half of each leased server's lease.max_instances (rounded
@@ -124,7 +126,7 @@ type Proxy struct {
 	clients    clients           // listen streams, and who hears of catalog changes
 	inflight   inflight          // downstream requests running on each instance
 	subOrder   subscriptionOrder // one subscribe/unsubscribe decision at a time per shared server and URI
-	tasks      taskTable         // the task ids clients see, mapped to the upstreams'
+	tasks      tasks.Table       // the task ids clients see, mapped to the upstreams'
 	relists    relists           // per-server coalescing of upstream list_changed
 	notes      upstreamNotes     // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup
@@ -135,7 +137,7 @@ type Proxy struct {
 	cachedFrom sync.Map              // *upstream.Instance with results in the cache -> struct{}
 	hidden     hiddenNames           // log lines about names a client's profile hides (hidden.go)
 	views      atomic.Pointer[views] // lists of clients with a profile, for the current state
-	bridge     bridge                // requests of 2026-07-28 clients held while their upstream awaits input
+	bridge     bridge.Bridge         // requests of 2026-07-28 clients held while their upstream awaits input
 	loaded     chan struct{}         // closed once the first config load is committed
 	loadedOnce sync.Once
 	closed     atomic.Bool
@@ -161,7 +163,7 @@ func New(opts Options) *Proxy {
 		opts.Upstream.Logger = opts.Logger
 	}
 	p := &Proxy{opts: opts, log: opts.Logger, loaded: make(chan struct{}), ledger: session.NewLedger()}
-	p.tasks.limitPerClient(opts.MaxTasksPerClient)
+	p.tasks.LimitPerClient(opts.MaxTasksPerClient)
 	p.results = resultcache.New(0, config.DefaultCacheMaxBytes) // cache.max_bytes, set by each reconcile
 	p.serverInfoJSON, _ = rawjson.Marshal(p.serverInfo())
 	p.modernEdits = resultEdits(p.serverInfoJSON)
@@ -173,7 +175,7 @@ func New(opts Options) *Proxy {
 	p.sessions.p = p
 	p.clients.init(&p.sessions)
 	p.relists.init()
-	if err := p.bridge.init(); err != nil {
+	if err := p.bridge.Init(p.bridgeConfig()); err != nil {
 		p.log.Error("no requestState key: 2026-07-28 clients cannot answer an upstream's requests for input", "err", err)
 	}
 	return p
@@ -241,7 +243,7 @@ func (p *Proxy) Close(ctx context.Context) {
 	// serve. The reconcile waiting for them commits nothing from now on.
 	p.starting.abandonAll(errClosing)
 	p.clients.endListeners()
-	p.bridge.close()
+	p.bridge.Close()
 	drain := ctx
 	if d, ok := ctx.Deadline(); ok && time.Until(d) > 2*closeBudget {
 		var cancel context.CancelFunc

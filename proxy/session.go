@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -35,7 +36,7 @@ type Session struct {
 	p     *Proxy
 	key   string // the downstream session's Key: never reused
 	ds    downstream.Session
-	tasks taskOwner // guarded by Proxy.tasks.mu
+	tasks tasks.Owner // guarded by Proxy.tasks.mu
 
 	mu         sync.Mutex
 	registered bool      // SessionOpened came, and Close did not yet
@@ -222,7 +223,7 @@ func (s *Session) end() (held [][2]string) {
 }
 
 // taskOwner is what the session owns of the task table; nil for nil.
-func (s *Session) taskOwner() *taskOwner {
+func (s *Session) taskOwner() *tasks.Owner {
 	if s == nil {
 		return nil
 	}
@@ -316,7 +317,7 @@ func (t *sessions) open(ds downstream.Session) {
 }
 
 func (t *sessions) made(ds downstream.Session, now time.Time) *Session {
-	return &Session{p: t.p, key: ds.Key(), ds: ds, since: now, tasks: taskOwner{key: ds.Key()}}
+	return &Session{p: t.p, key: ds.Key(), ds: ds, since: now, tasks: tasks.Owner{Key: ds.Key()}}
 }
 
 // take removes ds's Session from the registry and returns it; for a

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 )
 
 // TestTaskErrorsNameTheClientsID: an upstream's error about a task says the
 // client's id of it, in its message and its data, never the upstream's.
 func TestTaskErrorsNameTheClientsID(t *testing.T) {
-	e := &taskEntry{id: "task-0123abcd", upstreamID: "48af24dad088da83"}
+	e := &tasks.Entry{ID: "task-0123abcd", UpstreamID: "48af24dad088da83"}
 	in := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Task 48af24dad088da83 has no result stored",
 		Data: json.RawMessage(`{"taskId":"48af24dad088da83"}`)}
 	out := taskIDsToClient(in, e)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -76,11 +76,11 @@ func present(v []byte) bool {
 }
 
 // beginTask reserves room for the task a task-augmented call may create.
-func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
+func (p *Proxy) beginTask(inv invocation) (*tasks.Reservation, *jsonrpc.Error) {
 	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
-	res, err := p.tasks.reserve(p.session(inv.req.Session).taskOwner(), inv.req.Holder)
+	res, err := p.tasks.Reserve(p.session(inv.req.Session).taskOwner(), inv.req.Holder)
 	if err != nil {
 		return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
 	}
@@ -94,16 +94,16 @@ func (p *Proxy) beginTask(inv invocation) (*reservation, *jsonrpc.Error) {
 // Status notifications of the task that came before the result are
 // delivered to the owner now, in order; the progress token of the call
 // (tp, nil when it had none) stays valid until the task ends.
-func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, inst *upstream.Instance, lease session.Key, timeout timeLimit, raw json.RawMessage) (json.RawMessage, bool) {
-	upID, ok := stringAt(raw, createdTaskIDPath)
+func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server string, inst *upstream.Instance, lease session.Key, timeout timeLimit, raw json.RawMessage) (json.RawMessage, bool) {
+	upID, ok := tasks.StringAt(raw, tasks.CreatedIDPath)
 	if !ok {
 		tp.drop()
 		return raw, false
 	}
-	ttl, hasTTL := taskTTL(rawjson.Member(raw, "task"))
-	s := p.clients.session(res.owner.key)
-	e, err := p.tasks.addHeld(res, &taskEntry{upstreamID: upID, server: server, inst: inst, lease: lease,
-		timeout: timeout, keep: keepFor(ttl, hasTTL)}, func(e *taskEntry, method string, params []byte) {
+	ttl, hasTTL := tasks.TTL(rawjson.Member(raw, "task"))
+	s := p.clients.session(res.Owner.Key)
+	e, err := p.tasks.AddHeld(res, &tasks.Entry{UpstreamID: upID, Server: server, Inst: inst, Lease: lease,
+		Timeout: timeout.d, TimeoutSetting: timeout.setting, Keep: tasks.KeepFor(ttl, hasTTL)}, func(e *tasks.Entry, method string, params []byte) {
 		p.heldNoteOut(s, e, method, params)
 	})
 	if err != nil {
@@ -111,36 +111,22 @@ func (p *Proxy) taskCreated(res *reservation, tp *taskProgress, server string, i
 		p.log.Error("a task could not be recorded; its result goes to the client as the upstream sent it", "server", server, "err", err)
 		return raw, false
 	}
-	out, _ := mapStringAt(raw, createdTaskIDPath, setString(e.id))
-	out = p.relatedToClient(out, inst, e.owner)
-	p.tasks.touch(e, terminal(rawjson.Member(raw, "task")))
+	out, _ := tasks.MapStringAt(raw, tasks.CreatedIDPath, tasks.SetString(e.ID))
+	out = p.relatedToClient(out, inst, e.Owner)
+	p.tasks.Touch(e, tasks.Terminal(rawjson.Member(raw, "task")))
 	tp.attach(e)
 	if rs := p.current().servers[server]; rs != nil && rs.pool.Stateless() {
 		// A shared instance's requests outside any call reach the session
 		// whose task they name.
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
-	p.log.Debug("task created", "server", server, "task", e.id)
-	if p.clients.session(e.owner) == nil {
+	p.log.Debug("task created", "server", server, "task", e.ID)
+	if p.clients.session(e.Owner) == nil {
 		// The session ended while the call ran: its tasks went before this
 		// one was added. It goes the same way.
-		p.tasksEnded(e.own)
+		p.tasksEnded(res.Owner)
 	}
 	return out, true
-}
-
-// taskTTL reads a Task's ttl, in milliseconds; ok is false when there is
-// none or it is null (unlimited).
-func taskTTL(task []byte) (time.Duration, bool) {
-	raw := rawjson.Member(task, "ttl")
-	if raw == nil {
-		return 0, false
-	}
-	ms, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || ms <= 0 || ms > float64(taskMaxKeep/time.Millisecond) {
-		return 0, false
-	}
-	return time.Duration(ms) * time.Millisecond, true
 }
 
 // taskNotFound is the answer for an id that is not the session's task:
@@ -162,12 +148,12 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	if req.Session == nil {
 		return needSession(method)
 	}
-	id, ok := stringAt(req.Msg.Params, taskIDPath)
+	id, ok := tasks.StringAt(req.Msg.Params, tasks.IDPath)
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
-	e, ok := p.tasks.lookup(req.Session.Key(), id)
-	if !ok || !p.admits(req.Profile, e.server) {
+	e, ok := p.tasks.Lookup(req.Session.Key(), id)
+	if !ok || !p.admits(req.Profile, e.Server) {
 		// A task of a server a profile edit took out of the client's
 		// profile is out of its reach, as one that never was.
 		if from := downstream.Resumed(req.Session); from != "" && !ok {
@@ -175,17 +161,17 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		}
 		return taskNotFound(method, id)
 	}
-	params, _ := mapStringAt(req.Msg.Params, taskIDPath, setString(e.upstreamID))
+	params, _ := tasks.MapStringAt(req.Msg.Params, tasks.IDPath, tasks.SetString(e.UpstreamID))
 	// A requestor's related-task _meta is to be ignored here; it is mapped
 	// all the same, so that no aggregator id reaches the upstream.
-	params = p.relatedToUpstream(params, req.Session.Key(), e.inst)
+	params = p.relatedToUpstream(params, req.Session.Key(), e.Inst)
 	var timeout timeLimit
-	if rs := p.current().servers[e.server]; rs != nil {
+	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
 	}
 	if method == "tasks/result" {
 		// It waits for the task to end: the tool's own call timeout.
-		timeout = e.timeout
+		timeout = timeLimit{d: e.Timeout, setting: e.TimeoutSetting}
 	}
 	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, true)
 	switch {
@@ -193,16 +179,16 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		return nil
 	case rpcErr != nil:
 		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
-			p.tasks.remove(e) // the upstream no longer has it
+			p.tasks.Remove(e) // the upstream no longer has it
 		}
 		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
 	}
 	// A result means the task ended; so does a terminal status.
-	p.tasks.touch(e, method == "tasks/result" || terminal(raw))
+	p.tasks.Touch(e, method == "tasks/result" || tasks.Terminal(raw))
 	if method != "tasks/result" {
-		raw, _ = mapStringAt(raw, taskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+		raw, _ = tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	}
-	raw = p.relatedToClient(raw, e.inst, e.owner)
+	raw = p.relatedToClient(raw, e.Inst, e.Owner)
 	return answer(raw)
 }
 
@@ -212,9 +198,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 // to req's stream. respond is false when the client went away and no
 // answer is due. A task whose instance stopped or was replaced is lost,
 // and forgotten.
-func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *taskEntry, method string, params json.RawMessage,
+func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *tasks.Entry, method string, params json.RawMessage,
 	timeout timeLimit, relay bool) (raw json.RawMessage, rpcErr *jsonrpc.Error, respond bool) {
-	inv := invocation{method: method, server: e.server, params: params, key: e.lease, onTask: e, limit: timeout}
+	inv := invocation{method: method, server: e.Server, params: params, key: e.Lease, onTask: e, limit: timeout}
 	if method == "tasks/result" {
 		inv.hint = "the task goes on: poll tasks/get, call tasks/result again, or raise " + timeout.setting
 	}
@@ -238,27 +224,27 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 func (p *Proxy) taskInstance(ctx, callCtx context.Context, rs *runningServer, inv *invocation) (grant *session.Grant, rpcErr *jsonrpc.Error, gone bool) {
 	e := inv.onTask
 	lost := func() (*session.Grant, *jsonrpc.Error, bool) {
-		p.tasks.remove(e)
+		p.tasks.Remove(e)
 		return nil, errorObject(jsonrpc.CodeInvalidParams, "%s: task %q is lost: the instance of server %q that ran it has stopped or was replaced (a restart, a reload, a release of the lease or its recycling), and its tasks with it",
-			inv.method, e.id, e.server), false
+			inv.method, e.ID, e.Server), false
 	}
-	if rs == nil || instanceDone(e.inst) {
+	if rs == nil || instanceDone(e.Inst) {
 		return lost()
 	}
 	if !rs.pool.Stateless() {
 		// Never lease a fresh instance just to learn the task is not there.
-		if inst, ok := rs.pool.Leased(e.lease); !ok || inst != e.inst {
+		if inst, ok := rs.pool.Leased(e.Lease); !ok || inst != e.Inst {
 			return lost()
 		}
 	}
-	grant, err := rs.pool.Acquire(callCtx, e.lease)
+	grant, err := rs.pool.Acquire(callCtx, e.Lease)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, true
 		}
-		return nil, errorObject(codeInternal, "%s: %s", inv.subject(e.server), p.scrub(rs.cfg, err.Error())), false
+		return nil, errorObject(codeInternal, "%s: %s", inv.subject(e.Server), p.scrub(rs.cfg, err.Error())), false
 	}
-	if grant.Instance != e.inst {
+	if grant.Instance != e.Inst {
 		grant.Done()
 		return lost()
 	}
@@ -268,26 +254,16 @@ func (p *Proxy) taskInstance(ctx, callCtx context.Context, rs *runningServer, in
 // taskIDsToClient is an upstream's error about task e with the upstream's
 // id of the task, wherever its text or data names it, replaced by the
 // client's: the client's id tells nothing of the upstream.
-func taskIDsToClient(rpcErr *jsonrpc.Error, e *taskEntry) *jsonrpc.Error {
-	if e.upstreamID == "" {
+func taskIDsToClient(rpcErr *jsonrpc.Error, e *tasks.Entry) *jsonrpc.Error {
+	if e.UpstreamID == "" {
 		return rpcErr
 	}
 	out := *rpcErr
-	out.Message = strings.ReplaceAll(out.Message, e.upstreamID, e.id)
+	out.Message = strings.ReplaceAll(out.Message, e.UpstreamID, e.ID)
 	if len(out.Data) > 0 {
-		out.Data = bytes.ReplaceAll(out.Data, []byte(e.upstreamID), []byte(e.id))
+		out.Data = bytes.ReplaceAll(out.Data, []byte(e.UpstreamID), []byte(e.ID))
 	}
 	return &out
-}
-
-// terminal reports whether a Task object is in a terminal status.
-func terminal(task []byte) bool {
-	status, _ := stringAt(task, []string{"status"})
-	switch status {
-	case "completed", "failed", "cancelled":
-		return true
-	}
-	return false
 }
 
 func instanceDone(inst *upstream.Instance) bool {
@@ -300,7 +276,7 @@ func instanceDone(inst *upstream.Instance) bool {
 }
 
 // tasksList serves tasks/list: the session's own tasks, oldest first, in
-// pages of taskListPage, each with its state as its instance tells it now
+// pages of tasks.ListPage, each with its state as its instance tells it now
 // (tasks/get). A task its upstream no longer has is left out, and forgotten.
 func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 	if req.Session == nil {
@@ -309,11 +285,11 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 	var after uint64
 	if c := cursorOf(req.Msg.Params); c != "" {
 		var ok bool
-		if after, ok = parseTaskCursor(c); !ok {
+		if after, ok = tasks.ParseCursor(c); !ok {
 			return failure(jsonrpc.CodeInvalidParams, "tasks/list: invalid cursor %q: pass a nextCursor of an earlier tasks/list, unchanged", c)
 		}
 	}
-	page, more := p.tasks.page(p.sessions.find(req.Session).taskOwner(), after, taskListPage)
+	page, more := p.tasks.Page(p.sessions.find(req.Session).taskOwner(), after, tasks.ListPage)
 	items := make([]json.RawMessage, len(page))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, taskListConcurrency)
@@ -322,7 +298,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if p.admits(req.Profile, e.server) {
+			if p.admits(req.Profile, e.Server) {
 				items[i] = p.taskState(ctx, req, e)
 			}
 		}()
@@ -346,7 +322,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 	body = append(body, ']')
 	if more {
 		body = append(body, `,"nextCursor":`...)
-		body = rawjson.AppendString(body, taskCursor(page[len(page)-1].seq))
+		body = rawjson.AppendString(body, tasks.Cursor(page[len(page)-1].Seq()))
 	}
 	body = append(body, '}')
 	return answer(body)
@@ -354,12 +330,12 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 
 // taskState asks e's instance for the task's state, for tasks/list; nil
 // when it cannot be had.
-func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskEntry) json.RawMessage {
+func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks.Entry) json.RawMessage {
 	var timeout timeLimit
-	if rs := p.current().servers[e.server]; rs != nil {
+	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
 	}
-	params := rawjson.AppendString([]byte(`{"taskId":`), e.upstreamID)
+	params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 	params = append(params, '}')
 	raw, rpcErr, ok := p.onTaskInstance(ctx, req, e, "tasks/get", params, timeout, false)
 	switch {
@@ -367,18 +343,18 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskE
 		return nil
 	case rpcErr != nil:
 		if rpcErr.Code == jsonrpc.CodeInvalidParams {
-			p.tasks.remove(e)
+			p.tasks.Remove(e)
 			return nil
 		}
-		p.log.Warn("tasks/list leaves out a task whose server did not tell its state", "server", e.server, "task", e.id, "err", rpcErr.Message)
+		p.log.Warn("tasks/list leaves out a task whose server did not tell its state", "server", e.Server, "task", e.ID, "err", rpcErr.Message)
 		return nil
 	}
-	out, ok := mapStringAt(raw, taskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+	out, ok := tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	if !ok {
 		return nil // not a Task of this id: nothing to show
 	}
-	p.tasks.touch(e, terminal(raw))
-	return p.relatedToClient(out, e.inst, e.owner)
+	p.tasks.Touch(e, tasks.Terminal(raw))
+	return p.relatedToClient(out, e.Inst, e.Owner)
 }
 
 // taskStatus delivers an upstream's notifications/tasks/status to the
@@ -391,22 +367,22 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *taskE
 // made the mapping (see taskCreated); bounded by maxHeldStatus per
 // instance and by the life of those calls.
 func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
-	id, ok := stringAt(params, taskIDPath)
+	id, ok := tasks.StringAt(params, tasks.IDPath)
 	if !ok {
 		return
 	}
-	e, _ := p.tasks.noteFor(inst, id, "notifications/tasks/status", params)
+	e, _ := p.tasks.NoteFor(inst, id, "notifications/tasks/status", params)
 	if e == nil {
 		return
 	}
-	s := p.clients.session(e.owner)
+	s := p.clients.session(e.Owner)
 	if s == nil {
 		return
 	}
-	out, _ := mapStringAt(params, taskIDPath, setString(e.id))
-	out = p.relatedToClient(out, inst, e.owner)
-	p.tasks.touch(e, terminal(params))
-	if !p.admits(p.sessionClient(s), e.server) {
+	out, _ := tasks.MapStringAt(params, tasks.IDPath, tasks.SetString(e.ID))
+	out = p.relatedToClient(out, inst, e.Owner)
+	p.tasks.Touch(e, tasks.Terminal(params))
+	if !p.admits(p.sessionClient(s), e.Server) {
 		return
 	}
 	s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: out})
@@ -416,12 +392,12 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 // owner: the upstream's id becomes the aggregator's when it is one of
 // owner's tasks, and is left out of reach (unchanged) otherwise.
 func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner string) []byte {
-	out, _ := mapStringAt(msg, relatedTaskIDPath, func(old string) (string, bool) {
-		e, ok := p.tasks.byUpstream(inst, old)
-		if !ok || e.owner != owner {
+	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
+		e, ok := p.tasks.ByUpstream(inst, old)
+		if !ok || e.Owner != owner {
 			return "", false
 		}
-		return e.id, true
+		return e.ID, true
 	})
 	return out
 }
@@ -429,12 +405,12 @@ func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner strin
 // relatedToUpstream maps the related-task _meta of a message from owner to
 // inst: the aggregator's id becomes the upstream's.
 func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Instance) []byte {
-	out, _ := mapStringAt(msg, relatedTaskIDPath, func(old string) (string, bool) {
-		e, ok := p.tasks.lookup(owner, old)
-		if !ok || e.inst != inst {
+	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
+		e, ok := p.tasks.Lookup(owner, old)
+		if !ok || e.Inst != inst {
 			return "", false
 		}
-		return e.upstreamID, true
+		return e.UpstreamID, true
 	})
 	return out
 }
@@ -450,20 +426,20 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 	}
 	owner := s.Key()
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-		if !rawjson.Mentions(params, relatedTaskKey) {
+		if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
 			return base(ctx, method, params)
 		}
-		if up, ok := stringAt(params, relatedTaskIDPath); ok {
+		if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
 			// Over HTTP the request may overtake the CreateTaskResult of the
 			// task it names: wait for it (bounded), so as to map the id.
 			e, known := p.awaitTask(ctx, inst, up)
-			if known && e.owner != owner {
+			if known && e.Owner != owner {
 				return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
 			}
 			params = p.relatedToClient(params, inst, owner)
 		}
 		result, rpcErr := base(ctx, method, params)
-		if result != nil && rawjson.Mentions(result, relatedTaskKey) {
+		if result != nil && rawjson.Mentions(result, tasks.RelatedTaskKey) {
 			result = p.relatedToUpstream(result, owner, inst)
 		}
 		return result, rpcErr
@@ -477,15 +453,15 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerRequestHandler {
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 		var s downstream.Session
-		if up, ok := stringAt(params, relatedTaskIDPath); ok {
+		if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
 			if e, known := p.awaitTask(ctx, inst, up); known {
-				s = p.clients.session(e.owner)
+				s = p.clients.session(e.Owner)
 			}
 		}
 		if s == nil {
 			return nil, jsonrpc.Errorf(upstream.CodeUnattributed,
 				"server %q: %s cannot be attributed to one downstream session of the aggregator (no request in flight claims it, and it names no live task in _meta[%q]); it was not relayed",
-				inst.Server(), method, relatedTaskKey)
+				inst.Server(), method, tasks.RelatedTaskKey)
 		}
 		return p.relatedTasks(p.sessionRequests(s), inst, s)(ctx, method, params)
 	}
@@ -495,21 +471,21 @@ func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerReques
 // its way to session s (nil: none, and nothing is mapped); a message that
 // names no task is returned as it is, at the cost of one scan.
 func (p *Proxy) relatedOut(msg json.RawMessage, inst *upstream.Instance, s downstream.Session) json.RawMessage {
-	if s == nil || !rawjson.Mentions(msg, relatedTaskKey) {
+	if s == nil || !rawjson.Mentions(msg, tasks.RelatedTaskKey) {
 		return msg
 	}
 	return p.relatedToClient(msg, inst, s.Key())
 }
 
-// awaitTask finds inst's task id, waiting at most taskMappingWait for the
+// awaitTask finds inst's task id, waiting at most tasks.MappingWait for the
 // CreateTaskResult of a task-augmented call running on inst.
-func (p *Proxy) awaitTask(ctx context.Context, inst *upstream.Instance, id string) (*taskEntry, bool) {
-	if e, ok := p.tasks.byUpstream(inst, id); ok {
+func (p *Proxy) awaitTask(ctx context.Context, inst *upstream.Instance, id string) (*tasks.Entry, bool) {
+	if e, ok := p.tasks.ByUpstream(inst, id); ok {
 		return e, true
 	}
-	ctx, cancel := context.WithTimeout(ctx, taskMappingWait)
+	ctx, cancel := context.WithTimeout(ctx, tasks.MappingWait)
 	defer cancel()
-	return p.tasks.await(ctx, inst, id)
+	return p.tasks.Await(ctx, inst, id)
 }
 
 // relatedNote tells where a notification (method, params) of inst that
@@ -519,32 +495,32 @@ func (p *Proxy) awaitTask(ctx context.Context, inst *upstream.Instance, id strin
 // still to come (held true: it was kept, to be delivered with it). A
 // notification that names no task, or one unknown, is neither.
 func (p *Proxy) relatedNote(inst *upstream.Instance, method string, params json.RawMessage) (s downstream.Session, related, held bool) {
-	if !rawjson.Mentions(params, relatedTaskKey) {
+	if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
 		return nil, false, false
 	}
-	up, ok := stringAt(params, relatedTaskIDPath)
+	up, ok := tasks.StringAt(params, tasks.RelatedIDPath)
 	if !ok {
 		return nil, false, false
 	}
-	e, held := p.tasks.noteFor(inst, up, method, params)
+	e, held := p.tasks.NoteFor(inst, up, method, params)
 	if held {
 		return nil, true, true
 	}
 	if e == nil {
 		return nil, false, false
 	}
-	return p.clients.session(e.owner), true, false
+	return p.clients.session(e.Owner), true, false
 }
 
 // heldNoteOut delivers a notification held for task e to its owner s (nil:
 // none), mapped. It runs under the task table's lock: it only queues.
-func (p *Proxy) heldNoteOut(s downstream.Session, e *taskEntry, method string, params []byte) {
+func (p *Proxy) heldNoteOut(s downstream.Session, e *tasks.Entry, method string, params []byte) {
 	out := params
 	if method == "notifications/tasks/status" {
-		out, _ = mapStringAt(out, taskIDPath, setString(e.id))
-		e.ended = e.ended || terminal(params)
+		out, _ = tasks.MapStringAt(out, tasks.IDPath, tasks.SetString(e.ID))
+		e.EndedLocked(tasks.Terminal(params))
 	}
-	out, _ = mapStringAt(out, relatedTaskIDPath, func(old string) (string, bool) { return e.id, old == e.upstreamID })
+	out, _ = tasks.MapStringAt(out, tasks.RelatedIDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	if s == nil {
 		return
 	}
@@ -572,7 +548,7 @@ func (p *Proxy) takesLog(s downstream.Session, level int) bool {
 
 // logLevelOf is the level member of a log message's params.
 func logLevelOf(params []byte) string {
-	level, _ := stringAt(params, []string{"level"})
+	level, _ := tasks.StringAt(params, []string{"level"})
 	return level
 }
 
@@ -601,7 +577,7 @@ type taskProgress struct {
 	inst  *upstream.Instance
 	relay func(params json.RawMessage) // to the call's stream
 	mu    sync.Mutex
-	entry *taskEntry // the task, once created
+	entry *tasks.Entry // the task, once created
 	// release ends the token's registration, from the CreateTaskResult
 	// until attach or drop.
 	release func()
@@ -636,23 +612,23 @@ func (tp *taskProgress) onProgress(params json.RawMessage) {
 // namesUnknownTask reports whether params name, in related-task _meta, a
 // task of the instance that is not mapped yet.
 func (tp *taskProgress) namesUnknownTask(params json.RawMessage) bool {
-	if !rawjson.Mentions(params, relatedTaskKey) {
+	if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
 		return false
 	}
-	up, ok := stringAt(params, relatedTaskIDPath)
+	up, ok := tasks.StringAt(params, tasks.RelatedIDPath)
 	if !ok {
 		return false
 	}
-	_, known := tp.p.tasks.byUpstream(tp.inst, up)
+	_, known := tp.p.tasks.ByUpstream(tp.inst, up)
 	return !known
 }
 
 // toOwner delivers progress of task e to the session that owns it.
-func (tp *taskProgress) toOwner(e *taskEntry, params json.RawMessage) {
-	if !tp.p.tasks.listening(e) {
+func (tp *taskProgress) toOwner(e *tasks.Entry, params json.RawMessage) {
+	if !tp.p.tasks.Listening(e) {
 		return
 	}
-	if s := tp.p.clients.session(e.owner); s != nil {
+	if s := tp.p.clients.session(e.Owner); s != nil {
 		s.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: tp.p.relatedOut(params, tp.inst, s)})
 	}
 }
@@ -660,7 +636,7 @@ func (tp *taskProgress) toOwner(e *taskEntry, params json.RawMessage) {
 // keep is the call's upstream.Call.KeepProgress: a CreateTaskResult keeps
 // the token registered.
 func (tp *taskProgress) keep(result json.RawMessage, release func()) bool {
-	if _, ok := stringAt(result, createdTaskIDPath); !ok {
+	if _, ok := tasks.StringAt(result, tasks.CreatedIDPath); !ok {
 		return false
 	}
 	tp.mu.Lock()
@@ -671,7 +647,7 @@ func (tp *taskProgress) keep(result json.RawMessage, release func()) bool {
 
 // attach makes task e the progress's destination: what was held goes to
 // its owner first, and the kept registration is e's to end.
-func (tp *taskProgress) attach(e *taskEntry) {
+func (tp *taskProgress) attach(e *tasks.Entry) {
 	if tp == nil {
 		return
 	}
@@ -689,7 +665,7 @@ func (tp *taskProgress) attach(e *taskEntry) {
 	tp.early = nil
 	tp.entry = e
 	tp.mu.Unlock()
-	tp.p.tasks.keepProgress(e, release)
+	tp.p.tasks.KeepProgress(e, release)
 }
 
 // drop ends a kept registration that no task took; what was held goes to
@@ -714,16 +690,16 @@ func (tp *taskProgress) drop() {
 // them again, so those on shared instances, which outlive the session, are
 // cancelled there (best effort, off the caller's path); a leased instance
 // ends with its session and its tasks with it.
-func (p *Proxy) tasksEnded(owner *taskOwner) {
+func (p *Proxy) tasksEnded(owner *tasks.Owner) {
 	if owner == nil {
 		return
 	}
-	gone := p.tasks.dropSession(owner)
-	var cancels []*taskEntry
+	gone := p.tasks.DropSession(owner)
+	var cancels []*tasks.Entry
 	st := p.current()
 	for _, e := range gone {
-		rs := st.servers[e.server]
-		if rs == nil || !rs.pool.Stateless() || instanceDone(e.inst) || p.tasks.hasEnded(e) {
+		rs := st.servers[e.Server]
+		if rs == nil || !rs.pool.Stateless() || instanceDone(e.Inst) || p.tasks.HasEnded(e) {
 			continue
 		}
 		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) {
@@ -737,10 +713,10 @@ func (p *Proxy) tasksEnded(owner *taskOwner) {
 	go func() {
 		for _, e := range cancels {
 			ctx, cancel := context.WithTimeout(p.life, taskCancelOnCloseTimeout)
-			params := rawjson.AppendString([]byte(`{"taskId":`), e.upstreamID)
-			_, err := e.inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
+			params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
+			_, err := e.Inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
 			cancel()
-			p.log.Debug("task of an ended session cancelled", "server", e.server, "task", e.id, "err", err)
+			p.log.Debug("task of an ended session cancelled", "server", e.Server, "task", e.ID, "err", err)
 		}
 	}()
 }

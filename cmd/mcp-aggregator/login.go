@@ -23,14 +23,23 @@ import (
 // login runs the OAuth authorization code flow for one server of the config
 // and stores the tokens where a running aggregator picks them up.
 func login(args []string, stdout, stderr io.Writer) int {
-	var noBrowser *bool
+	var noBrowser, printDoc *bool
 	var timeout *time.Duration
 	id, srv, store, code := oauthCommand("login", args, stdout, stderr, func(fs *flag.FlagSet) {
 		noBrowser = fs.Bool("no-browser", false, "print the authorization URL only; do not open a browser")
 		timeout = fs.Duration("timeout", oauth.DefaultLoginTimeout, "how long to wait for the browser to come back")
+		printDoc = fs.Bool("client-metadata", false, "print the client ID metadata document of the server's login, to host at its oauth.client_id_url, and exit")
 	})
 	if srv == nil {
 		return code
+	}
+	if *printDoc {
+		if srv.Auth.ClientIDURL == "" {
+			fmt.Fprintf(stderr, "login: server %q has no client ID metadata document URL; set oauth.client_id_url (or the server's auth.client_id_url) to the public https URL it is to be served at\n", id)
+			return 1
+		}
+		_, _ = stdout.Write(oauth.ClientMetadata(srv.Auth.ClientIDURL, srv.Auth.ClientName))
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

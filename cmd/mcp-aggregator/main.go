@@ -43,7 +43,9 @@ Usage:
                                                            TENEX, HoloDeck, chatagent) as mcp-aggregator YAML
   mcp-aggregator login SERVER [--config FILE]... [--no-browser]
                                                            log in to a server with auth: {type: oauth}; the
-                                                           tokens are kept in the user's config directory
+                                                           tokens are kept in the user's config directory;
+                                                           --client-metadata prints the client ID metadata
+                                                           document to host at oauth.client_id_url instead
   mcp-aggregator logout SERVER [--config FILE]...          remove the stored tokens of SERVER
   mcp-aggregator version                                   print the version, commit and Go version (also --version)
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/gateway"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/memtrim"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
+	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
@@ -189,6 +191,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var gwAuth *gateway.Access // likewise; nil on stdio
 	var drain *gateway.Drainer // likewise; nil on stdio
 	upAuth := newUpstreamAuth(ctx, &c, log)
+	// The client ID metadata documents of the config, which the HTTP
+	// gateway serves; kept up to date on stdio too, where none is served.
+	clientDocs := &oauth.ClientDocuments{}
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
@@ -211,6 +216,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		},
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.onWorkspace(ctx, ws)
+			if docs := ws.ClientIDURLs(); clientDocs.Set(docs) && *httpAddr != "" {
+				urls := make([]string, 0, len(docs))
+				for u := range docs {
+					urls = append(urls, u)
+				}
+				sort.Strings(urls)
+				log.Info("serving the client ID metadata documents of upstream logins at their paths", "urls", urls)
+			}
 			if gwAuth != nil {
 				gwAuth.Apply(ws)
 			}
@@ -286,7 +299,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.callback(),
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.callback(), ClientMetadata: clientDocs,
 		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 

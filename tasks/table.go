@@ -1,4 +1,4 @@
-package proxy
+package tasks
 
 import (
 	"context"
@@ -22,25 +22,25 @@ import (
 // than taskMaxKeep, which also applies to a task without a ttl.
 const (
 	maxTasks           = 10000 // across all sessions
-	maxSessionTasks    = 1000  // per downstream session
+	MaxSessionTasks    = 1000  // per downstream session
 	taskGrace          = time.Minute
 	taskMaxKeep        = 24 * time.Hour
-	taskListPage       = 50 // tasks per tasks/list page
+	ListPage           = 50 // tasks per tasks/list page
 	maxTaskCursor      = 64 // bytes of a tasks/list cursor
 	taskSweepEvery     = 10 * time.Second
 	taskIDRandomLength = 16 // bytes of randomness in an aggregator task id
 	// maxHeldStatus bounds the notifications held per instance for tasks
 	// whose CreateTaskResult has not arrived yet.
 	maxHeldStatus = 64
-	// taskMappingWait bounds how long an upstream's request that names a
+	// MappingWait bounds how long an upstream's request that names a
 	// task not known yet waits for the CreateTaskResult that maps it.
-	taskMappingWait = 10 * time.Second
+	MappingWait = 10 * time.Second
 )
 
 // errTasksFull is why a task-augmented call is refused before it is sent.
 var errTasksFull = errors.New("task table full")
 
-// taskTable maps the task ids the aggregator gives its clients to the
+// Table maps the task ids the aggregator gives its clients to the
 // upstream tasks behind them: which instance of which server runs each, and
 // which downstream session may see it. Two upstreams may use the same task
 // id; the aggregator's ids are random and never repeat, and say nothing
@@ -48,12 +48,12 @@ var errTasksFull = errors.New("task table full")
 //
 // The table holds the indexes that span sessions (by the aggregator's id,
 // by instance and upstream id) and the overall caps; each session's own
-// tasks, and their count, are on its Session (taskOwner), guarded by the
+// tasks, and their count, are on its proxy Session (Owner), guarded by the
 // table's mu.
-type taskTable struct {
+type Table struct {
 	mu   sync.Mutex
-	byID map[string]*taskEntry
-	byUp map[upstreamTask]*taskEntry
+	byID map[string]*Entry
+	byUp map[upstreamTask]*Entry
 	// perClient counts tasks and reservations per client (fairshare.Of),
 	// so that the sessions of one client cannot fill the table.
 	perClient fairshare.Shares
@@ -76,18 +76,18 @@ type taskTable struct {
 // CreateTaskResult (over HTTP, on another stream than the result, or from
 // an upstream that announces a task before answering).
 type heldNote struct {
-	upstreamID string
+	UpstreamID string
 	method     string
 	params     []byte
 }
 
-// taskOwner is what a downstream session owns of the task table: its tasks
-// and reservations. It lives on the session's Session; every field is
-// guarded by the task table's mu.
-type taskOwner struct {
-	key   string                // the downstream session key
-	n     int                   // tasks and reservations
-	tasks map[string]*taskEntry // by the aggregator's id
+// Owner is what a downstream session owns of the task table: its tasks
+// and reservations. It lives on the session's Session in the proxy; every
+// field but Key, which never changes, is guarded by the task table's mu.
+type Owner struct {
+	Key   string            // the downstream session key
+	n     int               // tasks and reservations
+	tasks map[string]*Entry // by the aggregator's id
 }
 
 // upstreamTask names a task as its upstream knows it.
@@ -96,81 +96,92 @@ type upstreamTask struct {
 	id   string
 }
 
-// taskEntry is one mapped task. Its fields other than expires never change.
-type taskEntry struct {
-	id         string // the aggregator's id, as clients see it
-	upstreamID string
-	owner      string // downstream session key
-	own        *taskOwner
+// Entry is one mapped task. Its fields other than expires never change.
+type Entry struct {
+	ID         string // the aggregator's id, as clients see it
+	UpstreamID string
+	Owner      string // downstream session key
+	own        *Owner
 	holder     string // the owner's client, for the table's per-client share
-	server     string
-	inst       *upstream.Instance
-	lease      session.Key
-	// timeout bounds a tasks/result that waits for the task: the tool's
-	// call timeout.
-	timeout timeLimit
-	seq     uint64 // creation order, for tasks/list pages
-	keep    time.Duration
-	expires time.Time // guarded by the table's mu
-	ended   bool      // last heard of in a terminal status; guarded by the table's mu
+	Server     string
+	Inst       *upstream.Instance
+	Lease      session.Key
+	// Timeout bounds a tasks/result that waits for the task: the tool's
+	// call timeout, and TimeoutSetting the setting that set it.
+	Timeout        time.Duration
+	TimeoutSetting string
+	seq            uint64 // creation order, for tasks/list pages
+	Keep           time.Duration
+	expires        time.Time // guarded by the table's mu
+	ended          bool      // last heard of in a terminal status; guarded by the table's mu
 	// progressDone ends the registration of the progress token of the call
 	// that created the task, which stays valid until the task ends; nil
 	// when there is none or it ended. Guarded by the table's mu.
 	progressDone func()
 }
 
-func (t *taskTable) clock() time.Time {
+// Seq is the task's creation order, for tasks/list cursors (Cursor).
+func (e *Entry) Seq() uint64 { return e.seq }
+
+// EndedLocked notes that e was last heard of in a terminal status when
+// ended is true. Only a deliver function of AddHeld, which runs under the
+// table's lock, calls it.
+func (e *Entry) EndedLocked(ended bool) {
+	e.ended = e.ended || ended
+}
+
+func (t *Table) clock() time.Time {
 	if t.now != nil {
 		return t.now()
 	}
 	return time.Now()
 }
 
-func (t *taskTable) init() {
+func (t *Table) init() {
 	if t.byID == nil {
-		t.byID = map[string]*taskEntry{}
-		t.byUp = map[upstreamTask]*taskEntry{}
+		t.byID = map[string]*Entry{}
+		t.byUp = map[upstreamTask]*Entry{}
 	}
 }
 
-// keepFor is how long a task is kept after it was last heard of, given the
+// KeepFor is how long a task is kept after it was last heard of, given the
 // ttl its upstream reported (ok false: none, or null for unlimited).
-func keepFor(ttl time.Duration, ok bool) time.Duration {
+func KeepFor(ttl time.Duration, ok bool) time.Duration {
 	if !ok || ttl <= 0 || ttl > taskMaxKeep-taskGrace {
 		return taskMaxKeep
 	}
 	return ttl + taskGrace
 }
 
-// limitPerClient sets how many tasks one client (fairshare.Of) may hold
+// LimitPerClient sets how many tasks one client (fairshare.Of) may hold
 // across its sessions (--max-tasks-per-client; 0: no cap of its own).
-func (t *taskTable) limitPerClient(n int) {
+func (t *Table) LimitPerClient(n int) {
 	t.perClient.What, t.perClient.Setting = "tasks", "--max-tasks-per-client"
 	t.perClient.Frees = "wait until some expire (their ttl), or end its sessions that hold tasks it no longer needs"
 	t.perClient.SetMax(n)
 }
 
-// reservation is room held for one task of owner.
-type reservation struct {
-	owner  *taskOwner
+// Reservation is room held for one task of owner.
+type Reservation struct {
+	Owner  *Owner
 	holder string
 	ended  bool // added or released; guarded by the table's mu
 }
 
-// reserve holds room for one task of owner, a session of holder's, before
+// Reserve holds room for one task of owner, a session of holder's, before
 // its call is sent, so that an upstream never creates a task the table then
-// has no room for. The reservation ends with add or with release.
-func (t *taskTable) reserve(owner *taskOwner, holder string) (*reservation, error) {
+// has no room for. The reservation ends with Add or with Release.
+func (t *Table) Reserve(owner *Owner, holder string) (*Reservation, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
 	t.sweepLocked(false)
-	if owner.n >= maxSessionTasks || len(t.byID)+t.pending >= maxTasks || t.perClient.Full(holder) {
+	if owner.n >= MaxSessionTasks || len(t.byID)+t.pending >= maxTasks || t.perClient.Full(holder) {
 		t.sweepLocked(true)
 	}
 	switch {
-	case owner.n >= maxSessionTasks:
-		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, maxSessionTasks)
+	case owner.n >= MaxSessionTasks:
+		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, MaxSessionTasks)
 	case t.perClient.Full(holder):
 		return nil, fmt.Errorf("%w: %w", errTasksFull, t.perClient.Take(holder))
 	case len(t.byID)+t.pending >= maxTasks:
@@ -179,12 +190,12 @@ func (t *taskTable) reserve(owner *taskOwner, holder string) (*reservation, erro
 	_ = t.perClient.Take(holder) // not Full, under the table's lock: it takes
 	t.pending++
 	owner.n++
-	return &reservation{owner: owner, holder: holder}, nil
+	return &Reservation{Owner: owner, holder: holder}, nil
 }
 
-// release gives back a reservation that was not added; after add it does
+// Release gives back a reservation that was not added; after Add it does
 // nothing.
-func (t *taskTable) release(r *reservation) {
+func (t *Table) Release(r *Reservation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.ended {
@@ -192,25 +203,25 @@ func (t *taskTable) release(r *reservation) {
 	}
 	r.ended = true
 	t.pending--
-	t.decLocked(r.owner)
+	t.decLocked(r.Owner)
 	t.perClient.Give(r.holder)
 }
 
-func (t *taskTable) decLocked(owner *taskOwner) {
+func (t *Table) decLocked(owner *Owner) {
 	owner.n--
 }
 
-// add records e, owned by r's owner, in place of the reservation r. An
+// Add records e, owned by r's owner, in place of the reservation r. An
 // upstream id its instance used before now names the new task.
-func (t *taskTable) add(r *reservation, e *taskEntry) (*taskEntry, error) {
-	return t.addHeld(r, e, nil)
+func (t *Table) Add(r *Reservation, e *Entry) (*Entry, error) {
+	return t.AddHeld(r, e, nil)
 }
 
-// addHeld is add, and hands deliver, in the order they came, the status
+// AddHeld is add, and hands deliver, in the order they came, the status
 // notifications held for the new task, before any later one can be found
 // (deliver runs under the table's lock: it must only queue, and must not
 // call the table).
-func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEntry, method string, params []byte)) (*taskEntry, error) {
+func (t *Table) AddHeld(r *Reservation, e *Entry, deliver func(e *Entry, method string, params []byte)) (*Entry, error) {
 	id, err := newTaskID()
 	if err != nil {
 		return nil, err
@@ -227,43 +238,43 @@ func (t *taskTable) addHeld(r *reservation, e *taskEntry, deliver func(e *taskEn
 		}
 	}
 	t.seq++
-	e.id, e.seq, e.owner, e.own, e.holder = id, t.seq, r.owner.key, r.owner, r.holder
-	e.expires = t.clock().Add(e.keep)
-	if old := t.byUp[upstreamTask{e.inst, e.upstreamID}]; old != nil {
+	e.ID, e.seq, e.Owner, e.own, e.holder = id, t.seq, r.Owner.Key, r.Owner, r.holder
+	e.expires = t.clock().Add(e.Keep)
+	if old := t.byUp[upstreamTask{e.Inst, e.UpstreamID}]; old != nil {
 		t.removeLocked(old)
 	}
 	// The reservation becomes the entry: the owner's count stays.
 	r.ended = true
 	t.pending--
 	t.byID[id] = e
-	if r.owner.tasks == nil {
-		r.owner.tasks = map[string]*taskEntry{}
+	if r.Owner.tasks == nil {
+		r.Owner.tasks = map[string]*Entry{}
 	}
-	r.owner.tasks[id] = e
-	t.byUp[upstreamTask{e.inst, e.upstreamID}] = e
-	if list := t.held[e.inst]; len(list) > 0 {
+	r.Owner.tasks[id] = e
+	t.byUp[upstreamTask{e.Inst, e.UpstreamID}] = e
+	if list := t.held[e.Inst]; len(list) > 0 {
 		kept := list[:0]
 		for _, h := range list {
-			if h.upstreamID != e.upstreamID {
+			if h.UpstreamID != e.UpstreamID {
 				kept = append(kept, h)
 			} else if deliver != nil {
 				deliver(e, h.method, h.params)
 			}
 		}
 		clear(list[len(kept):])
-		t.held[e.inst] = kept
+		t.held[e.Inst] = kept
 	}
 	t.changedLocked()
 	return e, nil
 }
 
-// lookup finds owner's task id. Another session's task, an expired one and
+// Lookup finds owner's task id. Another session's task, an expired one and
 // one that never was are alike: not found.
-func (t *taskTable) lookup(owner, id string) (*taskEntry, bool) {
+func (t *Table) Lookup(owner, id string) (*Entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byID[id]
-	if e == nil || e.owner != owner {
+	if e == nil || e.Owner != owner {
 		return nil, false
 	}
 	if !t.clock().Before(e.expires) {
@@ -273,8 +284,8 @@ func (t *taskTable) lookup(owner, id string) (*taskEntry, bool) {
 	return e, true
 }
 
-// byUpstream finds the entry for a task an instance named.
-func (t *taskTable) byUpstream(inst *upstream.Instance, id string) (*taskEntry, bool) {
+// ByUpstream finds the entry for a task an instance named.
+func (t *Table) ByUpstream(inst *upstream.Instance, id string) (*Entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byUp[upstreamTask{inst, id}]
@@ -284,13 +295,13 @@ func (t *taskTable) byUpstream(inst *upstream.Instance, id string) (*taskEntry, 
 	return e, true
 }
 
-// touch says the task was just heard of, ended (in a terminal status) or
+// Touch says the task was just heard of, ended (in a terminal status) or
 // not: it is kept for keep from now.
-func (t *taskTable) touch(e *taskEntry, ended bool) {
+func (t *Table) Touch(e *Entry, ended bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byID[e.id] == e {
-		e.expires = t.clock().Add(e.keep)
+	if t.byID[e.ID] == e {
+		e.expires = t.clock().Add(e.Keep)
 		e.ended = e.ended || ended
 		if e.ended {
 			e.endProgressLocked()
@@ -299,20 +310,20 @@ func (t *taskTable) touch(e *taskEntry, ended bool) {
 }
 
 // endProgressLocked ends the task's progress token registration, if any.
-func (e *taskEntry) endProgressLocked() {
+func (e *Entry) endProgressLocked() {
 	if e.progressDone != nil {
 		e.progressDone()
 		e.progressDone = nil
 	}
 }
 
-// keepProgress hands e the end of its creating call's progress token
+// KeepProgress hands e the end of its creating call's progress token
 // registration, which it ends when the task ends or is forgotten; at once
 // when that has already happened. It reports whether e still listens.
-func (t *taskTable) keepProgress(e *taskEntry, done func()) bool {
+func (t *Table) KeepProgress(e *Entry, done func()) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byID[e.id] != e || e.ended || !t.clock().Before(e.expires) {
+	if t.byID[e.ID] != e || e.ended || !t.clock().Before(e.expires) {
 		done()
 		return false
 	}
@@ -320,12 +331,12 @@ func (t *taskTable) keepProgress(e *taskEntry, done func()) bool {
 	return true
 }
 
-// listening reports whether progress of e's creating call is still due to
+// Listening reports whether progress of e's creating call is still due to
 // its owner: the task is known, alive and not ended.
-func (t *taskTable) listening(e *taskEntry) bool {
+func (t *Table) Listening(e *Entry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byID[e.id] != e || e.ended {
+	if t.byID[e.ID] != e || e.ended {
 		return false
 	}
 	if !t.clock().Before(e.expires) {
@@ -335,9 +346,9 @@ func (t *taskTable) listening(e *taskEntry) bool {
 	return true
 }
 
-// expect says a task-augmented call runs on inst until done is called:
+// Expect says a task-augmented call runs on inst until done is called:
 // status notifications for tasks not yet known are held meanwhile.
-func (t *taskTable) expect(inst *upstream.Instance) (done func()) {
+func (t *Table) Expect(inst *upstream.Instance) (done func()) {
 	t.mu.Lock()
 	if t.expecting == nil {
 		t.expecting = map[*upstream.Instance]int{}
@@ -357,17 +368,17 @@ func (t *taskTable) expect(inst *upstream.Instance) (done func()) {
 }
 
 // changedLocked wakes what waits for a mapping.
-func (t *taskTable) changedLocked() {
+func (t *Table) changedLocked() {
 	if t.changed != nil {
 		close(t.changed)
 		t.changed = nil
 	}
 }
 
-// await finds inst's task id, waiting for its CreateTaskResult while a
+// Await finds inst's task id, waiting for its CreateTaskResult while a
 // task-augmented call runs on inst, until ctx ends; false when the task is
 // not known and no such call runs.
-func (t *taskTable) await(ctx context.Context, inst *upstream.Instance, id string) (*taskEntry, bool) {
+func (t *Table) Await(ctx context.Context, inst *upstream.Instance, id string) (*Entry, bool) {
 	for {
 		t.mu.Lock()
 		if e := t.byUp[upstreamTask{inst, id}]; e != nil && t.clock().Before(e.expires) {
@@ -391,10 +402,10 @@ func (t *taskTable) await(ctx context.Context, inst *upstream.Instance, id strin
 	}
 }
 
-// noteFor finds the entry a notification of inst names (method, params);
+// NoteFor finds the entry a notification of inst names (method, params);
 // when there is none yet and a task-augmented call runs on inst, the
 // notification is held (held true) for the CreateTaskResult to come.
-func (t *taskTable) noteFor(inst *upstream.Instance, id, method string, params []byte) (e *taskEntry, held bool) {
+func (t *Table) NoteFor(inst *upstream.Instance, id, method string, params []byte) (e *Entry, held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := t.byUp[upstreamTask{inst, id}]; e != nil && t.clock().Before(e.expires) {
@@ -403,42 +414,42 @@ func (t *taskTable) noteFor(inst *upstream.Instance, id, method string, params [
 	if t.expecting[inst] == 0 || len(t.held[inst]) >= maxHeldStatus {
 		return nil, false
 	}
-	t.held[inst] = append(t.held[inst], heldNote{upstreamID: id, method: method, params: append([]byte(nil), params...)})
+	t.held[inst] = append(t.held[inst], heldNote{UpstreamID: id, method: method, params: append([]byte(nil), params...)})
 	return nil, true
 }
 
-// hasEnded reports whether e was last heard of in a terminal status.
-func (t *taskTable) hasEnded(e *taskEntry) bool {
+// HasEnded reports whether e was last heard of in a terminal status.
+func (t *Table) HasEnded(e *Entry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return e.ended
 }
 
-// remove forgets a task.
-func (t *taskTable) remove(e *taskEntry) {
+// Remove forgets a task.
+func (t *Table) Remove(e *Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byID[e.id] == e {
+	if t.byID[e.ID] == e {
 		t.removeLocked(e)
 	}
 }
 
-func (t *taskTable) removeLocked(e *taskEntry) {
+func (t *Table) removeLocked(e *Entry) {
 	e.endProgressLocked()
-	delete(t.byID, e.id)
-	delete(e.own.tasks, e.id)
-	if t.byUp[upstreamTask{e.inst, e.upstreamID}] == e {
-		delete(t.byUp, upstreamTask{e.inst, e.upstreamID})
+	delete(t.byID, e.ID)
+	delete(e.own.tasks, e.ID)
+	if t.byUp[upstreamTask{e.Inst, e.UpstreamID}] == e {
+		delete(t.byUp, upstreamTask{e.Inst, e.UpstreamID})
 	}
 	t.decLocked(e.own)
 	t.perClient.Give(e.holder)
 }
 
-// dropSession forgets every task of owner and returns them.
-func (t *taskTable) dropSession(owner *taskOwner) []*taskEntry {
+// DropSession forgets every task of owner and returns them.
+func (t *Table) DropSession(owner *Owner) []*Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]*taskEntry, 0, len(owner.tasks))
+	out := make([]*Entry, 0, len(owner.tasks))
 	for _, e := range owner.tasks {
 		out = append(out, e)
 	}
@@ -448,16 +459,16 @@ func (t *taskTable) dropSession(owner *taskOwner) []*taskEntry {
 	return out
 }
 
-// page returns up to n of owner's live tasks created after the one with
+// Page returns up to n of owner's live tasks created after the one with
 // sequence number after, oldest first, and whether more follow.
-func (t *taskTable) page(owner *taskOwner, after uint64, n int) ([]*taskEntry, bool) {
+func (t *Table) Page(owner *Owner, after uint64, n int) ([]*Entry, bool) {
 	if owner == nil {
 		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock()
-	var mine []*taskEntry
+	var mine []*Entry
 	for _, e := range owner.tasks {
 		if e.seq > after && now.Before(e.expires) {
 			mine = append(mine, e)
@@ -472,7 +483,7 @@ func (t *taskTable) page(owner *taskOwner, after uint64, n int) ([]*taskEntry, b
 
 // sweepLocked forgets expired tasks, at most every taskSweepEvery unless
 // forced.
-func (t *taskTable) sweepLocked(force bool) {
+func (t *Table) sweepLocked(force bool) {
 	now := t.clock()
 	if !force && now.Before(t.nextSweep) {
 		return
@@ -485,8 +496,8 @@ func (t *taskTable) sweepLocked(force bool) {
 	}
 }
 
-// len is how many tasks the table holds.
-func (t *taskTable) len() int {
+// Len is how many tasks the table holds.
+func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.byID)
@@ -502,14 +513,14 @@ func newTaskID() (string, error) {
 	return "task-" + hex.EncodeToString(b[:]), nil
 }
 
-// taskCursor renders the position after a tasks/list page. Clients treat
+// Cursor renders the position after a tasks/list page. Clients treat
 // it as opaque; it is the sequence number of the page's last task.
-func taskCursor(seq uint64) string {
+func Cursor(seq uint64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("tasks:" + strconv.FormatUint(seq, 10)))
 }
 
-// parseTaskCursor reads a cursor taskCursor made.
-func parseTaskCursor(c string) (uint64, bool) {
+// ParseCursor reads a cursor Cursor made.
+func ParseCursor(c string) (uint64, bool) {
 	if len(c) > maxTaskCursor {
 		return 0, false
 	}

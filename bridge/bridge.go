@@ -1,4 +1,4 @@
-package proxy
+package bridge
 
 import (
 	"context"
@@ -50,8 +50,27 @@ const (
 // errTooManyInputs fails an upstream request beyond maxOpenInputs.
 var errTooManyInputs = errors.New("too many requests of the upstream await the client's answers in this call")
 
-// bridge is the table of held exchanges.
-type bridge struct {
+// Config is what the bridge asks of the server it serves for.
+type Config struct {
+	// Hold is how long an exchange waits for its client's retry.
+	Hold time.Duration
+	// CallerOf is the identity a requestState is bound to.
+	CallerOf func(req *downstream.Request) string
+	// Undeclared is the refusal of an upstream request (method, params)
+	// that the client request waiting now (waiter) did not declare the
+	// capability for; nil when it did.
+	Undeclared func(waiter *downstream.Request, method string, params json.RawMessage) *jsonrpc.Error
+	// WantsLog reports whether the client request waiting takes a log
+	// message with params.
+	WantsLog func(waiter *downstream.Request, params json.RawMessage) bool
+	// Caller is what the upstream requests of a held request's run see of
+	// it (its log level, where its log messages go).
+	Caller func(held *downstream.Request, level string) upstream.Caller
+}
+
+// Bridge is the table of held exchanges. Init makes it ready.
+type Bridge struct {
+	cfg       Config
 	codec     *requeststate.Codec // nil: no key could be made; the bridge refuses
 	hold      time.Duration
 	mu        sync.Mutex
@@ -63,8 +82,10 @@ type bridge struct {
 // errBridgeClosed refuses to hold a request while the aggregator stops.
 var errBridgeClosed = errors.New("the aggregator is stopping: a request that awaits input cannot be held for a retry; send it again once the aggregator is back")
 
-func (b *bridge) init() error {
-	b.hold = serverRequestTimeout
+// Init makes the bridge ready to hold requests as cfg says.
+func (b *Bridge) Init(cfg Config) error {
+	b.cfg = cfg
+	b.hold = cfg.Hold
 	b.held = map[requeststate.Nonce]*exchange{}
 	b.perCaller = map[string]int{}
 	codec, err := requeststate.New()
@@ -77,6 +98,7 @@ func (b *bridge) init() error {
 
 // exchange is one request held open across a client's rounds.
 type exchange struct {
+	cfg     *Config // the bridge's
 	id      requeststate.Nonce
 	caller  string
 	callerD requeststate.Digest
@@ -105,10 +127,10 @@ type inputAsk struct {
 	answer chan *jsonrpc.Message // buffered for the one answer: the client's result, or a refusal
 }
 
-// bridgeable reports whether a request is served through the bridge: the
+// Bridgeable reports whether a request is served through the bridge: the
 // requests protocol 2026-07-28 allows input_required on, from a client of
 // that generation.
-func bridgeable(req *downstream.Request) bool {
+func Bridgeable(req *downstream.Request) bool {
 	if !protocol.Modern(req.Protocol) {
 		return false
 	}
@@ -119,16 +141,15 @@ func bridgeable(req *downstream.Request) bool {
 	return false
 }
 
-// bridged serves req with serve, through the bridge when the request is
+// Serve serves req with serve, through the bridge when the request is
 // bridgeable: a retry carrying a requestState of the aggregator's continues
 // its exchange; any other request starts one (a requestState that is not
 // the aggregator's belongs to an upstream of the same generation and goes
 // to it with the request).
-func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func(context.Context, *downstream.Request) *jsonrpc.Message) *jsonrpc.Message {
-	if !bridgeable(req) {
+func (b *Bridge) Serve(ctx context.Context, req *downstream.Request, serve func(context.Context, *downstream.Request) *jsonrpc.Message) *jsonrpc.Message {
+	if !Bridgeable(req) {
 		return serve(ctx, req)
 	}
-	b := &p.bridge
 	if state, ok := rawjson.String(rawjson.Member(req.Msg.Params, "requestState")); ok && len(state) >= len(requeststate.Prefix) &&
 		state[:len(requeststate.Prefix)] == requeststate.Prefix {
 		return b.resume(ctx, req, state)
@@ -136,12 +157,12 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 	if b.codec == nil {
 		return serve(ctx, req)
 	}
-	caller := callerOf(req)
+	caller := b.cfg.CallerOf(req)
 	digest, err := requeststate.RequestDigest(req.Msg.Method, req.Msg.Params)
 	if err != nil {
-		return failure(jsonrpc.CodeInvalidParams, "%s: %v", req.Msg.Method, err)
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%s: %v", req.Msg.Method, err))
 	}
-	x := &exchange{id: requeststate.NewNonce(), caller: caller, callerD: requeststate.CallerDigest(caller), request: digest,
+	x := &exchange{cfg: &b.cfg, id: requeststate.NewNonce(), caller: caller, callerD: requeststate.CallerDigest(caller), request: digest,
 		final: make(chan *jsonrpc.Message, 1), wake: make(chan struct{}, 1)}
 	// The run outlives this request when the upstream asks for input: it
 	// keeps ctx's values, not its end. Ending it is the exchange's to do.
@@ -158,7 +179,7 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 	if c := upstream.CallerOf(ctx); c != nil {
 		level = c.LogLevel()
 	}
-	runCtx = upstream.WithCaller(runCtx, &requestCaller{p: p, req: &held, level: level})
+	runCtx = upstream.WithCaller(runCtx, b.cfg.Caller(&held, level))
 	x.attach(req) // before the run starts: its first progress finds req
 	go func() {
 		resp := serve(runCtx, &held)
@@ -175,16 +196,9 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 	return b.await(ctx, req, x)
 }
 
-// callerOf is the identity a requestState is bound to: the lease key, which
-// is what the caller's upstream instances are chosen by.
-func callerOf(req *downstream.Request) string {
-	key, _ := LeaseKeyOf(req, req.Meta()) // the client's own: another client cannot resume it
-	return key.String()
-}
-
 // await waits, for the client request req, for the exchange's response or
 // for upstream requests to show the client.
-func (b *bridge) await(ctx context.Context, req *downstream.Request, x *exchange) *jsonrpc.Message {
+func (b *Bridge) await(ctx context.Context, req *downstream.Request, x *exchange) *jsonrpc.Message {
 	x.attach(req)
 	for {
 		select {
@@ -212,10 +226,10 @@ func (b *bridge) await(ctx context.Context, req *downstream.Request, x *exchange
 // ended is the response to the client request waiting when the run ended.
 // A run the bridge cancelled (its hold ran out as the retry arrived) has no
 // response of its own; the client still gets one.
-func (b *bridge) ended(x *exchange, resp *jsonrpc.Message) *jsonrpc.Message {
+func (b *Bridge) ended(x *exchange, resp *jsonrpc.Message) *jsonrpc.Message {
 	b.remove(x)
 	if resp == nil {
-		return failure(codeInternal, "the request was released before it completed: no retry came within %s; send it again", b.hold)
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the request was released before it completed: no retry came within %s; send it again", b.hold))
 	}
 	return resp
 }
@@ -223,12 +237,12 @@ func (b *bridge) ended(x *exchange, resp *jsonrpc.Message) *jsonrpc.Message {
 // round answers the waiting client with input_required when upstream
 // requests await its answers, and starts the hold; ok is false when there
 // are none.
-func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
+func (b *Bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	x.mu.Lock()
 	for _, a := range x.queued {
 		// Capabilities are the request's own in this generation: the
 		// client waiting now is asked only for what it declares now.
-		if refusal := undeclared(x.waiter, a); refusal != nil {
+		if refusal := x.undeclared(a); refusal != nil {
 			a.answer <- &jsonrpc.Message{Error: refusal}
 			continue
 		}
@@ -247,13 +261,13 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 		x.mu.Unlock()
 		x.cancel()
 		b.remove(x)
-		return failure(codeInternal, "%v", errBridgeClosed), true
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", errBridgeClosed)), true
 	}
 	if !x.registered {
 		if err := b.register(x); err != nil {
 			x.mu.Unlock()
 			x.cancel()
-			return failure(codeInternal, "%v", err), true
+			return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "%v", err)), true
 		}
 		x.registered = true
 	}
@@ -262,7 +276,7 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 		x.mu.Unlock()
 		x.cancel()
 		b.remove(x)
-		return failure(codeInternal, "the upstream asked for input more than %d times in one request; the request was cancelled", maxBridgeRounds), true
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the upstream asked for input more than %d times in one request; the request was cancelled", maxBridgeRounds)), true
 	}
 	x.nonce = requeststate.NewNonce()
 	state := b.codec.Seal(requeststate.Claims{Exchange: x.id, Round: x.round, Nonce: x.nonce,
@@ -279,22 +293,14 @@ func (b *bridge) round(x *exchange) (*jsonrpc.Message, bool) {
 	return &jsonrpc.Message{Result: body}, true
 }
 
-// undeclared is the refusal of an upstream request that the client
+// undeclared is the refusal of the upstream request a that the client
 // request waiting now did not declare the capability for (nil when it
 // did, or when none waits).
-func undeclared(waiter *downstream.Request, a *inputAsk) *jsonrpc.Error {
-	if waiter == nil {
+func (x *exchange) undeclared(a *inputAsk) *jsonrpc.Error {
+	if x.waiter == nil {
 		return nil
 	}
-	caps := waiter.ClientCapabilities
-	need := capabilityOf(a.method)
-	switch {
-	case need != "" && !declares(caps, need):
-		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client's retry did not declare the %s capability; %s cannot be relayed to it", need, a.method)
-	case a.method == "elicitation/create" && urlMode(a.params) && !declaresURLElicitation(caps):
-		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "the client's retry did not declare the elicitation.url capability; a URL-mode elicitation/create cannot be relayed to it")
-	}
-	return nil
+	return x.cfg.Undeclared(x.waiter, a.method, a.params)
 }
 
 // inputRequired renders the result that hands the client the upstream's
@@ -320,7 +326,7 @@ func inputRequired(asks []*inputAsk, state string) json.RawMessage {
 }
 
 // register enters x in the table, within the bounds. Called with x.mu held.
-func (b *bridge) register(x *exchange) error {
+func (b *Bridge) register(x *exchange) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
@@ -335,7 +341,7 @@ func (b *bridge) register(x *exchange) error {
 }
 
 // remove takes x out of the table, if it is there, and stops its hold.
-func (b *bridge) remove(x *exchange) {
+func (b *Bridge) remove(x *exchange) {
 	x.mu.Lock()
 	if x.timer != nil {
 		x.timer.Stop()
@@ -352,11 +358,11 @@ func (b *bridge) remove(x *exchange) {
 	}
 }
 
-// close ends every held exchange, and its upstream request, that no
+// Close ends every held exchange, and its upstream request, that no
 // client request waits on, and every one that would be held from now on:
 // once the aggregator stops, no retry can reach them (a requestState is
 // good with this process only), and its shutdown must not wait for them.
-func (b *bridge) close() {
+func (b *Bridge) Close() {
 	b.mu.Lock()
 	b.closed = true
 	held := make([]*exchange, 0, len(b.held))
@@ -375,8 +381,15 @@ func (b *bridge) close() {
 	}
 }
 
-// stopping reports whether close was called.
-func (b *bridge) stopping() bool {
+// Held is how many exchanges await their client's retry.
+func (b *Bridge) Held() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.held)
+}
+
+// stopping reports whether Close was called.
+func (b *Bridge) stopping() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closed
@@ -390,7 +403,7 @@ func refused(reason string) *jsonrpc.Message {
 }
 
 // resume continues an exchange with a client's retry.
-func (b *bridge) resume(ctx context.Context, req *downstream.Request, state string) *jsonrpc.Message {
+func (b *Bridge) resume(ctx context.Context, req *downstream.Request, state string) *jsonrpc.Message {
 	if b.codec == nil {
 		return refused("the aggregator issued no requestState")
 	}
@@ -400,17 +413,17 @@ func (b *bridge) resume(ctx context.Context, req *downstream.Request, state stri
 	}
 	digest, err := requeststate.RequestDigest(req.Msg.Method, req.Msg.Params)
 	if err != nil {
-		return failure(jsonrpc.CodeInvalidParams, "%s: %v", req.Msg.Method, err)
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%s: %v", req.Msg.Method, err))
 	}
 	switch {
-	case !requeststate.Equal(claims.Caller, requeststate.CallerDigest(callerOf(req))):
+	case !requeststate.Equal(claims.Caller, requeststate.CallerDigest(b.cfg.CallerOf(req))):
 		return refused("it was issued to another caller")
 	case !requeststate.Equal(claims.Request, digest):
 		return refused("it was issued for another request; a retry repeats the method and params of the request it continues")
 	}
 	answers, bad := inputResponses(req.Msg.Params)
 	if bad != "" {
-		return failure(jsonrpc.CodeInvalidParams, "%s: %s", req.Msg.Method, bad)
+		return jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%s: %s", req.Msg.Method, bad))
 	}
 	b.mu.Lock()
 	x := b.held[claims.Exchange]
@@ -518,27 +531,6 @@ func without(list []*inputAsk, a *inputAsk) []*inputAsk {
 	return list
 }
 
-// wantsLog reports whether the client request waiting takes a log message
-// of the level params name: each request of protocol 2026-07-28 names its
-// own level in _meta, and one that names none takes no log messages, so
-// the level of the request that started the exchange does not carry over
-// to its retries.
-func wantsLog(w *downstream.Request, params json.RawMessage) bool {
-	if w.Msg == nil {
-		return false
-	}
-	want, ok := logLevels[metaString(w.Msg.Params, downstream.MetaLogLevel)]
-	if !ok {
-		return false
-	}
-	var head struct {
-		Level string `json:"level"`
-	}
-	_ = json.Unmarshal(params, &head)
-	got, ok := logLevels[head.Level]
-	return ok && got >= want
-}
-
 // send is the held request's Send: what belongs to the request (progress)
 // goes on the stream of the client request waiting now, progress under
 // that request's token; between rounds it is dropped.
@@ -549,15 +541,15 @@ func (x *exchange) send(msg *jsonrpc.Message) bool {
 	if w == nil || w.Send == nil {
 		return false
 	}
-	if msg.Method == "notifications/message" && !wantsLog(w, msg.Params) {
+	if msg.Method == "notifications/message" && !x.cfg.WantsLog(w, msg.Params) {
 		return false
 	}
 	if msg.Method == "notifications/progress" {
 		if len(token) == 0 {
 			return false
 		}
-		params, err := replaced(msg.Params, "progressToken", token)
-		if err != nil {
+		params, ok := rawjson.Replace(msg.Params, "progressToken", func([]byte) ([]byte, bool) { return token, true })
+		if !ok {
 			return false
 		}
 		msg = &jsonrpc.Message{Method: msg.Method, Params: params}

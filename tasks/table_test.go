@@ -1,4 +1,4 @@
-package proxy
+package tasks
 
 import (
 	"encoding/json"
@@ -18,43 +18,43 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time { return c.t }
 
 // testTable is a task table whose owners the test names: each name is one
-// session's taskOwner, as a Session holds it.
+// session's Owner, as a Session holds it.
 type testTable struct {
-	*taskTable
-	owners map[string]*taskOwner
+	*Table
+	owners map[string]*Owner
 }
 
-func (tt *testTable) owner(key string) *taskOwner {
+func (tt *testTable) owner(key string) *Owner {
 	if tt.owners[key] == nil {
-		tt.owners[key] = &taskOwner{key: key}
+		tt.owners[key] = &Owner{Key: key}
 	}
 	return tt.owners[key]
 }
 
-func (tt *testTable) reserve(owner, holder string) (*reservation, error) {
-	return tt.taskTable.reserve(tt.owner(owner), holder)
+func (tt *testTable) Reserve(owner, holder string) (*Reservation, error) {
+	return tt.Table.Reserve(tt.owner(owner), holder)
 }
 
-func (tt *testTable) page(owner string, after uint64, n int) ([]*taskEntry, bool) {
-	return tt.taskTable.page(tt.owner(owner), after, n)
+func (tt *testTable) Page(owner string, after uint64, n int) ([]*Entry, bool) {
+	return tt.Table.Page(tt.owner(owner), after, n)
 }
 
-func (tt *testTable) dropSession(owner string) []*taskEntry {
-	return tt.taskTable.dropSession(tt.owner(owner))
+func (tt *testTable) DropSession(owner string) []*Entry {
+	return tt.Table.DropSession(tt.owner(owner))
 }
 
 func newTestTable() (*testTable, *fakeClock) {
 	c := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return &testTable{taskTable: &taskTable{now: c.now}, owners: map[string]*taskOwner{}}, c
+	return &testTable{Table: &Table{now: c.now}, owners: map[string]*Owner{}}, c
 }
 
-func addTask(t *testing.T, tt *testTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *taskEntry {
+func addTask(t *testing.T, tt *testTable, owner string, inst *upstream.Instance, upID string, keep time.Duration) *Entry {
 	t.Helper()
-	r, err := tt.reserve(owner, "")
+	r, err := tt.Reserve(owner, "")
 	require.NoError(t, err)
-	e, err := tt.add(r, &taskEntry{upstreamID: upID, server: "s", inst: inst, keep: keep})
+	e, err := tt.Add(r, &Entry{UpstreamID: upID, Server: "s", Inst: inst, Keep: keep})
 	require.NoError(t, err)
-	tt.release(r) // after add: nothing to give back
+	tt.Release(r) // after add: nothing to give back
 	return e
 }
 
@@ -63,14 +63,14 @@ func TestTaskTableSameUpstreamIDsGetDistinctIDs(t *testing.T) {
 	a, b := &upstream.Instance{}, &upstream.Instance{}
 	ea := addTask(t, tt, "alice", a, "upstream-task-1", time.Minute)
 	eb := addTask(t, tt, "alice", b, "upstream-task-1", time.Minute)
-	assert.NotEqual(t, ea.id, eb.id, "two instances' task-1 are two tasks")
-	assert.NotContains(t, ea.id, "upstream-task-1", "the id says nothing of the upstream's")
-	assert.True(t, strings.HasPrefix(ea.id, "task-") && len(ea.id) == len("task-")+2*taskIDRandomLength, ea.id)
+	assert.NotEqual(t, ea.ID, eb.ID, "two instances' task-1 are two tasks")
+	assert.NotContains(t, ea.ID, "upstream-task-1", "the id says nothing of the upstream's")
+	assert.True(t, strings.HasPrefix(ea.ID, "task-") && len(ea.ID) == len("task-")+2*taskIDRandomLength, ea.ID)
 
-	got, ok := tt.byUpstream(a, "upstream-task-1")
+	got, ok := tt.ByUpstream(a, "upstream-task-1")
 	require.True(t, ok)
 	assert.Same(t, ea, got)
-	got, ok = tt.byUpstream(b, "upstream-task-1")
+	got, ok = tt.ByUpstream(b, "upstream-task-1")
 	require.True(t, ok)
 	assert.Same(t, eb, got)
 }
@@ -79,23 +79,23 @@ func TestTaskTableOwnership(t *testing.T) {
 	tt, _ := newTestTable()
 	inst := &upstream.Instance{}
 	e := addTask(t, tt, "alice", inst, "u1", time.Minute)
-	got, ok := tt.lookup("alice", e.id)
+	got, ok := tt.Lookup("alice", e.ID)
 	require.True(t, ok)
 	assert.Same(t, e, got)
-	_, ok = tt.lookup("bob", e.id)
+	_, ok = tt.Lookup("bob", e.ID)
 	assert.False(t, ok, "another session's id is not found")
-	_, ok = tt.lookup("alice", "task-00000000000000000000000000000000")
+	_, ok = tt.Lookup("alice", "task-00000000000000000000000000000000")
 	assert.False(t, ok)
 
-	page, more := tt.page("bob", 0, 10)
+	page, more := tt.Page("bob", 0, 10)
 	assert.Empty(t, page, "bob sees none of alice's tasks")
 	assert.False(t, more)
 
-	gone := tt.dropSession("alice")
+	gone := tt.DropSession("alice")
 	require.Len(t, gone, 1)
-	_, ok = tt.lookup("alice", e.id)
+	_, ok = tt.Lookup("alice", e.ID)
 	assert.False(t, ok, "a session's tasks end with it")
-	assert.Zero(t, tt.len())
+	assert.Zero(t, tt.Len())
 	for name, o := range tt.owners {
 		assert.Zero(t, o.n, "no count is left behind for %s", name)
 		assert.Empty(t, o.tasks, name)
@@ -105,76 +105,76 @@ func TestTaskTableOwnership(t *testing.T) {
 func TestTaskTableExpiry(t *testing.T) {
 	tt, clock := newTestTable()
 	inst := &upstream.Instance{}
-	e := addTask(t, tt, "alice", inst, "u1", keepFor(30*time.Second, true))
+	e := addTask(t, tt, "alice", inst, "u1", KeepFor(30*time.Second, true))
 	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
-	_, ok := tt.lookup("alice", e.id)
+	_, ok := tt.Lookup("alice", e.ID)
 	require.True(t, ok, "kept for its ttl and the grace")
 
-	tt.touch(e, false) // heard of again: kept from now
-	assert.False(t, tt.hasEnded(e))
+	tt.Touch(e, false) // heard of again: kept from now
+	assert.False(t, tt.HasEnded(e))
 	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
-	_, ok = tt.lookup("alice", e.id)
+	_, ok = tt.Lookup("alice", e.ID)
 	require.True(t, ok)
 
-	tt.touch(e, true)
-	tt.touch(e, false) // once ended, ended
-	assert.True(t, tt.hasEnded(e))
+	tt.Touch(e, true)
+	tt.Touch(e, false) // once ended, ended
+	assert.True(t, tt.HasEnded(e))
 	clock.t = clock.t.Add(30*time.Second + taskGrace)
-	_, ok = tt.byUpstream(inst, "u1")
+	_, ok = tt.ByUpstream(inst, "u1")
 	assert.False(t, ok, "expired")
-	_, ok = tt.lookup("alice", e.id)
+	_, ok = tt.Lookup("alice", e.ID)
 	assert.False(t, ok, "expired")
-	assert.Zero(t, tt.len())
+	assert.Zero(t, tt.Len())
 }
 
 func TestTaskTableKeep(t *testing.T) {
-	assert.Equal(t, taskMaxKeep, keepFor(0, false), "no ttl: the longest")
-	assert.Equal(t, taskMaxKeep, keepFor(48*time.Hour, true), "capped")
-	assert.Equal(t, 2*time.Second+taskGrace, keepFor(2*time.Second, true))
+	assert.Equal(t, taskMaxKeep, KeepFor(0, false), "no ttl: the longest")
+	assert.Equal(t, taskMaxKeep, KeepFor(48*time.Hour, true), "capped")
+	assert.Equal(t, 2*time.Second+taskGrace, KeepFor(2*time.Second, true))
 
-	d, ok := taskTTL([]byte(`{"ttl":60000}`))
+	d, ok := TTL([]byte(`{"ttl":60000}`))
 	assert.True(t, ok)
 	assert.Equal(t, time.Minute, d)
-	_, ok = taskTTL([]byte(`{"ttl":null}`))
+	_, ok = TTL([]byte(`{"ttl":null}`))
 	assert.False(t, ok, "null is unlimited")
-	_, ok = taskTTL([]byte(`{"ttl":-5}`))
+	_, ok = TTL([]byte(`{"ttl":-5}`))
 	assert.False(t, ok)
-	_, ok = taskTTL([]byte(`{}`))
+	_, ok = TTL([]byte(`{}`))
 	assert.False(t, ok)
 }
 
 func TestTaskTableBounds(t *testing.T) {
 	tt, clock := newTestTable()
 	inst := &upstream.Instance{}
-	for i := range maxSessionTasks {
+	for i := range MaxSessionTasks {
 		addTask(t, tt, "alice", inst, "u"+itoa(i), time.Minute)
 	}
-	_, err := tt.reserve("alice", "")
+	_, err := tt.Reserve("alice", "")
 	require.ErrorIs(t, err, errTasksFull)
 	assert.Contains(t, err.Error(), "this session holds 1000 tasks")
 
 	// Another session still has room; a reservation released gives it back.
-	r, err := tt.reserve("bob", "")
+	r, err := tt.Reserve("bob", "")
 	require.NoError(t, err)
-	tt.release(r)
-	tt.release(r) // twice is once
+	tt.Release(r)
+	tt.Release(r) // twice is once
 	assert.Equal(t, 0, tt.owner("bob").n)
 	assert.Zero(t, tt.pending)
 
 	// Once they expire, alice has room again.
 	clock.t = clock.t.Add(2 * time.Minute)
-	r, err = tt.reserve("alice", "")
+	r, err = tt.Reserve("alice", "")
 	require.NoError(t, err)
-	tt.release(r)
-	assert.Zero(t, tt.len(), "the full table was swept")
+	tt.Release(r)
+	assert.Zero(t, tt.Len(), "the full table was swept")
 
 	// The aggregator-wide cap counts reservations too.
 	tt2, _ := newTestTable()
 	for i := range maxTasks {
-		_, err := tt2.reserve("s"+itoa(i%(maxTasks/maxSessionTasks+1)), "")
+		_, err := tt2.Reserve("s"+itoa(i%(maxTasks/MaxSessionTasks+1)), "")
 		require.NoError(t, err)
 	}
-	_, err = tt2.reserve("another", "")
+	_, err = tt2.Reserve("another", "")
 	require.ErrorIs(t, err, errTasksFull)
 	assert.Contains(t, err.Error(), "the aggregator holds 10000 tasks")
 }
@@ -184,9 +184,9 @@ func TestTaskTableReusedUpstreamID(t *testing.T) {
 	inst := &upstream.Instance{}
 	old := addTask(t, tt, "alice", inst, "u1", time.Minute)
 	fresh := addTask(t, tt, "bob", inst, "u1", time.Minute)
-	_, ok := tt.lookup("alice", old.id)
+	_, ok := tt.Lookup("alice", old.ID)
 	assert.False(t, ok, "an upstream id used again names the new task only")
-	got, ok := tt.byUpstream(inst, "u1")
+	got, ok := tt.ByUpstream(inst, "u1")
 	require.True(t, ok)
 	assert.Same(t, fresh, got)
 	assert.Equal(t, 0, tt.owner("alice").n)
@@ -198,28 +198,28 @@ func TestTaskTablePages(t *testing.T) {
 	var mine []string
 	for i := range 7 {
 		e := addTask(t, tt, "alice", inst, "a"+itoa(i), time.Minute)
-		mine = append(mine, e.id)
+		mine = append(mine, e.ID)
 		addTask(t, tt, "bob", inst, "b"+itoa(i), time.Minute)
 	}
 	var seen []string
 	var after uint64
 	for {
-		page, more := tt.page("alice", after, 3)
+		page, more := tt.Page("alice", after, 3)
 		for _, e := range page {
-			seen = append(seen, e.id)
+			seen = append(seen, e.ID)
 		}
 		if !more {
 			break
 		}
-		c := taskCursor(page[len(page)-1].seq)
+		c := Cursor(page[len(page)-1].seq)
 		var ok bool
-		after, ok = parseTaskCursor(c)
+		after, ok = ParseCursor(c)
 		require.True(t, ok)
 	}
 	assert.Equal(t, mine, seen, "every task of alice's, once, in creation order")
 
-	for _, bad := range []string{"x", "dGFza3M6", "dGFza3M6LTE", strings.Repeat("A", 100), taskCursor(5) + "!"} {
-		_, ok := parseTaskCursor(bad)
+	for _, bad := range []string{"x", "dGFza3M6", "dGFza3M6LTE", strings.Repeat("A", 100), Cursor(5) + "!"} {
+		_, ok := ParseCursor(bad)
 		assert.False(t, ok, "%q", bad)
 	}
 }
@@ -232,29 +232,29 @@ func TestMapStringAt(t *testing.T) {
 		path           []string
 		ok             bool
 	}{
-		{"task", `{"taskId":"up-1","status":"working"}`, `{"taskId":"NEW","status":"working"}`, taskIDPath, true},
-		{"spacing kept", "{ \"status\" : \"working\" ,\n \"taskId\" : \"up-1\" }", "{ \"status\" : \"working\" ,\n \"taskId\" : \"NEW\" }", taskIDPath, true},
-		{"created", `{"task":{"taskId":"up-1","ttl":null},"_meta":{}}`, `{"task":{"taskId":"NEW","ttl":null},"_meta":{}}`, createdTaskIDPath, true},
+		{"task", `{"taskId":"up-1","status":"working"}`, `{"taskId":"NEW","status":"working"}`, IDPath, true},
+		{"spacing kept", "{ \"status\" : \"working\" ,\n \"taskId\" : \"up-1\" }", "{ \"status\" : \"working\" ,\n \"taskId\" : \"NEW\" }", IDPath, true},
+		{"created", `{"task":{"taskId":"up-1","ttl":null},"_meta":{}}`, `{"task":{"taskId":"NEW","ttl":null},"_meta":{}}`, CreatedIDPath, true},
 		{"related", `{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}`,
-			`{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/related-task":{"taskId":"NEW"}}}`, relatedTaskIDPath, true},
-		{"repeated names all mapped", `{"taskId":"a","taskId":"b"}`, `{"taskId":"NEW","taskId":"NEW"}`, taskIDPath, true},
-		{"escaped name", `{"task\u0049d":"up-1"}`, `{"task\u0049d":"NEW"}`, taskIDPath, true},
-		{"not a string", `{"taskId":7}`, `{"taskId":7}`, taskIDPath, false},
-		{"absent", `{"status":"working"}`, `{"status":"working"}`, taskIDPath, false},
-		{"not an object", `["taskId"]`, `["taskId"]`, taskIDPath, false},
-		{"invalid", `{"taskId":"up-1"`, `{"taskId":"up-1"`, taskIDPath, false},
+			`{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/related-task":{"taskId":"NEW"}}}`, RelatedIDPath, true},
+		{"repeated names all mapped", `{"taskId":"a","taskId":"b"}`, `{"taskId":"NEW","taskId":"NEW"}`, IDPath, true},
+		{"escaped name", `{"task\u0049d":"up-1"}`, `{"task\u0049d":"NEW"}`, IDPath, true},
+		{"not a string", `{"taskId":7}`, `{"taskId":7}`, IDPath, false},
+		{"absent", `{"status":"working"}`, `{"status":"working"}`, IDPath, false},
+		{"not an object", `["taskId"]`, `["taskId"]`, IDPath, false},
+		{"invalid", `{"taskId":"up-1"`, `{"taskId":"up-1"`, IDPath, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := mapStringAt([]byte(c.in), c.path, setString("NEW"))
+			got, ok := MapStringAt([]byte(c.in), c.path, SetString("NEW"))
 			assert.Equal(t, c.ok, ok)
 			assert.Equal(t, c.want, string(got))
 		})
 	}
-	id, ok := stringAt([]byte(`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"r"}}}`), relatedTaskIDPath)
+	id, ok := StringAt([]byte(`{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"r"}}}`), RelatedIDPath)
 	assert.True(t, ok)
 	assert.Equal(t, "r", id)
 	// A new id with characters JSON escapes stays valid JSON.
-	got, ok := mapStringAt([]byte(`{"taskId":"x"}`), taskIDPath, setString("a\"b\\c\n"))
+	got, ok := MapStringAt([]byte(`{"taskId":"x"}`), IDPath, SetString("a\"b\\c\n"))
 	require.True(t, ok)
 	assert.True(t, json.Valid(got), "%s", got)
 }
@@ -268,9 +268,9 @@ func FuzzMapTaskID(f *testing.F) {
 	f.Add([]byte(`{"taskId":"\u0074","taskId":1}`))
 	f.Add([]byte(`{"_meta":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, path := range [][]string{taskIDPath, createdTaskIDPath, relatedTaskIDPath} {
-			_, had := stringAt(data, path)
-			out, ok := mapStringAt(data, path, setString("task-new"))
+		for _, path := range [][]string{IDPath, CreatedIDPath, RelatedIDPath} {
+			_, had := StringAt(data, path)
+			out, ok := MapStringAt(data, path, SetString("task-new"))
 			if !ok {
 				if string(out) != string(data) {
 					t.Fatalf("declined input changed: %q -> %q", data, out)
@@ -284,7 +284,7 @@ func FuzzMapTaskID(f *testing.F) {
 				t.Fatalf("mapped %q into invalid JSON %q", data, out)
 			}
 			// The id a client reads (the last of repeated names) is the new one.
-			if id, found := stringAt(out, path); had && (!found || id != "task-new") {
+			if id, found := StringAt(out, path); had && (!found || id != "task-new") {
 				t.Fatalf("mapped %q to %q, whose id reads %q", data, out, id)
 			}
 		}
@@ -301,27 +301,27 @@ func TestTaskTableProgressEndsWithTask(t *testing.T) {
 	done := func() { ended++ }
 
 	e := addTask(t, tt, "alice", inst, "u1", time.Minute)
-	require.True(t, tt.keepProgress(e, done))
-	assert.True(t, tt.listening(e))
-	tt.touch(e, false)
+	require.True(t, tt.KeepProgress(e, done))
+	assert.True(t, tt.Listening(e))
+	tt.Touch(e, false)
 	assert.Zero(t, ended, "a working task keeps its token")
-	tt.touch(e, true)
+	tt.Touch(e, true)
 	assert.Equal(t, 1, ended, "a terminal status ends the registration")
-	assert.False(t, tt.listening(e))
-	tt.remove(e)
+	assert.False(t, tt.Listening(e))
+	tt.Remove(e)
 	assert.Equal(t, 1, ended, "ended once")
 
 	e = addTask(t, tt, "alice", inst, "u2", time.Minute)
-	require.True(t, tt.keepProgress(e, done))
-	tt.dropSession("alice")
+	require.True(t, tt.KeepProgress(e, done))
+	tt.DropSession("alice")
 	assert.Equal(t, 2, ended, "a forgotten task ends the registration")
-	assert.False(t, tt.keepProgress(e, done), "handed over after it was forgotten")
+	assert.False(t, tt.KeepProgress(e, done), "handed over after it was forgotten")
 	assert.Equal(t, 3, ended, "and ended at once")
 
 	e = addTask(t, tt, "bob", inst, "u3", time.Minute)
-	require.True(t, tt.keepProgress(e, done))
+	require.True(t, tt.KeepProgress(e, done))
 	clock.t = clock.t.Add(2 * time.Minute)
-	assert.False(t, tt.listening(e), "an expired task listens no more")
+	assert.False(t, tt.Listening(e), "an expired task listens no more")
 	assert.Equal(t, 4, ended, "and its registration ended")
 }
 
@@ -333,28 +333,28 @@ func TestTaskTableHeldStatus(t *testing.T) {
 	tt, _ := newTestTable()
 	inst, other := &upstream.Instance{}, &upstream.Instance{}
 
-	_, held := tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
+	_, held := tt.NoteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
 	assert.False(t, held, "no task-augmented call runs: nothing is held")
 
-	done := tt.expect(inst)
+	done := tt.Expect(inst)
 	for _, status := range []string{"working", "input_required"} {
-		_, held = tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1","status":"`+status+`"}`))
+		_, held = tt.NoteFor(inst, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1","status":"`+status+`"}`))
 		assert.True(t, held)
 	}
-	_, held = tt.noteFor(inst, "u9", "notifications/message", []byte(`{"taskId":"u9"}`))
+	_, held = tt.NoteFor(inst, "u9", "notifications/message", []byte(`{"taskId":"u9"}`))
 	assert.True(t, held, "another task of the same instance")
-	_, held = tt.noteFor(other, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
+	_, held = tt.NoteFor(other, "u1", "notifications/tasks/status", []byte(`{"taskId":"u1"}`))
 	assert.False(t, held, "another instance has no call running")
 
-	r, err := tt.reserve("alice", "")
+	r, err := tt.Reserve("alice", "")
 	require.NoError(t, err)
 	var got []string
-	e, err := tt.addHeld(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute}, func(e *taskEntry, method string, params []byte) {
-		got = append(got, e.upstreamID+" "+method+" "+string(params))
+	e, err := tt.AddHeld(r, &Entry{UpstreamID: "u1", Server: "s", Inst: inst, Keep: time.Minute}, func(e *Entry, method string, params []byte) {
+		got = append(got, e.UpstreamID+" "+method+" "+string(params))
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{`u1 notifications/tasks/status {"taskId":"u1","status":"working"}`, `u1 notifications/tasks/status {"taskId":"u1","status":"input_required"}`}, got, "in the order they came")
-	found, held := tt.noteFor(inst, "u1", "notifications/tasks/status", []byte(`{}`))
+	found, held := tt.NoteFor(inst, "u1", "notifications/tasks/status", []byte(`{}`))
 	assert.Same(t, e, found, "once added, the task's statuses go through")
 	assert.False(t, held)
 
@@ -362,10 +362,10 @@ func TestTaskTableHeldStatus(t *testing.T) {
 	assert.Empty(t, tt.held, "the last call's end drops what is still held")
 	assert.Empty(t, tt.expecting)
 
-	done = tt.expect(inst)
+	done = tt.Expect(inst)
 	defer done()
 	for i := range maxHeldStatus + 5 {
-		_, held = tt.noteFor(inst, "u5", "notifications/tasks/status", []byte(`{}`))
+		_, held = tt.NoteFor(inst, "u5", "notifications/tasks/status", []byte(`{}`))
 		assert.Equal(t, i < maxHeldStatus, held, "bounded at %d", maxHeldStatus)
 	}
 }
@@ -376,16 +376,16 @@ func TestTaskTableHeldStatus(t *testing.T) {
 // client its place back.
 func TestTaskTablePerClientShare(t *testing.T) {
 	tt, clock := newTestTable()
-	tt.limitPerClient(2)
+	tt.LimitPerClient(2)
 	inst := &upstream.Instance{}
-	reserveAs := func(owner, holder string) (*reservation, error) { return tt.reserve(owner, holder) }
+	reserveAs := func(owner, holder string) (*Reservation, error) { return tt.Reserve(owner, holder) }
 	r, err := reserveAs("s1", `client "alice"`)
 	require.NoError(t, err)
-	_, err = tt.add(r, &taskEntry{upstreamID: "u1", server: "s", inst: inst, keep: time.Minute})
+	_, err = tt.Add(r, &Entry{UpstreamID: "u1", Server: "s", Inst: inst, Keep: time.Minute})
 	require.NoError(t, err)
 	r, err = reserveAs("s2", `client "alice"`)
 	require.NoError(t, err)
-	_, err = tt.add(r, &taskEntry{upstreamID: "u2", server: "s", inst: inst, keep: 10 * time.Minute})
+	_, err = tt.Add(r, &Entry{UpstreamID: "u2", Server: "s", Inst: inst, Keep: 10 * time.Minute})
 	require.NoError(t, err)
 
 	_, err = reserveAs("s3", `client "alice"`)
@@ -394,19 +394,19 @@ func TestTaskTablePerClientShare(t *testing.T) {
 
 	r, err = reserveAs("s4", `client "bob"`)
 	require.NoError(t, err, "another client still reserves")
-	tt.release(r)
+	tt.Release(r)
 
 	clock.t = clock.t.Add(2 * time.Minute) // s1's task expires
 	r, err = reserveAs("s3", `client "alice"`)
 	require.NoError(t, err, "an expired task gives its place back")
-	tt.release(r)
+	tt.Release(r)
 
-	tt.dropSession("s2")
+	tt.DropSession("s2")
 	r, err = reserveAs("s3", `client "alice"`)
 	require.NoError(t, err)
 	r2, err := reserveAs("s3", `client "alice"`)
 	require.NoError(t, err, "a dropped session's tasks give their places back")
-	tt.release(r)
-	tt.release(r2)
+	tt.Release(r)
+	tt.Release(r2)
 	assert.Zero(t, tt.perClient.Held(`client "alice"`))
 }

@@ -12,64 +12,14 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/requeststate"
 )
-
-func TestInputResponses(t *testing.T) {
-	got, bad := inputResponses(json.RawMessage(`{"name":"t","inputResponses":{"input-1":{"action":"accept","content":{"n":1}},"input\u002d2":{}}}`))
-	require.Empty(t, bad)
-	assert.Equal(t, map[string]json.RawMessage{"input-1": json.RawMessage(`{"action":"accept","content":{"n":1}}`), "input-2": json.RawMessage(`{}`)}, got)
-
-	got, bad = inputResponses(json.RawMessage(`{"name":"t"}`))
-	assert.Empty(t, bad)
-	assert.Nil(t, got)
-
-	_, bad = inputResponses(json.RawMessage(`{"inputResponses":{"input-1":"yes"}}`))
-	assert.Contains(t, bad, `inputResponses["input-1"] must be an object`)
-	_, bad = inputResponses(json.RawMessage(`{"inputResponses":[1]}`))
-	assert.Contains(t, bad, "must be an object keyed by the inputRequests")
-}
-
-func TestInputRequiredRendering(t *testing.T) {
-	body := inputRequired([]*inputAsk{
-		{key: "input-1", method: "elicitation/create", params: json.RawMessage(`{"message":"m","requestedSchema":{"type":"object","properties":{}}}`)},
-		{key: "input-2", method: "roots/list"},
-	}, "mcpagg1.x")
-	assert.JSONEq(t, `{"resultType":"input_required","inputRequests":{
-		"input-1":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}},
-		"input-2":{"method":"roots/list"}},"requestState":"mcpagg1.x"}`, string(body))
-}
-
-func TestBridgeBounds(t *testing.T) {
-	var b bridge
-	require.NoError(t, b.init())
-	held := func(caller string) *exchange {
-		return &exchange{id: requeststate.NewNonce(), caller: caller, cancel: func() {}}
-	}
-	var first *exchange
-	for i := 0; i < maxHeldPerCaller; i++ {
-		x := held("meta:a")
-		require.NoError(t, b.register(x))
-		if first == nil {
-			first = x
-		}
-	}
-	err := b.register(held("meta:a"))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), fmt.Sprintf("already has %d requests awaiting its input", maxHeldPerCaller))
-	require.NoError(t, b.register(held("meta:b")), "another caller has its own bound")
-	b.remove(first)
-	require.NoError(t, b.register(held("meta:a")), "a removed exchange frees its place")
-	b.remove(first) // twice: no effect
-	assert.Equal(t, maxHeldPerCaller, b.perCaller["meta:a"])
-}
 
 // TestBridgeRoundsWithoutClient drives one exchange as a 2026-07-28 client
 // would, with the upstream played by the served function: two rounds, the
 // answers reaching it, then its result; a replayed state is refused.
 func TestBridgeRoundsWithoutClient(t *testing.T) {
 	p := &Proxy{}
-	require.NoError(t, p.bridge.init())
+	require.NoError(t, p.bridge.Init(p.bridgeConfig()))
 	caps := json.RawMessage(`{"elicitation":{}}`)
 	request := func(params string) *downstream.Request {
 		return &downstream.Request{Msg: &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(params)},
@@ -99,9 +49,7 @@ func TestBridgeRoundsWithoutClient(t *testing.T) {
 	resp = p.bridged(ctx, request(fmt.Sprintf(`%s,"requestState":%q,"inputResponses":{}}`, params, state2)), serve)
 	require.NotNil(t, resp.Error)
 	assert.Contains(t, resp.Error.Message, "requestState refused")
-	p.bridge.mu.Lock()
-	assert.Empty(t, p.bridge.held, "nothing is left held")
-	p.bridge.mu.Unlock()
+	assert.Zero(t, p.bridge.Held(), "nothing is left held")
 }
 
 // roundOf reads an input_required response with one request.
@@ -129,31 +77,12 @@ func roundOf(t *testing.T, resp *jsonrpc.Message, message string) (state, key st
 	return r.State, key
 }
 
-// FuzzInputResponses: a client's inputResponses, whatever they are, never
-// panic the reader, and only objects are taken as answers.
-func FuzzInputResponses(f *testing.F) {
-	f.Add([]byte(`{"inputResponses":{"input-1":{"action":"accept"}}}`))
-	f.Add([]byte(`{"inputResponses":{"a":1}}`))
-	f.Add([]byte(`{"inputResponses":null,"requestState":"mcpagg1.x"}`))
-	f.Fuzz(func(t *testing.T, params []byte) {
-		got, bad := inputResponses(params)
-		if bad != "" {
-			return
-		}
-		for k, v := range got {
-			if len(v) == 0 || v[0] != '{' {
-				t.Fatalf("answer %q is not an object: %s", k, v)
-			}
-		}
-	})
-}
-
 // TestBridgeProgressAndCancel: progress of a held request reaches the client
 // request waiting at the time, under that request's token; when that request
 // is cancelled, the held run ends too.
 func TestBridgeProgressAndCancel(t *testing.T) {
 	p := &Proxy{}
-	require.NoError(t, p.bridge.init())
+	require.NoError(t, p.bridge.Init(p.bridgeConfig()))
 	type sent struct {
 		to  string
 		msg *jsonrpc.Message
@@ -203,8 +132,9 @@ func TestBridgeProgressAndCancel(t *testing.T) {
 // instance's unlinked requests look for the calls in flight).
 func TestBridgeHoldExpiryEndsTheRun(t *testing.T) {
 	p := &Proxy{}
-	require.NoError(t, p.bridge.init())
-	p.bridge.hold = 50 * time.Millisecond
+	cfg := p.bridgeConfig()
+	cfg.Hold = 50 * time.Millisecond
+	require.NoError(t, p.bridge.Init(cfg))
 	ended := make(chan struct{})
 	serve := func(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 		_, err := req.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"one"}`))
@@ -220,7 +150,5 @@ func TestBridgeHoldExpiryEndsTheRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held run outlived its hold")
 	}
-	p.bridge.mu.Lock()
-	assert.Empty(t, p.bridge.held, "nothing is left held")
-	p.bridge.mu.Unlock()
+	assert.Zero(t, p.bridge.Held(), "nothing is left held")
 }
