@@ -51,7 +51,7 @@ type HTTPOptions struct {
 	// grow the gateway without bound before the idle TTL ends them.
 	MaxSessions int
 	// MaxSessionsPerClient caps the sessions one client holds at once: an
-	// authenticated client (see WithClient), else, with ClientsByAddress,
+	// authenticated principal (see identity.WithCaller), else, with ClientsByAddress,
 	// one remote address (see fairshare.Of). Default DefaultMaxSessionsPerClient;
 	// --max-sessions-per-client; negative: no cap beyond MaxSessions. An
 	// initialize of a client at its cap is refused with 429 and

@@ -35,7 +35,7 @@ type httpSession struct {
 	// whichever stream carried them.
 	asks *outgoing
 	// principal is who opened the session (see principalOf): its
-	// authenticated client (WithClient), else its address or the local
+	// authenticated principal (identity.WithCaller), else its address or the local
 	// user; set before the session is registered, only read after.
 	principal identity.Principal
 	// caller is principal with the client and claims of the credentials
