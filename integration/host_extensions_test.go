@@ -67,6 +67,17 @@ servers:
 	assert.JSONEq(t, string(caps), string(again))
 	assert.Equal(t, narrowPID, pid, "the lease holds")
 
+	// A 2026-07-28 host declares its capabilities in each request: those of
+	// the request that leased the instance count.
+	modernCaps := map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/ui": map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}, "v": 2}}}
+	result, rpcErr := modernCallAnswerIn(t, a.url, "", "l_client", modernCaps, "conversation-1")
+	require.Empty(t, rpcErr, "%s", rpcErr)
+	var got struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(structuredOf(t, result), &got))
+	assert.JSONEq(t, aggregatorCaps+`,"extensions":{`+ui+`:{"mimeTypes":["text/html;profile=mcp-app"],"v":2}}}`, string(got.Capabilities))
+
 	// A shared instance serves every host: the aggregator's declaration.
 	for _, c := range []*client{plain, narrow} {
 		caps, _ = clientSaw(t, c, "s_client")

@@ -19,8 +19,18 @@ import (
 // result and error, raw.
 func modernCallAnswer(t *testing.T, url, token, tool string, caps map[string]any) (result, rpcErr json.RawMessage) {
 	t.Helper()
+	return modernCallAnswerIn(t, url, token, tool, caps, "")
+}
+
+// modernCallAnswerIn is modernCallAnswer within the conversation lease
+// ("": the anonymous one).
+func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]any, lease string) (result, rpcErr json.RawMessage) {
+	t.Helper()
 	meta := modernMeta()
 	meta["io.modelcontextprotocol/clientCapabilities"] = caps
+	if lease != "" {
+		meta["mcp-aggregator/lease"] = lease
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -33,7 +43,9 @@ func modernCallAnswer(t *testing.T, url, token, tool string, caps map[string]any
 	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
