@@ -84,3 +84,25 @@ servers:
 		assert.JSONEq(t, aggregatorCaps+`,"extensions":{`+ui+`:{"mimeTypes":["text/html;profile=mcp-app"]}}}`, string(caps))
 	}
 }
+
+// TestHostExtensionsSpareGivesWayUnderCap: a spare that does not suit a
+// host (it declared MCP Apps, the host did not) gives its place to the
+// instance started for that host, so with lease.max_instances 1 the host
+// is served at once rather than kept waiting on the cap by a spare it
+// cannot use.
+func TestHostExtensionsSpareGivesWayUnderCap(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  leased:
+    truely-stateless: false
+    lease: {max_instances: 1, prewarm: 0, queue_timeout: 1s}
+    %s
+    transform: [{prefix: l_}]
+`, demoServer("surface", "echo-client", `extensions={"io.modelcontextprotocol/ui":{}}`)))
+	a.waitLoaded()
+	plain := a.newClient()
+	plain.initializeWith(map[string]any{})
+	caps, _ := clientSaw(t, plain, "l_client")
+	assert.JSONEq(t, `{"elicitation":{"form":{},"url":{}},"roots":{"listChanged":true},"sampling":{}}`, string(caps))
+}
