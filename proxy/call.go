@@ -201,7 +201,13 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			callCtx, deadline = newDeadline(ctx, limit.d)
 		}
 		var aerr error
-		grant, aerr = rs.pool.AcquireAs(callCtx, inv.key, holderOf(inv.req))
+		acquireCtx := callCtx
+		if !rs.pool.Stateless() && inv.req != nil {
+			// A leased instance serves this host alone: it declares the
+			// host's own extension settings (upstream.ForHost).
+			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
+		}
+		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
 		if aerr == nil {
 			to = grant.Instance
 			break

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 )
@@ -20,9 +21,10 @@ import (
 // login ends (nil: nothing will).
 type LoginOffer func(ctx context.Context, server string) (url, elicitationID string, done *LoginDone, err error)
 
-// LoginDone is the end of an offered login: every client that was offered
-// it is sent notifications/elicitation/complete when it succeeds, once, so
-// that it can retry the call by itself.
+// LoginDone is the end of an offered login: every client of a session
+// generation (up to 2025-11-25) that was offered it is sent
+// notifications/elicitation/complete when it succeeds, once, so that it can
+// retry the call by itself. A 2026-07-28 client is sent none: it retries.
 type LoginDone struct {
 	done      chan struct{}
 	once      sync.Once
@@ -149,6 +151,9 @@ func (p *Proxy) offerLogins(ctx context.Context, req *downstream.Request, server
 	if p.opts.OfferLogin == nil || !declaresURLElicitation(capabilitiesOf(req)) {
 		return nil
 	}
+	// 2026-07-28 dropped elicitationId and notifications/elicitation/complete:
+	// its client learns that the login is done by calling again.
+	modern := req != nil && protocol.Modern(req.Protocol)
 	var elicitations []any
 	for _, server := range servers {
 		url, id, done, err := p.opts.OfferLogin(ctx, server)
@@ -156,11 +161,15 @@ func (p *Proxy) offerLogins(ctx context.Context, req *downstream.Request, server
 			p.log.Warn("could not offer the client a login", "server", server, "err", err)
 			continue
 		}
-		if req != nil {
-			notifyWhenDone(req.Session, done, id)
+		el := map[string]string{"mode": "url", "url": url,
+			"message": fmt.Sprintf("Log in to MCP server %q: open the link and approve the access.", server)}
+		if !modern {
+			el["elicitationId"] = id
+			if req != nil {
+				notifyWhenDone(req.Session, done, id)
+			}
 		}
-		elicitations = append(elicitations, map[string]string{"mode": "url", "elicitationId": id, "url": url,
-			"message": fmt.Sprintf("Log in to MCP server %q: open the link and approve the access.", server)})
+		elicitations = append(elicitations, el)
 	}
 	if len(elicitations) == 0 {
 		return nil

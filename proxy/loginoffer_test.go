@@ -80,6 +80,13 @@ func TestLoginOfferCompletes(t *testing.T) {
 	for _, s := range []notifySession{a, a, b} { // a asks twice
 		require.NotNil(t, p.loginOffer(context.Background(), &downstream.Request{ClientCapabilities: caps, Session: s}, "linear", needsLogin))
 	}
+	// A 2026-07-28 client (over stdio its connection is a Session) is
+	// offered the login with no elicitationId, and told nothing: it retries.
+	m := notifySession{fakeSession: "m", sent: make(chan *jsonrpc.Message, 4)}
+	offer := p.loginOffer(context.Background(), &downstream.Request{ClientCapabilities: caps, Session: m, Protocol: "2026-07-28"}, "linear", needsLogin)
+	require.NotNil(t, offer)
+	assert.JSONEq(t, `{"elicitations":[{"mode":"url","url":"https://auth.example/authorize",
+		"message":"MCP server \"linear\" needs you to log in. Open the link, approve the access, then try again."}]}`, string(offer.Data))
 	assert.Empty(t, a.sent, "nothing before the login ends")
 	done.Finish(true)
 	done.Finish(false) // the first end counts
@@ -94,6 +101,7 @@ func TestLoginOfferCompletes(t *testing.T) {
 		}
 	}
 	assert.Never(t, func() bool { return len(a.sent) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "a session is told once")
+	assert.Empty(t, m.sent, "a 2026-07-28 client is sent no notifications/elicitation/complete")
 
 	failed := NewLoginDone()
 	q := New(Options{OfferLogin: func(context.Context, string) (string, string, *LoginDone, error) {

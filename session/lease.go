@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // acquireLease returns key's dedicated instance, leasing one on first use:
@@ -210,21 +213,40 @@ func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWa
 			p.perClient.Give(holder)
 		}
 	}
-	var rec *record
-	for len(p.spares) > 0 && rec == nil {
-		rec = p.spares[0]
-		p.spares = p.spares[1:]
-		if isDead(rec.inst) {
+	var rec, unsuited *record
+	for i := 0; i < len(p.spares) && rec == nil; {
+		cand := p.spares[i]
+		if isDead(cand.inst) {
+			p.spares = slices.Delete(p.spares, i, i+1)
 			p.mu.Unlock()
-			p.retire(rec, true, "")
+			p.retire(cand, true, "")
 			p.mu.Lock()
-			rec = nil
+			i = 0 // the spares may have changed meanwhile
+			continue
 		}
+		if !upstream.Suits(ctx, cand.inst) {
+			i++ // started declaring other extensions than this host's (upstream.ForHost)
+			continue
+		}
+		p.spares = slices.Delete(p.spares, i, i+1)
+		rec = cand
 	}
-	if rec != nil && l != nil {
+	if rec == nil && len(p.spares) > 0 {
+		// No spare suits the host: one gives its slot to the instance
+		// started for it, so that the host is not kept waiting on a cap
+		// by spares it cannot use.
+		unsuited = p.spares[0]
+		p.spares = p.spares[1:]
+	}
+	if (rec != nil || unsuited != nil) && l != nil {
 		p.freeSlot() // the spare brings its own slot; the lease's is not needed
 	}
-	if rec == nil && l == nil {
+	if unsuited != nil {
+		p.mu.Unlock()
+		p.retire(unsuited, false, "") // its slot is the new instance's (or was freed above)
+		p.mu.Lock()
+	}
+	if rec == nil && l == nil && unsuited == nil {
 		if err := p.takeSlot(); err != nil {
 			wait := &capWait{err: err, pool: p.freed, ledger: p.ledger.waitFreed(), max: p.cfg.MaxInstances, queue: p.cfg.QueueTimeout}
 			giveShare()

@@ -75,7 +75,7 @@ func TestRetryParams(t *testing.T) {
 }
 
 func TestEnvelopeWrap(t *testing.T) {
-	env := newEnvelope("2026-07-28", "mcp-aggregator", "1.2.3")
+	env := newEnvelope("2026-07-28", "mcp-aggregator", "1.2.3", clientCapabilities)
 	for name, tc := range map[string]struct{ in, want string }{
 		"none": {"", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcp-aggregator","version":"1.2.3"},"io.modelcontextprotocol/clientCapabilities":` + string(clientCapabilities) + `}}`},
 		"keeps the caller's _meta": {`{"name":"x","_meta":{"progressToken":"agg-7","io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`,

@@ -100,6 +100,9 @@ type Instance struct {
 	// listen is a sessionless upstream's subscriptions/listen stream
 	// (modern.go).
 	listen listenState
+	// declaredExt is the extensions object declared to the upstream as a
+	// client (hostext.go).
+	declaredExt json.RawMessage
 }
 
 // listKinds are the kinds of list an upstream may announce changes of.
@@ -222,12 +225,14 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	if name == "" {
 		name = "mcp-aggregator"
 	}
+	caps, ext := capabilitiesFor(ctx)
+	i.declaredExt = ext
 	if protocol.Modern(version) {
-		return i.discover(ctx, srv, version, name, ver)
+		return i.discover(ctx, srv, version, name, ver, caps)
 	}
 	params := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    clientCapabilities,
+		"capabilities":    caps,
 		"clientInfo":      map[string]any{"name": name, "version": ver},
 	}
 	raw, err := i.conn.call(ctx, "initialize", params)

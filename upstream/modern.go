@@ -39,10 +39,10 @@ type envelopeMember struct {
 	value json.RawMessage
 }
 
-func newEnvelope(version, name, ver string) envelope {
+func newEnvelope(version, name, ver string, caps json.RawMessage) envelope {
 	info, _ := rawjson.Marshal(map[string]string{"name": name, "version": ver})
 	v, _ := rawjson.Marshal(version)
-	return envelope{{protocol.MetaProtocolVersion, v}, {protocol.MetaClientInfo, info}, {protocol.MetaClientCapabilities, clientCapabilities}}
+	return envelope{{protocol.MetaProtocolVersion, v}, {protocol.MetaClientInfo, info}, {protocol.MetaClientCapabilities, caps}}
 }
 
 // wrap returns params with the envelope's members set in its _meta; the
@@ -92,8 +92,8 @@ func standardHeaders(version, method string, params json.RawMessage) http.Header
 
 // discover is the sessionless generation's start: server/discover, whose
 // result names the versions the upstream speaks and its capabilities.
-func (i *Instance) discover(ctx context.Context, srv *config.Server, version, name, ver string) error {
-	env := newEnvelope(version, name, ver)
+func (i *Instance) discover(ctx context.Context, srv *config.Server, version, name, ver string, caps json.RawMessage) error {
+	env := newEnvelope(version, name, ver, caps)
 	switch c := i.conn.(type) {
 	case *remoteConn:
 		if srv.Transport != config.TransportHTTP {

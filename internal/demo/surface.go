@@ -29,7 +29,10 @@ import (
 //   - no-logging: the server does not declare logging;
 //   - reject-level: logging/setLevel answers with an error;
 //   - extensions=<JSON object>: the server declares it as its extensions
-//     capability.
+//     capability;
+//   - echo-client: the server has one more tool, client, that answers
+//     {"capabilities": ...}, the capabilities its initialize request
+//     declared (null before it), and {"pid": ...}, its process id.
 //
 // Tools:
 //   - ask {method, params}: sends the client the request method
@@ -62,6 +65,9 @@ type surfaceServer struct {
 	rejectLevel bool
 	// extensions is the extensions capability it declares; nil: none.
 	extensions json.RawMessage
+	// echoClient adds the client tool; clientCaps is what it answers.
+	echoClient bool
+	clientCaps json.RawMessage
 
 	mu      sync.Mutex
 	levels  []string
@@ -91,10 +97,12 @@ func runSurface(ctx context.Context, args []string, in io.Reader, out io.Writer,
 			s.noLogging = true
 		case "reject-level":
 			s.rejectLevel = true
+		case "echo-client":
+			s.echoClient = true
 		default:
 			ext, ok := strings.CutPrefix(arg, "extensions=")
 			if !ok || !json.Valid([]byte(ext)) {
-				return fmt.Errorf("demo: surface: unknown argument %q (fail-lists, no-logging, reject-level, extensions=<JSON object>)", arg)
+				return fmt.Errorf("demo: surface: unknown argument %q (fail-lists, no-logging, reject-level, echo-client, extensions=<JSON object>)", arg)
 			}
 			s.extensions = json.RawMessage(ext)
 		}
@@ -159,6 +167,9 @@ func (s *surfaceServer) handle(ctx context.Context, line []byte) error {
 		}
 		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
+		if s.echoClient {
+			return s.conn.respond(m.ID, json.RawMessage(strings.TrimSuffix(surfaceTools, "]}")+","+surfaceClientTool+"]}"))
+		}
 		return s.conn.respond(m.ID, json.RawMessage(surfaceTools))
 	case "tools/call":
 		return s.call(ctx, m)
@@ -223,9 +234,13 @@ func (s *surfaceServer) handle(ctx context.Context, line []byte) error {
 
 func (s *surfaceServer) initializeResult(params json.RawMessage) json.RawMessage {
 	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &p)
+	s.mu.Lock()
+	s.clientCaps = p.Capabilities
+	s.mu.Unlock()
 	if p.ProtocolVersion == "" {
 		p.ProtocolVersion = "2025-11-25"
 	}
@@ -277,6 +292,9 @@ const surfaceTools = `{"tools":[` +
 	`{"name":"wait","description":"Answers after ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer"}}}},` +
 	`{"name":"levels","description":"Lists the logging levels set.","inputSchema":{"type":"object"}},` +
 	`{"name":"meta","description":"Answers with the _meta of its request, as received.","inputSchema":{"type":"object"}}]}`
+
+// surfaceClientTool is the tool echo-client adds.
+const surfaceClientTool = `{"name":"client","description":"Answers with the capabilities its client declared.","inputSchema":{"type":"object"}}`
 
 // surfaceSampling is what ask sends when it is given no params.
 const surfaceSampling = `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}],"maxTokens":` + surfaceBig + `}`
@@ -349,6 +367,17 @@ func (s *surfaceServer) call(ctx context.Context, m message) error {
 		levels := append([]string{}, s.levels...)
 		s.mu.Unlock()
 		return s.conn.respondValue(m.ID, structuredResult(map[string]any{"levels": levels}))
+	case "client":
+		if !s.echoClient {
+			return s.conn.failCode(m.ID, codeInvalidParams, "unknown tool: "+p.Name)
+		}
+		s.mu.Lock()
+		caps := s.clientCaps
+		s.mu.Unlock()
+		if len(caps) == 0 {
+			caps = json.RawMessage(`null`)
+		}
+		return s.conn.respondValue(m.ID, structuredResult(map[string]any{"capabilities": caps, "pid": os.Getpid()}))
 	case "meta":
 		meta := p.Meta
 		if len(meta) == 0 {
