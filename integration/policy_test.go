@@ -279,7 +279,8 @@ func TestPolicyCheckReportsRuleErrors(t *testing.T) {
 
 // TestPolicyAskInBatches: a call in a JSON-RPC batch that a rule asks
 // about sends the client an elicitation, over stdio and HTTP; the batch's
-// other members are answered too, and the call goes ahead when the client
+// other members are answered too (over HTTP, on the batch's stream before
+// the question is answered), and the call goes ahead when the client
 // accepts and is refused when it declines, each with its audit line.
 func TestPolicyAskInBatches(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr transport) {
@@ -294,6 +295,17 @@ func TestPolicyAskInBatches(t *testing.T) {
 		runBatch := func(batch, action string, want int) map[string]json.RawMessage {
 			t.Helper()
 			byID := map[string]json.RawMessage{}
+			// Over HTTP the question is answered only once the batch's other
+			// call was answered on the stream: it does not wait for the ask.
+			held := ""
+			reply := func(answer string) {
+				if c.out != nil {
+					_, err := io.WriteString(a.stdin, answer+"\n")
+					require.NoError(t, err)
+				} else {
+					assert.Equal(t, http.StatusAccepted, coreMessageBody(t, a, c.session, c.version, answer))
+				}
+			}
 			// handle takes one message from the gateway; false once the
 			// batch is answered.
 			handle := func(msg []byte) bool {
@@ -320,14 +332,17 @@ func TestPolicyAskInBatches(t *testing.T) {
 				case m.Method == "elicitation/create":
 					asked = append(asked, m.Params.Message)
 					answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":%q}}`, m.ID, action)
-					if c.out != nil {
-						_, err := io.WriteString(a.stdin, answer+"\n")
-						require.NoError(t, err)
+					if c.out != nil || len(byID) > 0 {
+						reply(answer)
 					} else {
-						assert.Equal(t, http.StatusAccepted, coreMessageBody(t, a, c.session, c.version, answer))
+						held = answer
 					}
 				case m.Method == "" && m.ID != nil:
 					byID[strings.TrimSpace(string(m.ID))] = m.Result
+					if held != "" {
+						reply(held)
+						held = ""
+					}
 				}
 				return len(byID) < want
 			}
