@@ -210,6 +210,15 @@ func (b *batchResponse) beat() {
 	}
 }
 
+// request sends a request to the client (an elicitation a member asks)
+// on the batch's stream, which it starts.
+func (b *batchResponse) request(line []byte) {
+	if !b.streaming {
+		b.stream()
+	}
+	b.event(line)
+}
+
 // stream turns the response into a stream, sending the held answers.
 func (b *batchResponse) stream() {
 	b.streaming = true
@@ -266,8 +275,10 @@ func joinArray(answers [][]byte) []byte {
 // once, each into a buffer that is handed to the batch's response
 // (batchResponse) as soon as it is served. Messages they send before
 // their responses (progress, requests to the client) take the way they
-// take for a POST answered with JSON: requests go on the session's GET
-// stream.
+// take for a POST answered with JSON, but for requests to the client of a
+// client that accepts text/event-stream: those go on the batch's stream,
+// which they start, while the other requests are served on (and without
+// it, on the session's GET stream).
 func (t *HTTP) postBatch(w http.ResponseWriter, r *http.Request, body []byte, acceptJSON, acceptSSE bool) {
 	if v := r.Header.Get(headerProtocol); protocol.Modern(v) {
 		t.refuse(w, r, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
@@ -297,6 +308,19 @@ func (t *HTTP) postBatch(w http.ResponseWriter, r *http.Request, body []byte, ac
 	rs := newResponseStream(w, t.opts.WriteTimeout)
 	defer rs.finish()
 	b := &batchResponse{rs: rs, acceptJSON: acceptJSON, acceptSSE: acceptSSE, limit: t.maxBatch.Load()}
+	// The members' requests to the client, taken by this goroutine.
+	toClient := make(chan []byte)
+	var toBatch func(*jsonrpc.Message) bool
+	if acceptSSE {
+		toBatch = func(m *jsonrpc.Message) bool {
+			select {
+			case toClient <- m.Encode():
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
 	var requests []*post
 	for _, raw := range elems {
 		msg, answer := decodeBatched(raw)
@@ -304,7 +328,7 @@ func (t *HTTP) postBatch(w http.ResponseWriter, r *http.Request, body []byte, ac
 			b.hold(answer)
 			continue
 		}
-		p := &post{w: &bufferedResponse{header: http.Header{}}, r: r, msg: msg, acceptJSON: true}
+		p := &post{w: &bufferedResponse{header: http.Header{}}, r: r, msg: msg, acceptJSON: true, toBatch: toBatch}
 		if msg.IsRequest() {
 			requests = append(requests, p)
 			continue
@@ -340,6 +364,8 @@ func (t *HTTP) postBatch(w http.ResponseWriter, r *http.Request, body []byte, ac
 			if a.line != nil { // none for a request cut short
 				b.add(a)
 			}
+		case line := <-toClient:
+			b.request(line)
 		case <-beat.C:
 			b.beat()
 		}

@@ -28,6 +28,10 @@ type post struct {
 	// response is handed over, and read after.
 	fresh  *httpSession
 	opened bool
+	// toBatch carries the requests to the client of a request in a batch
+	// whose client accepts text/event-stream to the batch's stream (false:
+	// the batch is over); nil for any other request.
+	toBatch func(*jsonrpc.Message) bool
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -392,13 +396,21 @@ func (w *streamWriter) finish() bool {
 // of its own, matched by id in the session.
 func (t *HTTP) ask(life context.Context, p *post, s *httpSession, out *outbox) func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
 	send := s.Notify
-	if p.acceptSSE {
+	switch {
+	case p.toBatch != nil:
+		send = p.toBatch
+	case p.acceptSSE:
 		send = out.offer
 	}
 	// A notice for a request given up on follows it on its stream, or, once
 	// that stream ended (the response is written), goes on the GET stream.
 	cancelled := func(m *jsonrpc.Message) {
-		if !p.acceptSSE || !out.offer(m) {
+		switch {
+		case p.toBatch != nil:
+			if !p.toBatch(m) {
+				s.Notify(m)
+			}
+		case !p.acceptSSE || !out.offer(m):
 			s.Notify(m)
 		}
 	}

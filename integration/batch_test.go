@@ -26,11 +26,16 @@ type batchClient struct {
 }
 
 func newBatchClient(t *testing.T, a *aggregator, version string) *batchClient {
+	return newBatchClientWith(t, a, version, "{}")
+}
+
+// newBatchClientWith is newBatchClient declaring capabilities (JSON).
+func newBatchClientWith(t *testing.T, a *aggregator, version, capabilities string) *batchClient {
 	c := &batchClient{t: t, a: a, version: version}
 	if a.transport == stdioTransport {
 		c.out = bufio.NewReader(a.stdout)
 	}
-	init := c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}`, version), true)
+	init := c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":{"name":"batch","version":"1"}}}`, version, capabilities), true)
 	var res struct {
 		Result struct {
 			ProtocolVersion string `json:"protocolVersion"`

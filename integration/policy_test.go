@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,4 +275,131 @@ func TestPolicyCheckReportsRuleErrors(t *testing.T) {
 			assert.Contains(t, out, tc.want)
 		})
 	}
+}
+
+// TestPolicyAskInBatches: a call in a JSON-RPC batch that a rule asks
+// about sends the client an elicitation, over stdio and HTTP; the batch's
+// other members are answered too (over HTTP, on the batch's stream before
+// the question is answered), and the call goes ahead when the client
+// accepts and is refused when it declines, each with its audit line.
+func TestPolicyAskInBatches(t *testing.T) {
+	eachTransport(t, func(t *testing.T, tr transport) {
+		auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+		a := serveConfig(t, tr, policyConfig(auditPath))
+		a.waitLoaded()
+		c := newBatchClientWith(t, a, "2025-03-26", `{"elicitation":{}}`)
+		var asked []string
+
+		// runBatch sends batch and answers each elicitation with action
+		// until every member of want has its answer.
+		runBatch := func(batch, action string, want int) map[string]json.RawMessage {
+			t.Helper()
+			byID := map[string]json.RawMessage{}
+			// Over HTTP the question is answered only once the batch's other
+			// call was answered on the stream: it does not wait for the ask.
+			held := ""
+			reply := func(answer string) {
+				if c.out != nil {
+					_, err := io.WriteString(a.stdin, answer+"\n")
+					require.NoError(t, err)
+				} else {
+					assert.Equal(t, http.StatusAccepted, coreMessageBody(t, a, c.session, c.version, answer))
+				}
+			}
+			// handle takes one message from the gateway; false once the
+			// batch is answered.
+			handle := func(msg []byte) bool {
+				msg = bytes.TrimSpace(msg)
+				if len(msg) > 0 && msg[0] == '[' {
+					var replies []batchReply
+					require.NoError(t, json.Unmarshal(msg, &replies), "%s", msg)
+					for _, r := range replies {
+						require.Nil(t, r.Error, "%s", msg)
+						byID[strings.TrimSpace(string(r.ID))] = r.Result
+					}
+					return len(byID) < want
+				}
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+					Params struct {
+						Message string `json:"message"`
+					} `json:"params"`
+					Result json.RawMessage `json:"result"`
+				}
+				require.NoError(t, json.Unmarshal(msg, &m), "%s", msg)
+				switch {
+				case m.Method == "elicitation/create":
+					asked = append(asked, m.Params.Message)
+					answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":%q}}`, m.ID, action)
+					if c.out != nil || len(byID) > 0 {
+						reply(answer)
+					} else {
+						held = answer
+					}
+				case m.Method == "" && m.ID != nil:
+					byID[strings.TrimSpace(string(m.ID))] = m.Result
+					if held != "" {
+						reply(held)
+						held = ""
+					}
+				}
+				return len(byID) < want
+			}
+			if c.out != nil {
+				_, err := io.WriteString(a.stdin, strings.ReplaceAll(batch, "\n", "")+"\n")
+				require.NoError(t, err)
+				for {
+					line, err := c.out.ReadBytes('\n')
+					require.NoError(t, err)
+					if !handle(line) {
+						return byID
+					}
+				}
+			}
+			req, err := http.NewRequest(http.MethodPost, a.url, strings.NewReader(batch))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", c.session)
+			req.Header.Set("MCP-Protocol-Version", c.version)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				require.NoError(t, readSSE(resp.Body, handle))
+			} else {
+				raw, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				handle(raw)
+			}
+			require.Len(t, byID, want, "every member is answered")
+			return byID
+		}
+
+		got := runBatch(`[{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"ask me"}}},
+{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"fine"}}}]`, "accept", 2)
+		text, isErr := policyText(t, got["21"])
+		assert.False(t, isErr)
+		assert.Equal(t, "ask me", text, "approved: the call went ahead")
+		text, _ = policyText(t, got["22"])
+		assert.Equal(t, "fine", text)
+
+		got = runBatch(`[{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"ask again"}}},
+{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"demo_echo","arguments":{"text":"fine too"}}}]`, "decline", 2)
+		text, isErr = policyText(t, got["31"])
+		assert.True(t, isErr)
+		assert.Contains(t, text, `policy rule "ask-first"`)
+		text, _ = policyText(t, got["32"])
+		assert.Equal(t, "fine too", text)
+
+		require.Len(t, asked, 2, "each ask reached the client once")
+		assert.Contains(t, asked[0], "demo_echo")
+		outcomes := map[string]string{}
+		for _, l := range auditLines(t, auditPath, 4) {
+			args, _ := l["args"].(map[string]any)
+			outcomes[orEmpty(args["text"])] = orEmpty(l["outcome"]) + " " + orEmpty(l["rule"])
+		}
+		assert.Equal(t, map[string]string{"ask me": "approved ask-first", "fine": "ok ", "ask again": "declined ask-first", "fine too": "ok "}, outcomes)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,7 +31,7 @@ const warmCalls = 20
 
 // route is one way from the benchmark client to an echo upstream.
 type route struct {
-	name string // direct, relay, parser, bridge, router or proxied
+	name string // direct, relay, parser, bridge, router, proxied, sealed, policed or audited
 	c    *conn
 	// hop is the pid of the process between the client and the upstream (the relay, the
 	// bridge or the aggregator); 0 when there is none.
@@ -95,12 +96,19 @@ func BenchmarkCall(b *testing.B) {
 			// The same with --session-key-file: every request carries a sealed id.
 			sealed := startHTTPProcess(b, nil, binary, "serve", "--config", writeConfig(b, renderConfig(echoUpstream(b, "echo"))),
 				"--http", "127.0.0.1:0", "--session-key-file", writeSessionKey(b))
+			// The same with ten policy rules that every call evaluates and none
+			// matches, and an audit line per call.
+			policed := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))+auditConfig(b)+policyRules))
+			// The audit log alone, to part what the rules cost from what it does.
+			audited := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))+auditConfig(b)))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
 				{name: "router", c: dialHTTP(b, client, router.url), hop: router.cmd.Process.Pid},
 				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
 				{name: "sealed", c: dialHTTP(b, client, sealed.url), hop: sealed.cmd.Process.Pid},
+				{name: "policed", c: dialHTTP(b, client, policed.url), hop: policed.cmd.Process.Pid},
+				{name: "audited", c: dialHTTP(b, client, audited.url), hop: audited.cmd.Process.Pid},
 			}
 		}},
 		{"http-http", func(b *testing.B) []route {
@@ -201,9 +209,11 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 	}
 	b.StopTimer()
 	rate := make(map[string]float64, len(routes))
+	hopCPU := make(map[string]time.Duration, len(routes))
 	for i, r := range routes {
 		t := tallies[i]
 		rate[r.name] = float64(b.N) / t.elapsed.Seconds()
+		hopCPU[r.name] = t.cpu.hop
 		b.ReportMetric(rate[r.name], r.name+"-calls/s")
 		reportLatency(b, t.samples, r.name+"-")
 		perCall := func(d time.Duration) float64 { return micros(d) / float64(b.N) }
@@ -231,6 +241,13 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 	if rate["parser"] > 0 && rate["relay"] > 0 {
 		// What reading every message costs a hop, against copying bytes.
 		b.ReportMetric(rate["parser"]/rate["relay"], "parser/relay")
+	}
+	if hopCPU["policed"] > 0 && hopCPU["proxied"] > 0 && hopCPU["audited"] > 0 {
+		// What ten rules and the audit log cost the gateway's CPU per call,
+		// and what the audit log alone does.
+		b.ReportMetric(float64(hopCPU["policed"])/float64(hopCPU["proxied"]), "policed/proxied-cpu")
+		b.ReportMetric(float64(hopCPU["audited"])/float64(hopCPU["proxied"]), "audited/proxied-cpu")
+		b.ReportMetric(float64(hopCPU["policed"])/float64(hopCPU["audited"]), "policed/audited-cpu")
 	}
 	if rate["router"] > 0 && rate["bridge"] > 0 {
 		// What decoding and re-iding every message costs an HTTP hop, against moving bytes.
@@ -268,3 +285,19 @@ func writeSessionKey(tb testing.TB) string {
 	}
 	return path
 }
+
+// auditConfig turns the audit log on, one line per call to a file.
+func auditConfig(b *testing.B) string {
+	return fmt.Sprintf("audit: {to: %s}\n", yamlString(filepath.Join(b.TempDir(), "audit.jsonl")))
+}
+
+// policyRules are ten rules that read the call's tool and arguments, none
+// of which matches the benchmark's calls, so each call evaluates all ten.
+var policyRules = func() string {
+	var c strings.Builder
+	c.WriteString("policy:\n")
+	for i := range 10 {
+		fmt.Fprintf(&c, "  - name: rule-%d\n    when: 'tool != \"\" && has(args.text) && args.text.startsWith(\"never-%d\")'\n    action: deny\n", i, i)
+	}
+	return c.String()
+}()
