@@ -63,12 +63,18 @@ func (p *Pool) reclaim(now time.Time) (ok bool, soonest time.Time, idleFor time.
 		}
 		return a.lastUsed.Compare(b.lastUsed)
 	})
-	raced := false
+	raced, awaitGone := false, false
 	for _, c := range quiet {
+		if c.connected && awaitGone {
+			// A session without a connection turns reclaimable soon: it
+			// goes first, whatever the connected ones' last calls.
+			break
+		}
 		if at := c.lastUsed.Add(idleFor); now.Before(at) {
 			if soonest.IsZero() {
 				soonest = at // the first of its kind, by the order above
 			}
+			awaitGone = awaitGone || !c.connected
 			continue
 		}
 		if p.reclaimLease(c, now, idleFor) {

@@ -130,7 +130,9 @@ func TestReclaimAtTheCap(t *testing.T) {
 		closePool(t, pool)
 		conn.set(named("listening"), true)
 		acquire(t, pool, named("listening")).Done() // turns reclaimable first
-		time.Sleep(50 * time.Millisecond)           // apart enough to tell which was waited for
+		// Past its ReclaimIdle: the connected lease is reclaimable when c
+		// comes, the unconnected one (most likely) not yet, and is waited for.
+		time.Sleep(350 * time.Millisecond)
 		acquire(t, pool, named("gone")).Done()
 
 		acquire(t, pool, named("c")).Done()
