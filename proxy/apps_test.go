@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -73,7 +74,7 @@ func TestSurfaceAppResources(t *testing.T) {
 // A profile that hides every tool pointing at an app resource hides the
 // resource; one tool it admits keeps it.
 func TestHiddenApps(t *testing.T) {
-	cat := emptyCatalog().withServer("a", []*Entry{
+	cat := catalog.Empty().WithServer("a", []*catalog.Entry{
 		{Exported: "a_one", Server: "a", App: "ui://a/one"},
 		{Exported: "a_two", Server: "a", App: "ui://a/shared"},
 		{Exported: "a_three", Server: "a", App: "ui://a/shared"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/discovery"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
@@ -37,16 +38,16 @@ func isDiscoveryTool(name string) bool { return name == searchToolName || name =
 // discoveryEntries are the pair's catalog entries under d: none unless in
 // search mode. A name another server already exports stays that server's,
 // as with every other name.
-func discoveryEntries(d config.Discovery, cat *Catalog) []*Entry {
+func discoveryEntries(d config.Discovery, cat *catalog.Catalog) []*catalog.Entry {
 	if d.Mode != config.DiscoverySearch {
 		return nil
 	}
-	var out []*Entry
+	var out []*catalog.Entry
 	for _, t := range discoveryTools {
 		if owner, taken := cat.Owner(t.name); taken && owner != adminServer {
 			continue
 		}
-		out = append(out, &Entry{Exported: t.name, Server: adminServer, Original: t.name, Raw: t.raw})
+		out = append(out, &catalog.Entry{Exported: t.name, Server: adminServer, Original: t.name, Raw: t.raw})
 	}
 	return out
 }
@@ -63,20 +64,20 @@ type searchView struct {
 // newSearchView builds the search mode view of cat; nil in mode all. The
 // index holds exactly what tools/list would hold in mode all: every entry
 // of the catalog but the discovery pair.
-func newSearchView(d config.Discovery, cat *Catalog) *searchView {
+func newSearchView(d config.Discovery, cat *catalog.Catalog) *searchView {
 	return nextSearchView(d, cat, nil)
 }
 
 // nextSearchView is newSearchView after prev: the index reads again only
 // the tools that changed since prev was built.
-func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchView {
+func nextSearchView(d config.Discovery, cat *catalog.Catalog, prev *searchView) *searchView {
 	if d.Mode != config.DiscoverySearch {
 		return nil
 	}
 	entries := cat.Entries()
 	tools := make([]discovery.Tool, 0, len(entries))
 	var listed bytes.Buffer
-	listed.WriteString(toolsResultPrefix)
+	listed.WriteString(catalog.ToolsResultPrefix)
 	listed.WriteByte('[')
 	empty := listed.Len()
 	for _, e := range entries {
@@ -97,7 +98,7 @@ func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchV
 		before = prev.index
 	}
 	v := &searchView{index: discovery.Rebuild(before, tools)}
-	v.result, v.listed = toolsResult(&listed)
+	v.result, v.listed = catalog.ToolsResult(&listed)
 	return v
 }
 

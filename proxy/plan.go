@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -11,7 +12,7 @@ import (
 
 // plan applies the naming rules to a server's upstream tools against the
 // names other servers already own, and renders its catalog entries.
-func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, pattern string) (naming.Plan, []*Entry) {
+func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *catalog.Catalog, pattern string) (naming.Plan, []*catalog.Entry) {
 	names := make([]string, len(tools))
 	byName := make(map[string]upstream.Tool, len(tools))
 	for i, t := range tools {
@@ -29,15 +30,15 @@ func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, patt
 		// One line per server and plan, however many tools the filters drop.
 		p.log.Info(sum, "server", s.ID)
 	}
-	entries := make([]*Entry, 0, len(plan.Tools))
+	entries := make([]*catalog.Entry, 0, len(plan.Tools))
 	for _, t := range plan.Tools {
-		raw, err := renamed(byName[t.Original].Raw, t.Exported)
+		raw, err := catalog.Renamed(byName[t.Original].Raw, t.Exported)
 		if err != nil {
 			plan.Problems = append(plan.Problems, naming.Problem{Server: s.ID, Tool: t.Original, Message: "malformed definition skipped: " + err.Error()})
 			continue
 		}
 		raw, app := appTool(s.ID, raw)
-		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings, App: app})
+		entries = append(entries, &catalog.Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings, App: app})
 	}
 	return plan, entries
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
@@ -211,7 +212,7 @@ func (pr *profile) server(id string) bool {
 }
 
 // tool reports whether the profile admits a catalog entry.
-func (pr *profile) tool(e *Entry) bool {
+func (pr *profile) tool(e *catalog.Entry) bool {
 	if pr == nil || e.Server == adminServer {
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
@@ -35,7 +36,7 @@ func TestToolLimitNamesTheSettingInForce(t *testing.T) {
 			s.Tools.Defaults, s.Tools.Config = tt.defaults, tt.config
 			// The entry's settings as the naming plan merges them.
 			plan := naming.Apply(rulesFor(s, ""), []string{"slow"}, nil)
-			e := &Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
+			e := &catalog.Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
 			got := toolLimit(s, e)
 			assert.Equal(t, tt.wantD, got.d)
 			assert.Equal(t, tt.wantSetting, got.setting)
