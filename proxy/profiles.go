@@ -343,7 +343,7 @@ func (st *state) profileOrder(pr *profile) []string {
 func (st *state) filteredTools(pr *profile) json.RawMessage {
 	var b bytes.Buffer
 	for _, e := range st.catalog.Entries() {
-		if st.search != nil && e.Server != adminServer && !alwaysListed(st.discovery.Always, e.Exported) {
+		if st.search != nil && e.Server != adminServer && !catalog.AlwaysListed(st.discovery.Always, e.Exported) {
 			continue
 		}
 		if pr.tool(e) {

@@ -30,7 +30,7 @@ func profileState(profiles map[string]config.Profile, search bool) *state {
 	st.catalog.Render()
 	if search {
 		st.discovery = config.Discovery{Mode: config.DiscoverySearch, Always: []string{"fs_*"}}
-		st.search = newSearchView(st.discovery, st.catalog)
+		st.search = catalog.NewSearchView(st.discovery, st.catalog, adminServer, isDiscoveryTool)
 	}
 	st.profiles = compileProfiles(profiles)
 	return st

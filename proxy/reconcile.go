@@ -585,7 +585,7 @@ func (p *Proxy) commit(settings *state, cat *catalog.Catalog, order []string, se
 	next.problems = old.problems
 	next.catalog = cat
 	next.servers = servers
-	next.search = nextSearchView(settings.discovery, cat, old.search)
+	next.search = catalog.NextSearchView(settings.discovery, cat, old.search, adminServer, isDiscoveryTool)
 	next.order = order
 	next.surface = buildSurface(order, servers, settings.pattern)
 	p.publish(next)
@@ -593,7 +593,7 @@ func (p *Proxy) commit(settings *state, cat *catalog.Catalog, order []string, se
 		p.revokeLeases(next)
 	}
 	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
-	toolsChanged := !catalog.SameSurface(old.catalog, cat) || !sameListing(old.search, next.search)
+	toolsChanged := !catalog.SameSurface(old.catalog, cat) || !catalog.SameListing(old.search, next.search)
 	// Clients with a profile hear of the changes to their own view only,
 	// which a profile edit alone may cause (profiles.go).
 	p.announce(old, next, "resources", resChanged)

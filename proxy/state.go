@@ -29,7 +29,7 @@ type state struct {
 	// discovery is the config's discovery section; search is its view of
 	// catalog in search mode (nil in mode all), built by the same commit.
 	discovery config.Discovery
-	search    *searchView
+	search    *catalog.SearchView
 }
 
 func initialState() *state {
