@@ -35,7 +35,7 @@ func TestToolLimitNamesTheSettingInForce(t *testing.T) {
 			s := &config.Server{ID: "demo", RequestTimeout: time.Minute}
 			s.Tools.Defaults, s.Tools.Config = tt.defaults, tt.config
 			// The entry's settings as the naming plan merges them.
-			plan := naming.Apply(rulesFor(s, ""), []string{"slow"}, nil)
+			plan := naming.Apply(catalog.RulesFor(s, ""), []string{"slow"}, nil)
 			e := &catalog.Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
 			got := toolLimit(s, e)
 			assert.Equal(t, tt.wantD, got.d)
