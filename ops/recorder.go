@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
 
@@ -32,9 +33,9 @@ type Recorder struct {
 	reclaims  *prometheus.CounterVec
 
 	// series holds each catalog entry's pre-resolved metrics, keyed by the
-	// *proxy.Entry itself: a call finds its counters with one lock-free
+	// *catalog.Entry itself: a call finds its counters with one lock-free
 	// lookup. Entries the catalog no longer has are pruned at scrape time.
-	series sync.Map // *proxy.Entry -> *toolSeries
+	series sync.Map // *catalog.Entry -> *toolSeries
 	// mu serialises creating and pruning series, so a prune never deletes
 	// the label values of a series being created.
 	mu              sync.Mutex
@@ -44,7 +45,7 @@ type Recorder struct {
 	// outnumber what the catalog can account for, so that reloads and
 	// re-lists that replace entries hold no memory between scrapes, or
 	// without any. entries counts series; pruneAt is when to look next.
-	catalog func() *proxy.Catalog
+	catalog func() *catalog.Catalog
 	entries int
 	pruneAt int
 
@@ -101,7 +102,7 @@ var _ proxy.Observer = (*Recorder)(nil)
 
 // ToolCalled counts one call. On the common path it is two atomic loads,
 // one addition and one histogram observation.
-func (r *Recorder) ToolCalled(e *proxy.Entry, outcome proxy.CallOutcome, elapsed time.Duration) {
+func (r *Recorder) ToolCalled(e *catalog.Entry, outcome proxy.CallOutcome, elapsed time.Duration) {
 	var s *toolSeries
 	if v, ok := r.series.Load(e); ok {
 		s = v.(*toolSeries)
@@ -118,7 +119,7 @@ func (r *Recorder) ToolCalled(e *proxy.Entry, outcome proxy.CallOutcome, elapsed
 
 // newSeries resolves the metrics of an entry seen for the first time (nil:
 // a name no server exports).
-func (r *Recorder) newSeries(e *proxy.Entry) *toolSeries {
+func (r *Recorder) newSeries(e *catalog.Entry) *toolSeries {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if v, ok := r.series.Load(e); ok {
@@ -157,7 +158,7 @@ func (r *Recorder) resolve(s *toolSeries, outcome proxy.CallOutcome) *counter {
 // zero, and the series of tools cat no longer exports and of servers gone
 // are dropped, which keeps the label sets bounded by the catalog and the
 // config however often they change.
-func (r *Recorder) sync(cat *proxy.Catalog, configured []string) {
+func (r *Recorder) sync(cat *catalog.Catalog, configured []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	want := map[string]bool{}
@@ -182,13 +183,13 @@ func (r *Recorder) sync(cat *proxy.Catalog, configured []string) {
 }
 
 // prune drops the series of tools cat no longer exports. Callers hold mu.
-func (r *Recorder) prune(cat *proxy.Catalog) {
+func (r *Recorder) prune(cat *catalog.Catalog) {
 	servers := map[string]bool{unknownServer: true}
 	for _, e := range cat.Entries() {
 		servers[e.Server] = true
 	}
 	r.series.Range(func(k, v any) bool {
-		e, s := k.(*proxy.Entry), v.(*toolSeries)
+		e, s := k.(*catalog.Entry), v.(*toolSeries)
 		if e == nil {
 			return true
 		}

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
 
 func TestRecorderCountsPerEntryAndOutcome(t *testing.T) {
 	rec := NewRecorder(5)
-	a := &proxy.Entry{Server: "github", Exported: "gh_search", Original: "search"}
-	b := &proxy.Entry{Server: "github", Exported: "gh_issue", Original: "issue"}
+	a := &catalog.Entry{Server: "github", Exported: "gh_search", Original: "search"}
+	b := &catalog.Entry{Server: "github", Exported: "gh_issue", Original: "issue"}
 	for range 3 {
 		rec.ToolCalled(a, proxy.CallOK, 20*time.Millisecond)
 	}
@@ -35,7 +36,7 @@ func TestRecorderCountsPerEntryAndOutcome(t *testing.T) {
 
 func TestRecorderCallPathDoesNotAllocate(t *testing.T) {
 	rec := NewRecorder(5)
-	e := &proxy.Entry{Server: "s", Exported: "t"}
+	e := &catalog.Entry{Server: "s", Exported: "t"}
 	rec.ToolCalled(e, proxy.CallOK, time.Millisecond) // resolves the series
 	allocs := testing.AllocsPerRun(1000, func() { rec.ToolCalled(e, proxy.CallOK, time.Millisecond) })
 	assert.Zero(t, allocs)
@@ -43,7 +44,7 @@ func TestRecorderCallPathDoesNotAllocate(t *testing.T) {
 
 func BenchmarkRecorderToolCalled(b *testing.B) {
 	rec := NewRecorder(5)
-	e := &proxy.Entry{Server: "s", Exported: "t"}
+	e := &catalog.Entry{Server: "s", Exported: "t"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -58,7 +59,7 @@ func TestRecorderPrunesToolsTheCatalogDropped(t *testing.T) {
 	cat := r.proxy.Catalog()
 	echo, ok := cat.Lookup("echo")
 	require.True(t, ok, "the demo tools server exports echo")
-	gone := &proxy.Entry{Server: "removed", Exported: "old_tool"}
+	gone := &catalog.Entry{Server: "removed", Exported: "old_tool"}
 	r.rec.ToolCalled(echo, proxy.CallOK, time.Millisecond)
 	r.rec.ToolCalled(gone, proxy.CallOK, time.Millisecond)
 	r.rec.ToolCalled(nil, proxy.CallError, time.Millisecond)
@@ -120,7 +121,7 @@ func TestRecorderHoldsNoReplacedEntriesWithoutScrapes(t *testing.T) {
 	for range 10 * minPruneAt {
 		// What a reload that changes the server leaves behind: an entry of
 		// the same tool the catalog no longer holds.
-		old := &proxy.Entry{Server: "tools", Exported: "echo", Original: "echo"}
+		old := &catalog.Entry{Server: "tools", Exported: "echo", Original: "echo"}
 		r.rec.ToolCalled(old, proxy.CallOK, time.Millisecond)
 	}
 	held := 0

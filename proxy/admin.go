@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -26,7 +27,7 @@ var adminTools = map[string]json.RawMessage{
 }
 
 // adminEntries are the admin tools' catalog entries under admin.
-func adminEntries(admin config.Admin) []*Entry {
+func adminEntries(admin config.Admin) []*catalog.Entry {
 	if !admin.Enabled {
 		return nil
 	}
@@ -35,15 +36,15 @@ func adminEntries(admin config.Admin) []*Entry {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	entries := make([]*Entry, 0, len(names))
+	entries := make([]*catalog.Entry, 0, len(names))
 	for _, n := range names {
-		entries = append(entries, &Entry{Exported: n, Server: adminServer, Original: n, Raw: adminTools[n]})
+		entries = append(entries, &catalog.Entry{Exported: n, Server: adminServer, Original: n, Raw: adminTools[n]})
 	}
 	return entries
 }
 
-func (c *Catalog) withAdmin(entries []*Entry) *Catalog {
-	return c.withServer(adminServer, entries)
+func withAdmin(c *catalog.Catalog, entries []*catalog.Entry) *catalog.Catalog {
+	return c.WithServer(adminServer, entries)
 }
 
 // textResult renders a tool result of one text item.

@@ -20,45 +20,6 @@ import (
 // uiExtension is the identifier of the MCP Apps extension.
 const uiExtension = "io.modelcontextprotocol/ui"
 
-// appTool returns a tool definition with the app resource URIs of its
-// _meta exported under server's names, and the exported URI the tool
-// points at ("" for a tool that is no app's).
-func appTool(server string, raw json.RawMessage) (json.RawMessage, string) {
-	if !rawjson.Mentions(raw, "_meta") {
-		return raw, ""
-	}
-	meta := rawjson.Member(raw, "_meta")
-	if len(meta) == 0 || meta[0] != '{' {
-		return raw, ""
-	}
-	export := func(v []byte) ([]byte, bool) {
-		uri, ok := rawjson.String(v)
-		if !ok || !naming.IsAppURI(uri) {
-			return nil, false
-		}
-		return rawjson.AppendString(nil, naming.AppURI(server, uri)), true
-	}
-	next := meta
-	if ui := rawjson.Member(meta, "ui"); len(ui) > 0 && ui[0] == '{' {
-		if nextUI, ok := rawjson.Replace(ui, "resourceUri", export); ok {
-			next, _ = rawjson.Replace(next, "ui", func([]byte) ([]byte, bool) { return nextUI, true })
-		}
-	}
-	next, _ = rawjson.Replace(next, "ui/resourceUri", export)
-	app, ok := rawjson.String(rawjson.Member(rawjson.Member(next, "ui"), "resourceUri"))
-	if !ok {
-		app, _ = rawjson.String(rawjson.Member(next, "ui/resourceUri"))
-	}
-	if !naming.IsAppURI(app) {
-		app = ""
-	}
-	if len(next) == len(meta) && string(next) == string(meta) {
-		return raw, app
-	}
-	out, _ := rawjson.Replace(raw, "_meta", func([]byte) ([]byte, bool) { return next, true })
-	return out, app
-}
-
 // withMember returns obj with its member name set to the JSON string s.
 func withMember(obj json.RawMessage, name, s string) json.RawMessage {
 	out, _ := rawjson.Replace(obj, name, func([]byte) ([]byte, bool) { return rawjson.AppendString(nil, s), true })

@@ -7,26 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
-
-// Both keys of a tool's app pointer are exported under the server's name
-// for it, and every other byte of the definition stays.
-func TestAppToolMeta(t *testing.T) {
-	raw := json.RawMessage(`{"name":"get-time","_meta":{"ui":{"resourceUri":"ui://get-time/mcp-app.html","csp":{"x":1}},"ui/resourceUri":"ui://get-time/mcp-app.html","other":"ui://keep"}}`)
-	got, app := appTool("a", raw)
-	assert.Equal(t, "ui://a/get-time/mcp-app.html", app)
-	assert.JSONEq(t, `{"name":"get-time","_meta":{"ui":{"resourceUri":"ui://a/get-time/mcp-app.html","csp":{"x":1}},"ui/resourceUri":"ui://a/get-time/mcp-app.html","other":"ui://keep"}}`, string(got))
-
-	flat, app := appTool("b", json.RawMessage(`{"name":"t","_meta":{"ui/resourceUri":"ui://main"}}`))
-	assert.Equal(t, "ui://b/main", app, "the deprecated flat key alone still points at the app")
-	assert.JSONEq(t, `{"name":"t","_meta":{"ui/resourceUri":"ui://b/main"}}`, string(flat))
-
-	plain := json.RawMessage(`{"name":"t","_meta":{"ui":{"resourceUri":"https://x"}}}`)
-	got, app = appTool("a", plain)
-	assert.Equal(t, "", app)
-	assert.Equal(t, string(plain), string(got), "a tool that is no app's is left as it is")
-}
 
 // The ui:// URIs of what resources/read answers are the exported ones.
 func TestAppContents(t *testing.T) {
@@ -73,7 +56,7 @@ func TestSurfaceAppResources(t *testing.T) {
 // A profile that hides every tool pointing at an app resource hides the
 // resource; one tool it admits keeps it.
 func TestHiddenApps(t *testing.T) {
-	cat := emptyCatalog().withServer("a", []*Entry{
+	cat := catalog.Empty().WithServer("a", []*catalog.Entry{
 		{Exported: "a_one", Server: "a", App: "ui://a/one"},
 		{Exported: "a_two", Server: "a", App: "ui://a/shared"},
 		{Exported: "a_three", Server: "a", App: "ui://a/shared"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/audit"
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
@@ -82,7 +83,7 @@ func AuditPrincipal(c identity.Caller) audit.Principal { return auditPrincipal(c
 
 // auditCall writes the audit record of one tool call. Without an audit
 // log it is never called (a nil check at the call site).
-func (p *Proxy) auditCall(l *audit.Log, e *Entry, name string, inv invocation, v verdict, start time.Time,
+func (p *Proxy) auditCall(l *audit.Log, e *catalog.Entry, name string, inv invocation, v verdict, start time.Time,
 	result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	r := audit.Record{Time: start.UTC(), Event: "tools/call", Method: "tools/call", Tool: name, Rule: v.rule,
 		DurationMS: float64(time.Since(start).Microseconds()) / 1000, BytesIn: len(inv.args)}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -106,8 +107,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	var (
 		st       *state
 		server   string
-		entry    *Entry // a tools/call's
-		counted  *Entry // what the call counts as, when not entry
+		entry    *catalog.Entry // a tools/call's
+		counted  *catalog.Entry // what the call counts as, when not entry
 		rs       *runningServer
 		to       target
 		grant    *session.Grant // nil for the aggregator's own server
@@ -360,7 +361,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 // tool the caller's profile hides, as that tool's call, as a direct call
 // of it would be). awaited is whether the first load was waited for on
 // mcp_call_tool's behalf.
-func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry, counted *Entry, rpcErr *jsonrpc.Error, again bool) {
+func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry, counted *catalog.Entry, rpcErr *jsonrpc.Error, again bool) {
 	client := requestClient(inv.req)
 	entry, ok := st.catalog.Lookup(inv.name)
 	if ok && !st.profileOf(client).tool(entry) {

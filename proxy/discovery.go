@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/discovery"
-	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
 // The discovery pair: in search mode tools/list shows these two (with the
@@ -37,92 +35,24 @@ func isDiscoveryTool(name string) bool { return name == searchToolName || name =
 // discoveryEntries are the pair's catalog entries under d: none unless in
 // search mode. A name another server already exports stays that server's,
 // as with every other name.
-func discoveryEntries(d config.Discovery, cat *Catalog) []*Entry {
+func discoveryEntries(d config.Discovery, cat *catalog.Catalog) []*catalog.Entry {
 	if d.Mode != config.DiscoverySearch {
 		return nil
 	}
-	var out []*Entry
+	var out []*catalog.Entry
 	for _, t := range discoveryTools {
 		if owner, taken := cat.Owner(t.name); taken && owner != adminServer {
 			continue
 		}
-		out = append(out, &Entry{Exported: t.name, Server: adminServer, Original: t.name, Raw: t.raw})
+		out = append(out, &catalog.Entry{Exported: t.name, Server: adminServer, Original: t.name, Raw: t.raw})
 	}
 	return out
-}
-
-// searchView is what search mode shows, built with every commit from the
-// committed catalog: the short tools/list and the index behind
-// mcp_search_tools.
-type searchView struct {
-	index  *discovery.Index
-	listed json.RawMessage // the tools array of tools/list
-	result json.RawMessage // tools/list's result, around listed
-}
-
-// newSearchView builds the search mode view of cat; nil in mode all. The
-// index holds exactly what tools/list would hold in mode all: every entry
-// of the catalog but the discovery pair.
-func newSearchView(d config.Discovery, cat *Catalog) *searchView {
-	return nextSearchView(d, cat, nil)
-}
-
-// nextSearchView is newSearchView after prev: the index reads again only
-// the tools that changed since prev was built.
-func nextSearchView(d config.Discovery, cat *Catalog, prev *searchView) *searchView {
-	if d.Mode != config.DiscoverySearch {
-		return nil
-	}
-	entries := cat.Entries()
-	tools := make([]discovery.Tool, 0, len(entries))
-	var listed bytes.Buffer
-	listed.WriteString(toolsResultPrefix)
-	listed.WriteByte('[')
-	empty := listed.Len()
-	for _, e := range entries {
-		pair := e.Server == adminServer && isDiscoveryTool(e.Original)
-		if !pair {
-			tools = append(tools, discovery.Tool{Name: e.Exported, Original: e.Original, Server: e.Server, Raw: e.Raw})
-		}
-		if e.Server == adminServer || alwaysListed(d.Always, e.Exported) {
-			if listed.Len() > empty {
-				listed.WriteByte(',')
-			}
-			listed.Write(e.Raw)
-		}
-	}
-	listed.WriteByte(']')
-	var before *discovery.Index
-	if prev != nil {
-		before = prev.index
-	}
-	v := &searchView{index: discovery.Rebuild(before, tools)}
-	v.result, v.listed = toolsResult(&listed)
-	return v
-}
-
-func alwaysListed(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if naming.Match(p, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// sameListing reports whether two views list the same tools; with the
-// catalog's own comparison it decides whether clients hear list_changed.
-func sameListing(a, b *searchView) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return bytes.Equal(a.listed, b.listed)
 }
 
 // listedTools is the tools array tools/list answers under st.
 func (st *state) listedTools() json.RawMessage {
 	if st.search != nil {
-		return st.search.listed
+		return st.search.Listed
 	}
 	return st.catalog.ToolsJSON()
 }
@@ -131,7 +61,7 @@ func (st *state) listedTools() json.RawMessage {
 // rendered with the catalog: the list is not copied per request.
 func (st *state) toolsResult() json.RawMessage {
 	if st.search != nil {
-		return st.search.result
+		return st.search.Result
 	}
 	return st.catalog.ToolsResult()
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
 // benchmarkCatalog is the retrieval benchmark's catalog (public MCP servers'
 // real tools, see discovery/testdata/README.md) as committed entries.
-func benchmarkCatalog(t *testing.T) (*Catalog, []string) {
+func benchmarkCatalog(t *testing.T) (*catalog.Catalog, []string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "discovery", "testdata", "catalog.json"))
 	require.NoError(t, err)
@@ -27,17 +28,17 @@ func benchmarkCatalog(t *testing.T) (*Catalog, []string) {
 		} `json:"tools"`
 	}
 	require.NoError(t, json.Unmarshal(data, &file))
-	byServer := map[string][]*Entry{}
+	byServer := map[string][]*catalog.Entry{}
 	var order []string
 	for _, tool := range file.Tools {
 		if byServer[tool.Server] == nil {
 			order = append(order, tool.Server)
 		}
-		byServer[tool.Server] = append(byServer[tool.Server], &Entry{Exported: tool.Name, Server: tool.Server, Original: tool.Original, Raw: tool.Definition})
+		byServer[tool.Server] = append(byServer[tool.Server], &catalog.Entry{Exported: tool.Name, Server: tool.Server, Original: tool.Original, Raw: tool.Definition})
 	}
-	cat := emptyCatalog()
+	cat := catalog.Empty()
 	for _, s := range order {
-		cat = cat.withServer(s, byServer[s])
+		cat = cat.WithServer(s, byServer[s])
 	}
 	return cat, order
 }

@@ -19,7 +19,7 @@ func (o *ownServer) searchTools(args json.RawMessage) json.RawMessage {
 		// published with the same catalog; this guards a future mistake.
 		return textResult(true, "tool discovery is off; set discovery.mode: search")
 	}
-	return searchTools(o.st.search.index, args, o.st.visibility(o.client))
+	return searchTools(o.st.search.Index, args, o.st.visibility(o.client))
 }
 
 // callTool answers an mcp_call_tool call the forwarder did not run as the
@@ -33,7 +33,7 @@ func (o *ownServer) callTool(args json.RawMessage) json.RawMessage {
 	if why != nil {
 		return why
 	}
-	return textResult(true, unknownToolText(o.st.search.index, name, o.st.visibility(o.client)))
+	return textResult(true, unknownToolText(o.st.search.Index, name, o.st.visibility(o.client)))
 }
 
 // searchTools runs one mcp_search_tools call against ix.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
@@ -222,7 +223,7 @@ func TestDiscoveryFollowsCommits(t *testing.T) {
 func TestDiscoveryNameOwnedByAServer(t *testing.T) {
 	// A server that exports a tool named mcp_call_tool keeps it (first owner
 	// wins); search mode then offers mcp_search_tools alone.
-	cat := emptyCatalog().withServer("odd", []*Entry{{Exported: callToolName, Server: "odd", Original: "call", Raw: json.RawMessage(`{"name":"mcp_call_tool"}`)}})
+	cat := catalog.Empty().WithServer("odd", []*catalog.Entry{{Exported: callToolName, Server: "odd", Original: "call", Raw: json.RawMessage(`{"name":"mcp_call_tool"}`)}})
 	entries := discoveryEntries(config.Discovery{Mode: config.DiscoverySearch}, cat)
 	require.Len(t, entries, 1)
 	assert.Equal(t, searchToolName, entries[0].Exported)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-aggregator/mcp-aggregator/bridge"
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
@@ -232,7 +233,7 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	tools := p.listed(st, listTools, req.Profile)
 	body := make([]byte, 0, len(tools)+16)
-	body = append(body, toolsResultPrefix...)
+	body = append(body, catalog.ToolsResultPrefix...)
 	body = append(body, tools...)
 	body = append(body, '}')
 	return answer(body)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
@@ -18,7 +19,7 @@ import (
 type Observer interface {
 	// ToolCalled reports one finished tools/call: e is the catalog entry it
 	// ran as, nil when no server exports the name.
-	ToolCalled(e *Entry, outcome CallOutcome, elapsed time.Duration)
+	ToolCalled(e *catalog.Entry, outcome CallOutcome, elapsed time.Duration)
 	// Reloaded reports one finished Reconcile.
 	Reloaded(Reload)
 	// InstanceEvent reports a change to one of server's instances: the
@@ -156,7 +157,7 @@ func isErrorKey(quoted []byte) bool {
 }
 
 // observeCall reports one call to the observer, if there is one.
-func (p *Proxy) observeCall(e *Entry, start time.Time, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+func (p *Proxy) observeCall(e *catalog.Entry, start time.Time, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	if p.opts.Observer == nil {
 		return
 	}

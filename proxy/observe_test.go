@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -33,7 +34,7 @@ type observedCall struct {
 	elapsed      time.Duration
 }
 
-func (o *observed) ToolCalled(e *Entry, outcome CallOutcome, elapsed time.Duration) {
+func (o *observed) ToolCalled(e *catalog.Entry, outcome CallOutcome, elapsed time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	c := observedCall{outcome: outcome, elapsed: elapsed}

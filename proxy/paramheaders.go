@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -23,7 +24,7 @@ const codeHeaderMismatch = mcp.HEADER_MISMATCH
 // req against entry's schema; nil when they agree, or when req came with
 // no such headers to check (stdio, a session, a tool that marks none, a
 // tool mcp_call_tool names, whose arguments are not in the headers).
-func paramHeaderMismatch(req *downstream.Request, entry *Entry) *jsonrpc.Error {
+func paramHeaderMismatch(req *downstream.Request, entry *catalog.Entry) *jsonrpc.Error {
 	if req == nil || req.ParamHeader == nil || req.Msg == nil || req.Msg.Method != "tools/call" || !rawjson.Mentions(entry.Raw, "x-mcp-header") {
 		return nil
 	}

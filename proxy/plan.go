@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -11,56 +13,19 @@ import (
 
 // plan applies the naming rules to a server's upstream tools against the
 // names other servers already own, and renders its catalog entries.
-func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *Catalog, pattern string) (naming.Plan, []*Entry) {
+func (p *Proxy) plan(s *config.Server, tools []upstream.Tool, cat *catalog.Catalog, pattern string) (naming.Plan, []*catalog.Entry) {
 	names := make([]string, len(tools))
-	byName := make(map[string]upstream.Tool, len(tools))
+	byName := make(map[string]json.RawMessage, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
-		byName[t.Name] = t
+		byName[t.Name] = t.Raw
 	}
-	plan := naming.Apply(rulesFor(s, pattern), names, func(exported string) (string, bool) {
-		owner, ok := cat.Owner(exported)
-		if ok && owner != s.ID {
-			return owner, true
-		}
-		return "", false
-	})
+	plan, entries := catalog.Plan(s, names, byName, cat, pattern)
 	if sum := plan.Summary(); sum != "" {
 		// One line per server and plan, however many tools the filters drop.
 		p.log.Info(sum, "server", s.ID)
 	}
-	entries := make([]*Entry, 0, len(plan.Tools))
-	for _, t := range plan.Tools {
-		raw, err := renamed(byName[t.Original].Raw, t.Exported)
-		if err != nil {
-			plan.Problems = append(plan.Problems, naming.Problem{Server: s.ID, Tool: t.Original, Message: "malformed definition skipped: " + err.Error()})
-			continue
-		}
-		raw, app := appTool(s.ID, raw)
-		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings, App: app})
-	}
 	return plan, entries
-}
-
-// rulesFor converts a server's config to naming rules.
-func rulesFor(s *config.Server, pattern string) naming.Rules {
-	r := naming.Rules{
-		Server: s.ID, Whitelist: s.Tools.Whitelist, Blacklist: s.Tools.Blacklist,
-		Strict:       s.Tools.Mode == config.ModeStrict,
-		Defaults:     naming.Settings(s.Tools.Defaults),
-		ValidPattern: pattern,
-		Reserved:     config.ReservedServerID,
-	}
-	if len(s.Tools.Config) > 0 {
-		r.Config = make(map[string]naming.Settings, len(s.Tools.Config))
-		for k, v := range s.Tools.Config {
-			r.Config[k] = naming.Settings(v)
-		}
-	}
-	for _, t := range s.Transforms {
-		r.Transforms = append(r.Transforms, naming.Transform{Suffix: t.Kind == config.TransformSuffix, Add: t.Add, Remove: t.Remove})
-	}
-	return r
 }
 
 // startFailure begins the message of a server's start failure.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -36,7 +37,7 @@ type verdict struct {
 // task; either protocol generation): first the principal's rate limits,
 // whose refusal is the JSON-RPC error over, then the policy list, whose
 // denial is v.denied. Without either it costs two nil checks.
-func (p *Proxy) admitCall(ctx context.Context, st *state, entry *Entry, inv invocation) (over *jsonrpc.Error, v verdict) {
+func (p *Proxy) admitCall(ctx context.Context, st *state, entry *catalog.Entry, inv invocation) (over *jsonrpc.Error, v verdict) {
 	if st.rates != nil {
 		if over, limit := st.rates.take(principalOf(inv.req), entry.Server); over != nil {
 			return over, verdict{outcome: "denied", rule: limit}
@@ -56,7 +57,7 @@ func (p *Proxy) admitCall(ctx context.Context, st *state, entry *Entry, inv invo
 // task; either protocol generation). denied is the tool error to answer
 // with when the call may not go ahead; nil lets it through. Without a
 // policy it costs a nil check.
-func (p *Proxy) checkPolicy(ctx context.Context, st *state, entry *Entry, inv invocation) (denied json.RawMessage, v verdict) {
+func (p *Proxy) checkPolicy(ctx context.Context, st *state, entry *catalog.Entry, inv invocation) (denied json.RawMessage, v verdict) {
 	if st.policy == nil {
 		return nil, v
 	}

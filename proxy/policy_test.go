@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -24,7 +25,7 @@ func TestPolicyAskAnswers(t *testing.T) {
 	require.Empty(t, errs)
 	st := &state{policy: set}
 	p := &Proxy{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	entry := &Entry{Server: "db", Exported: "db_drop", Original: "drop"}
+	entry := &catalog.Entry{Server: "db", Exported: "db_drop", Original: "drop"}
 	defer func(d time.Duration) { askTimeout = d }(askTimeout)
 	askTimeout = 50 * time.Millisecond
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
@@ -211,7 +212,7 @@ func (pr *profile) server(id string) bool {
 }
 
 // tool reports whether the profile admits a catalog entry.
-func (pr *profile) tool(e *Entry) bool {
+func (pr *profile) tool(e *catalog.Entry) bool {
 	if pr == nil || e.Server == adminServer {
 		return true
 	}
@@ -342,7 +343,7 @@ func (st *state) profileOrder(pr *profile) []string {
 func (st *state) filteredTools(pr *profile) json.RawMessage {
 	var b bytes.Buffer
 	for _, e := range st.catalog.Entries() {
-		if st.search != nil && e.Server != adminServer && !alwaysListed(st.discovery.Always, e.Exported) {
+		if st.search != nil && e.Server != adminServer && !catalog.AlwaysListed(st.discovery.Always, e.Exported) {
 			continue
 		}
 		if pr.tool(e) {

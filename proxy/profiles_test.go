@@ -7,29 +7,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 )
 
-func profiledEntry(server, exported string) *Entry {
-	return &Entry{Exported: exported, Server: server, Original: exported, Raw: json.RawMessage(`{"name":"` + exported + `"}`)}
+func profiledEntry(server, exported string) *catalog.Entry {
+	return &catalog.Entry{Exported: exported, Server: server, Original: exported, Raw: json.RawMessage(`{"name":"` + exported + `"}`)}
 }
 
 // profileState is a state with a GitHub server, a filesystem server, the
 // admin tools and the given profiles.
 func profileState(profiles map[string]config.Profile, search bool) *state {
 	st := initialState()
-	st.catalog = catalogOf(
-		[]*Entry{profiledEntry("github", "github_issue"), profiledEntry("github", "github_pr")},
-		[]*Entry{profiledEntry("fs", "fs_read")},
-	).withAdmin(adminEntries(st.admin))
-	st.catalog.withOrder([]string{adminServer, "github", "fs"})
-	st.catalog.render()
+	st.catalog = withAdmin(catalog.Empty().
+		WithServer("github", []*catalog.Entry{profiledEntry("github", "github_issue"), profiledEntry("github", "github_pr")}).
+		WithServer("fs", []*catalog.Entry{profiledEntry("fs", "fs_read")}),
+		adminEntries(st.admin))
+	st.catalog.WithOrder([]string{adminServer, "github", "fs"})
+	st.catalog.Render()
 	if search {
 		st.discovery = config.Discovery{Mode: config.DiscoverySearch, Always: []string{"fs_*"}}
-		st.search = newSearchView(st.discovery, st.catalog)
+		st.search = catalog.NewSearchView(st.discovery, st.catalog, adminServer, isDiscoveryTool)
 	}
 	st.profiles = compileProfiles(profiles)
 	return st

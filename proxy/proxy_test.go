@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
@@ -195,7 +196,7 @@ func TestProxyEndToEnd(t *testing.T) {
 			require.NoError(t, json.Unmarshal(raw, &head))
 			e, ok := p.Catalog().Lookup("fid_" + head.Name)
 			require.True(t, ok, head.Name)
-			want, err := renamed(json.RawMessage(compactJSON(t, raw)), "fid_"+head.Name)
+			want, err := catalog.Renamed(json.RawMessage(compactJSON(t, raw)), "fid_"+head.Name)
 			require.NoError(t, err)
 			assert.Equal(t, string(want), string(e.Raw))
 			assert.True(t, bytes.Contains(list.Line, want), "tools/list carries %s intact", head.Name)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -190,7 +191,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	next := current
 	for id, rs := range current {
 		if !desired[id] {
-			cat = cat.withServer(id, nil)
+			cat = cat.WithServer(id, nil)
 			delete(next, id)
 			retired = append(retired, rs)
 			p.log.Info("server removed", "server", id)
@@ -200,24 +201,24 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 	// of tools it turns off are free for upstream tools (reclaim below hands
 	// them out), and a server holding the name of one it turns on gives the
 	// name up.
-	cat = cat.withAdmin(append(adminEntries(ws.Admin), discoveryEntries(ws.Discovery, cat)...))
+	cat = withAdmin(cat, append(adminEntries(ws.Admin), discoveryEntries(ws.Discovery, cat)...))
 	for _, id := range slices.Sorted(maps.Keys(next)) {
 		rs := next[id]
 		if !yields(cat, id) {
 			continue
 		}
-		plan, entries := p.plan(rs.cfg, rs.tools, cat.withServer(id, nil), ws.Naming.ValidPattern)
+		plan, entries := p.plan(rs.cfg, rs.tools, cat.WithServer(id, nil), ws.Naming.ValidPattern)
 		if plan.Failed {
 			continue // names taken never make a plan fail; see reclaim
 		}
 		next[id] = rs.withTools(rs.cfg, rs.tools, plan)
-		cat = cat.withServer(id, entries)
+		cat = cat.WithServer(id, entries)
 		p.log.Info("server gave up names to the aggregator's own tools", "server", id, "tools", len(entries))
 	}
 	replanFailed := map[string]bool{}
 	for _, s := range replan {
 		old := next[s.ID]
-		plan, entries := p.plan(s, old.tools, cat.withServer(s.ID, nil), ws.Naming.ValidPattern)
+		plan, entries := p.plan(s, old.tools, cat.WithServer(s.ID, nil), ws.Naming.ValidPattern)
 		report.Notes = append(report.Notes, exclusionNotes(s, plan)...)
 		if plan.Failed {
 			// Its last good plan stays; the problems are the new plan's.
@@ -228,7 +229,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			continue
 		}
 		next[s.ID] = old.withTools(s, old.tools, plan)
-		cat = cat.withServer(s.ID, entries)
+		cat = cat.WithServer(s.ID, entries)
 		p.log.Info("server re-planned without restart", "server", s.ID, "tools", len(entries))
 		if changes := poolChanges(old.cfg, s); len(changes) > 0 {
 			// Running instances keep serving their sessions; the pool takes
@@ -316,7 +317,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			for _, t := range todo[i+1:] {
 				if _, isNew := fresh[t.ID]; isNew && next[t.ID] != nil {
 					after = append(after, t.ID)
-					base = base.withServer(t.ID, nil)
+					base = base.WithServer(t.ID, nil)
 				}
 			}
 		}
@@ -340,7 +341,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		}
 		started = append(started, s.ID)
 		next[s.ID] = rs
-		cat = base.withServer(s.ID, entries)
+		cat = base.WithServer(s.ID, entries)
 		p.log.Info("server ready", "server", s.ID, "tools", len(entries), "pid", pr.inst.PID())
 		for _, id := range after {
 			rs := next[id]
@@ -352,7 +353,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			}
 			next[id] = rs.withTools(rs.cfg, rs.tools, plan)
 			planned[id] = plan
-			cat = cat.withServer(id, entries)
+			cat = cat.WithServer(id, entries)
 		}
 	}
 	wave := func() {
@@ -392,7 +393,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			if theirs == was || was == nil || mine == nil || mine.pool != theirs.pool {
 				continue
 			}
-			plan, entries := p.plan(mine.cfg, theirs.tools, cat.withServer(id, nil), ws.Naming.ValidPattern)
+			plan, entries := p.plan(mine.cfg, theirs.tools, cat.WithServer(id, nil), ws.Naming.ValidPattern)
 			if plan.Failed {
 				continue
 			}
@@ -403,7 +404,7 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 			if _, ok := planned[id]; ok {
 				planned[id] = plan
 			}
-			cat = cat.withServer(id, entries)
+			cat = cat.WithServer(id, entries)
 			dirty = true
 		}
 		seen = cur
@@ -499,7 +500,7 @@ func (p *Proxy) uncommitted(next, committed map[string]*runningServer) []func() 
 // longer exports it. It updates next and returns cat with their new entries,
 // and the ids planned again. The aggregator's own tools keep the names cat
 // gives them.
-func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []string, skip func(string) bool, pattern string) (*Catalog, []string) {
+func (p *Proxy) reclaim(cat *catalog.Catalog, next map[string]*runningServer, order []string, skip func(string) bool, pattern string) (*catalog.Catalog, []string) {
 	var again []string
 	for _, id := range order {
 		rs := next[id]
@@ -511,7 +512,7 @@ func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []st
 			continue // names going free cannot make a plan fail; keep what runs
 		}
 		next[id] = rs.withTools(rs.cfg, rs.tools, plan)
-		cat = cat.withServer(id, entries)
+		cat = cat.WithServer(id, entries)
 		again = append(again, id)
 		p.log.Info("server took names that went free", "server", id, "tools", len(entries))
 	}
@@ -519,7 +520,7 @@ func (p *Proxy) reclaim(cat *Catalog, next map[string]*runningServer, order []st
 }
 
 // anyFree reports whether one of names is owned by nobody in cat.
-func anyFree(cat *Catalog, names []string) bool {
+func anyFree(cat *catalog.Catalog, names []string) bool {
 	for _, n := range names {
 		if _, owned := cat.Owner(n); !owned {
 			return true
@@ -530,7 +531,7 @@ func anyFree(cat *Catalog, names []string) bool {
 
 // yields reports whether server exports, in cat, a name that cat gives to
 // another owner.
-func yields(cat *Catalog, server string) bool {
+func yields(cat *catalog.Catalog, server string) bool {
 	for _, e := range cat.Server(server) {
 		if owner, _ := cat.Owner(e.Exported); owner != server {
 			return true
@@ -574,17 +575,17 @@ func contains(servers []*config.Server, id string) bool {
 // commit publishes settings with the new catalog and servers and, when the
 // surface changed, bumps the version and tells every client once. Callers
 // hold reloadMu.
-func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers map[string]*runningServer) bool {
-	cat = cat.withServer("", nil) // fresh copy we may reorder
-	cat = cat.withAdmin(append(adminEntries(settings.admin), discoveryEntries(settings.discovery, cat)...))
-	cat.withOrder(append([]string{adminServer}, order...))
-	cat.render()
+func (p *Proxy) commit(settings *state, cat *catalog.Catalog, order []string, servers map[string]*runningServer) bool {
+	cat = cat.WithServer("", nil) // fresh copy we may reorder
+	cat = withAdmin(cat, append(adminEntries(settings.admin), discoveryEntries(settings.discovery, cat)...))
+	cat.WithOrder(append([]string{adminServer}, order...))
+	cat.Render()
 	old := p.current()
 	next := settings.with()
 	next.problems = old.problems
 	next.catalog = cat
 	next.servers = servers
-	next.search = nextSearchView(settings.discovery, cat, old.search)
+	next.search = catalog.NextSearchView(settings.discovery, cat, old.search, adminServer, isDiscoveryTool)
 	next.order = order
 	next.surface = buildSurface(order, servers, settings.pattern)
 	p.publish(next)
@@ -592,7 +593,7 @@ func (p *Proxy) commit(settings *state, cat *Catalog, order []string, servers ma
 		p.revokeLeases(next)
 	}
 	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
-	toolsChanged := !sameSurface(old.catalog, cat) || !sameListing(old.search, next.search)
+	toolsChanged := !catalog.SameSurface(old.catalog, cat) || !catalog.SameListing(old.search, next.search)
 	// Clients with a profile hear of the changes to their own view only,
 	// which a profile edit alone may cause (profiles.go).
 	p.announce(old, next, "resources", resChanged)
@@ -776,7 +777,7 @@ func (p *Proxy) relist(id string, inst *upstream.Instance) {
 	// A name the server no longer exports goes to a tool that had to skip
 	// it, in the same commit; a name it exports again stays with whoever
 	// holds it now (the existing owner keeps it).
-	cat, again := p.reclaim(cat.withServer(id, entries), next, st.order, func(s string) bool { return s == id }, st.pattern)
+	cat, again := p.reclaim(cat.WithServer(id, entries), next, st.order, func(s string) bool { return s == id }, st.pattern)
 	problems := replanned(st.problems, rs, updated)
 	for _, s := range again {
 		problems = replanned(problems, st.servers[s], next[s])
@@ -852,7 +853,7 @@ func (p *Proxy) relistSurface(id string, inst *upstream.Instance, kind string) {
 	}
 	next := maps.Clone(st.servers)
 	next[id] = &updated
-	p.commit(st, st.catalog.withServer("", nil), st.order, next)
+	p.commit(st, st.catalog.WithServer("", nil), st.order, next)
 }
 
 // setProblems publishes the problems of a reload. Callers hold reloadMu.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
@@ -293,7 +294,7 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 		p.noteHidden(req, st, hiddenPrompt, params.Name, (*Surface).promptOwner)
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
-	out, err := renamed(req.Msg.Params, e.original)
+	out, err := catalog.Renamed(req.Msg.Params, e.original)
 	if err != nil {
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
 	}
@@ -324,7 +325,7 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 			p.noteHidden(req, st, hiddenPrompt, ref.Name, (*Surface).promptOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
 		}
-		newRef, err := renamed(params.Ref, e.original)
+		newRef, err := catalog.Renamed(params.Ref, e.original)
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/audit"
 	"github.com/mcp-aggregator/mcp-aggregator/bridge"
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -169,8 +170,8 @@ func New(opts Options) *Proxy {
 	p.modernEdits = resultEdits(p.serverInfoJSON)
 	p.life, p.endLife = context.WithCancel(context.Background())
 	st := initialState()
-	st.catalog = st.catalog.withAdmin(adminEntries(st.admin))
-	st.catalog.render()
+	st.catalog = withAdmin(st.catalog, adminEntries(st.admin))
+	st.catalog.Render()
 	p.state.Store(st)
 	p.sessions.p = p
 	p.clients.init(&p.sessions)
@@ -213,7 +214,7 @@ func (p *Proxy) MarkLoaded() {
 func (p *Proxy) Loaded() <-chan struct{} { return p.loaded }
 
 // Catalog returns the current exported catalog.
-func (p *Proxy) Catalog() *Catalog { return p.current().catalog }
+func (p *Proxy) Catalog() *catalog.Catalog { return p.current().catalog }
 
 // Version is the registry version: the number of commits that changed the catalog.
 func (p *Proxy) Version() uint64 { return p.version.Load() }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
@@ -10,7 +11,7 @@ import (
 // (Proxy.state). Requests load it once and never lock; only the reconciler,
 // under reloadMu, builds the next one.
 type state struct {
-	catalog  *Catalog
+	catalog  *catalog.Catalog
 	surface  *Surface // resources, templates, prompts
 	servers  map[string]*runningServer
 	order    []string                  // servers in config order
@@ -28,11 +29,11 @@ type state struct {
 	// discovery is the config's discovery section; search is its view of
 	// catalog in search mode (nil in mode all), built by the same commit.
 	discovery config.Discovery
-	search    *searchView
+	search    *catalog.SearchView
 }
 
 func initialState() *state {
-	return &state{catalog: emptyCatalog(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
+	return &state{catalog: catalog.Empty(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
 		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0, 0)}
 }
 

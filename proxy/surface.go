@@ -9,12 +9,13 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
 // Surface is the exported catalog beyond tools: resources, resource
-// templates and prompts, with the server that owns each. Like Catalog it
+// templates and prompts, with the server that owns each. Like catalog.Catalog it
 // is immutable, rebuilt whole on every commit from the running servers in
 // config order, so that the first server in config order keeps a URI or a
 // prompt name two servers offer.
@@ -73,7 +74,7 @@ func emptySurface() *Surface {
 
 // render keeps each list inside its whole result, rendered once: a list
 // request then copies it only to encode it. Like the catalog's (see
-// toolsResult), neither slice leaves room for an append.
+// catalog.ToolsResult), neither slice leaves room for an append.
 func (s *Surface) render(resources, templates, prompts json.RawMessage) {
 	s.results = make(map[string]json.RawMessage, 3)
 	wrap := func(key string, list json.RawMessage) json.RawMessage {
@@ -183,7 +184,7 @@ func buildSurfaceHiding(order []string, servers map[string]*runningServer, patte
 			continue
 		}
 		for _, t := range plan.Tools {
-			raw, err := renamed(raws[t.Original], t.Exported)
+			raw, err := catalog.Renamed(raws[t.Original], t.Exported)
 			if err != nil {
 				s.warn(rs.cfg, fmt.Sprintf("prompt %q has a malformed definition (%v); it is skipped", t.Original, err))
 				continue

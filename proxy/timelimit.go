@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
@@ -22,7 +23,7 @@ func requestLimit(s *config.Server) timeLimit {
 // toolLimit is the limit of a call of e, a tool of s: its tools.config
 // entry's timeout, else tools.defaults', else request_timeout, as the
 // naming plan merged them into e.Settings.
-func toolLimit(s *config.Server, e *Entry) timeLimit {
+func toolLimit(s *config.Server, e *catalog.Entry) timeLimit {
 	if e.Settings.Timeout <= 0 {
 		return requestLimit(s)
 	}

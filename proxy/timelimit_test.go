@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
@@ -34,8 +35,8 @@ func TestToolLimitNamesTheSettingInForce(t *testing.T) {
 			s := &config.Server{ID: "demo", RequestTimeout: time.Minute}
 			s.Tools.Defaults, s.Tools.Config = tt.defaults, tt.config
 			// The entry's settings as the naming plan merges them.
-			plan := naming.Apply(rulesFor(s, ""), []string{"slow"}, nil)
-			e := &Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
+			plan := naming.Apply(catalog.RulesFor(s, ""), []string{"slow"}, nil)
+			e := &catalog.Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
 			got := toolLimit(s, e)
 			assert.Equal(t, tt.wantD, got.d)
 			assert.Equal(t, tt.wantSetting, got.setting)

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"bytes"
@@ -34,9 +34,10 @@ type Catalog struct {
 	result, list json.RawMessage
 }
 
-func emptyCatalog() *Catalog {
+// Empty is the catalog of no tools, rendered.
+func Empty() *Catalog {
 	c := &Catalog{entries: map[string]*Entry{}, byServer: map[string][]*Entry{}}
-	c.render()
+	c.Render()
 	return c
 }
 
@@ -76,9 +77,9 @@ func (c *Catalog) Entries() []*Entry {
 	return out
 }
 
-// withServer returns a copy of c in which server's entries are replaced by
+// WithServer returns a copy of c in which server's entries are replaced by
 // entries (nil removes the server).
-func (c *Catalog) withServer(server string, entries []*Entry) *Catalog {
+func (c *Catalog) WithServer(server string, entries []*Entry) *Catalog {
 	n := &Catalog{entries: make(map[string]*Entry, len(c.entries)+len(entries)), byServer: make(map[string][]*Entry, len(c.byServer)+1)}
 	for _, s := range c.servers {
 		if s == server {
@@ -100,9 +101,9 @@ func (c *Catalog) withServer(server string, entries []*Entry) *Catalog {
 	return n
 }
 
-// withOrder reorders servers to follow order (servers not listed keep their
+// WithOrder reorders servers to follow order (servers not listed keep their
 // relative place at the end).
-func (c *Catalog) withOrder(order []string) {
+func (c *Catalog) WithOrder(order []string) {
 	rank := map[string]int{}
 	for i, s := range order {
 		rank[s] = i
@@ -117,9 +118,11 @@ func (c *Catalog) withOrder(order []string) {
 	})
 }
 
-func (c *Catalog) render() {
+// Render renders tools/list's result once, after the last WithServer or
+// WithOrder of a commit.
+func (c *Catalog) Render() {
 	var b bytes.Buffer
-	b.WriteString(toolsResultPrefix)
+	b.WriteString(ToolsResultPrefix)
 	b.WriteByte('[')
 	first := true
 	for _, s := range c.servers {
@@ -132,25 +135,25 @@ func (c *Catalog) render() {
 		}
 	}
 	b.WriteByte(']')
-	c.result, c.list = toolsResult(&b)
+	c.result, c.list = ToolsResult(&b)
 }
 
-// toolsResultPrefix opens tools/list's result.
-const toolsResultPrefix = `{"tools":`
+// ToolsResultPrefix opens tools/list's result.
+const ToolsResultPrefix = `{"tools":`
 
-// toolsResult closes the result b holds, toolsResultPrefix and a tools
+// ToolsResult closes the result b holds, ToolsResultPrefix and a tools
 // array, and returns it and its array. Neither has room to append to: an
 // append copies, and never writes into what other requests share.
-func toolsResult(b *bytes.Buffer) (result, list json.RawMessage) {
+func ToolsResult(b *bytes.Buffer) (result, list json.RawMessage) {
 	b.WriteByte('}')
 	result = b.Bytes()
 	result = result[:len(result):len(result)]
-	return result, result[len(toolsResultPrefix) : len(result)-1 : len(result)-1]
+	return result, result[len(ToolsResultPrefix) : len(result)-1 : len(result)-1]
 }
 
-// sameSurface reports whether two catalogs look the same to a client:
+// SameSurface reports whether two catalogs look the same to a client:
 // the same names with byte-identical definitions, in any order.
-func sameSurface(a, b *Catalog) bool {
+func SameSurface(a, b *Catalog) bool {
 	if len(a.entries) != len(b.entries) {
 		return false
 	}
@@ -163,9 +166,9 @@ func sameSurface(a, b *Catalog) bool {
 	return true
 }
 
-// renamed returns raw with its top-level "name" member set to name. Every
+// Renamed returns raw with its top-level "name" member set to name. Every
 // other byte, key order included, stays as the upstream sent it.
-func renamed(raw json.RawMessage, name string) (json.RawMessage, error) {
+func Renamed(raw json.RawMessage, name string) (json.RawMessage, error) {
 	quoted := rawjson.AppendString(nil, name)
 	out, ok := rawjson.Replace(raw, "name", func([]byte) ([]byte, bool) { return quoted, true })
 	if !ok {

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestRenamed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := renamed(json.RawMessage(tc.raw), tc.to)
+			got, err := Renamed(json.RawMessage(tc.raw), tc.to)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, string(got), "only the top-level name changes, byte for byte")
 		})
@@ -42,14 +42,14 @@ func TestRenamed(t *testing.T) {
 
 	t.Run("the input is not modified", func(t *testing.T) {
 		raw := json.RawMessage(`{"name":"a","b":1}`)
-		_, err := renamed(raw, "longer_name")
+		_, err := Renamed(raw, "longer_name")
 		require.NoError(t, err)
 		assert.Equal(t, `{"name":"a","b":1}`, string(raw))
 	})
 
 	for _, bad := range []string{`[{"name":"a"}]`, `"name"`, `42`, `{"description":"no name"}`, `{"name":`, ``, `{"a":{"name":"x"}}`} {
 		t.Run("error for "+bad, func(t *testing.T) {
-			_, err := renamed(json.RawMessage(bad), "x")
+			_, err := Renamed(json.RawMessage(bad), "x")
 			assert.Error(t, err)
 		})
 	}
@@ -57,11 +57,11 @@ func TestRenamed(t *testing.T) {
 
 // catalogOf builds a catalog holding the given servers' entries, in order.
 func catalogOf(servers ...[]*Entry) *Catalog {
-	c := emptyCatalog()
+	c := Empty()
 	for _, entries := range servers {
-		c = c.withServer(entries[0].Server, entries)
+		c = c.WithServer(entries[0].Server, entries)
 	}
-	c.render()
+	c.Render()
 	return c
 }
 
@@ -90,15 +90,15 @@ func TestSameSurface(t *testing.T) {
 		{"a tool renamed", catalogOf([]*Entry{a1, entry("a", "a_2", `{"name":"a_2"}`)}, []*Entry{b1}), false},
 		{"a tool removed", catalogOf([]*Entry{a1, a2}), false},
 		{"a tool added", catalogOf([]*Entry{a1, a2}, []*Entry{b1, entry("b", "b_two", `{"name":"b_two"}`)}), false},
-		{"empty", emptyCatalog(), false},
+		{"empty", Empty(), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.same, sameSurface(base, tc.other))
-			assert.Equal(t, tc.same, sameSurface(tc.other, base), "symmetric")
+			assert.Equal(t, tc.same, SameSurface(base, tc.other))
+			assert.Equal(t, tc.same, SameSurface(tc.other, base), "symmetric")
 		})
 	}
-	assert.True(t, sameSurface(emptyCatalog(), emptyCatalog()))
+	assert.True(t, SameSurface(Empty(), Empty()))
 }
 
 func TestCatalogSnapshot(t *testing.T) {
@@ -114,24 +114,24 @@ func TestCatalogSnapshot(t *testing.T) {
 	assert.False(t, ok)
 
 	// withServer copies: the original snapshot never changes.
-	d := c.withServer("a", nil)
-	d.render()
+	d := c.WithServer("a", nil)
+	d.Render()
 	assert.Equal(t, 2, c.Len())
 	assert.Equal(t, `[{"name":"b_one"}]`, string(d.ToolsJSON()))
 
-	d = c.withServer("a", []*Entry{a1})
-	d.withOrder([]string{"b", "a"})
-	d.render()
+	d = c.WithServer("a", []*Entry{a1})
+	d.WithOrder([]string{"b", "a"})
+	d.Render()
 	assert.Equal(t, `[{"name":"b_one"},{"name":"a_one"}]`, string(d.ToolsJSON()))
-	assert.Equal(t, `[]`, string(emptyCatalog().ToolsJSON()))
+	assert.Equal(t, `[]`, string(Empty().ToolsJSON()))
 }
 
 // TestToolsResultIsShared: tools/list's result is rendered once around the
 // tools array, and neither leaves room for an append to write into what
 // every request shares.
 func TestToolsResultIsShared(t *testing.T) {
-	c := emptyCatalog().withServer("a", []*Entry{entry("a", "x", `{"name":"x"}`), entry("a", "y", `{"name":"y"}`)})
-	c.render()
+	c := Empty().WithServer("a", []*Entry{entry("a", "x", `{"name":"x"}`), entry("a", "y", `{"name":"y"}`)})
+	c.Render()
 	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()))
 	assert.Equal(t, `[{"name":"x"},{"name":"y"}]`, string(c.ToolsJSON()))
 	assert.Equal(t, len(c.ToolsResult()), cap(c.ToolsResult()))
@@ -139,5 +139,5 @@ func TestToolsResultIsShared(t *testing.T) {
 	grown := rawjson.Add(c.ToolsResult(), "ttlMs", []byte("0"))
 	assert.Equal(t, `{"ttlMs":0,"tools":[{"name":"x"},{"name":"y"}]}`, string(grown))
 	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()), "unchanged")
-	assert.Equal(t, `{"tools":[]}`, string(emptyCatalog().ToolsResult()))
+	assert.Equal(t, `{"tools":[]}`, string(Empty().ToolsResult()))
 }
