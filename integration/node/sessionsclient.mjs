@@ -113,3 +113,5 @@ for await (const line of rl) {
   }
   process.stdout.write(JSON.stringify(answer) + "\n");
 }
+// stdin ended (the test is gone): end the sessions' sockets with the process.
+process.exit(0);
