@@ -258,6 +258,9 @@ func (i *Instance) initialize(ctx context.Context, srv *config.Server, opts Opti
 	if err := i.conn.notify(ctx, "notifications/initialized", nil); err != nil {
 		return fmt.Errorf("server %q: notifications/initialized: %w", i.server, err)
 	}
+	if rc, ok := i.conn.(*remoteConn); ok {
+		rc.awaitStream(ctx)
+	}
 	if i.caps.Logging {
 		// Everything the upstream logs is wanted: each downstream session
 		// has its own level, and the proxy filters for it. It is not worth

@@ -86,6 +86,8 @@ type remoteConn struct {
 	// is logged about that stream, which is opened again every second while
 	// it fails.
 	listenOnce      sync.Once
+	streamAnswered  chan struct{} // closed once the first GET stream request has its answer (any status) or failed
+	streamOnce      sync.Once
 	streamFailed    throttledLog
 	streamOversized throttledLog
 
@@ -130,7 +132,8 @@ func dialRemote(ctx context.Context, srv *config.Server, log *slog.Logger, opts 
 	c := &remoteConn{
 		server: srv.ID, url: srv.URL, target: target, log: log, maxMessage: maxMessage, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		life: life, end: end, requests: newSlots(maxServerRequests), notices: newSlots(maxNotices), closed: make(chan struct{}),
-		scrub: opts.scrub, sse: srv.Transport == config.TransportSSE,
+		streamAnswered: make(chan struct{}),
+		scrub:          opts.scrub, sse: srv.Transport == config.TransportSSE,
 		streamFailed: throttledLog{throttle.Log{Every: streamFailureLogEvery}}, streamOversized: throttledLog{throttle.Log{Every: streamFailureLogEvery}},
 	}
 	if srv.SessionID != "" && !c.sse {
@@ -191,6 +194,36 @@ func (c *remoteConn) setProtocol(version string) {
 		c.listenOnce.Do(func() { go c.listen() })
 	}
 }
+
+// streamWait bounds how long a start waits for the upstream to answer its
+// first GET stream request.
+const streamWait = 2 * time.Second
+
+// awaitStream waits, for at most streamWait and while ctx lasts, until the
+// upstream has answered the first GET stream request (or it failed), so
+// that what the upstream sends outside a request right after the start
+// (a task's request for input, a list change) finds the stream open
+// rather than being dropped for want of one. It returns at once where no
+// GET stream is opened (legacy SSE, 2026-07-28).
+func (c *remoteConn) awaitStream(ctx context.Context) {
+	if c.sse {
+		return
+	}
+	if v := c.protocol.Load(); v == nil || protocol.Modern(*v) {
+		return
+	}
+	t := time.NewTimer(streamWait)
+	defer t.Stop()
+	select {
+	case <-c.streamAnswered:
+	case <-ctx.Done():
+	case <-c.life.Done():
+	case <-t.C:
+	}
+}
+
+// streamAnswer marks the first GET stream request answered.
+func (c *remoteConn) streamAnswer() { c.streamOnce.Do(func() { close(c.streamAnswered) }) }
 
 // speakModern makes every request from now on one of protocol version
 // (2026-07-28 or later): the envelope in its _meta, the standard headers

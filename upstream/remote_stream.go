@@ -197,6 +197,7 @@ func (c *remoteConn) openStream(cursor *sseCursor) (opened bool, err error) {
 		req.Header.Set("Last-Event-ID", cursor.lastID)
 	}
 	resp, err := c.client.Do(req)
+	c.streamAnswer()
 	if err != nil {
 		return false, err
 	}
