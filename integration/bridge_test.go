@@ -351,9 +351,16 @@ servers:
 // and lease key, and returns the JSON-RPC response.
 func bridgePost(t *testing.T, url, method, name, lease string, params map[string]any) map[string]any {
 	t.Helper()
+	return bridgePostAs(t, url, "", map[string]any{"elicitation": map[string]any{}}, method, name, lease, params)
+}
+
+// bridgePostAs is bridgePost as the client holding token ("": none),
+// declaring caps.
+func bridgePostAs(t *testing.T, url, token string, caps map[string]any, method, name, lease string, params map[string]any) map[string]any {
+	t.Helper()
 	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    modernVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "bridge-test", "version": "1.0.0"},
 	}
 	if lease != "" {
@@ -370,6 +377,9 @@ func bridgePost(t *testing.T, url, method, name, lease string, params map[string
 	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("Mcp-Name", name)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -44,16 +44,21 @@ type userLoginOutput struct {
 	} `json:"second"`
 }
 
-// TestPerUserLogin: a server with auth: {type: oauth, per_user: true}
-// behind a gateway with static tokens. Alice's TypeScript SDK client calls
-// a tool, is sent a URL elicitation, logs in through the gateway's own
-// callback (zitadel's provider approves at once), is told the login is
-// complete, and her second call reaches the server with her token; bob is
-// still asked to log in himself. The login is stored sealed, and no token
-// reaches the log.
-func TestPerUserLogin(t *testing.T) {
-	t.Parallel()
-	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+// perUserGateway is a gateway with static tokens for alice and bob in front
+// of server crm, whose tool calls need each caller's own login (auth:
+// {type: oauth, per_user: true}), made through the gateway's own callback
+// (the authorization server approves at once).
+type perUserGateway struct {
+	a                         *aggregator
+	as                        *authServer
+	aliceToken, bobToken, key string
+	home, auditPath           string
+	port                      int
+}
+
+// startPerUserGateway starts a perUserGateway.
+func startPerUserGateway(t *testing.T) *perUserGateway {
+	t.Helper()
 	as := startAuthServer(t, false, "")
 	as.store.lifetime = time.Hour
 	var up *whoami
@@ -102,7 +107,21 @@ servers:
     auth: {type: oauth, per_user: true}
 `, auditPath, port, up.url))}})
 	a.waitLoaded()
+	return &perUserGateway{a: a, as: as, aliceToken: aliceToken, bobToken: bobToken, key: key, home: home, auditPath: auditPath, port: port}
+}
 
+// TestPerUserLogin: a server with auth: {type: oauth, per_user: true}
+// behind a gateway with static tokens. Alice's TypeScript SDK client calls
+// a tool, is sent a URL elicitation, logs in through the gateway's own
+// callback (zitadel's provider approves at once), is told the login is
+// complete, and her second call reaches the server with her token; bob is
+// still asked to log in himself. The login is stored sealed, and no token
+// reaches the log.
+func TestPerUserLogin(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+	g := startPerUserGateway(t)
+	a, as, aliceToken, bobToken, port, auditPath, home, key := g.a, g.as, g.aliceToken, g.bobToken, g.port, g.auditPath, g.home, g.key
 	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "userloginclient.mjs"), a.url, aliceToken, "whoami")
