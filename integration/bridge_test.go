@@ -46,6 +46,12 @@ type inputClientOutput struct {
 // or "2") against url with input, and returns its output.
 func runInputClient(t *testing.T, sdk, url string, input map[string]any) inputClientOutput {
 	t.Helper()
+	return runInputClientAs(t, sdk, url, "", input)
+}
+
+// runInputClientAs is runInputClient as the client holding token ("": none).
+func runInputClientAs(t *testing.T, sdk, url, token string, input map[string]any) inputClientOutput {
+	t.Helper()
 	if sdk == "2" {
 		nodeEntry(t, sdk2Entry)
 	} else {
@@ -53,7 +59,11 @@ func runInputClient(t *testing.T, sdk, url string, input map[string]any) inputCl
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "inputclient.mjs"), "--sdk", sdk, "--http", url)
+	args := []string{filepath.Join(nodeDir, "inputclient.mjs"), "--sdk", sdk, "--http", url}
+	if token != "" {
+		args = append(args, "--token", token)
+	}
+	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = bytes.NewReader(mustJSON(t, input))
 	var stdout, stderr bytes.Buffer

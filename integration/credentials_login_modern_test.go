@@ -98,3 +98,35 @@ func TestPerUserLoginModernClient(t *testing.T) {
 		assert.NotContains(t, g.a.log.String(), secret, "%s reached the log", name)
 	}
 }
+
+// TestPerUserLoginSDK2Client: the TypeScript SDK v2 client, pinned to
+// 2026-07-28, is offered alice's login as a URL-mode elicitation (no
+// elicitationId); its handler opens the link as a browser would and
+// accepts, and the SDK's retry gets the result of the call, made with
+// alice's new token.
+func TestPerUserLoginSDK2Client(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, sdk2Entry)
+	g := startPerUserGateway(t)
+	out := runInputClientAs(t, "2", g.a.url, g.aliceToken, map[string]any{
+		"capabilities": []string{"elicitation-url"},
+		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},
+		"steps":        []any{map[string]any{"op": "callTool", "name": "whoami"}},
+	})
+	require.Len(t, out.Results, 1)
+	require.Nil(t, out.Results[0].Error, "%+v", out.Results[0].Error)
+	require.Len(t, out.Asked, 1, "the login was offered once")
+	var params map[string]any
+	require.NoError(t, json.Unmarshal(out.Asked[0].Params, &params))
+	assert.Equal(t, "url", params["mode"])
+	assert.NotContains(t, params, "elicitationId")
+	assert.True(t, strings.HasPrefix(params["url"].(string), g.as.issuer+"/"), "%v", params)
+	var seen map[string][]string
+	require.NoError(t, json.Unmarshal([]byte(resultText(t, out.Results[0].Result)), &seen))
+	require.Len(t, seen["Authorization"], 1, "the call reached the server with a token")
+	upToken, _ := strings.CutPrefix(seen["Authorization"][0], "Bearer ")
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(upToken, claims, func(*jwt.Token) (any, error) { return &g.as.store.key.PublicKey, nil })
+	require.NoError(t, err)
+	assert.Equal(t, oauthSubject, claims["sub"])
+}

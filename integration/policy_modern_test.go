@@ -97,3 +97,45 @@ func TestPolicyAsksModernClient(t *testing.T) {
 	assert.Equal(t, map[string]any{"text": "ask me", "api_key": "[redacted]"}, lines[0]["args"])
 	assert.NotContains(t, a.log.String(), "sk-very-secret-value")
 }
+
+// TestPolicyAsksSDK2Client: the TypeScript SDK v2 client, pinned to
+// 2026-07-28, answers the question of an ask rule with its elicitation
+// handler, and the SDK's own retry runs the call it accepted and gets the
+// denial of the one it declined.
+func TestPolicyAsksSDK2Client(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, sdk2Entry)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := serveConfig(t, httpTransport, policyConfig(auditPath))
+	a.waitLoaded()
+	out := runInputClient(t, "2", a.url, map[string]any{
+		"capabilities": []string{"elicitation"},
+		"answers":      map[string]any{"elicitation": []any{map[string]any{"action": "accept"}, map[string]any{"action": "decline"}}},
+		"steps": []any{
+			map[string]any{"op": "callTool", "name": "demo_echo", "arguments": map[string]any{"text": "ask me", "api_key": "sk-very-secret-value"}},
+			map[string]any{"op": "callTool", "name": "demo_echo", "arguments": map[string]any{"text": "ask again"}},
+		},
+	})
+	require.Len(t, out.Results, 2)
+	require.Nil(t, out.Results[0].Error, "%+v", out.Results[0].Error)
+	text, isErr := policyText(t, out.Results[0].Result)
+	assert.False(t, isErr, text)
+	assert.Equal(t, "ask me", text)
+	require.Nil(t, out.Results[1].Error, "%+v", out.Results[1].Error)
+	text, isErr = policyText(t, out.Results[1].Result)
+	assert.True(t, isErr)
+	assert.Contains(t, text, `policy rule "ask-first"`)
+	assert.Contains(t, text, "declined")
+
+	require.Len(t, out.Asked, 2, "each call was asked about once")
+	var q struct {
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(out.Asked[0].Params, &q))
+	assert.Contains(t, q.Message, "Allow demo_echo for local?")
+	assert.Contains(t, q.Message, `"api_key": "[redacted]"`)
+	assert.NotContains(t, q.Message, "sk-very-secret-value")
+	lines := auditLines(t, auditPath, 2)
+	assert.Equal(t, "approved", lines[0]["outcome"])
+	assert.Equal(t, "declined", lines[1]["outcome"])
+}
