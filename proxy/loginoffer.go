@@ -224,7 +224,8 @@ const (
 // 2026-07-28 has none, nor the completion notification), and its retry
 // brings the answer. On accept the retry waits for the login to end (up to
 // loginWait), and again is true: the caller tries the call again, with
-// the new login. A decline or cancel ends the call with rpcErr. handled is
+// the new login. A decline or cancel ends the call with rpcErr, and so does
+// no answer within the time an offered login lasts. handled is
 // false when the request is not such a one, or has had its maxLoginOffers;
 // the caller answers as for any client. offers counts the request's offers.
 func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server string, err error, offers *int) (again bool, rpcErr *jsonrpc.Error, handled bool) {
@@ -249,8 +250,14 @@ func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server st
 	if merr != nil {
 		return false, nil, false
 	}
-	resp, aerr := req.Ask(ctx, "elicitation/create", params)
+	// The offered login lasts no longer than this: an answer after it
+	// would find it gone, and the call holds what it acquired meanwhile.
+	askCtx, cancel := context.WithTimeout(ctx, oauth.DefaultLoginTimeout)
+	defer cancel()
+	resp, aerr := req.Ask(askCtx, "elicitation/create", params)
 	switch {
+	case aerr != nil && ctx.Err() == nil && errors.Is(askCtx.Err(), context.DeadlineExceeded):
+		return false, errorObject(codeInternal, "server %q needs you to log in, and the login offer got no answer within %s; call again to be offered it again", server, oauth.DefaultLoginTimeout), true
 	case aerr != nil:
 		// The client went away, or its retry never came (the hold ended):
 		// no one waits for this answer.
