@@ -490,8 +490,8 @@ func TestBridgeRequestStateRefused(t *testing.T) {
 }
 
 // TestBridgeAbandonedRetryReleasesUpstream: when the retry never comes, the held
-// upstream call is cancelled upstream at the call's timeout, and the state is
-// refused afterwards.
+// upstream call is cancelled upstream at the call's timeout; the retry that comes
+// later is told how the call ended, and the state is refused afterwards.
 func TestBridgeAbandonedRetryReleasesUpstream(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, askServerConfig(t, "    request_timeout: 2s\n"))
@@ -506,6 +506,12 @@ func TestBridgeAbandonedRetryReleasesUpstream(t *testing.T) {
 	require.True(t, ok, "the upstream never saw its call cancelled; log:\n%s", a.log)
 	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "not before the call's timeout")
 	resp := bridgePost(t, a.url, "tools/call", "elicit_name", "conv-x", map[string]any{"name": "elicit_name", "arguments": map[string]any{},
+		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "late"})}})
+	// The late retry is told how the call ended, once.
+	e, ok := resp["error"].(map[string]any)
+	require.True(t, ok, "%v", resp)
+	assert.Contains(t, e["message"], "no result within 2s set by request_timeout")
+	resp = bridgePost(t, a.url, "tools/call", "elicit_name", "conv-x", map[string]any{"name": "elicit_name", "arguments": map[string]any{},
 		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "late"})}})
 	assert.Contains(t, refusedBecause(t, resp), "no longer held")
 }

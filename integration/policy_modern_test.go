@@ -16,8 +16,8 @@ import (
 // requestState the aggregator's. The retry that accepts runs the call, once:
 // the same approval replayed, or presented for other arguments or by another
 // conversation, is refused and runs nothing. A decline is the denial naming
-// the rule; no retry within the rule's timeout is a timeout, and the late
-// retry is refused. The audit log has one line per decided call.
+// the rule; no retry within the rule's timeout is a timeout, which the late
+// retry is told. The audit log has one line per decided call.
 func TestPolicyAsksModernClient(t *testing.T) {
 	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -76,12 +76,16 @@ func TestPolicyAsksModernClient(t *testing.T) {
 	assert.Contains(t, text, `policy rule "ask-first"`)
 	assert.Contains(t, text, "declined")
 
-	// No answer within the rule's timeout: a timeout; the late retry finds
-	// the call ended.
+	// No answer within the rule's timeout: a timeout; the late retry is
+	// told so, and its accept runs nothing.
 	state, key = inputState(t, call("conv-1", map[string]any{"text": "quick"}, nil))
 	lines := auditLines(t, auditPath, 3)
 	assert.Equal(t, "timeout", lines[2]["outcome"], "%v", lines[2])
 	assert.Equal(t, "ask-quick", lines[2]["rule"])
+	text, isErr = policyText(t, resultOf(call("conv-1", map[string]any{"text": "quick"},
+		map[string]any{"requestState": state, "inputResponses": accept(key)})))
+	assert.True(t, isErr)
+	assert.Contains(t, text, `policy rule "ask-quick": no answer came within 300ms`)
 	assert.Contains(t, refusedBecause(t, call("conv-1", map[string]any{"text": "quick"},
 		map[string]any{"requestState": state, "inputResponses": accept(key)})), "no longer held")
 
