@@ -112,7 +112,9 @@ func denial(d policy.Decision, tool, why string) json.RawMessage {
 // askApproval sends the calling client an elicitation asking whether the
 // call may go ahead, the arguments shown with secret-named fields
 // redacted: "approved" on accept, "declined" on decline or cancel,
-// "timeout", or "unaskable" when the client cannot be asked.
+// "timeout" when no answer came within timeout, or "unaskable" when the
+// client cannot be asked. A client of protocol 2026-07-28 is asked through
+// the bridge (req.Ask of a held request): its answer comes with its retry.
 func (p *Proxy) askApproval(ctx context.Context, inv invocation, call policy.Call, timeout time.Duration) string {
 	req := inv.req
 	if req == nil || req.Ask == nil || !declares(req.ClientCapabilities, "elicitation") {
@@ -130,6 +132,9 @@ func (p *Proxy) askApproval(ctx context.Context, inv invocation, call policy.Cal
 	})
 	if err != nil {
 		return "ask-failed"
+	}
+	if timeout <= 0 {
+		timeout = policy.DefaultAskTimeout
 	}
 	askCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
