@@ -18,12 +18,12 @@
 //    "answers": {"elicitation": [{...ElicitResult...}, ...],  // used in turn; the last repeats
 //                "sampling": [{...CreateMessageResult...}, ...],
 //                "roots": {"roots": [...]}},
-//   an elicitation answer {"browse": true, ...ElicitResult} first opens the URL of a
-//   URL-mode elicitation as a browser would (following every redirect), then answers
-//   with the rest;
 //    "steps": [{"op": "callTool", "name": "...", "arguments": {...}},
 //              {"op": "getPrompt", "name": "...", "arguments": {...}},
 //              {"op": "readResource", "uri": "..."}]}
+// An elicitation answer {"browse": true, ...ElicitResult} first opens the URL of a
+// URL-mode elicitation as a browser would (following every redirect), then answers
+// with the rest.
 // Exactly one JSON object is written to stdout:
 //   {"results": [{"result": {...}} | {"error": {"code", "message", "data"}}, ...],
 //    "asked": [{"method": "...", "params": {...}}, ...],   // every request the handlers got
