@@ -278,7 +278,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if inv.req != nil {
 		up.Principal = principalOf(inv.req)
 		if grant != nil {
-			up.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+			up.OnServerRequest = p.callRequests(inv.req, grant.Instance)
 			if inv.onTask == nil {
 				p.bindSession(rs, grant, inv.req)
 			}
