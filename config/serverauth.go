@@ -34,7 +34,17 @@ type ServerAuth struct {
 	ClientIDURL string
 	// ClientName is the top-level oauth.client_name; "" for DefaultClientName.
 	ClientName string
+	// Service is the credential of the requests no caller made (the
+	// server's initialize, the lists the aggregator keeps, pings, the GET
+	// stream): "" sends none, ServiceClientCredentials a token the
+	// aggregator gets for itself (token_exchange only).
+	Service string
 }
+
+// ServiceClientCredentials is auth.service's one value: the aggregator's
+// own token, by the client credentials grant (RFC 6749 §4.4) of its
+// client at the issuer, for the same audience and scopes as the exchange.
+const ServiceClientCredentials = "client_credentials"
 
 // ServerAuthType names how a remote server is authorized.
 type ServerAuthType string
@@ -52,7 +62,7 @@ const (
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user", "client_id_url"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user", "client_id_url", "service"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -61,7 +71,7 @@ func (s *serverReader) auth() {
 	if !ok || isNull(deref(p.v)) {
 		return
 	}
-	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint, client_id_url") {
+	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint, client_id_url, per_user, service") {
 		return
 	}
 	f := s.fields(deref(p.v), "auth.", authKeys...)
@@ -81,6 +91,17 @@ func (s *serverReader) auth() {
 		}
 	}
 	s.exchangeSettings(f, &a)
+	if p, ok := f["service"]; ok {
+		switch t, ok := s.text(p.v, "auth.service"); {
+		case !ok:
+		case a.Type != ServerAuthTokenExchange:
+			s.errorf(p.k.Line, "auth.service", "applies to type: token_exchange only; remove it")
+		case t.s != ServiceClientCredentials:
+			s.errorf(p.v.Line, "auth.service", "%s is not supported; use client_credentials (the aggregator's own token for the requests no caller made)", t.quoted())
+		default:
+			a.Service = t.s
+		}
+	}
 	if p, ok := f["per_user"]; ok {
 		if a.Type != ServerAuthOAuth {
 			s.errorf(p.k.Line, "auth.per_user", "applies to type: oauth only; remove it")

@@ -24,13 +24,14 @@ func TestTokenExchangeRead(t *testing.T) {
       scopes: [crm.read]
   billing:
     url: https://billing.example.com/mcp
-    auth: {type: token_exchange, client_id: gateway, token_endpoint: https://other.example.com/token}
+    auth: {type: token_exchange, client_id: gateway, token_endpoint: https://other.example.com/token, service: client_credentials}
 `, map[string]string{"GW_SECRET": "gw-s3cret"})
 	require.NotNil(t, ws, render(problems))
 	require.False(t, HasErrors(problems), render(problems))
 	assert.Equal(t, ServerAuth{Type: ServerAuthTokenExchange, ClientID: "gateway", ClientSecret: "gw-s3cret", Scopes: []string{"crm.read"},
 		Audience: "https://crm.example.com", Issuer: "https://issuer.example.com"}, ws.Servers[0].Auth)
-	assert.Equal(t, ServerAuth{Type: ServerAuthTokenExchange, ClientID: "gateway", TokenEndpoint: "https://other.example.com/token"}, ws.Servers[1].Auth)
+	assert.Equal(t, ServerAuth{Type: ServerAuthTokenExchange, ClientID: "gateway", TokenEndpoint: "https://other.example.com/token",
+		Service: ServiceClientCredentials}, ws.Servers[1].Auth)
 	assert.Contains(t, ws.Secrets(), "gw-s3cret")
 }
 
@@ -44,6 +45,8 @@ func TestTokenExchangeProblems(t *testing.T) {
 		{name: "clear-text endpoint", auth: "{type: token_exchange, client_id: g, token_endpoint: 'http://issuer.example.com/token'}", field: "auth.token_endpoint", want: "use https"},
 		{name: "not a URL", auth: "{type: token_exchange, client_id: g, token_endpoint: token}", field: "auth.token_endpoint", want: "absolute https URL"},
 		{name: "audience with oauth", auth: "{type: oauth, audience: x}", field: "auth.audience", want: "token_exchange only"},
+		{name: "service with oauth", auth: "{type: oauth, service: client_credentials}", field: "auth.service", want: "token_exchange only"},
+		{name: "unknown service", auth: "{type: token_exchange, client_id: g, service: password}", field: "auth.service", want: "use client_credentials"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,7 +155,8 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 	}
 	ex := credential.NewExchanger(credential.ExchangeOptions{Server: srv.ID, TokenEndpoint: srv.Auth.TokenEndpoint, Issuer: srv.Auth.Issuer,
 		ClientID: srv.Auth.ClientID, ClientSecret: identity.NewSecret(srv.Auth.ClientSecret), Audience: audience, Scopes: srv.Auth.Scopes,
-		Logger: a.log, Scrub: func(token string, until time.Time) {
+		Service: srv.Auth.Service == config.ServiceClientCredentials,
+		Logger:  a.log, Scrub: func(token string, until time.Time) {
 			a.secrets.Add(token)
 			a.secrets.Retire(until, token)
 		}, Exchanged: func(c identity.Caller, took time.Duration, err error) {
@@ -168,7 +169,7 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 // sameServerAuth reports whether two auth settings are the same.
 func sameServerAuth(x, y config.ServerAuth) bool {
 	return x.Type == y.Type && x.ClientID == y.ClientID && x.ClientSecret == y.ClientSecret && slices.Equal(x.Scopes, y.Scopes) &&
-		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser
+		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser && x.Service == y.Service
 }
 
 // problems is proxy.Options.AuthProblems.
