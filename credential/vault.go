@@ -1,11 +1,9 @@
 package credential
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,11 +14,11 @@ import (
 	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
 
 // Bounds of the vault.
 const (
-	vaultKeySize  = 32      // AES-256
 	maxVaultEntry = 1 << 20 // an entry's file, sealed
 	maxKeyFile    = 4096    // a key file's size
 )
@@ -62,14 +60,10 @@ type Vault struct {
 // NewVault returns the vault in dir (made, mode 0700, when missing)
 // sealed with key, 32 bytes.
 func NewVault(dir string, key []byte) (*Vault, error) {
-	if len(key) != vaultKeySize {
-		return nil, fmt.Errorf("the vault key must be %d bytes (AES-256), not %d", vaultKeySize, len(key))
+	if len(key) != sealed.KeySize {
+		return nil, fmt.Errorf("the vault key must be %d bytes (AES-256), not %d", sealed.KeySize, len(key))
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := sealed.NewAEAD(key)
 	if err != nil {
 		return nil, err
 	}
@@ -149,18 +143,15 @@ func (v *Vault) Delete(e VaultEntry) error {
 	return err
 }
 
-// ParseKey reads a vault key as an operator writes it: 64 hex digits, or
-// the standard base64 of 32 bytes; surrounding space is ignored. The error
-// never quotes the text.
+// ParseKey reads a vault key as an operator writes it (sealed.DecodeKey):
+// 64 hex digits, or the base64 of 32 bytes; surrounding space is ignored.
+// The error never quotes the text.
 func ParseKey(text string) ([]byte, error) {
-	text = strings.TrimSpace(text)
-	if b, err := hex.DecodeString(text); err == nil && len(b) == vaultKeySize {
-		return b, nil
+	key, err := sealed.DecodeKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("the vault key: %v; it must be 32 random bytes written as 64 hex digits or in base64 (e.g. `openssl rand -base64 32`)", err)
 	}
-	if b, err := base64.StdEncoding.DecodeString(text); err == nil && len(b) == vaultKeySize {
-		return b, nil
-	}
-	return nil, errors.New("the vault key must be 32 random bytes written as 64 hex digits or in base64 (e.g. `openssl rand -base64 32`)")
+	return key, nil
 }
 
 // ReadKeyFile reads a vault key from path (ParseKey's forms), refusing a
