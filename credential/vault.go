@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
@@ -22,6 +24,9 @@ const (
 	maxVaultEntry = 1 << 20 // an entry's file, sealed
 	maxKeyFile    = 4096    // a key file's size
 )
+
+// sealedSuffix ends the name of every entry's file.
+const sealedSuffix = ".sealed"
 
 // ErrNotStored is the error of Vault.Get for an entry that is not there.
 var ErrNotStored = errors.New("no credentials stored")
@@ -55,7 +60,17 @@ func (e VaultEntry) id() string {
 type Vault struct {
 	dir  string
 	aead cipher.AEAD
+	max  int        // entries kept at most; 0: no bound
+	mu   sync.Mutex // makes the count and the write of a new entry one step
 }
+
+// ErrVaultFull is the error of Vault.Put for a new entry while the vault
+// holds as many as it may.
+var ErrVaultFull = errors.New("the store of per-user logins is full")
+
+// SetMax bounds the entries the vault keeps: Put refuses a new one
+// (ErrVaultFull) once it holds max; 0 takes the bound away.
+func (v *Vault) SetMax(max int) { v.max = max }
 
 // NewVault returns the vault in dir (made, mode 0700, when missing)
 // sealed with key, 32 bytes.
@@ -75,11 +90,23 @@ func NewVault(dir string, key []byte) (*Vault, error) {
 
 func (v *Vault) path(e VaultEntry) string {
 	sum := sha256.Sum256([]byte(e.id()))
-	return filepath.Join(v.dir, hex.EncodeToString(sum[:])+".sealed")
+	return filepath.Join(v.dir, hex.EncodeToString(sum[:])+sealedSuffix)
 }
 
-// Put stores data as e's credentials, replacing what was there.
+// Put stores data as e's credentials, replacing what was there; a new
+// entry over the bound (SetMax) is refused with ErrVaultFull.
 func (v *Vault) Put(e VaultEntry, data []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.max > 0 {
+		if _, err := os.Stat(v.path(e)); errors.Is(err, fs.ErrNotExist) {
+			if n, err := v.count(); err != nil {
+				return err
+			} else if n >= v.max {
+				return fmt.Errorf("%w (%d logins, http.auth.user_logins.max_logins); raise max_logins, or lower max_unused so that unused logins are removed sooner", ErrVaultFull, n)
+			}
+		}
+	}
 	nonce := make([]byte, v.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return err
@@ -132,6 +159,61 @@ func (v *Vault) Get(e VaultEntry) ([]byte, error) {
 		return nil, errors.New("a stored entry does not open with the vault key (another key, or a damaged file); the caller must log in again")
 	}
 	return data, nil
+}
+
+// count is the number of entries stored.
+func (v *Vault) count() (int, error) {
+	entries, err := os.ReadDir(v.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range entries {
+		if strings.HasSuffix(d.Name(), sealedSuffix) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Len is the number of entries stored.
+func (v *Vault) Len() (int, error) { return v.count() }
+
+// Touch notes that e's credentials were used now: Sweep keeps an entry by
+// the last time it was written or touched. None stored is no error.
+func (v *Vault) Touch(e VaultEntry) error {
+	now := time.Now()
+	err := os.Chtimes(v.path(e), now, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Sweep removes the entries neither written nor touched since before, and
+// reports how many it removed. A file whose name the vault does not give
+// its entries is left alone.
+func (v *Vault) Sweep(before time.Time) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	entries, err := os.ReadDir(v.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range entries {
+		if !strings.HasSuffix(d.Name(), sealedSuffix) || !d.Type().IsRegular() {
+			continue
+		}
+		info, err := d.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(v.dir, d.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Delete removes e's credentials; none stored is no error.

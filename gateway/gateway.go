@@ -24,6 +24,9 @@ type Gateway struct {
 	// LoginCallback is where the browser comes back from the per-user
 	// logins the gateway offers (config.LoginCallbackPath); nil: none.
 	LoginCallback http.Handler
+	// Logout ends the caller's own per-user logins (config.LogoutPath),
+	// behind the credentials /mcp takes; nil: not served.
+	Logout http.Handler
 	// ClientMetadata serves the aggregator's client ID metadata documents,
 	// each at its own path, and answers 404 to every other path the mux
 	// does not route; nil: none served.
@@ -59,6 +62,10 @@ func (g *Gateway) Handler() http.Handler {
 		// A browser coming back from an authorization server has no
 		// credentials of ours: the login's state is what it must match.
 		mux.Handle(config.LoginCallbackPath, g.LoginCallback)
+	}
+	if g.Logout != nil {
+		// Whose logins end is who the credentials name, as on /mcp.
+		mux.Handle(config.LogoutPath, g.guard(g.protect(g.Logout)))
 	}
 	if g.ClientMetadata != nil {
 		// An authorization server fetches these without credentials, from

@@ -58,6 +58,8 @@ type upstreamAuth struct {
 	// usersOf is the setting they were made for. Guarded by mu.
 	users   *oauth.UserLogins
 	usersOf config.UserLogins
+	// stopSweep ends the sweep of the per-user logins in effect; guarded by mu.
+	stopSweep context.CancelFunc
 	// redirects is the gateway's callback of the per-user logins.
 	redirects   atomic.Pointer[oauth.Redirects]
 	userOffered map[userOfferKey]*offeredLogin // per-user logins under way; guarded by mu
