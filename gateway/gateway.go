@@ -58,6 +58,17 @@ func (g *Gateway) Handler() http.Handler {
 	// web pages as well.
 	mux.Handle(auth.WellKnownPath, g.Access.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.Access.metadata())
+	// Each view's document (RFC 9728 §3.1, /mcp/<view> the resource's
+	// path). Served for any name a view may have, configured or not, so
+	// that it tells no one which views exist; the resource it names is the
+	// gateway's, whose tokens serve every view.
+	mux.Handle(auth.WellKnownPath+"/mcp/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !auth.ViewName(strings.TrimPrefix(r.URL.Path, auth.WellKnownPath+"/mcp/")) {
+			http.NotFound(w, r)
+			return
+		}
+		g.Access.metadata().ServeHTTP(w, r)
+	}))
 	if g.LoginCallback != nil {
 		// A browser coming back from an authorization server has no
 		// credentials of ours: the login's state is what it must match.
