@@ -37,14 +37,22 @@ type ServerAuth struct {
 	// Service is the credential of the requests no caller made (the
 	// server's initialize, the lists the aggregator keeps, pings, the GET
 	// stream): "" sends none, ServiceClientCredentials a token the
-	// aggregator gets for itself (token_exchange only).
+	// aggregator gets for itself (token_exchange), ServiceLogin the
+	// aggregator's own login (oauth with per_user).
 	Service string
 }
 
-// ServiceClientCredentials is auth.service's one value: the aggregator's
-// own token, by the client credentials grant (RFC 6749 §4.4) of its
-// client at the issuer, for the same audience and scopes as the exchange.
-const ServiceClientCredentials = "client_credentials"
+// The values of auth.service.
+const (
+	// ServiceClientCredentials (token_exchange): the aggregator's own
+	// token, by the client credentials grant (RFC 6749 §4.4) of its client
+	// at the issuer, for the same audience and scopes as the exchange.
+	ServiceClientCredentials = "client_credentials"
+	// ServiceLogin (oauth with per_user): the aggregator's own login at the
+	// server, made with `mcp-aggregator login SERVER` and kept as a shared
+	// server's is.
+	ServiceLogin = "login"
+)
 
 // ServerAuthType names how a remote server is authorized.
 type ServerAuthType string
@@ -91,22 +99,24 @@ func (s *serverReader) auth() {
 		}
 	}
 	s.exchangeSettings(f, &a)
-	if p, ok := f["service"]; ok {
-		switch t, ok := s.text(p.v, "auth.service"); {
-		case !ok:
-		case a.Type != ServerAuthTokenExchange:
-			s.errorf(p.k.Line, "auth.service", "applies to type: token_exchange only; remove it")
-		case t.s != ServiceClientCredentials:
-			s.errorf(p.v.Line, "auth.service", "%s is not supported; use client_credentials (the aggregator's own token for the requests no caller made)", t.quoted())
-		default:
-			a.Service = t.s
-		}
-	}
 	if p, ok := f["per_user"]; ok {
 		if a.Type != ServerAuthOAuth {
 			s.errorf(p.k.Line, "auth.per_user", "applies to type: oauth only; remove it")
 		} else {
 			a.PerUser, _ = s.boolean(p.v, "auth.per_user")
+		}
+	}
+	if p, ok := f["service"]; ok {
+		switch t, ok := s.text(p.v, "auth.service"); {
+		case !ok:
+		case a.Type == ServerAuthTokenExchange && t.s == ServiceClientCredentials, a.Type == ServerAuthOAuth && a.PerUser && t.s == ServiceLogin:
+			a.Service = t.s
+		case a.Type == ServerAuthTokenExchange:
+			s.errorf(p.v.Line, "auth.service", "%s is not supported with token_exchange; use client_credentials (the aggregator's own token for the requests no caller made)", t.quoted())
+		case a.PerUser:
+			s.errorf(p.v.Line, "auth.service", "%s is not supported with per_user; use login (the aggregator's own login, made with mcp-aggregator login, for the requests no caller made)", t.quoted())
+		default:
+			s.errorf(p.k.Line, "auth.service", "applies to type: token_exchange or to per_user logins only; a shared login serves every request already: remove it")
 		}
 	}
 	if c, ok := f["client_id"]; ok {

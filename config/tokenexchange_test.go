@@ -46,8 +46,9 @@ func TestTokenExchangeProblems(t *testing.T) {
 		{name: "clear-text endpoint", auth: "{type: token_exchange, client_id: g, token_endpoint: 'http://issuer.example.com/token'}", field: "auth.token_endpoint", want: "use https"},
 		{name: "not a URL", auth: "{type: token_exchange, client_id: g, token_endpoint: token}", field: "auth.token_endpoint", want: "absolute https URL"},
 		{name: "audience with oauth", auth: "{type: oauth, audience: x}", field: "auth.audience", want: "token_exchange only"},
-		{name: "service with oauth", auth: "{type: oauth, service: client_credentials}", field: "auth.service", want: "token_exchange only"},
+		{name: "service with a shared login", auth: "{type: oauth, service: login}", field: "auth.service", want: "remove it"},
 		{name: "unknown service", auth: "{type: token_exchange, client_id: g, service: password}", field: "auth.service", want: "use client_credentials"},
+		{name: "login for an exchange", auth: "{type: token_exchange, client_id: g, service: login}", field: "auth.service", want: "use client_credentials"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,13 +82,14 @@ http:
 servers:
   linear:
     url: https://mcp.example.com/mcp
-    auth: {type: oauth, per_user: true}
+    auth: {type: oauth, per_user: true, service: login}
 `, map[string]string{"VAULT_KEY": "k3y-value"})
 	require.NotNil(t, ws, render(problems))
 	require.False(t, HasErrors(problems), render(problems))
 	assert.Equal(t, &UserLogins{Key: "k3y-value", Callback: "https://gw.example.com/oauth/callback",
 		MaxUnused: DefaultMaxUnused, MaxLogins: DefaultMaxLogins}, ws.HTTP.Auth.UserLogins)
 	assert.True(t, ws.Servers[0].Auth.PerUser)
+	assert.Equal(t, ServiceLogin, ws.Servers[0].Auth.Service)
 	assert.Contains(t, ws.Secrets(), "k3y-value")
 
 	ws, problems = loadYAML(t, `version: 1
@@ -113,6 +115,7 @@ func TestPerUserLoginsProblems(t *testing.T) {
 		{name: "no key", http: "  auth: {tokens: {a: {env: T}}, user_logins: {callback: 'https://gw.example.com/oauth/callback'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.key", want: "openssl rand"},
 		{name: "key in the file", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: abc, callback: 'https://gw.example.com/oauth/callback'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.key", want: "must be {env: VAR}"},
 		{name: "no callback", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: {env: T}}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.callback", want: "required without http.auth.oauth"},
+		{name: "unknown per-user service", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: {env: T}, callback: 'https://gw.example.com/oauth/callback'}}\n", auth: "{type: oauth, per_user: true, service: client_credentials}", field: "auth.service", want: "use login"},
 		{name: "callback elsewhere", http: "  auth: {tokens: {a: {env: T}}, user_logins: {key: {env: T}, callback: 'https://gw.example.com/cb'}}\n", auth: "{type: oauth}", field: "http.auth.user_logins.callback", want: "/oauth/callback"},
 	}
 	for _, tt := range tests {

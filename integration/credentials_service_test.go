@@ -126,3 +126,67 @@ servers:
 	assert.Zero(t, refused, "no request went without a valid token")
 	assert.NotContains(t, a.log.String(), gwSecret)
 }
+
+// TestPerUserLoginServiceLogin: a per-user server that refuses every
+// request without a valid token (initialize, the lists, the GET stream)
+// starts behind auth.service: login: the requests no caller made carry the
+// aggregator's own login, made with `mcp-aggregator login`, while a
+// caller's call never does: it needs the caller's own login.
+func TestPerUserLoginServiceLogin(t *testing.T) {
+	t.Parallel()
+	as := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, as)
+	_, env := loginHome(t)
+	aliceToken := randomToken(t)
+	port := freePort(t)
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+http:
+  auth:
+    tokens:
+      alice: {env: ALICE_TOKEN}
+    user_logins:
+      key: {env: VAULT_KEY}
+      callback: http://127.0.0.1:%d/oauth/callback
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth, per_user: true, service: login}
+    transform: [{prefix: sec_}]
+`, port, up.url))
+	env = append(env, "ALICE_TOKEN="+aliceToken, "VAULT_KEY="+strings.Repeat("ab", 32))
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login failed; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	before := up.sent() // the login's own requests, its probe without a token among them
+
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env,
+		flags: []string{"--http", fmt.Sprintf("127.0.0.1:%d", port)}})
+	a.waitLoaded()
+	alice := a.connectAs(aliceToken)
+	assert.Contains(t, toolNames(t, alice.listTools()), "sec_whoami", "the server started on the aggregator's own login")
+	started := up.sent()
+	resp := alice.callTool("sec_whoami", map[string]any{})
+	require.NotEmpty(t, resp.Error, "alice's call does not go with the aggregator's login: %s", resp.Result)
+	var e struct{ Message string }
+	require.NoError(t, json.Unmarshal(resp.Error, &e))
+	assert.Contains(t, e.Message, "log in", "alice is asked to log in herself")
+	up.mu.Lock()
+	seen := map[string]bool{}
+	for _, h := range up.seen[before:started] {
+		seen[h] = true
+	}
+	up.mu.Unlock()
+	// The server refuses any MCP request without a valid token, so the
+	// tools listed above prove initialize and tools/list carried one; the
+	// requests without one are the discovery of the stored login's issuer,
+	// which asks the server for its challenge.
+	delete(seen, "")
+	assert.Len(t, seen, 1, "one token: the aggregator's own login's")
+	// (Alice's call made none with a token: the requests after it are the
+	// discovery of her login, which asks the server without one.)
+	up.mu.Lock()
+	for _, h := range up.seen[started:] {
+		assert.Empty(t, h, "alice's call carried no one's token")
+	}
+	up.mu.Unlock()
+}
