@@ -200,6 +200,38 @@ func TestPerUserLogin(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(sealed), upToken)
 	assert.NotContains(t, string(sealed), "refresh")
+
+	// POST /oauth/logout ends the caller's own login, and only theirs: the
+	// next call of alice's is offered a login again.
+	logout := func(token, query string) (int, map[string]any) {
+		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/oauth/logout%s", port, query), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, body := logout(bobToken, "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"loggedOut": []any{}, "notLoggedIn": []any{"crm"}}, body, "bob had no login")
+	code, _ = logout(aliceToken, "?server=nope")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = logout("not-a-token", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, body = logout(aliceToken, "?server=crm")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, []any{"crm"}, body["loggedOut"])
+	files, err = os.ReadDir(filepath.Join(home, ".config", "mcp-aggregator", "per-user"))
+	require.NoError(t, err)
+	assert.Empty(t, files, "alice's stored login is gone")
+	resp = a.connectAs(aliceToken).callTool("whoami", map[string]any{})
+	require.NotEmpty(t, resp.Error, "alice logged out: her call needs a login again")
+	require.NoError(t, json.Unmarshal(resp.Error, &linkErr))
+	assert.Contains(t, linkErr.Message, "open "+as.issuer+"/")
+
 	for name, secret := range map[string]string{"alice's token": aliceToken, "bob's token": bobToken, "the upstream token": upToken, "the vault key": key} {
 		assert.NotContains(t, a.log.String(), secret, "%s reached the log", name)
 	}

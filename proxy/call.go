@@ -209,6 +209,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
 			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
+			// The lease keeps who holds it, for a profile edit to judge
+			// (revokeLeases).
+			acquireCtx = session.WithOwner(acquireCtx, ownerOf(inv.req))
 		}
 		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
 		if aerr == nil {
