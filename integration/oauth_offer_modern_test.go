@@ -184,3 +184,41 @@ servers:
 	assert.Equal(t, oauthSubject, resultText(t, mustJSON(t, result)))
 	assert.NotContains(t, a.log.String(), downstreamToken, "the client's token reached the log")
 }
+
+// TestOAuthLoginOfferedForMissingToolsSDK2Client: the TypeScript SDK v2
+// client, pinned to 2026-07-28, calls a tool of a server that waits for a
+// shared login; it is offered the login as a URL-mode elicitation (no
+// elicitationId), its handler opens the link as a browser would and
+// accepts, and the SDK's retry gets the result of the call, made once the
+// server started.
+func TestOAuthLoginOfferedForMissingToolsSDK2Client(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, sdk2Entry)
+	as := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, as)
+	_, env := loginHome(t)
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth}
+    transform: [{prefix: sec_}]
+`, up.url))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+	out := runInputClientAs(t, "2", a.url, downstreamToken, map[string]any{
+		"capabilities": []string{"elicitation-url"},
+		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},
+		"steps":        []any{map[string]any{"op": "callTool", "name": "sec_whoami"}},
+	})
+	require.Len(t, out.Results, 1)
+	require.Nil(t, out.Results[0].Error, "%+v; stderr:\n%s", out.Results[0].Error, a.log)
+	require.Len(t, out.Asked, 1, "the login was offered once")
+	var params map[string]any
+	require.NoError(t, json.Unmarshal(out.Asked[0].Params, &params))
+	assert.Equal(t, "url", params["mode"])
+	assert.NotContains(t, params, "elicitationId")
+	assert.True(t, strings.HasPrefix(params["url"].(string), as.issuer+"/authorize?"), "%v", params)
+	assert.Equal(t, oauthSubject, resultText(t, out.Results[0].Result))
+}
