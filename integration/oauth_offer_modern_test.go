@@ -64,13 +64,16 @@ func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]a
 }
 
 // TestOAuthLoginOfferToModernClient: protocol 2026-07-28 removed the
-// elicitationId of URL-mode elicitations and
-// notifications/elicitation/complete; its client learns that an
-// out-of-band interaction is over by sending the request again. A
-// 2026-07-28 client that declared URL-mode elicitation is offered the login
-// with no elicitationId, and is sent no completion; once the person logs
-// in, the same call goes through. A 2025-11-25 client of the same
-// aggregator is still offered the login with its elicitationId.
+// elicitationId of URL-mode elicitations,
+// notifications/elicitation/complete and the -32042 error. A 2026-07-28
+// client that declared URL-mode elicitation and calls a tool of a server
+// that waits for a shared login (so no server exports it) is answered
+// input_required, the login's URL elicitation (no elicitationId) among its
+// inputRequests. Declining ends the call; the retry that accepts waits
+// while the person logs in and the server starts, and then the call goes
+// through; an accepted call of a tool the started server does not export
+// gets the unknown-tool error. A 2025-11-25 client of the same aggregator
+// is still offered the login as -32042, with its elicitationId.
 func TestOAuthLoginOfferToModernClient(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
@@ -87,7 +90,41 @@ servers:
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
 	a.waitLoaded()
 
-	// An older client, to compare and to see the server start.
+	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	call := func(tool string, extra map[string]any) map[string]any {
+		p := map[string]any{"name": tool, "arguments": map[string]any{}}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return bridgePostAs(t, a.url, downstreamToken, urlCaps, "tools/call", tool, "", p)
+	}
+	offerOf := func(tool string) (state, key, url string) {
+		t.Helper()
+		resp := call(tool, nil)
+		state, key = inputState(t, resp)
+		el := resp["result"].(map[string]any)["inputRequests"].(map[string]any)[key].(map[string]any)
+		assert.Equal(t, "elicitation/create", el["method"])
+		params := el["params"].(map[string]any)
+		assert.NotContains(t, params, "elicitationId", "2026-07-28 has no elicitationId: %v", params)
+		assert.Equal(t, "url", params["mode"])
+		assert.Contains(t, params["message"], fmt.Sprintf(`unknown tool %q`, tool))
+		assert.Contains(t, params["message"], `MCP server "secured" needs you to log in`)
+		url, _ = params["url"].(string)
+		require.True(t, strings.HasPrefix(url, as.issuer+"/authorize?"), "the authorization URL: %v", params)
+		return state, key, url
+	}
+	answer := func(tool, state, key, action string) map[string]any {
+		return call(tool, map[string]any{"requestState": state, "inputResponses": map[string]any{key: map[string]any{"action": action}}})
+	}
+
+	// Declined: the call ends, and nothing waits.
+	state, key, url := offerOf("sec_whoami")
+	declined := answer("sec_whoami", state, key, "decline")
+	e, ok := declined["error"].(map[string]any)
+	require.True(t, ok, "a declined login ends the call: %v", declined)
+	assert.Contains(t, e["message"], "not accepted")
+
+	// An older client is offered the same login, as -32042 with its id.
 	old := a.newClient()
 	old.wire.(*httpWire).hc.Transport = withAuthorization{base: old.wire.(*httpWire).hc.Transport}
 	init := old.mustRequest("initialize", map[string]any{
@@ -98,27 +135,6 @@ servers:
 	require.Empty(t, init.Error)
 	old.wire.negotiated(protocolVersion)
 	require.NoError(t, old.notify("notifications/initialized", nil))
-	listen(t, a, old)
-
-	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
-	result, offer := modernCallAnswer(t, a.url, downstreamToken, "sec_whoami", urlCaps)
-	require.NotEmpty(t, offer, "the call of a tool whose server waits for a login fails: %s", result)
-	var rpcErr struct {
-		Code int `json:"code"`
-		Data struct {
-			Elicitations []map[string]any `json:"elicitations"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(offer, &rpcErr))
-	assert.Equal(t, -32042, rpcErr.Code, "%s", offer)
-	require.Len(t, rpcErr.Data.Elicitations, 1, "%s", offer)
-	el := rpcErr.Data.Elicitations[0]
-	assert.NotContains(t, el, "elicitationId", "2026-07-28 has no elicitationId: %s", offer)
-	assert.Equal(t, "url", el["mode"])
-	url, _ := el["url"].(string)
-	require.True(t, strings.HasPrefix(url, as.issuer+"/authorize?"), "the authorization URL: %s", offer)
-
-	// The older client is offered the same login, with its id.
 	oldOffer := old.callTool("sec_whoami", map[string]any{})
 	var oldErr struct {
 		Code int `json:"code"`
@@ -127,26 +143,82 @@ servers:
 		} `json:"data"`
 	}
 	require.NoError(t, json.Unmarshal(oldOffer.Error, &oldErr), "%s", oldOffer.Result)
+	assert.Equal(t, -32042, oldErr.Code, "%s", oldOffer.Error)
 	require.Len(t, oldErr.Data.Elicitations, 1, "%s", oldOffer.Error)
 	assert.Equal(t, url, oldErr.Data.Elicitations[0]["url"], "one login under way, one URL")
 	assert.NotEmpty(t, oldErr.Data.Elicitations[0]["elicitationId"], "2025-11-25 keeps the elicitationId: %s", oldOffer.Error)
 
+	// Two calls accept, one of a tool the server does not have; both
+	// retries wait while the person logs in and the server starts.
+	state, key, url2 := offerOf("sec_whoami")
+	assert.Equal(t, url, url2, "one login under way, one URL")
+	missingState, missingKey, _ := offerOf("sec_nosuchtool")
+	accepted := make(chan map[string]any, 1)
+	missing := make(chan map[string]any, 1)
+	go func() { accepted <- answer("sec_whoami", state, key, "accept") }()
+	go func() { missing <- answer("sec_nosuchtool", missingState, missingKey, "accept") }()
 	resp, err := http.Get(url) // the person approves in the browser
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	_, ok := old.waitNotification(func(n notification) bool { return n.Method == "notifications/tools/list_changed" }, startTimeout)
-	require.True(t, ok, "no tools/list_changed once the server started; stderr:\n%s", a.log)
 
-	// The 2026-07-28 client calls again, and the call goes through.
-	result, rerr := modernCallAnswer(t, a.url, downstreamToken, "sec_whoami", urlCaps)
-	require.Empty(t, rerr, "the call after the login: %s", rerr)
-	var res struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	require.NoError(t, json.Unmarshal(result, &res), "%s", result)
-	require.NotEmpty(t, res.Content, "%s", result)
-	assert.Equal(t, oauthSubject, res.Content[0].Text)
+	done := <-accepted
+	result, ok := done["result"].(map[string]any)
+	require.True(t, ok, "the call after the login: %v; stderr:\n%s", done, a.log)
+	assert.Equal(t, "complete", result["resultType"])
+	assert.Equal(t, oauthSubject, resultText(t, mustJSON(t, result)))
+
+	unknown := <-missing
+	e, ok = unknown["error"].(map[string]any)
+	require.True(t, ok, "a tool the started server does not export: %v", unknown)
+	assert.Equal(t, json.Number("-32602"), e["code"])
+	assert.Contains(t, e["message"], `unknown tool "sec_nosuchtool"`)
+	assert.NotContains(t, e["message"], "login", "nothing waits for a login any more")
+
+	// Used: refused.
+	assert.Contains(t, refusedBecause(t, answer("sec_whoami", state, key, "accept")), "no longer held")
+	// Called again, the tool is there.
+	again := call("sec_whoami", nil)
+	result, ok = again["result"].(map[string]any)
+	require.True(t, ok, "%v", again)
+	assert.Equal(t, oauthSubject, resultText(t, mustJSON(t, result)))
+	assert.NotContains(t, a.log.String(), downstreamToken, "the client's token reached the log")
+}
+
+// TestOAuthLoginOfferedForMissingToolsSDK2Client: the TypeScript SDK v2
+// client, pinned to 2026-07-28, calls a tool of a server that waits for a
+// shared login; it is offered the login as a URL-mode elicitation (no
+// elicitationId), its handler opens the link as a browser would and
+// accepts, and the SDK's retry gets the result of the call, made once the
+// server started.
+func TestOAuthLoginOfferedForMissingToolsSDK2Client(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, sdk2Entry)
+	as := startAuthServer(t, true, "")
+	up := startSecuredUpstream(t, as)
+	_, env := loginHome(t)
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth}
+    transform: [{prefix: sec_}]
+`, up.url))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+	out := runInputClientAs(t, "2", a.url, downstreamToken, map[string]any{
+		"capabilities": []string{"elicitation-url"},
+		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},
+		"steps":        []any{map[string]any{"op": "callTool", "name": "sec_whoami"}},
+	})
+	require.Len(t, out.Results, 1)
+	require.Nil(t, out.Results[0].Error, "%+v; stderr:\n%s", out.Results[0].Error, a.log)
+	require.Len(t, out.Asked, 1, "the login was offered once")
+	var params map[string]any
+	require.NoError(t, json.Unmarshal(out.Asked[0].Params, &params))
+	assert.Equal(t, "url", params["mode"])
+	assert.NotContains(t, params, "elicitationId")
+	assert.True(t, strings.HasPrefix(params["url"].(string), as.issuer+"/authorize?"), "%v", params)
+	assert.Equal(t, oauthSubject, resultText(t, out.Results[0].Result))
 }

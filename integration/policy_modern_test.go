@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,4 +144,148 @@ func TestPolicyAsksSDK2Client(t *testing.T) {
 	lines := auditLines(t, auditPath, 2)
 	assert.Equal(t, "approved", lines[0]["outcome"])
 	assert.Equal(t, "declined", lines[1]["outcome"])
+}
+
+// TestPolicyAsksModernClientOverStdio: over stdio too, a 2026-07-28 request
+// that an ask rule stops is answered input_required, the rule's question
+// among its inputRequests; the retry that accepts runs the call, once, and
+// the retry that declines is the denial naming the rule. So it goes without
+// a conversation, through mcp_call_tool, and for two questions asked at
+// once on the one connection and answered in the other order; no retry
+// within the rule's timeout is a timeout, which the late retry is told.
+func TestPolicyAsksModernClientOverStdio(t *testing.T) {
+	t.Parallel()
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := strings.Replace(policyConfig(auditPath), "servers:\n",
+		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
+	a := serveConfig(t, stdioTransport, cfg)
+	a.waitLoaded()
+	lines := bufio.NewReader(a.stdout)
+	id := 0
+	pending := map[string]map[string]any{} // answers read while waiting for another
+	send := func(tool, lease string, args map[string]any, extra map[string]any) string {
+		t.Helper()
+		id++
+		params := map[string]any{"name": tool, "arguments": args, "_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    modernVersion,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "stdio-test", "version": "1.0.0"},
+		}}
+		if lease != "" {
+			params["_meta"].(map[string]any)["mcp-aggregator/lease"] = lease
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		_, err := a.stdin.Write(append(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}), '\n'))
+		require.NoError(t, err)
+		return fmt.Sprint(id)
+	}
+	answerTo := func(id string) map[string]any {
+		t.Helper()
+		for pending[id] == nil {
+			line, err := lines.ReadBytes('\n')
+			require.NoError(t, err, "stderr:\n%s", a.log)
+			msg := decodeObject(t, line)
+			if got, ok := msg["id"].(json.Number); ok {
+				pending[string(got)] = msg
+			}
+			// A notification (a list change): not an answer.
+		}
+		msg := pending[id]
+		delete(pending, id)
+		return msg
+	}
+	callTool := func(tool, lease string, args map[string]any, extra map[string]any) map[string]any {
+		t.Helper()
+		return answerTo(send(tool, lease, args, extra))
+	}
+	call := func(lease string, args map[string]any, extra map[string]any) map[string]any {
+		t.Helper()
+		return callTool("demo_echo", lease, args, extra)
+	}
+	resultOf := func(resp map[string]any) json.RawMessage {
+		t.Helper()
+		result, ok := resp["result"].(map[string]any)
+		require.True(t, ok, "%v", resp)
+		assert.Equal(t, "complete", result["resultType"], "%v", resp)
+		return mustJSON(t, result)
+	}
+	answer := func(key, action string) map[string]any {
+		return map[string]any{key: map[string]any{"action": action}}
+	}
+
+	args := map[string]any{"text": "ask me"}
+	first := call("conv-1", args, nil)
+	state, key := inputState(t, first)
+	question := first["result"].(map[string]any)["inputRequests"].(map[string]any)[key].(map[string]any)
+	assert.Equal(t, "elicitation/create", question["method"])
+	message, _ := question["params"].(map[string]any)["message"].(string)
+	assert.Contains(t, message, "Allow demo_echo for local?")
+
+	// Accepted: the call goes ahead, once.
+	text, isErr := policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	assert.False(t, isErr, text)
+	assert.Equal(t, "ask me", text)
+	assert.Contains(t, refusedBecause(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})), "no longer held")
+
+	// Declined: the denial names the rule.
+	args = map[string]any{"text": "ask again"}
+	state, key = inputState(t, call("conv-1", args, nil))
+	text, isErr = policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "decline")})))
+	assert.True(t, isErr)
+	assert.Contains(t, text, `policy rule "ask-first"`)
+	assert.Contains(t, text, "declined")
+
+	// Without a conversation (the anonymous lease) alike.
+	args = map[string]any{"text": "ask anonymously"}
+	state, key = inputState(t, call("", args, nil))
+	text, isErr = policyText(t, resultOf(call("", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	assert.False(t, isErr, text)
+	assert.Equal(t, "ask anonymously", text)
+
+	// Through mcp_call_tool (discovery in search mode) alike.
+	viaArgs := map[string]any{"name": "demo_echo", "arguments": map[string]any{"text": "ask through search"}}
+	state, key = inputState(t, callTool("mcp_call_tool", "conv-1", viaArgs, nil))
+	text, isErr = policyText(t, resultOf(callTool("mcp_call_tool", "conv-1", viaArgs, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	assert.False(t, isErr, text)
+	assert.Equal(t, "ask through search", text)
+
+	// Two questions at once on the one connection, answered in the other
+	// order.
+	one, two := map[string]any{"text": "ask one"}, map[string]any{"text": "ask two"}
+	id1, id2 := send("demo_echo", "conv-1", one, nil), send("demo_echo", "conv-2", two, nil)
+	state1, key1 := inputState(t, answerTo(id1))
+	state2, key2 := inputState(t, answerTo(id2))
+	id2 = send("demo_echo", "conv-2", two, map[string]any{"requestState": state2, "inputResponses": answer(key2, "decline")})
+	id1 = send("demo_echo", "conv-1", one, map[string]any{"requestState": state1, "inputResponses": answer(key1, "accept")})
+	text, isErr = policyText(t, resultOf(answerTo(id1)))
+	assert.False(t, isErr, text)
+	assert.Equal(t, "ask one", text)
+	text, isErr = policyText(t, resultOf(answerTo(id2)))
+	assert.True(t, isErr)
+	assert.Contains(t, text, "declined")
+
+	// No answer within the rule's timeout: the late retry is told so.
+	args = map[string]any{"text": "quick"}
+	state, key = inputState(t, call("conv-1", args, nil))
+	audit := auditLines(t, auditPath, 7)
+	assert.Equal(t, "timeout", audit[6]["outcome"], "%v", audit[6])
+	text, isErr = policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	assert.True(t, isErr)
+	assert.Contains(t, text, `policy rule "ask-quick": no answer came within 300ms`)
+
+	audit = auditLines(t, auditPath, 7)
+	require.Len(t, audit, 7, "%v", audit)
+	outcomes := make([]string, len(audit))
+	for i, line := range audit {
+		outcomes[i], _ = line["outcome"].(string)
+	}
+	// The two asked at once are decided in either order.
+	assert.ElementsMatch(t, []string{"approved", "declined"}, outcomes[4:6], "%v", outcomes)
+	outcomes[4], outcomes[5] = "", ""
+	assert.Equal(t, []string{"approved", "declined", "approved", "approved", "", "", "timeout"}, outcomes)
+	for i := range audit {
+		assert.Equal(t, map[string]any{"kind": "local"}, audit[i]["principal"])
+	}
 }

@@ -146,7 +146,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		server = inv.server
 		if call {
 			var again bool
-			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited)
+			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited, &loginOffers)
 			if rpcErr != nil {
 				return nil, rpcErr, nil
 			}
@@ -387,8 +387,12 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 // aggregator's own server, which answers why (counted, when it names a
 // tool the caller's profile hides, as that tool's call, as a direct call
 // of it would be). awaited is whether the first load was waited for on
-// mcp_call_tool's behalf.
-func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool) (entry, counted *catalog.Entry, rpcErr *jsonrpc.Error, again bool) {
+// mcp_call_tool's behalf. A tool no server exports while servers wait for
+// a login is the offer of their logins: to a 2026-07-28 client an
+// input_required round whose accepting retry waits for the servers to
+// start (askToolLogin; again asks to resolve the tool anew, offers counts
+// the offers), to an older one the -32042 error.
+func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool, offers *int) (entry, counted *catalog.Entry, rpcErr *jsonrpc.Error, again bool) {
 	client := requestClient(inv.req)
 	entry, ok := st.catalog.Lookup(inv.name)
 	if ok && !st.profileOf(client).tool(entry) {
@@ -399,6 +403,12 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 		ok = false
 	}
 	if !ok {
+		if again, offer, handled := p.askToolLogin(ctx, inv.req, st, inv.name, offers); handled {
+			if again {
+				return nil, nil, nil, true
+			}
+			return nil, entry, offer, false
+		}
 		if offer := p.unknownToolLoginOffer(ctx, inv.req, st, inv.name); offer != nil {
 			return nil, entry, offer, false
 		}
@@ -476,7 +486,7 @@ func (st *state) awaitingLoginIDs(client string) []string {
 	pr := st.profileOf(client)
 	var ids []string
 	for id, f := range st.failed {
-		if pr.server(id) && strings.Contains(f.why, "mcp-aggregator login") {
+		if pr.server(id) && waitsForLogin(f.why) {
 			ids = append(ids, id)
 		}
 	}

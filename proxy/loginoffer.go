@@ -123,9 +123,13 @@ func (p *Proxy) loginLink(ctx context.Context, server string, err error) *jsonrp
 // servers of the caller's profile wait for a login and export nothing until
 // then, with the logins of those servers as URL elicitations: the tool may
 // well be one of theirs, and the client has no other way to be offered the
-// login. nil when no server waits, or the client cannot be offered one.
+// login. nil when no server waits, or the client cannot be offered one; nil
+// too for a 2026-07-28 request the bridge holds, whose offers are
+// input_required rounds (askToolLogin) and which has had them all: -32042
+// is no error of its generation.
 func (p *Proxy) unknownToolLoginOffer(ctx context.Context, req *downstream.Request, st *state, tool string) *jsonrpc.Error {
-	if p.opts.OfferLogin == nil || !declaresURLElicitation(capabilitiesOf(req)) {
+	if p.opts.OfferLogin == nil || !declaresURLElicitation(capabilitiesOf(req)) ||
+		(req != nil && req.Ask != nil && protocol.Modern(req.Protocol)) {
 		return nil
 	}
 	servers := st.awaitingLoginIDs(requestClient(req))
@@ -240,40 +244,13 @@ func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server st
 		return false, nil, false
 	}
 	*offers++
-	url, _, done, oerr := p.opts.OfferLogin(ctx, server)
-	if oerr != nil {
-		p.log.Warn("could not offer the client a login", "server", server, "err", oerr)
-		return false, nil, false
-	}
-	params, merr := rawjson.Marshal(map[string]string{"mode": "url", "url": url,
-		"message": fmt.Sprintf("MCP server %q needs you to log in. Open the link and approve the access; the call goes on once you have.", server)})
-	if merr != nil {
-		return false, nil, false
-	}
-	// The offered login lasts no longer than this: an answer after it
-	// would find it gone, and the call holds what it acquired meanwhile.
-	askCtx, cancel := context.WithTimeout(ctx, oauth.DefaultLoginTimeout)
-	defer cancel()
-	resp, aerr := req.Ask(askCtx, "elicitation/create", params)
+	done, rpcErr, offered := p.askLoginInput(ctx, req, server,
+		fmt.Sprintf("MCP server %q needs you to log in. Open the link and approve the access; the call goes on once you have.", server))
 	switch {
-	case aerr != nil && ctx.Err() == nil && errors.Is(askCtx.Err(), context.DeadlineExceeded):
-		return false, errorObject(codeInternal, "server %q needs you to log in, and the login offer got no answer within %s; call again to be offered it again", server, oauth.DefaultLoginTimeout), true
-	case aerr != nil:
-		// The client went away, or its retry never came (the hold ended):
-		// no one waits for this answer.
-		return false, errorObject(codeInternal, "server %q needs you to log in; the login offer got no answer: %v", server, aerr), true
-	case resp == nil || resp.Error != nil:
-		why := "no answer"
-		if resp != nil {
-			why = resp.Error.Message
-		}
-		return false, errorObject(codeInternal, "server %q needs you to log in, and the login could not be offered: %s", server, why), true
-	}
-	var answer struct {
-		Action string `json:"action"`
-	}
-	if json.Unmarshal(resp.Result, &answer) != nil || answer.Action != "accept" {
-		return false, errorObject(codeInternal, "server %q needs you to log in, and the login was not accepted; call again to be offered it again", server), true
+	case !offered:
+		return false, nil, false
+	case rpcErr != nil:
+		return false, rpcErr, true
 	}
 	if done != nil {
 		wait := time.NewTimer(loginWait)
@@ -286,4 +263,179 @@ func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server st
 		}
 	}
 	return true, nil, true
+}
+
+// askLoginInput asks the client of req, whose request the bridge holds, to
+// open the login of server (an input_required round carrying the URL-mode
+// elicitation, with message). offered is false when the login could not be
+// offered; rpcErr ends the call when the client did not accept (declined,
+// cancelled, no answer within the time an offered login lasts); otherwise
+// the person accepted, and done tells when the login ends (nil: nothing
+// will).
+func (p *Proxy) askLoginInput(ctx context.Context, req *downstream.Request, server, message string) (done *LoginDone, rpcErr *jsonrpc.Error, offered bool) {
+	url, _, done, oerr := p.opts.OfferLogin(ctx, server)
+	if oerr != nil {
+		p.log.Warn("could not offer the client a login", "server", server, "err", oerr)
+		return nil, nil, false
+	}
+	params, merr := rawjson.Marshal(map[string]string{"mode": "url", "url": url, "message": message})
+	if merr != nil {
+		return nil, nil, false
+	}
+	// The offered login lasts no longer than this: an answer after it
+	// would find it gone, and the call holds what it acquired meanwhile.
+	askCtx, cancel := context.WithTimeout(ctx, oauth.DefaultLoginTimeout)
+	defer cancel()
+	resp, aerr := req.Ask(askCtx, "elicitation/create", params)
+	switch {
+	case aerr != nil && ctx.Err() == nil && errors.Is(askCtx.Err(), context.DeadlineExceeded):
+		return nil, errorObject(codeInternal, "server %q needs you to log in, and the login offer got no answer within %s; call again to be offered it again", server, oauth.DefaultLoginTimeout), true
+	case aerr != nil:
+		// The client went away, or its retry never came (the hold ended):
+		// no one waits for this answer.
+		return nil, errorObject(codeInternal, "server %q needs you to log in; the login offer got no answer: %v", server, aerr), true
+	case resp == nil || resp.Error != nil:
+		why := "no answer"
+		if resp != nil {
+			why = resp.Error.Message
+		}
+		return nil, errorObject(codeInternal, "server %q needs you to log in, and the login could not be offered: %s", server, why), true
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if json.Unmarshal(resp.Result, &answer) != nil || answer.Action != "accept" {
+		return nil, errorObject(codeInternal, "server %q needs you to log in, and the login was not accepted; call again to be offered it again", server), true
+	}
+	return done, nil, true
+}
+
+// succeeded reports whether the login ended having stored a grant.
+func (d *LoginDone) succeeded() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ok
+}
+
+// loginStartWait bounds how long the retry that accepted the login of a
+// server that could not start without it waits, once the login is done,
+// for the server to start and its tools to be committed.
+const loginStartWait = 60 * time.Second
+
+// askToolLogin offers a protocol 2026-07-28 client that declared URL-mode
+// elicitation, whose request the bridge holds, and that called a tool no
+// server exports (under st) while servers of its profile wait for a shared
+// login and export nothing until then, the logins of those servers: one
+// URL-mode elicitation each, in input_required. The retry that accepts
+// waits for the logins it accepted to end (up to loginWait), then for the
+// servers they let start to be started and committed (up to
+// loginStartWait; a commit that brings the tool ends the wait at once),
+// and again is true: the caller resolves the tool again, under the state
+// committed meanwhile. When no offer was accepted the call ends with
+// rpcErr. handled is false when the request is not such a one, no server
+// waits, no login could be offered, or the request has had its
+// maxLoginOffers (counted in offers, with askLogin's).
+func (p *Proxy) askToolLogin(ctx context.Context, req *downstream.Request, st *state, tool string, offers *int) (again bool, rpcErr *jsonrpc.Error, handled bool) {
+	if p.opts.OfferLogin == nil || req == nil || req.Ask == nil || !protocol.Modern(req.Protocol) ||
+		!declaresURLElicitation(capabilitiesOf(req)) || *offers >= maxLoginOffers {
+		return false, nil, false
+	}
+	client := requestClient(req)
+	servers := st.awaitingLoginIDs(client)
+	if len(servers) == 0 {
+		return false, nil, false
+	}
+	*offers++
+	type answer struct {
+		done    *LoginDone
+		rpcErr  *jsonrpc.Error
+		offered bool
+	}
+	// Asked together: the client is shown every link in one round when
+	// the asks meet there, as they mostly do.
+	answers := make([]answer, len(servers))
+	var wg sync.WaitGroup
+	for i, server := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			message := fmt.Sprintf("unknown tool %q: no server exports it. MCP server %q needs you to log in, and its tools are missing until then. Open the link and approve the access; the call goes on once the server has started.", tool, server)
+			var a answer
+			a.done, a.rpcErr, a.offered = p.askLoginInput(ctx, req, server, message)
+			answers[i] = a
+		}()
+	}
+	wg.Wait()
+	var accepted []string
+	var dones []*LoginDone
+	var refusal *jsonrpc.Error
+	offered := false
+	for i, a := range answers {
+		offered = offered || a.offered
+		switch {
+		case !a.offered:
+		case a.rpcErr != nil:
+			if refusal == nil {
+				refusal = a.rpcErr
+			}
+		default:
+			accepted = append(accepted, servers[i])
+			dones = append(dones, a.done)
+		}
+	}
+	switch {
+	case !offered:
+		return false, nil, false
+	case len(accepted) == 0:
+		return false, refusal, true
+	}
+	// The logins first: the person finishes them in the browser.
+	wait := time.NewTimer(loginWait)
+	defer wait.Stop()
+	var started []string
+	for i, done := range dones {
+		if done != nil {
+			select {
+			case <-done.done:
+			case <-wait.C:
+				return true, nil, true // not done yet: offered again
+			case <-ctx.Done():
+				return false, errorObject(codeInternal, "unknown tool %q: the call ended while it waited for your login", tool), true
+			}
+			if !done.succeeded() {
+				continue // nothing to start; offered again
+			}
+		}
+		started = append(started, accepted[i])
+	}
+	if len(started) > 0 && !p.awaitStarted(ctx, client, tool, started) {
+		return false, errorObject(codeInternal, "unknown tool %q: the call ended while it waited for the server to start after your login", tool), true
+	}
+	return true, nil, true
+}
+
+// awaitStarted waits, after the logins of servers ended, until the state
+// committed no longer has any of them waiting for a login or starting, or
+// exports tool to client, at most loginStartWait. It is false when ctx
+// ended first.
+func (p *Proxy) awaitStarted(ctx context.Context, client, tool string, servers []string) bool {
+	limit := time.NewTimer(loginStartWait)
+	defer limit.Stop()
+	for {
+		changed := p.commits.next() // before the state: no commit goes unseen
+		st := p.current()
+		if e, ok := st.catalog.Lookup(tool); ok && st.profileOf(client).tool(e) {
+			return true
+		}
+		if !st.anyAwaitingLogin(servers) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-limit.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 }

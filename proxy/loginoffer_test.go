@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
@@ -181,4 +182,104 @@ func TestAskLogin(t *testing.T) {
 	require.NotNil(t, rpcErr)
 	assert.Contains(t, rpcErr.Message, "open https://auth.example/authorize?state=s")
 	assert.Len(t, asked, n, "not asked again")
+}
+
+// TestAskToolLogin: a 2026-07-28 request held by the bridge that calls a
+// tool no server exports, while a server waits for a shared login, is asked
+// that login. The accept waits for the login to end and then for the
+// commit that takes the server out of its wait, and asks to resolve the
+// tool again; a decline ends the call; the client going away ends the
+// wait; after maxLoginOffers, or with no server waiting, it is left to the
+// usual answers.
+func TestAskToolLogin(t *testing.T) {
+	var done *LoginDone
+	p := New(Options{OfferLogin: func(_ context.Context, server string) (string, string, *LoginDone, error) {
+		return "https://auth.example/authorize?state=" + server, "el-1", done, nil
+	}})
+	waiting := p.current().with()
+	waiting.failed = map[string]failedServer{"linear": {why: `not logged in; run mcp-aggregator login linear`}}
+	p.publish(waiting)
+	asked := make(chan json.RawMessage, 8)
+	answer := `{"action":"accept"}`
+	modern := &downstream.Request{Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(`{"elicitation":{"url":{}}}`),
+		Ask: func(_ context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+			assert.Equal(t, "elicitation/create", method)
+			asked <- params
+			return &jsonrpc.Message{Result: json.RawMessage(answer)}, nil
+		}}
+
+	older := *modern
+	older.Protocol = "2025-11-25"
+	offers := 0
+	_, _, handled := p.askToolLogin(context.Background(), &older, p.current(), "linear_issue", &offers)
+	assert.False(t, handled, "an older client gets -32042")
+	_, _, handled = p.askToolLogin(context.Background(), modern, initialState(), "linear_issue", &offers)
+	assert.False(t, handled, "no server waits")
+	assert.Zero(t, offers)
+
+	// Accepted: waits for the login, then for the commit that starts the
+	// server.
+	done = NewLoginDone()
+	type outcome struct {
+		again, handled bool
+		rpcErr         *jsonrpc.Error
+	}
+	out := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.again, o.rpcErr, o.handled = p.askToolLogin(context.Background(), modern, p.current(), "linear_issue", &offers)
+		out <- o
+	}()
+	params := <-asked
+	var el map[string]string
+	require.NoError(t, json.Unmarshal(params, &el))
+	assert.Equal(t, "url", el["mode"])
+	assert.Equal(t, "https://auth.example/authorize?state=linear", el["url"])
+	assert.NotContains(t, el, "elicitationId")
+	assert.Contains(t, el["message"], `unknown tool "linear_issue"`)
+	done.Finish(true)
+	started := p.current().with()
+	started.starting = map[string]*config.Server{"linear": {ID: "linear"}}
+	p.publish(started) // being started: still waiting
+	assert.Never(t, func() bool { return len(out) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "the retry went on before the server started")
+	started = p.current().with()
+	started.failed, started.starting = map[string]failedServer{}, nil
+	p.publish(started)
+	o := <-out
+	assert.True(t, o.handled)
+	assert.True(t, o.again)
+	assert.Nil(t, o.rpcErr)
+	assert.Equal(t, 1, offers)
+
+	// Declined: the call ends.
+	p.publish(waiting)
+	answer = `{"action":"decline"}`
+	again, rpcErr, handled := p.askToolLogin(context.Background(), modern, p.current(), "linear_issue", &offers)
+	<-asked
+	assert.True(t, handled)
+	assert.False(t, again)
+	require.NotNil(t, rpcErr)
+	assert.Contains(t, rpcErr.Message, "not accepted")
+
+	// Accepted, the login done, the client gone while the server starts.
+	answer = `{"action":"accept"}`
+	done = NewLoginDone()
+	done.Finish(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-asked
+		cancel()
+	}()
+	again, rpcErr, handled = p.askToolLogin(ctx, modern, p.current(), "linear_issue", &offers)
+	assert.True(t, handled)
+	assert.False(t, again)
+	require.NotNil(t, rpcErr)
+	assert.Contains(t, rpcErr.Message, "while it waited for the server to start")
+
+	// Offered maxLoginOffers times: no more.
+	require.Equal(t, maxLoginOffers, offers)
+	_, _, handled = p.askToolLogin(context.Background(), modern, p.current(), "linear_issue", &offers)
+	assert.False(t, handled)
+	assert.Nil(t, p.unknownToolLoginOffer(context.Background(), modern, p.current(), "linear_issue"), "no -32042 to a 2026-07-28 request held by the bridge")
+	assert.NotNil(t, p.unknownToolLoginOffer(context.Background(), &older, p.current(), "linear_issue"))
 }

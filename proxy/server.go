@@ -113,6 +113,7 @@ type Proxy struct {
 	log     *slog.Logger
 	state   atomic.Pointer[state]
 	version atomic.Uint64
+	commits commitSignal // closed on every commit of a new state
 
 	// audit is the audit log, nil when none is set (audit.go); auditMu
 	// orders its replacements, auditDropped counts the drops of closed ones.

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"strings"
+	"sync"
+
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/policy"
@@ -51,8 +54,59 @@ func (s *state) with() *state {
 	return &n
 }
 
-// publish makes next the running state. Callers hold reloadMu.
-func (p *Proxy) publish(next *state) { p.state.Store(next) }
+// publish makes next the running state, and tells what waits for a
+// commit. Callers hold reloadMu.
+func (p *Proxy) publish(next *state) {
+	p.state.Store(next)
+	p.commits.fire()
+}
+
+// commitSignal tells who waits for the running state to change that it
+// did: next is closed by the first publish after it was taken. A waiter
+// takes it before it reads the state, so that no commit goes unseen, and
+// never needs reloadMu. The zero value is ready.
+type commitSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// next is closed by the next commit.
+func (c *commitSignal) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+// fire closes what next handed out.
+func (c *commitSignal) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+}
+
+// waitsForLogin reports whether a server failed to start, why, for want of
+// a shared login.
+func waitsForLogin(why string) bool { return strings.Contains(why, "mcp-aggregator login") }
+
+// anyAwaitingLogin reports whether any of servers still waits for a login
+// under s, or is being started.
+func (s *state) anyAwaitingLogin(servers []string) bool {
+	for _, id := range servers {
+		if _, ok := s.starting[id]; ok {
+			return true
+		}
+		if f, ok := s.failed[id]; ok && waitsForLogin(f.why) {
+			return true
+		}
+	}
+	return false
+}
 
 // current is the running state.
 func (p *Proxy) current() *state { return p.state.Load() }
