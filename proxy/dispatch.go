@@ -302,7 +302,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if bad := leaseNameError(req, params.Meta); bad != nil {
 		return bad
 	}
-	inv := invocation{method: "tools/call", name: params.Name, args: params.Arguments, task: params.Task, req: req}
+	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
@@ -310,27 +310,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
 		}
 	}
-	inv.meta = forwardedMeta(params.Meta)
 	return response(p.send(ctx, inv))
-}
-
-// forwardedMeta is the part of a request's _meta that goes upstream: not
-// the progress token (each call gets its own upstream token), not the
-// protocol's io.modelcontextprotocol/ keys (they describe the client's
-// request to the aggregator, not the aggregator's to the upstream, whose
-// protocol version was negotiated apart), not the aggregator's lease key.
-func forwardedMeta(meta map[string]json.RawMessage) map[string]json.RawMessage {
-	var out map[string]json.RawMessage
-	for k, v := range meta {
-		if k == "progressToken" || keptBack(k) {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]json.RawMessage, len(meta))
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // listen serves subscriptions/listen: an acknowledgement first, then the
