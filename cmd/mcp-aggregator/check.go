@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
 
 // check validates the config without starting any upstream: it finds the config as
@@ -38,7 +39,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		}
 		problems = append(problems, emptySources(ws)...)
 		problems = append(problems, missingCommands(ws, os.Getenv("PATH"))...)
-		problems = append(problems, missingLogins(ws)...)
+		problems = append(problems, upstreamauth.MissingLogins(ws)...)
 	}
 	errs, warns := printProblems(stdout, append(notes, problems...))
 	switch {

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 	"github.com/mcp-aggregator/mcp-aggregator/tlsreload"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
 
 // shutdownGrace bounds how long in-flight calls may run after a stop signal.
@@ -190,7 +191,6 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var edge *downstream.HTTP  // set before the first load, which calls OnWorkspace
 	var gwAuth *gateway.Access // likewise; nil on stdio
 	var drain *gateway.Drainer // likewise; nil on stdio
-	upAuth := newUpstreamAuth(ctx, &c, log)
 	// The client ID metadata documents of the config, which the HTTP
 	// gateway serves; kept up to date on stdio too, where none is served.
 	clientDocs := &oauth.ClientDocuments{}
@@ -202,12 +202,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// person: the login's browser comes back to this machine's loopback,
 	// and every client shares the tokens it gets. A per-user login comes
 	// back to the gateway's own callback, and is the caller's alone.
-	upAuth.sharedOffers = *httpAddr == "" || gateway.LoopbackBind(*httpAddr)
-	offerLogin := proxy.LoginOffer(upAuth.offerLogin)
+	upAuth := upstreamauth.New(ctx, upstreamauth.Options{Secrets: &c.secrets, Logger: log,
+		SharedOffers: *httpAddr == "" || gateway.LoopbackBind(*httpAddr)})
+	offerLogin := proxy.LoginOffer(upAuth.OfferLogin)
 	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Observer: recorder, Tracer: tracer,
 		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases, MaxCallsPerClient: *maxCalls,
-		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
-		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
+		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.Authorize, Secrets: &c.secrets},
+		AuthProblems: upAuth.Problems, OfferLogin: offerLogin,
 		// A server that fails at once is told at once, not when the
 		// slowest of the others is done.
 		OnStartFailed: func(pr config.Problem) {
@@ -215,7 +216,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			firstLoad.startFailed(pr.Server)
 		},
 		OnWorkspace: func(ws *config.Workspace) {
-			upAuth.onWorkspace(ctx, ws)
+			upAuth.OnWorkspace(ctx, ws)
 			if docs := ws.ClientIDURLs(); clientDocs.Set(docs) && *httpAddr != "" {
 				urls := make([]string, 0, len(docs))
 				for u := range docs {
@@ -236,7 +237,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				edge.SetMaxBatchBytes(ws.HTTP.MaxBatchBytes)
 			}
 		}})
-	upAuth.auditTo(p.Audit) // token exchanges and per-user logins get their audit lines
+	upAuth.AuditTo(p.Audit) // token exchanges and per-user logins get their audit lines
 	if *httpAddr != "" {
 		// Authentication is in force before the first byte is served: the
 		// config is read once now for http.auth, before the listener opens.
@@ -266,7 +267,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancelLoad()
 	go func() {
 		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
-		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
+		watchAndReload(loadCtx, p, watch, upAuth.Changed(), hup, log, func() (*config.Workspace, bool) {
 			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
 			// What starting took and no longer needs: the heap the
 			// initialisation and the first load left free, and the pages of
@@ -299,7 +300,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.callback(), ClientMetadata: clientDocs,
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.Callback(), ClientMetadata: clientDocs,
 		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 
