@@ -31,30 +31,16 @@ func appContents(server string, resp *jsonrpc.Message) *jsonrpc.Message {
 	if resp == nil || len(resp.Result) == 0 || !rawjson.Mentions(resp.Result, "contents") {
 		return resp
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(rawjson.Member(resp.Result, "contents"), &items) != nil {
-		return resp
-	}
-	changed := false
-	for i, item := range items {
+	out, changed := rawjson.EditItems(resp.Result, "contents", func(item []byte) ([]byte, bool) {
 		uri, ok := rawjson.String(rawjson.Member(item, "uri"))
-		if ok && naming.IsAppURI(uri) {
-			items[i] = withMember(item, "uri", naming.AppURI(server, uri))
-			changed = true
+		if !ok || !naming.IsAppURI(uri) {
+			return nil, false
 		}
-	}
+		return withMember(item, "uri", naming.AppURI(server, uri)), true
+	})
 	if !changed {
 		return resp
 	}
-	list := []byte{'['}
-	for i, item := range items {
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = append(list, item...)
-	}
-	list = append(list, ']')
-	out, _ := rawjson.Replace(resp.Result, "contents", func([]byte) ([]byte, bool) { return list, true })
 	copied := *resp
 	copied.Result = out
 	return &copied
