@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/reload"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 	"github.com/mcp-aggregator/mcp-aggregator/tlsreload"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
@@ -60,13 +61,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	idPrefix := fs.String("session-id-prefix", "", "with --http: start every session id with `LABEL` (letters, digits, '.', '_', '-'; at most 32), so that a load balancer can route sessions by it")
 	keyFile := fs.String("session-key-file", "", "with --http: seal each session's portable state into its id with the first key of `FILE` (one key a line: 32 random bytes, base64 or hex; every key opens; reloaded when it changes), so that every replica holding the file can serve the session")
 	maxAge := fs.Duration("session-max-age", downstream.DefaultSessionMaxAge, "with --session-key-file: a sealed session id opens for this long after its initialize; then the client initializes again")
-	settle := fs.Duration("reload-settle", reloadSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
+	settle := fs.Duration("reload-settle", reload.DefaultSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
-	if *settle <= 0 || *settle > maxReloadSettle {
-		fmt.Fprintf(stderr, "serve: --reload-settle %s: use a duration above 0 and at most %s, such as 300ms\n", *settle, maxReloadSettle)
+	if *settle <= 0 || *settle > reload.MaxSettle {
+		fmt.Fprintf(stderr, "serve: --reload-settle %s: use a duration above 0 and at most %s, such as 300ms\n", *settle, reload.MaxSettle)
 		return 2
 	}
 	if *cgroups != "auto" && *cgroups != "off" {
@@ -212,7 +213,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// A server that fails at once is told at once, not when the
 		// slowest of the others is done.
 		OnStartFailed: func(pr config.Problem) {
-			logProblems(log, []config.Problem{pr}, nil)
+			reload.LogProblems(log, []config.Problem{pr}, nil)
 			firstLoad.startFailed(pr.Server)
 		},
 		OnWorkspace: func(ws *config.Workspace) {
@@ -266,8 +267,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	loadCtx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
 	go func() {
-		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
-		watchAndReload(loadCtx, p, watch, upAuth.Changed(), hup, log, func() (*config.Workspace, bool) {
+		var paths []string
+		if !src.demo {
+			paths = src.paths
+		}
+		loop := &reload.Loop{Proxy: p, Load: src.loadLive, Paths: paths, Settle: *settle, Logins: upAuth.Changed(), Signals: hup, Logger: log}
+		loop.Run(loadCtx, func() (*config.Workspace, bool) {
 			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
 			// What starting took and no longer needs: the heap the
 			// initialisation and the first load left free, and the pages of
@@ -344,8 +349,8 @@ func initialLoad(ctx context.Context, p *proxy.Proxy, src source, watch *require
 	watch.arm(ws)
 	report := p.Reconcile(ctx, ws, problems)
 	watch.disarm()
-	logProblems(log, report.Problems, report.StartFailed)
-	logRejected(log, ws, nil)
+	reload.LogProblems(log, report.Problems, report.StartFailed)
+	reload.LogRejected(log, ws, nil)
 	// One line, of bounded length however many tools the upstreams export.
 	const shown = 100
 	entries := p.Catalog().Entries()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
+	"github.com/mcp-aggregator/mcp-aggregator/reload"
 )
 
 // sessionKeys reads serve --session-key-file and keeps its keys in force
@@ -31,7 +32,7 @@ func sessionKeys(ctx context.Context, path string, settle time.Duration, log *sl
 	keys := &sealed.Keys{}
 	keys.Set(ring)
 	log.Info("session ids are sealed", "file", path, "keys", ring.Len())
-	changed, err := config.Watch(ctx, []string{path}, watchTiming(settle))
+	changed, err := config.Watch(ctx, []string{path}, reload.Timing(settle))
 	if err != nil {
 		log.Warn("cannot watch the session key file; restart to change the keys", "file", path, "err", err)
 		return keys, nil
