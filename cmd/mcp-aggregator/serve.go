@@ -153,7 +153,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	keysCtx, stopKeys := context.WithCancel(context.Background())
 	defer stopKeys()
-	keys, err := sessionKeys(keysCtx, *keyFile, *settle, log)
+	keys, err := reload.SessionKeys(keysCtx, *keyFile, *settle, log)
 	if err != nil {
 		log.Error("cannot serve", "err", err)
 		return 2
@@ -540,4 +540,15 @@ func oneProcessor(log *slog.Logger) {
 		return
 	}
 	log.Debug("serving stdio on one processor", "was", runtime.GOMAXPROCS(1), "override", "set GOMAXPROCS")
+}
+
+// replicaLabel names this replica in the sealed ids it issues: its
+// --session-id-prefix without the separator it ends with, else the host
+// name.
+func replicaLabel(prefix string) string {
+	if l := strings.TrimRight(prefix, "-._"); l != "" {
+		return l
+	}
+	host, _ := os.Hostname()
+	return host
 }
