@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -198,7 +197,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
-	firstLoad := &requiredWatch{log: log, loaded: loaded}
+	firstLoad := reload.NewRequired(log, loaded)
 	// A shared login is offered only where the aggregator serves one
 	// person: the login's browser comes back to this machine's loopback,
 	// and every client shares the tokens it gets. A per-user login comes
@@ -214,7 +213,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// slowest of the others is done.
 		OnStartFailed: func(pr config.Problem) {
 			reload.LogProblems(log, []config.Problem{pr}, nil)
-			firstLoad.startFailed(pr.Server)
+			firstLoad.StartFailed(pr.Server)
 		},
 		OnWorkspace: func(ws *config.Workspace) {
 			upAuth.OnWorkspace(ctx, ws)
@@ -273,7 +272,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		loop := &reload.Loop{Proxy: p, Load: src.loadLive, Paths: paths, Settle: *settle, Logins: upAuth.Changed(), Signals: hup, Logger: log}
 		loop.Run(loadCtx, func() (*config.Workspace, bool) {
-			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
+			code, ws := loop.FirstLoad(loadCtx, firstLoad)
 			// What starting took and no longer needs: the heap the
 			// initialisation and the first load left free, and the pages of
 			// the binary they touched; and again whenever traffic stops.
@@ -335,111 +334,6 @@ func stdioDone(ctx context.Context, err error, log *slog.Logger) int {
 	}
 	log.Info("downstream closed; shutting down")
 	return 0
-}
-
-// initialLoad loads the config and starts every upstream. It returns a
-// non-zero exit code when a required server could not start, and the
-// workspace loaded (nil when it was rejected).
-func initialLoad(ctx context.Context, p *proxy.Proxy, src source, watch *requiredWatch, log *slog.Logger) (int, *config.Workspace) {
-	defer p.MarkLoaded()
-	ws, problems := src.loadLive()
-	if ws == nil {
-		log.Error("config rejected; serving no upstream server until the errors below are fixed (the config is reloaded when it changes, or on SIGHUP)")
-	}
-	watch.arm(ws)
-	report := p.Reconcile(ctx, ws, problems)
-	watch.disarm()
-	reload.LogProblems(log, report.Problems, report.StartFailed)
-	reload.LogRejected(log, ws, nil)
-	// One line, of bounded length however many tools the upstreams export.
-	const shown = 100
-	entries := p.Catalog().Entries()
-	names := make([]string, 0, min(len(entries), shown)+1)
-	for _, e := range entries[:min(len(entries), shown)] {
-		names = append(names, e.Exported)
-	}
-	if len(entries) > shown {
-		names = append(names, fmt.Sprintf("… (%d more; tools/list or mcp-aggregator tools lists them)", len(entries)-shown))
-	}
-	log.Info("exporting tools", "count", len(entries), "tools", strings.Join(names, ", "), "version", report.Version)
-	if ws != nil {
-		for _, s := range ws.Servers {
-			if s.Required && contains(report.Failed, s.ID) {
-				watch.exit(s.ID) // once: it may have been told as the server failed
-				return 1, ws
-			}
-		}
-	}
-	return 0, ws
-}
-
-// requiredWatch ends serve as soon as a server marked required fails to
-// start on the first load, rather than when the slowest other server is
-// ready or past its connect_timeout. Reloads are not watched: a required
-// server that fails in one keeps its last good state.
-type requiredWatch struct {
-	log    *slog.Logger
-	loaded chan<- int // serve exits with the code sent here
-
-	mu       sync.Mutex
-	required map[string]bool // while the first load runs: the required servers
-	told     bool            // serve was told to exit
-}
-
-// arm watches the required servers of ws (nil: none) until disarm.
-func (w *requiredWatch) arm(ws *config.Workspace) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.required = map[string]bool{}
-	if ws == nil {
-		return
-	}
-	for _, s := range ws.Servers {
-		if s.Required {
-			w.required[s.ID] = true
-		}
-	}
-}
-
-// disarm ends the watch: the first load is over.
-func (w *requiredWatch) disarm() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.required = nil
-}
-
-// startFailed is told of each server whose start failed, every attempt
-// spent (proxy.Options.OnStartFailed).
-func (w *requiredWatch) startFailed(id string) {
-	w.mu.Lock()
-	watched := w.required[id]
-	w.mu.Unlock()
-	if watched && w.exit(id) {
-		w.loaded <- 1
-	}
-}
-
-// exit logs why serve exits, the first time only, and reports whether this
-// was the first.
-func (w *requiredWatch) exit(id string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.told {
-		return false
-	}
-	w.told = true
-	w.log.Error("a required server could not start; exiting", "server", id,
-		"fix", "repair the server or set required: false to serve without it")
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkHTTPAddr rejects a --http value that names no address to listen on.
