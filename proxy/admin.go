@@ -196,7 +196,7 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 		s := cur.starting[id]
 		st.Servers = append(st.Servers, ServerStatus{ID: id, Transport: string(s.Transport), Mode: serverMode(s), Health: healthStarting})
 	}
-	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.problems...), p.authProblems()...) {
+	for _, pr := range append(append(append([]config.Problem(nil), cur.problems...), cur.surface.Problems()...), p.authProblems()...) {
 		st.Problems = append(st.Problems, pr.String())
 	}
 	// What servers said reaches mcp_status here: scrubbed of every secret

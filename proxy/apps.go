@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
@@ -32,30 +31,16 @@ func appContents(server string, resp *jsonrpc.Message) *jsonrpc.Message {
 	if resp == nil || len(resp.Result) == 0 || !rawjson.Mentions(resp.Result, "contents") {
 		return resp
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(rawjson.Member(resp.Result, "contents"), &items) != nil {
-		return resp
-	}
-	changed := false
-	for i, item := range items {
+	out, changed := rawjson.EditItems(resp.Result, "contents", func(item []byte) ([]byte, bool) {
 		uri, ok := rawjson.String(rawjson.Member(item, "uri"))
-		if ok && naming.IsAppURI(uri) {
-			items[i] = withMember(item, "uri", naming.AppURI(server, uri))
-			changed = true
+		if !ok || !naming.IsAppURI(uri) {
+			return nil, false
 		}
-	}
+		return withMember(item, "uri", naming.AppURI(server, uri)), true
+	})
 	if !changed {
 		return resp
 	}
-	list := []byte{'['}
-	for i, item := range items {
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = append(list, item...)
-	}
-	list = append(list, ']')
-	out, _ := rawjson.Replace(resp.Result, "contents", func([]byte) ([]byte, bool) { return list, true })
 	copied := *resp
 	copied.Result = out
 	return &copied
@@ -69,20 +54,6 @@ func appUpstream(server, uri string, params json.RawMessage) (json.RawMessage, b
 		return params, false
 	}
 	return withMember(params, "uri", original), true
-}
-
-// appOwner says which server serves the exported app resource uri: the
-// server its name carries, when that server offers resources in this
-// surface and the URI is not hidden from it.
-func (s *Surface) appOwner(uri string) (server string, app, ok bool) {
-	server, _, app = naming.AppOriginal(uri)
-	if !app {
-		return "", false, false
-	}
-	if s.hiddenApps[uri] || !slices.Contains(s.caps.resourceServers, server) {
-		return "", true, false
-	}
-	return server, true, true
 }
 
 // hiddenApps are the exported app resource URIs a profile hides with its
@@ -111,59 +82,4 @@ func (st *state) hiddenApps(pr *profile) map[string]bool {
 		delete(hidden, uri)
 	}
 	return hidden
-}
-
-// withheldExtensions are extensions the aggregator does not relay, and so
-// never offers whoever declares them: the tasks extension of 2026-07-28
-// (tasks/update, task handles in any result) is not among what it routes;
-// upstreams are not told the client side of it either, so they keep to
-// the core protocol.
-var withheldExtensions = map[string]bool{"io.modelcontextprotocol/tasks": true}
-
-// mergeExtensions adds the extensions an upstream declares to those of the
-// servers before it. An extension any server offers is offered (but the
-// withheld ones); its
-// settings are the first server's (in config order), with the members of
-// later servers' settings objects that the first lacks added, every value
-// as its server sent it: fields the aggregator does not know pass
-// untouched.
-func mergeExtensions(into map[string]json.RawMessage, declared json.RawMessage) map[string]json.RawMessage {
-	var ext map[string]json.RawMessage
-	if len(declared) == 0 || json.Unmarshal(declared, &ext) != nil {
-		return into
-	}
-	for _, id := range sortedKeys(ext) {
-		settings := ext[id]
-		if withheldExtensions[id] || string(settings) == "null" || string(settings) == "false" {
-			continue
-		}
-		if into == nil {
-			into = map[string]json.RawMessage{}
-		}
-		have, ok := into[id]
-		if !ok {
-			into[id] = settings
-			continue
-		}
-		if len(have) == 0 || have[0] != '{' {
-			continue
-		}
-		later := rawjson.NewObject(settings)
-		for later.Next() {
-			if name := string(later.Name()); !rawjson.Has(have, name) {
-				have = rawjson.Add(have, name, later.Value())
-			}
-		}
-		into[id] = have
-	}
-	return into
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -38,14 +38,14 @@ type invocation struct {
 	// name is the exported name of the tool a tools/call calls.
 	name string
 	// server is the server a request other than tools/call goes to, and
-	// params its params as they go upstream, byte for byte.
+	// params its params as they go upstream, byte for byte; a tools/call's
+	// are the client's, which upstream.Call edits for the upstream.
 	server    string
 	params    json.RawMessage
 	key       session.Key
 	anonymous bool            // key is the shared anonymous one
 	args      json.RawMessage // forwarded byte for byte
 	task      json.RawMessage // params.task, forwarded byte for byte; nil: not a task
-	meta      map[string]json.RawMessage
 	token     json.RawMessage // the caller's progress token; nil if none
 	// progress delivers one progress notification's params to the caller.
 	// It runs on the upstream's reader goroutine, so it only queues.
@@ -263,7 +263,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	up := upstream.Request{Method: inv.method, Params: inv.params}
 	if call {
 		var cerr error
-		if up, cerr = (upstream.Call{Name: entry.Original, Arguments: inv.args, Meta: inv.meta, Task: inv.task}).Request(); cerr != nil {
+		if up, cerr = (upstream.Call{Name: entry.Original, Params: inv.params, Arguments: inv.args, Withhold: withheldMeta}).Request(); cerr != nil {
 			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
 		}
 	}

@@ -111,10 +111,10 @@ func (p *Proxy) serverInfo() map[string]string {
 // that initializes as the gateway starts (IDEs do) is offered what servers
 // still starting may bring; a list no server fills is answered empty.
 // A client with a profile is offered what its profile's servers offer.
-func (p *Proxy) offerable(client string) surfaceCaps {
-	c := p.clientSurface(p.current(), client).caps
+func (p *Proxy) offerable(client string) catalog.Offers {
+	c := p.clientSurface(p.current(), client).Offers()
 	if p.loading() {
-		c.resources, c.subscribe, c.prompts, c.completions, c.logging = true, true, true, true, true
+		c.Resources, c.Subscribe, c.Prompts, c.Completions, c.Logging = true, true, true, true, true
 	}
 	return c
 }
@@ -149,22 +149,22 @@ func (p *Proxy) offeredTasks(client string) map[string]any {
 
 // offeredCapabilities is the capabilities object for what the enabled servers
 // offer together.
-func offeredCapabilities(c surfaceCaps) map[string]any {
+func offeredCapabilities(c catalog.Offers) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
-	if c.resources {
-		caps["resources"] = map[string]any{"subscribe": c.subscribe, "listChanged": true}
+	if c.Resources {
+		caps["resources"] = map[string]any{"subscribe": c.Subscribe, "listChanged": true}
 	}
-	if c.prompts {
+	if c.Prompts {
 		caps["prompts"] = map[string]any{"listChanged": true}
 	}
-	if c.completions {
+	if c.Completions {
 		caps["completions"] = map[string]any{}
 	}
-	if c.logging {
+	if c.Logging {
 		caps["logging"] = map[string]any{}
 	}
-	if len(c.extensions) > 0 {
-		caps["extensions"] = c.extensions
+	if len(c.Extensions) > 0 {
+		caps["extensions"] = c.Extensions
 	}
 	return caps
 }
@@ -187,7 +187,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
 		// for what it is offered.
-		p.session(req.Session).setOffer(offer{resources: c.resources, subscribe: c.resources && c.subscribe, prompts: c.prompts, logging: c.logging})
+		p.session(req.Session).setOffer(offer{resources: c.Resources, subscribe: c.Resources && c.Subscribe, prompts: c.Prompts, logging: c.Logging})
 	}
 	// Tasks as 2025-11-25 has them: a session's; not for server/discover.
 	if tasks := p.offeredTasks(req.Profile); tasks != nil {
@@ -302,7 +302,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if bad := leaseNameError(req, params.Meta); bad != nil {
 		return bad
 	}
-	inv := invocation{method: "tools/call", name: params.Name, args: params.Arguments, task: params.Task, req: req}
+	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
 	if token, ok := params.Meta["progressToken"]; ok {
 		inv.token = token
@@ -310,27 +310,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
 		}
 	}
-	inv.meta = forwardedMeta(params.Meta)
 	return response(p.send(ctx, inv))
-}
-
-// forwardedMeta is the part of a request's _meta that goes upstream: not
-// the progress token (each call gets its own upstream token), not the
-// protocol's io.modelcontextprotocol/ keys (they describe the client's
-// request to the aggregator, not the aggregator's to the upstream, whose
-// protocol version was negotiated apart), not the aggregator's lease key.
-func forwardedMeta(meta map[string]json.RawMessage) map[string]json.RawMessage {
-	var out map[string]json.RawMessage
-	for k, v := range meta {
-		if k == "progressToken" || keptBack(k) {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]json.RawMessage, len(meta))
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // listen serves subscriptions/listen: an acknowledgement first, then the
@@ -389,9 +369,9 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 func (p *Proxy) granted(client string, want listenFilter) listenFilter {
 	c := p.offerable(client)
 	got := listenFilter{ToolsListChanged: want.ToolsListChanged}
-	got.PromptsListChanged = want.PromptsListChanged && c.prompts
-	got.ResourcesListChanged = want.ResourcesListChanged && c.resources
-	if c.subscribe {
+	got.PromptsListChanged = want.PromptsListChanged && c.Prompts
+	got.ResourcesListChanged = want.ResourcesListChanged && c.Resources
+	if c.Subscribe {
 		got.ResourceSubscriptions = want.ResourceSubscriptions
 	}
 	return got

@@ -17,6 +17,13 @@ func keptBack(key string) bool {
 	return key == LeaseMetaKey || strings.HasPrefix(key, "io.modelcontextprotocol/")
 }
 
+// withheldMeta reports whether a key of a tools/call's _meta stays with
+// the aggregator: the kept-back keys, and the progress token (each call
+// gets an upstream token of its own, which the upstream connection adds).
+func withheldMeta(key string) bool {
+	return key == "progressToken" || keptBack(key)
+}
+
 // upstreamParams is params as they go upstream: the members of _meta that
 // are kept back left out (and _meta with them when nothing else is in it),
 // every other byte as it was. params without such keys are returned as they

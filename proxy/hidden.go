@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 )
 
@@ -98,7 +99,7 @@ func (p *Proxy) hiddenName(req *downstream.Request, kind, name, server string) {
 // noteHidden tells the operator of req's request for name, of kind, when
 // the first of owners that finds name in the whole gateway's surface under
 // st finds it on a server the client's profile leaves out.
-func (p *Proxy) noteHidden(req *downstream.Request, st *state, kind, name string, owners ...func(*Surface, string) (string, bool)) {
+func (p *Proxy) noteHidden(req *downstream.Request, st *state, kind, name string, owners ...func(*catalog.Surface, string) (string, bool)) {
 	for _, owner := range owners {
 		if server, ok := owner(st.surface, name); ok {
 			if !st.profileOf(requestClient(req)).server(server) {

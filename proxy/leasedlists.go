@@ -3,6 +3,7 @@ package proxy
 import (
 	"maps"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -61,7 +62,7 @@ func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind st
 // surfaceFor is the surface the session s of client sees: the one of the
 // client's profile (clientSurface), with the own lists of the instances s
 // leases in place of their servers' lists.
-func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *Surface {
+func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *catalog.Surface {
 	base := p.clientSurface(st, client)
 	own := p.sessions.find(s).ownLists()
 	if len(own) == 0 {
@@ -93,5 +94,5 @@ func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *Surf
 	if pr != nil && pr.servers != nil {
 		order = st.profileOrder(pr)
 	}
-	return buildSurfaceHiding(order, servers, st.pattern, st.hiddenApps(pr))
+	return buildSurface(order, servers, st.pattern, st.hiddenApps(pr))
 }

@@ -101,7 +101,7 @@ func (p *Proxy) setLevel(req *downstream.Request) *jsonrpc.Message {
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "logging/setLevel: %q is not a level (debug, info, notice, warning, error, critical, alert, emergency)", params.Level)
 	}
-	if req.Session == nil {
+	if req.Sessionless() {
 		return failure(jsonrpc.CodeInvalidRequest, "logging/setLevel needs a session; sessionless clients set io.modelcontextprotocol/logLevel in a request's _meta")
 	}
 	p.session(req.Session).setLevel(level)

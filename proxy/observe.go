@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // Observer is told what the proxy does, for metrics and the status page.
@@ -77,83 +77,10 @@ func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrp
 		return CallTimeout
 	case rpcErr != nil:
 		return CallError
-	case isErrorResult(result):
+	case rawjson.IsTrue(result, "isError"):
 		return CallToolError
 	}
 	return CallOK
-}
-
-// isErrorResult reports whether a tools/call result, a JSON object, has
-// "isError": true among its own members (the last one, should the name
-// repeat, as encoding/json reads it). It runs on every call's result, so it
-// does not validate: it skips strings by searching for their closing quote
-// and nested values by counting brackets, which costs a large text item
-// little more than a memchr; the result was checked when its message was
-// read.
-func isErrorResult(obj []byte) bool {
-	depth, found := 0, false
-	for i := 0; i < len(obj); i++ {
-		switch obj[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case '"':
-			end := stringEnd(obj, i+1)
-			if end < 0 {
-				return false
-			}
-			if depth == 1 {
-				if next := skipSpace(obj, end+1); next < len(obj) && obj[next] == ':' {
-					if isErrorKey(obj[i : end+1]) {
-						v := obj[skipSpace(obj, next+1):]
-						found = len(v) >= 4 && string(v[:4]) == "true"
-					}
-					i = next
-					continue
-				}
-			}
-			i = end
-		}
-	}
-	return found
-}
-
-// stringEnd returns the index of the quote closing the string whose
-// content starts at from, or -1.
-func stringEnd(b []byte, from int) int {
-	for {
-		j := bytes.IndexByte(b[from:], '"')
-		if j < 0 {
-			return -1
-		}
-		k := from + j
-		backslashes := 0
-		for p := k - 1; p >= from && b[p] == '\\'; p-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return k
-		}
-		from = k + 1
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// isErrorKey reports whether quoted, a JSON string with its quotes, is
-// "isError", escaped or not.
-func isErrorKey(quoted []byte) bool {
-	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted) == `"isError"`
-	}
-	var name string
-	return json.Unmarshal(quoted, &name) == nil && name == "isError"
 }
 
 // observeCall reports one call to the observer, if there is one.

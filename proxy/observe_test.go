@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -147,34 +145,6 @@ func BenchmarkCallOutcome(b *testing.B) {
 			}
 		})
 	}
-}
-
-// FuzzIsErrorResult checks the fast top-level scan against the validating
-// scanner on every valid JSON object.
-func FuzzIsErrorResult(f *testing.F) {
-	for _, seed := range []string{
-		`{"content":[],"isError":true}`,
-		`{"isError":false,"content":[{"type":"text","text":"\"isError\":true"}]}`,
-		`{"content":[{"isError":true}]}`,
-		`{"isE\u0072ror" : true}`,
-		`{"isError":true,"isError":false}`,
-		`{"a":"\\","isError":true}`,
-		`{"a":{"b":["}",{"isError":true}]},"isError":  true }`,
-		"{\n\t\"isError\"\r\n:\ttrue}",
-		`{"isError":"true"}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got := isErrorResult(data) // must not panic on anything
-		if !json.Valid(data) || len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
-			return
-		}
-		want := string(rawjson.Member(data, "isError")) == "true"
-		if got != want {
-			t.Fatalf("isErrorResult(%q) = %v, want %v", data, got, want)
-		}
-	})
 }
 
 func TestIsToolError(t *testing.T) {

@@ -9,18 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// withSurfaceCaps makes p's running state offer caps, as a commit of
-// servers that have them would.
-func withSurfaceCaps(p *Proxy, caps surfaceCaps) {
+// withSurfaceCaps makes p's running state offer caps, as a commit of a
+// server that declared them would.
+func withSurfaceCaps(p *Proxy, caps catalog.Declared) {
 	next := p.current().with()
-	surface := *next.surface
-	surface.caps = caps
-	next.surface = &surface
+	next.surface = catalog.NewSurface([]catalog.ServerLists{{Config: &config.Server{ID: "declares"}, Declared: caps}}, "", nil)
 	p.publish(next)
 }
 
@@ -65,7 +65,7 @@ func TestListChangedOnlyForOfferedCapabilities(t *testing.T) {
 	assert.NotContains(t, caps, "resources")
 	assert.NotContains(t, caps, "prompts")
 
-	withSurfaceCaps(p, surfaceCaps{resources: true, subscribe: true, prompts: true})
+	withSurfaceCaps(p, catalog.Declared{Resources: true, Subscribe: true, Prompts: true})
 	full := notifySession{fakeSession: "full", sent: make(chan *jsonrpc.Message, 8)}
 	caps = initializeSession(t, p, full)
 	assert.Contains(t, caps, "resources")
@@ -164,7 +164,7 @@ func TestInitializeDuringTheFirstLoad(t *testing.T) {
 			} else {
 				assert.NotContains(t, during, `"tasks"`, "server/discover's generation has tasks as an extension")
 			}
-			withSurfaceCaps(p, surfaceCaps{prompts: true})
+			withSurfaceCaps(p, catalog.Declared{Prompts: true})
 			p.MarkLoaded()
 			after := ask()
 			assert.Contains(t, after, `"prompts"`)
@@ -185,7 +185,7 @@ func TestLogMessagesOnlyForSessionsOfferedLogging(t *testing.T) {
 	caps := initializeSession(t, p, bare)
 	require.NotContains(t, caps, "logging")
 
-	withSurfaceCaps(p, surfaceCaps{logging: true})
+	withSurfaceCaps(p, catalog.Declared{Logging: true})
 	full := notifySession{fakeSession: "full", sent: make(chan *jsonrpc.Message, 8)}
 	caps = initializeSession(t, p, full)
 	require.Contains(t, caps, "logging")
@@ -214,7 +214,7 @@ func TestLogMessagesOnlyForSessionsOfferedLogging(t *testing.T) {
 func TestLogMessageWithUnknownLevelIsDropped(t *testing.T) {
 	p := newTestProxy(t)
 	p.MarkLoaded()
-	withSurfaceCaps(p, surfaceCaps{logging: true})
+	withSurfaceCaps(p, catalog.Declared{Logging: true})
 	s := notifySession{fakeSession: "s", sent: make(chan *jsonrpc.Message, 8)}
 	initializeSession(t, p, s)
 

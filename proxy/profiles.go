@@ -290,9 +290,9 @@ func (st *state) visibleTool(client, name string) bool {
 // Lists a client is sent, by kind: the member name of the list result.
 const (
 	listTools     = "tools"
-	listResources = "resources"
-	listTemplates = "resourceTemplates"
-	listPrompts   = "prompts"
+	listResources = catalog.ListResources
+	listTemplates = catalog.ListTemplates
+	listPrompts   = catalog.ListPrompts
 )
 
 // view renders the list of kind as client sees it under st.
@@ -304,12 +304,8 @@ func (st *state) view(kind, client string) json.RawMessage {
 			return st.listedTools()
 		}
 		return st.filteredTools(pr)
-	case listResources:
-		return st.surfaceOf(pr).resourcesJSON
-	case listTemplates:
-		return st.surfaceOf(pr).templatesJSON
-	case listPrompts:
-		return st.surfaceOf(pr).promptsJSON
+	case listResources, listTemplates, listPrompts:
+		return st.surfaceOf(pr).List(kind)
 	}
 	return nil
 }
@@ -319,11 +315,11 @@ func (st *state) view(kind, client string) json.RawMessage {
 // order. A server outside the profile then takes no part: it neither keeps
 // a URI, a template or a prompt name the client's own servers offer too,
 // nor answers for a URI none of them lists.
-func (st *state) surfaceOf(pr *profile) *Surface {
+func (st *state) surfaceOf(pr *profile) *catalog.Surface {
 	if pr == nil || (pr.servers == nil && pr.tools == nil) {
 		return st.surface
 	}
-	return buildSurfaceHiding(st.profileOrder(pr), st.servers, st.pattern, st.hiddenApps(pr))
+	return buildSurface(st.profileOrder(pr), st.servers, st.pattern, st.hiddenApps(pr))
 }
 
 // profileOrder is the servers of pr, in config order.
@@ -341,16 +337,20 @@ func (st *state) profileOrder(pr *profile) []string {
 // what search mode lists (the aggregator's tools, discovery.always), else
 // the catalog, each time only what the profile admits.
 func (st *state) filteredTools(pr *profile) json.RawMessage {
-	var b bytes.Buffer
+	b := bytes.NewBufferString("[")
 	for _, e := range st.catalog.Entries() {
 		if st.search != nil && e.Server != adminServer && !catalog.AlwaysListed(st.discovery.Always, e.Exported) {
 			continue
 		}
 		if pr.tool(e) {
-			appendItem(&b, e.Raw)
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			b.Write(e.Raw)
 		}
 	}
-	return closeList(&b)
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 // views caches the lists and surfaces of clients with a profile for one
@@ -358,7 +358,7 @@ func (st *state) filteredTools(pr *profile) json.RawMessage {
 // for a resource a build of the surface.
 type views struct {
 	st *state
-	m  sync.Map // kind + "\x00" + client -> json.RawMessage; "surface\x00" + client -> *Surface
+	m  sync.Map // kind + "\x00" + client -> json.RawMessage; "surface\x00" + client -> *catalog.Surface
 }
 
 // viewsOf is the cache of st; nil when a newer state raced in.
@@ -383,7 +383,7 @@ func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
 		return st.view(kind, client) // the shared, pre-rendered list
 	}
 	if kind != listTools {
-		return p.clientSurface(st, client).results[kind]
+		return p.clientSurface(st, client).Result(kind)
 	}
 	v := p.viewsOf(st)
 	if v == nil {
@@ -399,7 +399,7 @@ func (p *Proxy) listed(st *state, kind, client string) json.RawMessage {
 }
 
 // clientSurface is st.surfaceOf for client's profile, built once per state.
-func (p *Proxy) clientSurface(st *state, client string) *Surface {
+func (p *Proxy) clientSurface(st *state, client string) *catalog.Surface {
 	pr := st.profileOf(client)
 	if pr == nil || (pr.servers == nil && pr.tools == nil) {
 		return st.surface
@@ -410,7 +410,7 @@ func (p *Proxy) clientSurface(st *state, client string) *Surface {
 	}
 	key := "surface\x00" + client
 	if s, ok := v.m.Load(key); ok {
-		return s.(*Surface)
+		return s.(*catalog.Surface)
 	}
 	s := st.surfaceOf(pr)
 	v.m.Store(key, s)

@@ -587,12 +587,12 @@ func (p *Proxy) commit(settings *state, cat *catalog.Catalog, order []string, se
 	next.servers = servers
 	next.search = catalog.NextSearchView(settings.discovery, cat, old.search, adminServer, isDiscoveryTool)
 	next.order = order
-	next.surface = buildSurface(order, servers, settings.pattern)
+	next.surface = buildSurface(order, servers, settings.pattern, nil)
 	p.publish(next)
 	if profilesChanged(old.profiles, next.profiles) {
 		p.revokeLeases(next)
 	}
-	resChanged, promptsChanged := listsChanged(old.surface, next.surface)
+	resChanged, promptsChanged := catalog.ListsChanged(old.surface, next.surface)
 	toolsChanged := !catalog.SameSurface(old.catalog, cat) || !catalog.SameListing(old.search, next.search)
 	// Clients with a profile hear of the changes to their own view only,
 	// which a profile edit alone may cause (profiles.go).
@@ -886,7 +886,7 @@ func (p *Proxy) addStartProblems(found []config.Problem) {
 // Problems returns the problems found by the last reconcile.
 func (p *Proxy) Problems() []config.Problem {
 	st := p.current()
-	return append(append(append([]config.Problem(nil), st.problems...), st.surface.problems...), p.authProblems()...)
+	return append(append(append([]config.Problem(nil), st.problems...), st.surface.Problems()...), p.authProblems()...)
 }
 
 // authProblems are the live problems of upstream authorization.

@@ -177,7 +177,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	return answer(p.surfaceFor(p.current(), req.Profile, req.Session).results[key])
+	return answer(p.surfaceFor(p.current(), req.Profile, req.Session).Result(key))
 }
 
 func cursorOf(params json.RawMessage) string {
@@ -201,19 +201,20 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	p.awaitLoad(ctx)
 	st := p.current()
 	surface := p.surfaceFor(st, req.Profile, req.Session)
-	server, ok := surface.resourceOwner(params.URI)
+	server, ok := surface.ResourceOwner(params.URI)
 	if !ok && !naming.IsAppURI(params.URI) { // an app resource is named by its server alone
-		server, ok = surface.soleServer(req.Msg.Method != "resources/read")
+		server, ok = surface.SoleServer(req.Msg.Method != "resources/read")
 	}
 	if !ok || !st.profileOf(req.Profile).server(server) {
-		p.noteHidden(req, st, hiddenResource, params.URI, (*Surface).resourceOwner)
+		p.noteHidden(req, st, hiddenResource, params.URI, (*catalog.Surface).ResourceOwner)
 		why := "and more than one server offers resources"
+		offers := surface.Offers()
 		switch {
-		case len(surface.caps.resourceServers) == 0:
+		case len(offers.ResourceServers) == 0:
 			why = "and no server offers resources"
-		case req.Msg.Method != "resources/read" && len(surface.caps.subscribeServers) == 0:
+		case req.Msg.Method != "resources/read" && len(offers.SubscribeServers) == 0:
 			why = "and no server offers resource subscriptions"
-		case req.Msg.Method != "resources/read" && len(surface.caps.subscribeServers) > 1:
+		case req.Msg.Method != "resources/read" && len(offers.SubscribeServers) > 1:
 			why = "and more than one server offers resource subscriptions"
 		}
 		code := codeResourceNotFound
@@ -289,16 +290,16 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	e, ok := p.surfaceFor(st, req.Profile, req.Session).prompts[params.Name]
-	if !ok || !st.profileOf(req.Profile).server(e.server) {
-		p.noteHidden(req, st, hiddenPrompt, params.Name, (*Surface).promptOwner)
+	e, ok := p.surfaceFor(st, req.Profile, req.Session).Prompt(params.Name)
+	if !ok || !st.profileOf(req.Profile).server(e.Server) {
+		p.noteHidden(req, st, hiddenPrompt, params.Name, (*catalog.Surface).PromptOwner)
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
 	}
-	out, err := catalog.Renamed(req.Msg.Params, e.original)
+	out, err := catalog.Renamed(req.Msg.Params, e.Original)
 	if err != nil {
 		return failure(jsonrpc.CodeInvalidParams, "prompts/get: %v", err)
 	}
-	return p.forward(ctx, req, e.server, out)
+	return p.forward(ctx, req, e.Server, out)
 }
 
 // complete routes completion/complete by its ref: a prompt by exported name
@@ -320,12 +321,12 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 	s := p.surfaceFor(st, req.Profile, req.Session)
 	switch ref.Type {
 	case "ref/prompt":
-		e, ok := s.prompts[ref.Name]
-		if !ok || !st.profileOf(req.Profile).server(e.server) {
-			p.noteHidden(req, st, hiddenPrompt, ref.Name, (*Surface).promptOwner)
+		e, ok := s.Prompt(ref.Name)
+		if !ok || !st.profileOf(req.Profile).server(e.Server) {
+			p.noteHidden(req, st, hiddenPrompt, ref.Name, (*catalog.Surface).PromptOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: unknown prompt %q", ref.Name)
 		}
-		newRef, err := catalog.Renamed(params.Ref, e.original)
+		newRef, err := catalog.Renamed(params.Ref, e.Original)
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
@@ -333,14 +334,14 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 		if err != nil {
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
 		}
-		return p.forward(ctx, req, e.server, out)
+		return p.forward(ctx, req, e.Server, out)
 	case "ref/resource":
-		server, ok := s.templateOwner(ref.URI)
+		server, ok := s.TemplateOwner(ref.URI)
 		if !ok {
-			server, ok = s.resourceOwner(ref.URI)
+			server, ok = s.ResourceOwner(ref.URI)
 		}
 		if !ok || !st.profileOf(req.Profile).server(server) {
-			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*Surface).templateOwner, (*Surface).resourceOwner)
+			p.noteHidden(req, st, hiddenTemplate, ref.URI, (*catalog.Surface).TemplateOwner, (*catalog.Surface).ResourceOwner)
 			return failure(jsonrpc.CodeInvalidParams, "completion/complete: no server lists resource template %q", ref.URI)
 		}
 		if newRef, app := appUpstream(server, ref.URI, params.Ref); app {

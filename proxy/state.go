@@ -15,7 +15,7 @@ import (
 // under reloadMu, builds the next one.
 type state struct {
 	catalog  *catalog.Catalog
-	surface  *Surface // resources, templates, prompts
+	surface  *catalog.Surface // resources, templates, prompts
 	servers  map[string]*runningServer
 	order    []string                  // servers in config order
 	failed   map[string]failedServer   // servers in the config with no running instance
@@ -36,7 +36,7 @@ type state struct {
 }
 
 func initialState() *state {
-	return &state{catalog: catalog.Empty(), surface: emptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
+	return &state{catalog: catalog.Empty(), surface: catalog.EmptySurface(), servers: map[string]*runningServer{}, failed: map[string]failedServer{},
 		admin: config.Admin{Enabled: true, LeaseReminder: true}, limits: newLimiter(0, 0)}
 }
 

@@ -104,9 +104,9 @@ func (p *Proxy) listenSubscribe(ctx context.Context, req *downstream.Request, l 
 			continue
 		}
 		surface := p.clientSurface(p.current(), req.Profile)
-		server, ok := surface.resourceOwner(down)
+		server, ok := surface.ResourceOwner(down)
 		if !ok && !naming.IsAppURI(down) {
-			server, ok = surface.soleServer(true)
+			server, ok = surface.SoleServer(true)
 		}
 		if rs := p.current().servers[server]; !ok || rs == nil || !rs.caps.ResourcesSubscribe {
 			continue

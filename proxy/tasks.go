@@ -77,7 +77,7 @@ func present(v []byte) bool {
 
 // beginTask reserves room for the task a task-augmented call may create.
 func (p *Proxy) beginTask(inv invocation) (*tasks.Reservation, *jsonrpc.Error) {
-	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
+	if inv.req == nil || inv.req.Sessionless() || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
 	res, err := p.tasks.Reserve(p.session(inv.req.Session).taskOwner(), inv.req.Holder)
@@ -145,7 +145,7 @@ func needSession(method string) *jsonrpc.Message {
 // runs the task, and the answer comes back with the ids mapped back.
 func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
 	method := req.Msg.Method
-	if req.Session == nil {
+	if req.Sessionless() {
 		return needSession(method)
 	}
 	id, ok := tasks.StringAt(req.Msg.Params, tasks.IDPath)
@@ -279,7 +279,7 @@ func instanceDone(inst *upstream.Instance) bool {
 // pages of tasks.ListPage, each with its state as its instance tells it now
 // (tasks/get). A task its upstream no longer has is left out, and forgotten.
 func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	if req.Session == nil {
+	if req.Sessionless() {
 		return needSession("tasks/list")
 	}
 	var after uint64

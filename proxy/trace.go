@@ -47,7 +47,7 @@ func (p *Proxy) exported(method, name string) bool {
 		_, ok := p.Catalog().Lookup(name)
 		return ok
 	case "prompts/get":
-		_, ok := p.current().surface.prompts[name]
+		_, ok := p.current().surface.Prompt(name)
 		return ok
 	}
 	return false

@@ -43,25 +43,14 @@ func ForHost(ctx context.Context, capabilities json.RawMessage) context.Context 
 // those the host declared null or false. Malformed capabilities declare
 // none.
 func HostExtensions(capabilities json.RawMessage) json.RawMessage {
-	var caps struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
-	if json.Unmarshal(capabilities, &caps) != nil {
+	kept, ok := rawjson.Keep(rawjson.Member(capabilities, "extensions"), func(id string, settings []byte) bool {
+		// Settings are an object; null, false or anything else declares nothing.
+		return carriedExtensions[id] && settings[0] == '{'
+	})
+	if !ok {
 		return json.RawMessage(`{}`)
 	}
-	kept := map[string]json.RawMessage{}
-	for id, settings := range caps.Extensions {
-		s := bytes.TrimSpace(settings)
-		if !carriedExtensions[id] || len(s) == 0 || s[0] != '{' {
-			continue // settings are an object; null, false or anything else declares nothing
-		}
-		kept[id] = s
-	}
-	out, err := rawjson.Marshal(kept)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	return out
+	return kept
 }
 
 // hostExtensions is the extensions ctx was marked with by ForHost, and
@@ -78,20 +67,13 @@ func capabilitiesFor(ctx context.Context) (caps, extensions json.RawMessage) {
 	if !ok {
 		return clientCapabilities, defaultExtensions
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(clientCapabilities, &members) != nil {
-		return clientCapabilities, defaultExtensions
-	}
-	if rawjson.Empty(ext) {
-		delete(members, "extensions")
-	} else {
-		members["extensions"] = ext
-	}
-	out, err := rawjson.Marshal(members)
-	if err != nil {
-		return clientCapabilities, defaultExtensions
-	}
-	return out, ext
+	caps = rawjson.Edits(clientCapabilities, rawjson.Edit{Name: "extensions", Value: func([]byte) []byte {
+		if rawjson.Empty(ext) {
+			return nil
+		}
+		return ext
+	}})
+	return caps, ext
 }
 
 // DeclaredExtensions is the extensions object the instance declared to its

@@ -308,13 +308,21 @@ func (i *Instance) explain(ctx context.Context, err error) error {
 
 // Call is one tools/call to forward.
 type Call struct {
-	Name      string          // the upstream's original tool name
-	Arguments json.RawMessage // forwarded byte for byte; nil sends none
-	// Meta holds the caller's _meta keys other than progressToken.
-	Meta map[string]json.RawMessage
-	// Task, when set, is the caller's params.task (raw): the call asks the
-	// upstream to run as a task and answer with a CreateTaskResult.
-	Task json.RawMessage
+	Name string // the upstream's original tool name
+	// Params are the caller's tools/call params (raw; nil: none). They go
+	// upstream as the caller sent them, every member the aggregator does
+	// not know included, edited where they stand: name set to Name,
+	// arguments to Arguments, _meta without the keys Withhold reports (and
+	// left out when that empties it), a null _meta or task left out. A
+	// task member asks the upstream to run the call as a task and answer
+	// with a CreateTaskResult.
+	Params json.RawMessage
+	// Arguments are the tool's arguments, forwarded byte for byte; nil
+	// sends none.
+	Arguments json.RawMessage
+	// Withhold reports the keys of the caller's _meta that stay with the
+	// caller; nil: every key goes.
+	Withhold func(key string) bool
 	// ProgressToken is the caller's token (raw JSON); with OnProgress set,
 	// upstream progress notifications for this call are handed to OnProgress
 	// with their progressToken replaced by this one. The upstream sees a
@@ -336,13 +344,6 @@ type Call struct {
 	Principal identity.Principal
 }
 
-type callParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments,omitempty"`
-	Meta      map[string]json.RawMessage `json:"_meta,omitempty"`
-	Task      json.RawMessage            `json:"task,omitempty"`
-}
-
 // CallTool forwards a call and returns the upstream's result as raw JSON.
 // An upstream JSON-RPC error is returned as *RPCError, intact. ctx bounds
 // the whole call, the write of the request included: an upstream that does
@@ -357,10 +358,11 @@ func (i *Instance) CallTool(ctx context.Context, call Call) (json.RawMessage, er
 	return i.Do(ctx, r)
 }
 
-// Request is the tools/call request of call, as Do sends it: its params
-// written around the arguments, which stay as the caller sent them.
+// Request is the tools/call request of call, as Do sends it: the caller's
+// params edited where they stand (see Call.Params), every other byte as
+// the caller sent it.
 func (call Call) Request() (Request, error) {
-	params, err := encodeCallParams(callParams{Name: call.Name, Arguments: call.Arguments, Meta: call.Meta, Task: call.Task})
+	params, err := encodeCallParams(call)
 	if err != nil {
 		return Request{}, err
 	}
@@ -368,30 +370,44 @@ func (call Call) Request() (Request, error) {
 		KeepProgress: call.KeepProgress, OnServerRequest: call.OnServerRequest, Principal: call.Principal}, nil
 }
 
-// encodeCallParams writes tools/call params around the already-encoded
-// arguments, which go out exactly as the client sent them; reflecting over
-// them with encoding/json would also re-validate and re-compact them.
-func encodeCallParams(p callParams) (json.RawMessage, error) {
-	b := make([]byte, 0, len(p.Name)+len(p.Arguments)+32)
-	b = append(b, `{"name":`...)
-	b = rawjson.AppendString(b, p.Name)
-	if len(p.Arguments) > 0 {
-		b = append(b, `,"arguments":`...)
-		b = append(b, p.Arguments...)
+// encodeCallParams edits the caller's params into the params of call's
+// request, in one pass of rawjson.Edits: nothing the caller sent is
+// encoded again.
+func encodeCallParams(call Call) (json.RawMessage, error) {
+	params := call.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
 	}
-	if len(p.Meta) > 0 {
-		meta, err := rawjson.Marshal(p.Meta)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, `,"_meta":`...)
-		b = append(b, meta...)
+	obj := rawjson.NewObject(params)
+	for obj.Next() {
 	}
-	if len(p.Task) > 0 {
-		b = append(b, `,"task":`...)
-		b = append(b, p.Task...)
+	if err := obj.Err(); err != nil {
+		return nil, fmt.Errorf("tools/call params: %w", err)
 	}
-	return append(b, '}'), nil
+	name := rawjson.AppendString(nil, call.Name)
+	return rawjson.Edits(params,
+		rawjson.Edit{Name: "name", Value: func([]byte) []byte { return name }},
+		rawjson.Edit{Name: "arguments", Value: func([]byte) []byte { return call.Arguments }},
+		rawjson.Edit{Name: "_meta", Value: func(meta []byte) []byte {
+			if meta == nil || string(meta) == "null" {
+				return nil
+			}
+			if call.Withhold == nil {
+				return meta
+			}
+			kept := rawjson.WithoutFunc(meta, call.Withhold)
+			if rawjson.Empty(kept) && !rawjson.Empty(meta) {
+				return nil
+			}
+			return kept
+		}},
+		rawjson.Edit{Name: "task", Value: func(task []byte) []byte {
+			if string(task) == "null" {
+				return nil
+			}
+			return task
+		}},
+	), nil
 }
 
 // retoken replaces progressToken in a progress notification's params,

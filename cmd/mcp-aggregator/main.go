@@ -1,6 +1,3 @@
-// Command mcp-aggregator is one MCP server that fronts many: it runs or
-// connects to upstream MCP servers and re-exports their tools, filtered and
-// renamed, to one downstream client over stdio or streamable HTTP.
 package main
 
 import (

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,9 +25,11 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/ops"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
+	"github.com/mcp-aggregator/mcp-aggregator/reload"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 	"github.com/mcp-aggregator/mcp-aggregator/tlsreload"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
 
 // shutdownGrace bounds how long in-flight calls may run after a stop signal.
@@ -59,13 +60,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	idPrefix := fs.String("session-id-prefix", "", "with --http: start every session id with `LABEL` (letters, digits, '.', '_', '-'; at most 32), so that a load balancer can route sessions by it")
 	keyFile := fs.String("session-key-file", "", "with --http: seal each session's portable state into its id with the first key of `FILE` (one key a line: 32 random bytes, base64 or hex; every key opens; reloaded when it changes), so that every replica holding the file can serve the session")
 	maxAge := fs.Duration("session-max-age", downstream.DefaultSessionMaxAge, "with --session-key-file: a sealed session id opens for this long after its initialize; then the client initializes again")
-	settle := fs.Duration("reload-settle", reloadSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
+	settle := fs.Duration("reload-settle", reload.DefaultSettle, "reload a config file written in place once it has stayed unchanged this long (one replaced by rename reloads at once)")
 	cgroups := fs.String("cgroups", "auto", "`auto`: on Linux, run each stdio upstream in a cgroup v2 of its own where one can be created; off: process groups and the subreaper only")
 	if ok, code := parse(fs, args, stderr); !ok {
 		return code
 	}
-	if *settle <= 0 || *settle > maxReloadSettle {
-		fmt.Fprintf(stderr, "serve: --reload-settle %s: use a duration above 0 and at most %s, such as 300ms\n", *settle, maxReloadSettle)
+	if *settle <= 0 || *settle > reload.MaxSettle {
+		fmt.Fprintf(stderr, "serve: --reload-settle %s: use a duration above 0 and at most %s, such as 300ms\n", *settle, reload.MaxSettle)
 		return 2
 	}
 	if *cgroups != "auto" && *cgroups != "off" {
@@ -151,7 +152,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	keysCtx, stopKeys := context.WithCancel(context.Background())
 	defer stopKeys()
-	keys, err := sessionKeys(keysCtx, *keyFile, *settle, log)
+	keys, err := reload.SessionKeys(keysCtx, *keyFile, *settle, log)
 	if err != nil {
 		log.Error("cannot serve", "err", err)
 		return 2
@@ -190,32 +191,32 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var edge *downstream.HTTP  // set before the first load, which calls OnWorkspace
 	var gwAuth *gateway.Access // likewise; nil on stdio
 	var drain *gateway.Drainer // likewise; nil on stdio
-	upAuth := newUpstreamAuth(ctx, &c, log)
 	// The client ID metadata documents of the config, which the HTTP
 	// gateway serves; kept up to date on stdio too, where none is served.
 	clientDocs := &oauth.ClientDocuments{}
 	// The first load's outcome: an exit code, which a required server that
 	// fails sends as soon as it fails (a second send fits too).
 	loaded := make(chan int, 2)
-	firstLoad := &requiredWatch{log: log, loaded: loaded}
+	firstLoad := reload.NewRequired(log, loaded)
 	// A shared login is offered only where the aggregator serves one
 	// person: the login's browser comes back to this machine's loopback,
 	// and every client shares the tokens it gets. A per-user login comes
 	// back to the gateway's own callback, and is the caller's alone.
-	upAuth.sharedOffers = *httpAddr == "" || gateway.LoopbackBind(*httpAddr)
-	offerLogin := proxy.LoginOffer(upAuth.offerLogin)
+	upAuth := upstreamauth.New(ctx, upstreamauth.Options{Secrets: &c.secrets, Logger: log,
+		SharedOffers: *httpAddr == "" || gateway.LoopbackBind(*httpAddr)})
+	offerLogin := proxy.LoginOffer(upAuth.OfferLogin)
 	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Observer: recorder, Tracer: tracer,
 		MaxTasksPerClient: *maxTasks, MaxLeasesPerClient: *maxLeases, MaxCallsPerClient: *maxCalls,
-		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets},
-		AuthProblems: upAuth.problems, OfferLogin: offerLogin,
+		Upstream:     upstream.Options{Supervisor: supervisor, Authorize: upAuth.Authorize, Secrets: &c.secrets},
+		AuthProblems: upAuth.Problems, OfferLogin: offerLogin,
 		// A server that fails at once is told at once, not when the
 		// slowest of the others is done.
 		OnStartFailed: func(pr config.Problem) {
-			logProblems(log, []config.Problem{pr}, nil)
-			firstLoad.startFailed(pr.Server)
+			reload.LogProblems(log, []config.Problem{pr}, nil)
+			firstLoad.StartFailed(pr.Server)
 		},
 		OnWorkspace: func(ws *config.Workspace) {
-			upAuth.onWorkspace(ctx, ws)
+			upAuth.OnWorkspace(ctx, ws)
 			if docs := ws.ClientIDURLs(); clientDocs.Set(docs) && *httpAddr != "" {
 				urls := make([]string, 0, len(docs))
 				for u := range docs {
@@ -236,7 +237,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				edge.SetMaxBatchBytes(ws.HTTP.MaxBatchBytes)
 			}
 		}})
-	upAuth.auditTo(p.Audit) // token exchanges and per-user logins get their audit lines
+	upAuth.AuditTo(p.Audit) // token exchanges and per-user logins get their audit lines
 	if *httpAddr != "" {
 		// Authentication is in force before the first byte is served: the
 		// config is read once now for http.auth, before the listener opens.
@@ -265,9 +266,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	loadCtx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
 	go func() {
-		watch := startWatch(loadCtx, src, nil, *settle, log) // before the load, so no save after it is missed
-		watchAndReload(loadCtx, p, watch, upAuth.changed, hup, log, func() (*config.Workspace, bool) {
-			code, ws := initialLoad(loadCtx, p, src, firstLoad, log)
+		var paths []string
+		if !src.demo {
+			paths = src.paths
+		}
+		loop := &reload.Loop{Proxy: p, Load: src.loadLive, Paths: paths, Settle: *settle, Logins: upAuth.Changed(), Signals: hup, Logger: log}
+		loop.Run(loadCtx, func() (*config.Workspace, bool) {
+			code, ws := loop.FirstLoad(loadCtx, firstLoad)
 			// What starting took and no longer needs: the heap the
 			// initialisation and the first load left free, and the pages of
 			// the binary they touched; and again whenever traffic stops.
@@ -299,7 +304,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.callback(), Logout: upAuth.logout(), ClientMetadata: clientDocs,
+	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.Callback(), Logout: upAuth.Logout(), ClientMetadata: clientDocs,
 		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
 }
 
@@ -329,111 +334,6 @@ func stdioDone(ctx context.Context, err error, log *slog.Logger) int {
 	}
 	log.Info("downstream closed; shutting down")
 	return 0
-}
-
-// initialLoad loads the config and starts every upstream. It returns a
-// non-zero exit code when a required server could not start, and the
-// workspace loaded (nil when it was rejected).
-func initialLoad(ctx context.Context, p *proxy.Proxy, src source, watch *requiredWatch, log *slog.Logger) (int, *config.Workspace) {
-	defer p.MarkLoaded()
-	ws, problems := src.loadLive()
-	if ws == nil {
-		log.Error("config rejected; serving no upstream server until the errors below are fixed (the config is reloaded when it changes, or on SIGHUP)")
-	}
-	watch.arm(ws)
-	report := p.Reconcile(ctx, ws, problems)
-	watch.disarm()
-	logProblems(log, report.Problems, report.StartFailed)
-	logRejected(log, ws, nil)
-	// One line, of bounded length however many tools the upstreams export.
-	const shown = 100
-	entries := p.Catalog().Entries()
-	names := make([]string, 0, min(len(entries), shown)+1)
-	for _, e := range entries[:min(len(entries), shown)] {
-		names = append(names, e.Exported)
-	}
-	if len(entries) > shown {
-		names = append(names, fmt.Sprintf("… (%d more; tools/list or mcp-aggregator tools lists them)", len(entries)-shown))
-	}
-	log.Info("exporting tools", "count", len(entries), "tools", strings.Join(names, ", "), "version", report.Version)
-	if ws != nil {
-		for _, s := range ws.Servers {
-			if s.Required && contains(report.Failed, s.ID) {
-				watch.exit(s.ID) // once: it may have been told as the server failed
-				return 1, ws
-			}
-		}
-	}
-	return 0, ws
-}
-
-// requiredWatch ends serve as soon as a server marked required fails to
-// start on the first load, rather than when the slowest other server is
-// ready or past its connect_timeout. Reloads are not watched: a required
-// server that fails in one keeps its last good state.
-type requiredWatch struct {
-	log    *slog.Logger
-	loaded chan<- int // serve exits with the code sent here
-
-	mu       sync.Mutex
-	required map[string]bool // while the first load runs: the required servers
-	told     bool            // serve was told to exit
-}
-
-// arm watches the required servers of ws (nil: none) until disarm.
-func (w *requiredWatch) arm(ws *config.Workspace) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.required = map[string]bool{}
-	if ws == nil {
-		return
-	}
-	for _, s := range ws.Servers {
-		if s.Required {
-			w.required[s.ID] = true
-		}
-	}
-}
-
-// disarm ends the watch: the first load is over.
-func (w *requiredWatch) disarm() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.required = nil
-}
-
-// startFailed is told of each server whose start failed, every attempt
-// spent (proxy.Options.OnStartFailed).
-func (w *requiredWatch) startFailed(id string) {
-	w.mu.Lock()
-	watched := w.required[id]
-	w.mu.Unlock()
-	if watched && w.exit(id) {
-		w.loaded <- 1
-	}
-}
-
-// exit logs why serve exits, the first time only, and reports whether this
-// was the first.
-func (w *requiredWatch) exit(id string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.told {
-		return false
-	}
-	w.told = true
-	w.log.Error("a required server could not start; exiting", "server", id,
-		"fix", "repair the server or set required: false to serve without it")
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkHTTPAddr rejects a --http value that names no address to listen on.
@@ -534,4 +434,15 @@ func oneProcessor(log *slog.Logger) {
 		return
 	}
 	log.Debug("serving stdio on one processor", "was", runtime.GOMAXPROCS(1), "override", "set GOMAXPROCS")
+}
+
+// replicaLabel names this replica in the sealed ids it issues: its
+// --session-id-prefix without the separator it ends with, else the host
+// name.
+func replicaLabel(prefix string) string {
+	if l := strings.TrimRight(prefix, "-._"); l != "" {
+		return l
+	}
+	host, _ := os.Hostname()
+	return host
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
 
 // catalogTool is one line of `tools` output.
@@ -53,8 +54,8 @@ func tools(args []string, stdout, stderr io.Writer) int {
 	ws, problems := src.load()
 	supervisor := startSupervisor(log, false)
 	defer supervisor.Close()
-	upAuth := newUpstreamAuth(context.Background(), &c, log)
-	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Upstream: upstream.Options{Supervisor: supervisor, Authorize: upAuth.authorize, Secrets: &c.secrets}})
+	upAuth := upstreamauth.New(context.Background(), upstreamauth.Options{Secrets: &c.secrets, Logger: log})
+	p := proxy.New(proxy.Options{Logger: log, Version: buildVersion(), Upstream: upstream.Options{Supervisor: supervisor, Authorize: upAuth.Authorize, Secrets: &c.secrets}})
 	report := p.Reconcile(context.Background(), ws, problems)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

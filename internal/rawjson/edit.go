@@ -111,6 +111,40 @@ func WithoutFunc(obj []byte, drop func(name string) bool) []byte {
 	return append(out, '}')
 }
 
+// Keep returns obj with only the members keep reports true for, each
+// with its bytes, in their order (the whitespace between members is not
+// kept when one goes); obj itself when every member stays. It reports
+// false, and returns nil, when obj is not one valid JSON object.
+func Keep(obj []byte, keep func(name string, value []byte) bool) ([]byte, bool) {
+	type span struct{ start, end int }
+	var kept []span
+	dropped := false
+	o := NewObject(obj)
+	for o.Next() {
+		if !keep(string(o.Name()), o.Value()) {
+			dropped = true
+			continue
+		}
+		start, end := o.MemberSpan()
+		kept = append(kept, span{start, end})
+	}
+	if o.Err() != nil {
+		return nil, false
+	}
+	if !dropped {
+		return obj, true
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for i, s := range kept {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, obj[s.start:s.end]...)
+	}
+	return append(out, '}'), true
+}
+
 // Empty reports whether obj is a JSON object without members.
 func Empty(obj []byte) bool {
 	o := NewObject(obj)

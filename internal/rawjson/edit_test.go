@@ -201,3 +201,62 @@ func FuzzEditsInOnePass(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeep: what Keep returns is one valid object with exactly the
+// members kept, each with its bytes; an invalid object is refused.
+func FuzzKeep(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s), "a")
+	}
+	f.Add([]byte(`{"io.modelcontextprotocol/ui":{"mimeTypes":[]},"b":null,"c":false}`), "b")
+	f.Fuzz(func(t *testing.T, data []byte, drop string) {
+		// By name alone: a repeated name is then kept or dropped whole.
+		keep := func(name string, _ []byte) bool { return name != drop }
+		var before map[string]json.RawMessage
+		if json.Unmarshal(data, &before) != nil || before == nil {
+			if _, ok := Keep(data, keep); ok {
+				t.Fatalf("Keep(%q) took what is not an object", data)
+			}
+			return
+		}
+		out, ok := Keep(data, keep)
+		if !ok {
+			t.Fatalf("Keep(%q) refused a valid object", data)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("Keep(%q) = %q: %v", data, out, err)
+		}
+		for k := range before {
+			want := k != drop
+			if _, has := got[k]; has != want {
+				t.Fatalf("Keep(%q) = %q: member %q kept %v, want %v", data, out, k, has, want)
+			}
+		}
+		for k, v := range got {
+			if string(before[k]) != string(v) {
+				t.Fatalf("Keep(%q) = %q: member %q changed from %q to %q", data, out, k, before[k], v)
+			}
+		}
+	})
+}
+
+func TestKeep(t *testing.T) {
+	carried := func(name string, value []byte) bool { return name != "x" && value[0] == '{' }
+	for _, tc := range []struct{ in, want string }{
+		{`{"b":{"z":1,"a":2},"x":{},"a":null,"c":{}}`, `{"b":{"z":1,"a":2},"c":{}}`},
+		{`{"b":{}, "c" : {}}`, `{"b":{}, "c" : {}}`},
+		{`{}`, `{}`},
+		{`{"x":{}}`, `{}`},
+	} {
+		got, ok := Keep([]byte(tc.in), carried)
+		if !ok || string(got) != tc.want {
+			t.Errorf("Keep(%s) = %s, %v; want %s", tc.in, got, ok, tc.want)
+		}
+	}
+	for _, bad := range []string{``, `[1]`, `{"a":`, `{"a":1} x`} {
+		if _, ok := Keep([]byte(bad), carried); ok {
+			t.Errorf("Keep(%q) took what is not one object", bad)
+		}
+	}
+}

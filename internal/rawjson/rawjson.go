@@ -1,9 +1,3 @@
-// Package rawjson handles JSON without rewriting what it carries. It
-// encodes without HTML escaping (encoding/json's Marshal would turn '<',
-// '>' and '&' into escapes), so raw upstream payloads embedded in a message
-// keep every byte; and it reads an object's members as the bytes they
-// arrived as, in one validating pass, for the few members a message is
-// routed by.
 package rawjson
 
 import (

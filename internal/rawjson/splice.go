@@ -71,3 +71,57 @@ func appendArray(b []byte, items [][]byte) []byte {
 	}
 	return append(b, ']')
 }
+
+// EditItems returns the JSON object obj with each item of the array that
+// is its member called name replaced by edit(item) wherever edit reports
+// true, every other byte of obj as it was. It reports whether anything
+// was replaced; when nothing was, or obj is not one valid JSON object
+// whose member name is an array, obj comes back as it is. With the name
+// more than once, the last member counts, as encoding/json reads it. The
+// new items are not checked.
+func EditItems(obj []byte, name string, edit func(item []byte) ([]byte, bool)) ([]byte, bool) {
+	o := NewObject(obj)
+	found, start, end := false, 0, 0
+	for o.Next() {
+		if string(o.Name()) == name {
+			found = true
+			start, end = o.ValueSpan()
+		}
+	}
+	if o.Err() != nil || !found || obj[start] != '[' {
+		return obj, false
+	}
+	type change struct {
+		start, end int
+		item       []byte
+	}
+	var changes []change
+	// The array was validated by the object's scan: its items are read
+	// here without checks of their own.
+	i := skipSpace(obj, start+1)
+	for i < end-1 {
+		itemEnd, _ := skipValue(obj, i, 2)
+		if item, ok := edit(obj[i:itemEnd]); ok {
+			changes = append(changes, change{i, itemEnd, item})
+		}
+		i = skipSpace(obj, itemEnd)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if len(changes) == 0 {
+		return obj, false
+	}
+	size := len(obj)
+	for _, c := range changes {
+		size += len(c.item) - (c.end - c.start)
+	}
+	out := make([]byte, 0, size)
+	last := 0
+	for _, c := range changes {
+		out = append(out, obj[last:c.start]...)
+		out = append(out, c.item...)
+		last = c.end
+	}
+	return append(out, obj[last:]...), true
+}

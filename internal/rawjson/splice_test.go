@@ -113,3 +113,78 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+func TestEditItems(t *testing.T) {
+	upper := func(item []byte) ([]byte, bool) {
+		if string(item) == `"a"` {
+			return []byte(`"A"`), true
+		}
+		return nil, false
+	}
+	for _, tc := range []struct {
+		in, want string
+		changed  bool
+	}{
+		{`{"contents":["a", "b" ,"a"],"x":["a"]}`, `{"contents":["A", "b" ,"A"],"x":["a"]}`, true},
+		{`{"contents":[ "a" ]}`, `{"contents":[ "A" ]}`, true},
+		{`{"contents":[{"a":["a"]},"a"]}`, `{"contents":[{"a":["a"]},"A"]}`, true},
+		{`{"contents":["b"]}`, `{"contents":["b"]}`, false},
+		{`{"contents":[]}`, `{"contents":[]}`, false},
+		{`{"contents":"a"}`, `{"contents":"a"}`, false},
+		{`{"contents":["a"],"contents":["b"]}`, `{"contents":["a"],"contents":["b"]}`, false},
+		{`{"other":["a"]}`, `{"other":["a"]}`, false},
+		{`{"contents":["a"]`, `{"contents":["a"]`, false},
+	} {
+		got, changed := EditItems([]byte(tc.in), "contents", upper)
+		if string(got) != tc.want || changed != tc.changed {
+			t.Errorf("EditItems(%s) = %s, %v; want %s, %v", tc.in, got, changed, tc.want, tc.changed)
+		}
+	}
+}
+
+// FuzzEditItems: every item of the array is edited where it stands, and
+// nothing else of the object changes.
+func FuzzEditItems(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"contents":[{"uri":"ui://a"},1,"x",[2],null],"k":[3]}`))
+	f.Add([]byte(`{"contents" : [ ] }`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		wrap := func(item []byte) ([]byte, bool) { return append(append([]byte(`[`), item...), ']'), true }
+		out, changed := EditItems(data, "contents", wrap)
+		var before map[string]json.RawMessage
+		if json.Unmarshal(data, &before) != nil || before == nil {
+			if changed || string(out) != string(data) {
+				t.Fatalf("EditItems(%q) edited what is not an object", data)
+			}
+			return
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(before["contents"], &items) != nil || len(items) == 0 {
+			if changed {
+				t.Fatalf("EditItems(%q) = %q: changed without items", data, out)
+			}
+			return
+		}
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("EditItems(%q) = %q: %v", data, out, err)
+		}
+		var got []json.RawMessage
+		if err := json.Unmarshal(after["contents"], &got); err != nil || len(got) != len(items) {
+			t.Fatalf("EditItems(%q) = %q: %d items, want %d (%v)", data, out, len(got), len(items), err)
+		}
+		for i := range items {
+			var inner []json.RawMessage
+			if json.Unmarshal(got[i], &inner) != nil || len(inner) != 1 || string(inner[0]) != string(items[i]) {
+				t.Fatalf("EditItems(%q) = %q: item %d is %q, want [%s]", data, out, i, got[i], items[i])
+			}
+		}
+		for k, v := range before {
+			if k != "contents" && string(after[k]) != string(v) {
+				t.Fatalf("EditItems(%q) = %q: member %q changed", data, out, k)
+			}
+		}
+	})
+}

@@ -1,23 +1,22 @@
-package main
+package reload
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
 
-// sessionKeys reads serve --session-key-file and keeps its keys in force
+// SessionKeys reads serve --session-key-file and keeps its keys in force
 // as the file changes, watched as the config files are, until ctx ends: a
 // file that no longer loads leaves the last good keys in force, with an
 // error in the log naming the file and line (never a key). No file: nil,
 // and session ids are not sealed.
-func sessionKeys(ctx context.Context, path string, settle time.Duration, log *slog.Logger) (*sealed.Keys, error) {
+func SessionKeys(ctx context.Context, path string, settle time.Duration, log *slog.Logger) (*sealed.Keys, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -31,7 +30,7 @@ func sessionKeys(ctx context.Context, path string, settle time.Duration, log *sl
 	keys := &sealed.Keys{}
 	keys.Set(ring)
 	log.Info("session ids are sealed", "file", path, "keys", ring.Len())
-	changed, err := config.Watch(ctx, []string{path}, watchTiming(settle))
+	changed, err := config.Watch(ctx, []string{path}, Timing(settle))
 	if err != nil {
 		log.Warn("cannot watch the session key file; restart to change the keys", "file", path, "err", err)
 		return keys, nil
@@ -55,15 +54,4 @@ func sessionKeys(ctx context.Context, path string, settle time.Duration, log *sl
 		}
 	}()
 	return keys, nil
-}
-
-// replicaLabel names this replica in the sealed ids it issues: its
-// --session-id-prefix without the separator it ends with, else the host
-// name.
-func replicaLabel(prefix string) string {
-	if l := strings.TrimRight(prefix, "-._"); l != "" {
-		return l
-	}
-	host, _ := os.Hostname()
-	return host
 }

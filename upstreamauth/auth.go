@@ -1,4 +1,4 @@
-package main
+package upstreamauth
 
 import (
 	"context"
@@ -29,10 +29,13 @@ const (
 	loginPoll     = 2 * time.Second
 )
 
-// upstreamAuth is the OAuth side of a command that starts upstreams: the
-// keyring remote servers take their tokens from and, for serve, a watch on
-// the stored logins, started once the config has a server that uses OAuth.
-type upstreamAuth struct {
+// Auth is how a command's upstreams are authorized: the keyring remote
+// servers take their shared OAuth tokens from, the token exchangers of
+// servers with auth: token_exchange, the per-user logins of
+// http.auth.user_logins, the logins offered to clients and, for serve, a
+// watch on the stored logins, started once the config has a server that
+// uses OAuth.
+type Auth struct {
 	keyring *oauth.Keyring // nil: no user config directory to keep logins in
 	store   *oauth.Store
 	noDir   error
@@ -40,7 +43,7 @@ type upstreamAuth struct {
 	life    context.Context                  // logins offered to clients end with it
 	servers atomic.Pointer[[]*config.Server] // of the workspace in effect
 	watch   sync.Once
-	changed chan struct{} // a stored login changed (login, logout)
+	changed chan struct{} // a stored login changed (login, logout); see Changed
 	// audit writes the audit line of a token exchange or a per-user login
 	// (proxy.Audit, set by auditTo once the proxy is built); nil: none.
 	audit   atomic.Pointer[func(audit.Record)]
@@ -85,28 +88,48 @@ type offeredLogin struct {
 	done *proxy.LoginDone // tells the clients it was offered to when it ends
 }
 
-// newUpstreamAuth builds the keyring; every token it handles is added to
-// the secrets the log is scrubbed of.
-func newUpstreamAuth(life context.Context, c *common, log *slog.Logger) *upstreamAuth {
-	a := &upstreamAuth{log: log, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{},
-		exchangers: map[string]*serverExchanger{}, secrets: &c.secrets, userOffered: map[userOfferKey]*offeredLogin{}}
+// Options are what New needs.
+type Options struct {
+	// Secrets is the set the log is scrubbed of: every token Auth handles
+	// is added to it.
+	Secrets *redact.Set
+	Logger  *slog.Logger
+	// SharedOffers allows offering clients the shared login of a server:
+	// only where the aggregator serves one person, as the login's browser
+	// comes back to this machine's loopback and every client shares the
+	// tokens it gets.
+	SharedOffers bool
+}
+
+// New builds the keyring in the user's config directory (without one,
+// servers that use OAuth cannot start, and Authorize says why). Logins
+// offered to clients end with life.
+func New(life context.Context, opts Options) *Auth {
+	a := &Auth{log: opts.Logger, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{},
+		exchangers: map[string]*serverExchanger{}, secrets: opts.Secrets, userOffered: map[userOfferKey]*offeredLogin{},
+		sharedOffers: opts.SharedOffers}
 	dir, err := oauth.DefaultDir()
 	if err != nil {
 		a.noDir = err
 		return a
 	}
 	a.store = oauth.NewStore(dir)
-	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: log, Secrets: c.secrets.Add, Retire: c.secrets.Retire})
+	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: opts.Logger, Secrets: opts.Secrets.Add, Retire: opts.Secrets.Retire})
 	return a
 }
 
-// auditTo sends the audit lines of token exchanges and per-user logins to
+// AuditTo sends the audit lines of token exchanges and per-user logins to
 // write (Proxy.Audit).
-func (a *upstreamAuth) auditTo(write func(audit.Record)) { a.audit.Store(&write) }
+func (a *Auth) AuditTo(write func(audit.Record)) { a.audit.Store(&write) }
+
+// Changed delivers when a stored login changed (a login, a logout, a
+// login offered to a client that completed): the servers that waited for
+// it can start now.
+func (a *Auth) Changed() <-chan struct{} { return a.changed }
 
 // record writes the audit line of a token exchange or a per-user login of
 // caller at server: outcome ok, or error with err (logged, never in the line).
-func (a *upstreamAuth) record(event, server string, caller identity.Caller, took time.Duration, err error) {
+func (a *Auth) record(event, server string, caller identity.Caller, took time.Duration, err error) {
 	write := a.audit.Load()
 	if write == nil {
 		return
@@ -119,8 +142,10 @@ func (a *upstreamAuth) record(event, server string, caller identity.Caller, took
 	(*write)(r)
 }
 
-// authorize is upstream.Options.Authorize.
-func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
+// Authorize is upstream.Options.Authorize: the transport that carries
+// srv's credentials (a token exchanged for the caller's, the caller's own
+// login, or the shared login) over base.
+func (a *Auth) Authorize(srv *config.Server, base http.RoundTripper) (http.RoundTripper, error) {
 	if srv.Auth.Type == config.ServerAuthTokenExchange {
 		target, err := url.Parse(srv.URL)
 		if err != nil {
@@ -158,7 +183,7 @@ func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (ht
 
 // exchanger is srv's Exchanger: the one it had while its auth and url
 // stay as they were, else a new one.
-func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
+func (a *Auth) exchanger(srv *config.Server) *credential.Exchanger {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if se := a.exchangers[srv.ID]; se != nil && se.url == srv.URL && sameServerAuth(se.auth, srv.Auth) {
@@ -187,8 +212,9 @@ func sameServerAuth(x, y config.ServerAuth) bool {
 		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser && x.Service == y.Service
 }
 
-// problems is proxy.Options.AuthProblems.
-func (a *upstreamAuth) problems() []config.Problem {
+// Problems is proxy.Options.AuthProblems: the servers of the workspace in
+// effect that the keyring cannot authorize.
+func (a *Auth) Problems() []config.Problem {
 	servers := a.servers.Load()
 	if a.keyring == nil || servers == nil {
 		return nil
@@ -196,9 +222,9 @@ func (a *upstreamAuth) problems() []config.Problem {
 	return a.keyring.Problems(*servers)
 }
 
-// onWorkspace follows the workspace in effect; with its first server that
+// OnWorkspace follows the workspace in effect; with its first server that
 // uses OAuth, ctx permitting, it starts watching the stored logins.
-func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
+func (a *Auth) OnWorkspace(ctx context.Context, ws *config.Workspace) {
 	servers := append([]*config.Server(nil), ws.Servers...)
 	a.servers.Store(&servers)
 	a.setUserLogins(ws.HTTP.Auth.UserLogins)
@@ -215,7 +241,7 @@ func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
 
 // watchLogins signals changed whenever a stored login differs from what
 // the keyring holds; the keyring's own saves (refreshed tokens) do not.
-func (a *upstreamAuth) watchLogins(ctx context.Context) {
+func (a *Auth) watchLogins(ctx context.Context) {
 	events, err := a.store.Watch(ctx, loginDebounce, loginPoll)
 	if err != nil {
 		a.log.Warn("cannot watch the stored OAuth logins; restart or send SIGHUP after a login", "err", err)
@@ -240,10 +266,10 @@ func sharedLogin(s *config.Server) bool {
 	return s.Auth.Type == config.ServerAuthOAuth && (!s.Auth.PerUser || s.Auth.Service == config.ServiceLogin)
 }
 
-// missingLogins warns about servers that use OAuth and have no usable
+// MissingLogins warns about servers that use OAuth and have no usable
 // stored login: they will not start until someone logs in. A warning, not
 // an error: the config is right, and a login is a step of its own.
-func missingLogins(ws *config.Workspace) []config.Problem {
+func MissingLogins(ws *config.Workspace) []config.Problem {
 	var out []config.Problem
 	var store *oauth.Store
 	for _, s := range ws.Servers {
@@ -280,13 +306,13 @@ func missingLogins(ws *config.Workspace) []config.Problem {
 // (discovery and registration come first).
 const offerWait = 30 * time.Second
 
-// offerLogin is proxy.Options.OfferLogin: it runs the login of server on
+// OfferLogin is proxy.Options.OfferLogin: it runs the login of server on
 // this machine, as `mcp-aggregator login` does, for a client that declared
 // URL-mode elicitation, and returns the URL for its user to open. A second
 // call while that login is under way gets the same URL. The login saves
 // the tokens it gets; the store's watch then brings the server back, and
 // the clients offered it are sent notifications/elicitation/complete.
-func (a *upstreamAuth) offerLogin(ctx context.Context, server string) (string, string, *proxy.LoginDone, error) {
+func (a *Auth) OfferLogin(ctx context.Context, server string) (string, string, *proxy.LoginDone, error) {
 	var srv *config.Server
 	if servers := a.servers.Load(); servers != nil {
 		for _, s := range *servers {

@@ -1,4 +1,4 @@
-package main
+package upstreamauth
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // setUserLogins sets up the per-user logins for http.auth.user_logins, or
 // keeps them while the setting is the same. A key that cannot be read
 // leaves per-user servers unable to start, with the reason in the log.
-func (a *upstreamAuth) setUserLogins(u *config.UserLogins) {
+func (a *Auth) setUserLogins(u *config.UserLogins) {
 	if u == nil {
 		return
 	}
@@ -70,7 +70,7 @@ const sweepEvery = time.Hour
 // sweepLogins removes, at once and then every sweepEvery until ctx ends,
 // the per-user logins that expired unrenewably or went unused for
 // http.auth.user_logins.max_unused.
-func (a *upstreamAuth) sweepLogins(ctx context.Context, users *oauth.UserLogins) {
+func (a *Auth) sweepLogins(ctx context.Context, users *oauth.UserLogins) {
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
 	for {
@@ -100,11 +100,11 @@ type logoutAnswer struct {
 	NotRevoked []string `json:"notRevoked,omitempty"`
 }
 
-// logout is the gateway's handler of config.LogoutPath: POST ends the
+// Logout is the gateway's handler of config.LogoutPath: POST ends the
 // caller's own per-user login to the server of ?server=ID, or to every
 // per-user server without it; the caller is who the request's
 // credentials name, as on /mcp.
-func (a *upstreamAuth) logout() http.Handler {
+func (a *Auth) Logout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -168,9 +168,9 @@ func vaultKey(u *config.UserLogins) ([]byte, error) {
 	return credential.ParseKey(u.Key)
 }
 
-// callback is the gateway's handler of config.LoginCallbackPath: the
+// Callback is the gateway's handler of config.LoginCallbackPath: the
 // redirects of the per-user logins in effect.
-func (a *upstreamAuth) callback() http.Handler {
+func (a *Auth) Callback() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs := a.redirects.Load()
 		if rs == nil {
@@ -181,10 +181,10 @@ func (a *upstreamAuth) callback() http.Handler {
 	})
 }
 
-// offerUserLogin is offerLogin for a per-user server: the login of the
+// offerUserLogin is OfferLogin for a per-user server: the login of the
 // caller of ctx, whose browser comes back to the gateway's callback. A
 // second call of the same caller while it is under way gets the same URL.
-func (a *upstreamAuth) offerUserLogin(ctx context.Context, srv *config.Server) (string, string, *proxy.LoginDone, error) {
+func (a *Auth) offerUserLogin(ctx context.Context, srv *config.Server) (string, string, *proxy.LoginDone, error) {
 	caller := identity.CallerOf(ctx)
 	if !caller.Principal.Authenticated() {
 		return "", "", nil, fmt.Errorf("server %q keeps a login per caller, and this call names none", srv.ID)

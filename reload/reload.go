@@ -1,4 +1,4 @@
-package main
+package reload
 
 import (
 	"context"
@@ -13,36 +13,66 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 )
 
-// Reload timing: editors write in bursts, so changes settle for
-// reloadDebounce before a reload; the poll catches changes on filesystems
-// that deliver no events. A file written in place must also stay unchanged
-// for the settle period (--reload-settle); one that keeps changing for
-// reloadSettleLimit, or for reloadSettleTimes settle periods if that is
-// longer, is reported instead of loaded.
+// Reload timing: editors write in bursts, so changes settle for debounce
+// before a reload; the poll catches changes on filesystems that deliver no
+// events. A file written in place must also stay unchanged for the settle
+// period (serve's --reload-settle, DefaultSettle unless set); one that
+// keeps changing for settleLimit, or for settleTimes settle periods if that
+// is longer, is reported instead of loaded.
 const (
-	reloadDebounce    = 200 * time.Millisecond
-	reloadPoll        = time.Second
-	reloadSettle      = 300 * time.Millisecond
-	reloadSettleLimit = 10 * time.Second
-	reloadSettleTimes = 20
-	maxReloadSettle   = time.Minute
+	debounce      = 200 * time.Millisecond
+	poll          = time.Second
+	DefaultSettle = 300 * time.Millisecond
+	settleLimit   = 10 * time.Second
+	settleTimes   = 20
+	// MaxSettle is the longest settle period allowed.
+	MaxSettle = time.Minute
 )
 
-// watchTiming is the watch's timing for a settle period.
-func watchTiming(settle time.Duration) config.WatchTiming {
-	return config.WatchTiming{Debounce: reloadDebounce, Poll: reloadPoll, Settle: settle,
-		SettleLimit: max(reloadSettleLimit, reloadSettleTimes*settle)}
+// Timing is the timing of a watch of files for a settle period.
+func Timing(settle time.Duration) config.WatchTiming {
+	return config.WatchTiming{Debounce: debounce, Poll: poll, Settle: settle,
+		SettleLimit: max(settleLimit, settleTimes*settle)}
+}
+
+// Loop is the reload loop of serve: the first load of the config, then a
+// reload whenever a config file or an env file it names changes, a signal
+// asks (SIGHUP), or a stored login changed.
+type Loop struct {
+	Proxy *proxy.Proxy
+	// Load reads the config as it is now.
+	Load func() (*config.Workspace, []config.Problem)
+	// Paths are the config files to watch; none (the embedded demo): no
+	// watch, reloads by Signals and Logins alone.
+	Paths []string
+	// Settle is how long a file written in place must stay unchanged.
+	Settle time.Duration
+	// Logins delivers when a stored login changed: the servers that were
+	// waiting for it start. Signals delivers SIGHUP. Either may be nil.
+	Logins  <-chan struct{}
+	Signals <-chan os.Signal
+	Logger  *slog.Logger
+}
+
+// Run starts watching the files, then runs first, the first load of the
+// config, and reloads as Loop says until ctx ends or first reports that
+// the aggregator cannot go on. The watch starts before the first load, so
+// that no change saved after the files were read is missed.
+func (l *Loop) Run(ctx context.Context, first func() (*config.Workspace, bool)) {
+	w := l.startWatch(ctx, nil)
+	l.watchAndReload(ctx, w, first)
 }
 
 // watchConfig starts watching the config files and the env files they name
 // (nil for the demo, or when they cannot be watched). Started before the
 // first load, it sees a change made at any time after the files were read.
-func watchConfig(ctx context.Context, src source, envFiles []string, settle time.Duration, log *slog.Logger) <-chan config.Change {
-	if src.demo {
+func (l *Loop) watchConfig(ctx context.Context, envFiles []string) <-chan config.Change {
+	if len(l.Paths) == 0 {
 		return nil
 	}
-	paths := append(append([]string(nil), src.paths...), envFiles...)
-	changed, err := config.Watch(ctx, paths, watchTiming(settle))
+	log := l.Logger
+	paths := append(append([]string(nil), l.Paths...), envFiles...)
+	changed, err := config.Watch(ctx, paths, Timing(l.Settle))
 	if err != nil {
 		log.Warn("cannot watch the config; reload with SIGHUP", "err", err)
 		return nil
@@ -54,28 +84,24 @@ func watchConfig(ctx context.Context, src source, envFiles []string, settle time
 // configWatch is the running watch of the config files and of the env files
 // the last good config names.
 type configWatch struct {
-	src      source
-	log      *slog.Logger
 	cancel   context.CancelFunc
 	envFiles []string
-	settle   time.Duration // how long a file written in place must stay unchanged
 	changed  <-chan config.Change
 }
 
-func startWatch(ctx context.Context, src source, envFiles []string, settle time.Duration, log *slog.Logger) *configWatch {
+func (l *Loop) startWatch(ctx context.Context, envFiles []string) *configWatch {
 	wctx, cancel := context.WithCancel(ctx)
-	return &configWatch{src: src, log: log, cancel: cancel, envFiles: envFiles, settle: settle,
-		changed: watchConfig(wctx, src, envFiles, settle, log)}
+	return &configWatch{cancel: cancel, envFiles: envFiles, changed: l.watchConfig(wctx, envFiles)}
 }
 
 // follow watches the env files ws names, when they are not those watched
 // already; a rejected config (nil) keeps the watch as it is.
-func (w *configWatch) follow(ctx context.Context, ws *config.Workspace) {
+func (l *Loop) follow(ctx context.Context, w *configWatch, ws *config.Workspace) {
 	if ws == nil || slices.Equal(ws.EnvFiles, w.envFiles) {
 		return
 	}
 	w.cancel()
-	*w = *startWatch(ctx, w.src, ws.EnvFiles, w.settle, w.log)
+	*w = *l.startWatch(ctx, ws.EnvFiles)
 }
 
 // watchAndReload runs first, the first load of the config, then reloads it
@@ -88,9 +114,9 @@ func (w *configWatch) follow(ctx context.Context, ws *config.Workspace) {
 // hangs: the config is read at once, the starts it no longer wants (a
 // server removed, or defined otherwise) are abandoned, and it is reloaded
 // as soon as the load under way ends.
-func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins <-chan struct{}, hup <-chan os.Signal, log *slog.Logger,
-	first func() (*config.Workspace, bool)) {
+func (l *Loop) watchAndReload(ctx context.Context, w *configWatch, first func() (*config.Workspace, bool)) {
 	defer func() { w.cancel() }()
+	p, log, logins, hup := l.Proxy, l.Logger, l.Logins, l.Signals
 	type outcome struct {
 		ws *config.Workspace
 		ok bool // false: stop watching
@@ -99,7 +125,6 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 		running chan outcome // the load under way delivers its outcome here; nil: none
 		again   bool         // a change came while it ran
 	)
-	src := w.src // the same for every watch w follows
 	start := func(load func() (*config.Workspace, bool)) {
 		running = make(chan outcome, 1)
 		go func(done chan<- outcome) {
@@ -107,7 +132,7 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 			done <- outcome{ws, ok}
 		}(running)
 	}
-	reloadOnce := func() (*config.Workspace, bool) { return reload(ctx, p, src, log), true }
+	reloadOnce := func() (*config.Workspace, bool) { return l.reload(ctx), true }
 	defer func() {
 		if running != nil {
 			<-running // it ends quickly: ctx is done
@@ -123,7 +148,7 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 			if !o.ok {
 				return
 			}
-			w.follow(ctx, o.ws)
+			l.follow(ctx, w, o.ws)
 			if again {
 				again = false
 				start(reloadOnce)
@@ -136,7 +161,7 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 				return
 			}
 			if c.Pending {
-				log.Debug("config written in place: reloading once it stays unchanged", "settle", w.settle)
+				log.Debug("config written in place: reloading once it stays unchanged", "settle", l.Settle)
 				continue
 			}
 			if c.Err != nil {
@@ -152,7 +177,7 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 			continue
 		}
 		again = true
-		ws, _ := src.loadLive()
+		ws, _ := l.Load()
 		if abandoned := p.Supersede(ws); len(abandoned) > 0 {
 			log.Info("a newer config came while servers started: abandoning the starts it no longer wants; it is reloaded next",
 				"servers", strings.Join(abandoned, ","))
@@ -164,15 +189,16 @@ func watchAndReload(ctx context.Context, p *proxy.Proxy, w *configWatch, logins 
 
 // reload loads the config and applies it; it returns the workspace loaded, nil
 // when it was rejected.
-func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *config.Workspace {
-	ws, problems := src.loadLive()
+func (l *Loop) reload(ctx context.Context) *config.Workspace {
+	p, log := l.Proxy, l.Logger
+	ws, problems := l.Load()
 	if ws == nil {
 		log.Error("config rejected; keeping the last good config until the errors below are fixed")
 	}
 	running := p.Servers()
 	report := p.Reconcile(ctx, ws, problems)
-	logProblems(log, report.Problems, report.StartFailed)
-	logRejected(log, ws, running)
+	LogProblems(log, report.Problems, report.StartFailed)
+	LogRejected(log, ws, running)
 	attrs := []any{"changed", report.Changed, "version", report.Version, "tools", p.Catalog().Len(), "failed", report.Failed}
 	if len(report.Applied) > 0 {
 		// Settings the running instances took on without a restart.
@@ -182,9 +208,9 @@ func reload(ctx context.Context, p *proxy.Proxy, src source, log *slog.Logger) *
 	return ws
 }
 
-// logProblems logs each problem at its severity, but those of logged,
+// LogProblems logs each problem at its severity, but those of logged,
 // which were logged as they happened (proxy.Options.OnStartFailed).
-func logProblems(log *slog.Logger, problems []config.Problem, logged []config.Problem) {
+func LogProblems(log *slog.Logger, problems []config.Problem, logged []config.Problem) {
 	for _, pr := range problems {
 		if slices.Contains(logged, pr) {
 			continue
@@ -197,10 +223,10 @@ func logProblems(log *slog.Logger, problems []config.Problem, logged []config.Pr
 	}
 }
 
-// logRejected says, for each server whose definition has errors, what runs
+// LogRejected says, for each server whose definition has errors, what runs
 // instead: the last good definition of a server that was running (running
 // lists the servers of the last good config), else nothing.
-func logRejected(log *slog.Logger, ws *config.Workspace, running []string) {
+func LogRejected(log *slog.Logger, ws *config.Workspace, running []string) {
 	if ws == nil {
 		return
 	}

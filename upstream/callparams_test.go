@@ -1,0 +1,94 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func withheldForTest(key string) bool {
+	return key == "progressToken" || strings.HasPrefix(key, "io.modelcontextprotocol/")
+}
+
+// A tools/call's params go upstream as the caller sent them, edited where
+// they stand: the name, the arguments, the _meta keys withheld; a null
+// _meta or task left out.
+func TestCallParams(t *testing.T) {
+	tests := []struct {
+		name string
+		call Call
+		want string
+	}{
+		{"no params: written from nothing", Call{Name: "t", Arguments: json.RawMessage(`{"a":1}`)}, `{"name":"t","arguments":{"a":1}}`},
+		{"no params, no arguments", Call{Name: "t"}, `{"name":"t"}`},
+		{"the name replaced where it stands, the rest byte for byte",
+			Call{Name: "echo", Params: json.RawMessage(`{"x-unknown" : [1, "two"],"name":"srv_echo","arguments":{"b":1,"a":"<&>"},"task":{"ttl":5}}`), Arguments: json.RawMessage(`{"b":1,"a":"<&>"}`)},
+			`{"x-unknown" : [1, "two"],"name":"echo","arguments":{"b":1,"a":"<&>"},"task":{"ttl":5}}`},
+		{"_meta kept byte for byte without a withheld key",
+			Call{Name: "t", Params: json.RawMessage(`{"name":"t","_meta":{"z":1,"a":12345678901234567890123}}`), Withhold: withheldForTest},
+			`{"name":"t","_meta":{"z":1,"a":12345678901234567890123}}`},
+		{"withheld keys taken out, the others in their order",
+			Call{Name: "t", Params: json.RawMessage(`{"name":"t","_meta":{"z":1,"progressToken":7,"io.modelcontextprotocol/x":{},"a":2}}`), Withhold: withheldForTest},
+			`{"name":"t","_meta":{"z":1,"a":2}}`},
+		{"a _meta of withheld keys alone left out",
+			Call{Name: "t", Params: json.RawMessage(`{"name":"t","_meta":{"progressToken":7},"k":true}`), Withhold: withheldForTest},
+			`{"name":"t","k":true}`},
+		{"an empty _meta stays", Call{Name: "t", Params: json.RawMessage(`{"name":"t","_meta":{}}`), Withhold: withheldForTest}, `{"name":"t","_meta":{}}`},
+		{"null _meta and task left out", Call{Name: "t", Params: json.RawMessage(`{"name":"t","_meta":null,"task":null,"k":1}`)}, `{"name":"t","k":1}`},
+		{"arguments replaced (a call resolved to the tool it names)",
+			Call{Name: "inner", Params: json.RawMessage(`{"name":"mcp_call_tool","arguments":{"name":"inner","arguments":{"q":1}}}`), Arguments: json.RawMessage(`{"q":1}`)},
+			`{"name":"inner","arguments":{"q":1}}`},
+		{"arguments left out when the call has none", Call{Name: "t", Params: json.RawMessage(`{"name":"t","arguments":{"x":1}}`)}, `{"name":"t"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tc.call.Request()
+			require.NoError(t, err)
+			assert.Equal(t, "tools/call", r.Method)
+			assert.Equal(t, tc.want, string(r.Params))
+		})
+	}
+	for _, bad := range []string{`[1]`, `"t"`, `{"name":`, `{"a":1} x`} {
+		_, err := Call{Name: "t", Params: json.RawMessage(bad)}.Request()
+		assert.Error(t, err, bad)
+	}
+}
+
+// FuzzCallParams: whatever object a caller sends, the params that go
+// upstream are one valid object with every member but name, arguments,
+// _meta and task as the caller sent it.
+func FuzzCallParams(f *testing.F) {
+	f.Add([]byte(`{"name":"a","arguments":{"x":1},"_meta":{"progressToken":1,"k":2},"task":null,"z":[1]}`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/a":1},"name":"b","name":"c"}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"_meta":null}`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		var before map[string]json.RawMessage
+		if json.Unmarshal(params, &before) != nil || before == nil {
+			return
+		}
+		r, err := Call{Name: "tool", Params: params, Arguments: json.RawMessage(`{"q":1}`), Withhold: withheldForTest}.Request()
+		if err != nil {
+			t.Fatalf("Request(%q): %v", params, err)
+		}
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(r.Params, &after); err != nil {
+			t.Fatalf("Request(%q) = %q: %v", params, r.Params, err)
+		}
+		if string(after["name"]) != `"tool"` || string(after["arguments"]) != `{"q":1}` {
+			t.Fatalf("Request(%q) = %q: name or arguments not set", params, r.Params)
+		}
+		for k, v := range before {
+			switch k {
+			case "name", "arguments", "_meta", "task":
+				continue
+			}
+			if string(after[k]) != string(v) {
+				t.Fatalf("Request(%q): member %q changed from %q to %q", params, k, v, after[k])
+			}
+		}
+	})
+}
