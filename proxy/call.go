@@ -208,6 +208,13 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// host's own extension settings (upstream.ForHost).
 			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
 		}
+		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
+			// The lease is its conversation's, which needs room for a Session.
+			if _, cerr := p.sessions.conversation(inv.key); cerr != nil {
+				deadline.stop()
+				return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+			}
+		}
 		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
 		if aerr == nil {
 			to = grant.Instance
@@ -272,7 +279,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		if grant != nil {
 			up.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
 			if inv.onTask == nil {
-				p.bindSession(rs, grant, inv.req)
+				p.bindSession(rs, grant, inv.req, inv.key)
 			}
 			p.inflight.add(grant.Instance, inv.req)
 			defer p.inflight.remove(grant.Instance, inv.req)

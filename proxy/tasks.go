@@ -152,7 +152,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
-	e, ok := p.tasks.Lookup(req.Session.Key(), id)
+	e, ok := p.tasks.Lookup(sessionLeaseKey(req.Session), id)
 	if !ok || !p.admits(req.Profile, e.Server) {
 		// A task of a server a profile edit took out of the client's
 		// profile is out of its reach, as one that never was.
@@ -164,7 +164,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	params, _ := tasks.MapStringAt(req.Msg.Params, tasks.IDPath, tasks.SetString(e.UpstreamID))
 	// A requestor's related-task _meta is to be ignored here; it is mapped
 	// all the same, so that no aggregator id reaches the upstream.
-	params = p.relatedToUpstream(params, req.Session.Key(), e.Inst)
+	params = p.relatedToUpstream(params, e.Owner, e.Inst)
 	var timeout timeLimit
 	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
@@ -391,7 +391,7 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 // relatedToClient maps the related-task _meta of a message from inst to
 // owner: the upstream's id becomes the aggregator's when it is one of
 // owner's tasks, and is left out of reach (unchanged) otherwise.
-func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner string) []byte {
+func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner session.Key) []byte {
 	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
 		e, ok := p.tasks.ByUpstream(inst, old)
 		if !ok || e.Owner != owner {
@@ -404,7 +404,7 @@ func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner strin
 
 // relatedToUpstream maps the related-task _meta of a message from owner to
 // inst: the aggregator's id becomes the upstream's.
-func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Instance) []byte {
+func (p *Proxy) relatedToUpstream(msg []byte, owner session.Key, inst *upstream.Instance) []byte {
 	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
 		e, ok := p.tasks.Lookup(owner, old)
 		if !ok || e.Inst != inst {
@@ -424,7 +424,7 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 	if s == nil {
 		return base
 	}
-	owner := s.Key()
+	owner := sessionLeaseKey(s)
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 		if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
 			return base(ctx, method, params)
@@ -474,7 +474,7 @@ func (p *Proxy) relatedOut(msg json.RawMessage, inst *upstream.Instance, s downs
 	if s == nil || !rawjson.Mentions(msg, tasks.RelatedTaskKey) {
 		return msg
 	}
-	return p.relatedToClient(msg, inst, s.Key())
+	return p.relatedToClient(msg, inst, sessionLeaseKey(s))
 }
 
 // awaitTask finds inst's task id, waiting at most tasks.MappingWait for the
@@ -721,8 +721,9 @@ func (p *Proxy) tasksEnded(owner *tasks.Owner) {
 	}()
 }
 
-// session returns the registered session with key, or nil.
-func (c *clients) session(key string) downstream.Session {
+// session returns the registered session with key, or nil (a
+// conversation's key: it has no downstream session).
+func (c *clients) session(key session.Key) downstream.Session {
 	if s := c.reg.lookup(key); s != nil {
 		return s.ds
 	}
