@@ -42,8 +42,8 @@ import (
 // guarded by the task table's mu, not by mu.
 type Session struct {
 	p     *Proxy
-	lease session.Key // its key in the registry: sessionLeaseKey(ds), or the conversation's
-	key   string      // the downstream session's Key, never reused; "" for a conversation
+	lease session.Key        // its key in the registry: sessionLeaseKey(ds), or the conversation's
+	key   string             // the downstream session's Key, never reused; "" for a conversation
 	ds    downstream.Session // nil for a conversation
 	tasks tasks.Owner        // guarded by Proxy.tasks.mu
 
