@@ -113,16 +113,19 @@ func (st *state) hiddenApps(pr *profile) map[string]bool {
 	return hidden
 }
 
-// withheldExtensions are extensions the aggregator does not relay, and so
-// never offers whoever declares them: the tasks extension of 2026-07-28
-// (tasks/update, task handles in any result) is not among what it routes;
-// upstreams are not told the client side of it either, so they keep to
-// the core protocol.
-var withheldExtensions = map[string]bool{"io.modelcontextprotocol/tasks": true}
+// TasksExtension is the 2026-07-28 tasks extension: a tools/call may be
+// answered with a task handle (resultType "task"), polled with tasks/get,
+// given input with tasks/update and cancelled with tasks/cancel (see
+// extensiontasks.go).
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// sessionlessExtensions are the extensions offered to sessionless clients
+// only (server/discover): a session of the older generation has the core
+// tasks capability instead, and the aggregator does not bridge the two.
+var sessionlessExtensions = map[string]bool{TasksExtension: true}
 
 // mergeExtensions adds the extensions an upstream declares to those of the
-// servers before it. An extension any server offers is offered (but the
-// withheld ones); its
+// servers before it. An extension any server offers is offered; its
 // settings are the first server's (in config order), with the members of
 // later servers' settings objects that the first lacks added, every value
 // as its server sent it: fields the aggregator does not know pass
@@ -134,7 +137,7 @@ func mergeExtensions(into map[string]json.RawMessage, declared json.RawMessage) 
 	}
 	for _, id := range sortedKeys(ext) {
 		settings := ext[id]
-		if withheldExtensions[id] || string(settings) == "null" || string(settings) == "false" {
+		if string(settings) == "null" || string(settings) == "false" {
 			continue
 		}
 		if into == nil {

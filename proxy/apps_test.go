@@ -68,7 +68,8 @@ func TestHiddenApps(t *testing.T) {
 }
 
 // Extensions merge across servers: any server's extension is offered,
-// with the first server's settings and the members only later ones have.
+// with the first server's settings and the members only later ones have;
+// the tasks extension to sessionless clients only.
 func TestMergeExtensions(t *testing.T) {
 	var m map[string]json.RawMessage
 	m = mergeExtensions(m, json.RawMessage(`{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"deep":{"k":[1]}}}`))
@@ -76,9 +77,14 @@ func TestMergeExtensions(t *testing.T) {
 	m = mergeExtensions(m, json.RawMessage(`{"com.example/x":{"a":2,"b":true},"org.other/y":{"z":null},"com.example/off":null,"io.modelcontextprotocol/tasks":{}}`))
 	got, err := json.Marshal(m)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null}}`, string(got))
+	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null},"io.modelcontextprotocol/tasks":{}}`, string(got))
 	assert.Nil(t, mergeExtensions(nil, nil))
-	caps := offeredCapabilities(surfaceCaps{extensions: m})
+	caps := offeredCapabilities(surfaceCaps{extensions: m}, false)
 	assert.Contains(t, caps, "extensions")
-	assert.NotContains(t, offeredCapabilities(surfaceCaps{}), "extensions", "no server offers one: no extensions member")
+	assert.Contains(t, caps["extensions"], TasksExtension, "the tasks extension is offered to sessionless clients")
+	session := offeredCapabilities(surfaceCaps{extensions: m}, true)
+	assert.NotContains(t, session["extensions"], TasksExtension, "not to a session: it has the core tasks capability")
+	assert.Contains(t, session["extensions"], "io.modelcontextprotocol/ui")
+	assert.Contains(t, m, TasksExtension, "the merged extensions stay as they are")
+	assert.NotContains(t, offeredCapabilities(surfaceCaps{}, false), "extensions", "no server offers one: no extensions member")
 }

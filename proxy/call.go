@@ -318,6 +318,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
+	if call && grant != nil && declaresTasksExtension(inv.req) {
+		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
+	}
 	raw, derr := to.Do(upCtx, up)
 	if derr != nil {
 		var upstreamErr *upstream.RPCError
@@ -346,6 +349,10 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			}
 			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
 		}
+	}
+	if call && grant != nil && task == nil && isTaskHandle(raw) {
+		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
+		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
 	}
 	if task != nil {
 		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {

@@ -702,21 +702,28 @@ func (p *Proxy) tasksEnded(owner *tasks.Owner) {
 		if rs == nil || !rs.pool.Stateless() || instanceDone(e.Inst) || p.tasks.HasEnded(e) {
 			continue
 		}
-		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) {
+		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) && !present(rawjson.Member(rs.caps.Extensions, TasksExtension)) {
 			continue
 		}
 		cancels = append(cancels, e)
 	}
+	p.cancelUpstreamTasks(cancels)
+}
+
+// cancelUpstreamTasks sends tasks/cancel for each task to its instance,
+// under the upstream's id (declaring the tasks extension, for a server of
+// 2026-07-28): best effort, off the caller's path, each bounded.
+func (p *Proxy) cancelUpstreamTasks(cancels []*tasks.Entry) {
 	if len(cancels) == 0 {
 		return
 	}
 	go func() {
 		for _, e := range cancels {
-			ctx, cancel := context.WithTimeout(p.life, taskCancelOnCloseTimeout)
+			ctx, cancel := context.WithTimeout(upstream.WithTasksExtension(p.life), taskCancelOnCloseTimeout)
 			params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 			_, err := e.Inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
 			cancel()
-			p.log.Debug("task of an ended session cancelled", "server", e.Server, "task", e.ID, "err", err)
+			p.log.Debug("task no one can reach cancelled", "server", e.Server, "task", e.ID, "err", err)
 		}
 	}()
 }

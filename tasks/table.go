@@ -293,10 +293,16 @@ func (t *Table) AddHeld(r *Reservation, e *Entry, deliver func(e *Entry, method 
 // Lookup finds owner's task id. Another session's or conversation's task,
 // an expired one and one that never was are alike: not found.
 func (t *Table) Lookup(owner session.Key, id string) (*Entry, bool) {
+	return t.Find(id, func(k session.Key) bool { return k == owner })
+}
+
+// Find finds the task id when mine accepts its owner; otherwise, or when
+// it expired or never was, it is not found.
+func (t *Table) Find(id string, mine func(owner session.Key) bool) (*Entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byID[id]
-	if e == nil || e.Owner != owner {
+	if e == nil || !mine(e.Owner) {
 		return nil, false
 	}
 	if !t.clock().Before(e.expires) {
