@@ -189,3 +189,54 @@ servers:
 	}
 	assert.Equal(t, []string{"get", "update", "get", "cancel", "get"}, methods)
 }
+
+// TestTasksExtensionEndsWithItsConversation: a task of the tasks extension on an
+// instance leased to a sessionless conversation belongs to that conversation's
+// Session, which ends with its last lease: once mcp_release ends the lease, the task
+// is not found (rather than lost with its instance), while a task of another
+// conversation of the same client goes on.
+func TestTasksExtensionEndsWithItsConversation(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: false
+    transform: [{prefix: x_}]
+`, url))},
+		env: []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	start := func(lease string) string {
+		t.Helper()
+		m := ac.do("tools/call", "x_linger", map[string]any{"name": "x_linger", "arguments": map[string]any{}}, true, lease)
+		require.Empty(t, m.Error, "%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
+		id, shape := taskShape(t, m)
+		require.Equal(t, "working", shape["status"])
+		return id
+	}
+	mine, other := start("conv-1"), start("conv-2")
+	_, shape := taskShape(t, ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1"))
+	assert.Equal(t, "working", shape["status"])
+
+	released := ac.do("tools/call", "mcp_release", map[string]any{"name": "mcp_release", "arguments": map[string]any{"serverId": "ext"}}, true, "conv-1")
+	require.Empty(t, released.Error, "%s", released.Error)
+	assert.Contains(t, resultText(t, released.Result), "released")
+
+	gone := ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1")
+	assert.Equal(t, -32602, errorCode(t, gone))
+	var e struct {
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(gone.Error, &e))
+	assert.Contains(t, e.Message, "not found", "the conversation's Session ended with its lease, and its tasks with it")
+
+	_, shape = taskShape(t, ac.do("tasks/get", other, map[string]any{"taskId": other}, true, "conv-2"))
+	assert.Equal(t, "working", shape["status"], "another conversation's task goes on")
+}
