@@ -118,7 +118,9 @@ servers:
 	})
 	a.waitLoaded()
 	ac, bc := &extCaller{t: t, url: a.url, token: alice}, &extCaller{t: t, url: a.url, token: bob}
-	fail := func(m message) string { return fmt.Sprintf("%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log) }
+	fail := func(m message) string {
+		return fmt.Sprintf("%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
+	}
 
 	discover := ac.do("server/discover", "", nil, true, "")
 	var disc struct {
