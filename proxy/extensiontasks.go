@@ -53,7 +53,7 @@ func (p *Proxy) taskHandle(inv invocation, server string, inst *upstream.Instanc
 		return nil, errorObject(codeInternal, "%s: the server answered with a task (resultType \"task\") without a taskId", inv.subject(server))
 	}
 	fail := func(format string, args ...any) (json.RawMessage, *jsonrpc.Error) {
-		p.cancelUpstreamTasks([]*tasks.Entry{{UpstreamID: upID, Server: server, Inst: inst}})
+		p.cancelUpstreamTasks([]*tasks.Entry{{UpstreamID: upID, Server: server, Inst: inst}}, "a task no client can reach cancelled")
 		return nil, errorObject(codeInternal, format, args...)
 	}
 	if !declaresTasksExtension(inv.req) {

@@ -707,13 +707,14 @@ func (p *Proxy) tasksEnded(owner *tasks.Owner) {
 		}
 		cancels = append(cancels, e)
 	}
-	p.cancelUpstreamTasks(cancels)
+	p.cancelUpstreamTasks(cancels, "task of an ended session cancelled")
 }
 
 // cancelUpstreamTasks sends tasks/cancel for each task to its instance,
 // under the upstream's id (declaring the tasks extension, for a server of
-// 2026-07-28): best effort, off the caller's path, each bounded.
-func (p *Proxy) cancelUpstreamTasks(cancels []*tasks.Entry) {
+// 2026-07-28): best effort, off the caller's path, each bounded; each is
+// logged (debug) with why.
+func (p *Proxy) cancelUpstreamTasks(cancels []*tasks.Entry, why string) {
 	if len(cancels) == 0 {
 		return
 	}
@@ -723,7 +724,7 @@ func (p *Proxy) cancelUpstreamTasks(cancels []*tasks.Entry) {
 			params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 			_, err := e.Inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
 			cancel()
-			p.log.Debug("task no one can reach cancelled", "server", e.Server, "task", e.ID, "err", err)
+			p.log.Debug(why, "server", e.Server, "task", e.ID, "err", err)
 		}
 	}()
 }
