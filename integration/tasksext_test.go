@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -241,4 +242,67 @@ servers:
 
 	_, shape = taskShape(t, ac.do("tasks/get", other, map[string]any{"taskId": other}, true, "conv-2"))
 	assert.Equal(t, "working", shape["status"], "another conversation's task goes on")
+}
+
+// TestTasksExtensionBridgedToOlderUpstream: a sessionless client that declares the
+// tasks extension, in front of 2025-11-25 servers whose tools run as tasks (the
+// TypeScript SDK 1.x, node/taskserver.mjs), is offered the extension and gets its
+// tasks: the call goes up task-augmented and comes back as a task handle under the
+// aggregator's id; tasks/get follows the task to its end and then carries its result
+// (tasks/result upstream); tasks/cancel acknowledges, and the task is then cancelled;
+// tasks/update is refused, naming why.
+func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
+	t.Parallel()
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
+		env:     []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+
+	var disc struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	discover := ac.do("server/discover", "", nil, true, "")
+	require.NoError(t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
+	assert.Contains(t, disc.Capabilities.Extensions, tasksExtension, "the servers' 2025-11-25 tasks are offered as the extension: %s", discover.Result)
+
+	call := func(tool string, args map[string]any) string {
+		t.Helper()
+		m := ac.do("tools/call", tool, map[string]any{"name": tool, "arguments": args}, true, "conv-1")
+		require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
+		id, shape := taskShape(t, m)
+		assert.Equal(t, "task", shape["resultType"], "%s", m.Result)
+		assert.Equal(t, float64(60000), shape["ttlMs"], "ttl becomes ttlMs: %s", m.Result)
+		assert.NotContains(t, shape, "ttl")
+		require.True(t, strings.HasPrefix(id, "task-") && len(id) > len("task-1"), "the aggregator's id: %q", id)
+		return id
+	}
+	id := call("a_countdown", map[string]any{"label": "bridged", "steps": 2, "stepMs": 20})
+	var shape map[string]any
+	for deadline := time.Now().Add(callTimeout); ; {
+		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "conv-1"))
+		if shape["status"] != "working" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Duration(shape["pollIntervalMs"].(float64)) * time.Millisecond) // as the task asks
+	}
+	require.Equal(t, "completed", shape["status"], "%v", shape)
+	result, _ := json.Marshal(shape["result"])
+	assert.Equal(t, "bridged done after 2 steps", resultText(t, result))
+
+	long := call("a_countdown", map[string]any{"label": "long", "steps": 1000, "stepMs": 100})
+	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{}}, true, "conv-1")
+	assert.Equal(t, -32600, errorCode(t, update))
+	cancelled := ac.do("tasks/cancel", long, map[string]any{"taskId": long}, true, "conv-1")
+	require.Empty(t, cancelled.Error, "%s", cancelled.Error)
+	var ack map[string]any
+	require.NoError(t, json.Unmarshal(cancelled.Result, &ack))
+	delete(ack, "_meta")
+	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, "an empty acknowledgement")
+	_, shape = taskShape(t, ac.do("tasks/get", long, map[string]any{"taskId": long}, true, "conv-1"))
+	assert.Equal(t, "cancelled", shape["status"])
 }

@@ -252,6 +252,10 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		defer hold.release()
 	}
 
+	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
+	if bridgedTask {
+		inv.task = json.RawMessage(`{}`) // the extension's task, as a 2025-11-25 task upstream
+	}
 	slot, cached, hit := p.cachedResult(&inv, rs, grant)
 	if hit {
 		return cached, nil, nil
@@ -356,6 +360,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	}
 	if task != nil {
 		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {
+			if bridgedTask {
+				return extensionHandle(created), nil, nil
+			}
 			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}

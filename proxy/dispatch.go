@@ -219,9 +219,22 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 }
 
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
+	caps := offeredCapabilities(p.offerable(req.Profile), false)
+	if tc := p.tasksCapability(req.Profile); tc != nil && tc["requests"] != nil {
+		// A server's tasks of 2025-11-25 are bridged to the extension.
+		ext, _ := caps["extensions"].(map[string]json.RawMessage)
+		if _, ok := ext[TasksExtension]; !ok {
+			ext = maps.Clone(ext)
+			if ext == nil {
+				ext = map[string]json.RawMessage{}
+			}
+			ext[TasksExtension] = json.RawMessage(`{}`)
+			caps["extensions"] = ext
+		}
+	}
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": protocol.Versions,
-		"capabilities":      offeredCapabilities(p.offerable(req.Profile), false),
+		"capabilities":      caps,
 	}) // its _meta names the aggregator, as every result's does
 
 	return answer(body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
@@ -120,6 +121,9 @@ func (p *Proxy) extensionTaskRequest(ctx context.Context, req *downstream.Reques
 	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
 	}
+	if !protocol.Modern(e.Inst.Protocol()) {
+		return p.bridgedTaskRequest(ctx, req, e, params, timeout)
+	}
 	raw, rpcErr, respond := p.onTaskInstance(upstream.WithTasksExtension(ctx), req, e, method, params, timeout, false)
 	switch {
 	case !respond:
@@ -140,4 +144,109 @@ func (s *Session) ended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
+}
+
+// ownerGone reports whether the Session that owns tasks under key ended: a
+// downstream session no longer registered, a conversation out of the
+// registry.
+func (p *Proxy) ownerGone(key session.Key) bool {
+	if _, ok := key.SessionID(); ok {
+		return p.clients.session(key) == nil
+	}
+	s := p.sessions.findConversation(key)
+	return s == nil || s.ended()
+}
+
+// A sessionless client that declares the extension, calling a tool of a
+// 2025-11-25 server that runs it as a task (the server declares task-
+// augmented tools/call, the tool's execution.taskSupport is "optional" or
+// "required"), gets the extension's task all the same: the call goes up
+// task-augmented, and its CreateTaskResult comes back as a task handle;
+// tasks/get asks the upstream for the task and, once it ended, for its
+// result (tasks/result), which it carries as the extension's Task does;
+// tasks/cancel acknowledges empty. What the upstream asks during a task
+// (its input_required) is not bridged: tasks/update is refused for it.
+
+// bridgesTask reports whether a call of req to entry, a tool of rs on
+// inst, runs as a 2025-11-25 task for the tasks extension.
+func (p *Proxy) bridgesTask(req *downstream.Request, rs *runningServer, inst *upstream.Instance, entry *catalog.Entry) bool {
+	if !declaresTasksExtension(req) || entry == nil || protocol.Modern(inst.Protocol()) || !rs.caps.Tasks {
+		return false
+	}
+	declared := rawjson.Member(rawjson.Member(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "requests"), "tools"), "call")
+	support, _ := rawjson.String(rawjson.Member(rawjson.Member(entry.Raw, "execution"), "taskSupport"))
+	return present(declared) && (support == "optional" || support == "required")
+}
+
+// extensionHandle is the task handle of the tasks extension for created,
+// a 2025-11-25 CreateTaskResult (ids mapped already).
+func extensionHandle(created json.RawMessage) json.RawMessage {
+	return extensionTask(rawjson.Member(created, "task"), "task")
+}
+
+// extensionTask is a 2025-11-25 Task as the extension's: resultType set,
+// ttl as ttlMs and pollInterval as pollIntervalMs, every other member as
+// it is.
+func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
+	out := []byte(`{"resultType":`)
+	out = rawjson.AppendString(out, resultType)
+	obj := rawjson.NewObject(task)
+	for obj.Next() {
+		name := string(obj.Name())
+		switch name {
+		case "ttl":
+			name = "ttlMs"
+		case "pollInterval":
+			name = "pollIntervalMs"
+		case "resultType":
+			continue
+		}
+		out = append(out, ',')
+		out = rawjson.AppendString(out, name)
+		out = append(out, ':')
+		out = append(out, obj.Value()...)
+	}
+	return append(out, '}')
+}
+
+// bridgedTaskRequest serves tasks/get, tasks/update and tasks/cancel of the
+// extension for task e, which a 2025-11-25 upstream runs; params carry the
+// upstream's id.
+func (p *Proxy) bridgedTaskRequest(ctx context.Context, req *downstream.Request, e *tasks.Entry, params json.RawMessage, timeout timeLimit) *jsonrpc.Message {
+	method := req.Msg.Method
+	if method == "tasks/update" {
+		return failure(jsonrpc.CodeInvalidRequest, "tasks/update: task %q runs on server %q, which speaks the tasks of protocol 2025-11-25: the aggregator does not carry input to it; cancel the task (tasks/cancel) or call the tool again", e.ID, e.Server)
+	}
+	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, false)
+	switch {
+	case !respond:
+		return nil
+	case rpcErr != nil:
+		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
+			p.tasks.Remove(e)
+		}
+		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
+	}
+	ended := tasks.Terminal(raw)
+	p.tasks.Touch(e, ended)
+	if method == "tasks/cancel" {
+		return answer([]byte(`{}`))
+	}
+	raw, _ = tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
+	out := extensionTask(raw, "complete")
+	if status, _ := tasks.StringAt(raw, []string{"status"}); ended && status != "cancelled" {
+		// The extension's Task carries what tasks/result would return.
+		result, resErr, respond := p.onTaskInstance(ctx, req, e, "tasks/result", params, timeLimit{d: e.Timeout, setting: e.TimeoutSetting}, false)
+		switch {
+		case !respond:
+			return nil
+		case resErr != nil:
+			data, _ := json.Marshal(taskIDsToClient(resErr, e))
+			out, _ = rawjson.Replace(out, "status", func([]byte) ([]byte, bool) { return []byte(`"failed"`), true })
+			out = rawjson.Add(out, "error", data)
+		default:
+			out = rawjson.Add(out, "result", p.relatedToClient(result, e.Inst, e.Owner))
+		}
+	}
+	return answer(out)
 }

@@ -77,6 +77,19 @@ func present(v []byte) bool {
 
 // beginTask reserves room for the task a task-augmented call may create.
 func (p *Proxy) beginTask(inv invocation) (*tasks.Reservation, *jsonrpc.Error) {
+	if inv.req != nil && inv.req.Sessionless() && declaresTasksExtension(inv.req) {
+		// The tasks extension's, bridged to a 2025-11-25 upstream: the
+		// conversation's.
+		s, err := p.requestSession(inv.req, inv.key)
+		if err != nil {
+			return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
+		}
+		res, err := p.tasks.Reserve(s.taskOwner(), inv.req.Holder)
+		if err != nil {
+			return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
+		}
+		return res, nil
+	}
 	if inv.req == nil || inv.req.Session == nil || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
@@ -121,7 +134,7 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
-	if p.clients.session(e.Owner) == nil {
+	if p.ownerGone(e.Owner) {
 		// The session ended while the call ran: its tasks went before this
 		// one was added. It goes the same way.
 		p.tasksEnded(res.Owner)
