@@ -1,7 +1,7 @@
 package audit
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -70,6 +70,12 @@ const (
 	DefaultKeep     = 5
 	// queueSize bounds the records waiting to be written.
 	queueSize = 4096
+	// batchDelay is how long the writer gathers lines after the first of
+	// a batch before it writes them all at once: one write system call per
+	// batch, not per call. A queue half full ends the wait at once.
+	batchDelay = 20 * time.Millisecond
+	// maxBatch bounds the bytes of one batch's write.
+	maxBatch = 256 << 10
 )
 
 // Log is an open audit log. A nil *Log writes nothing. Safe for concurrent
@@ -77,6 +83,7 @@ const (
 type Log struct {
 	cfg     Config
 	queue   chan Record
+	hurry   chan struct{} // the queue is half full: write now
 	done    chan struct{}
 	dropped atomic.Uint64
 	log     *slog.Logger
@@ -109,7 +116,7 @@ func Open(cfg Config, log *slog.Logger) (*Log, error) {
 		}
 		w = f
 	}
-	l := &Log{cfg: cfg, queue: make(chan Record, queueSize), done: make(chan struct{}), log: log}
+	l := &Log{cfg: cfg, queue: make(chan Record, queueSize), hurry: make(chan struct{}, 1), done: make(chan struct{}), log: log}
 	go l.run(w)
 	return l, nil
 }
@@ -138,6 +145,12 @@ func (l *Log) Write(r Record) {
 	}
 	select {
 	case l.queue <- r:
+		if len(l.queue) >= cap(l.queue)/2 {
+			select {
+			case l.hurry <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		if n := l.dropped.Add(1); n&(n-1) == 0 { // 1, 2, 4, 8, ...: logged, not flooded
 			l.log.Warn("audit log: records dropped, the writer cannot keep up", "dropped", n, "to", l.cfg.To,
@@ -168,43 +181,72 @@ func (l *Log) Close() {
 	<-l.done
 }
 
+// run writes the queued records in batches: it waits for a record, gives
+// the queue batchDelay (less when it fills) to gather more, encodes all
+// that are queued (AppendLine) into one reused buffer and hands it to w in
+// one write.
 func (l *Log) run(w sink) {
 	defer close(l.done)
 	defer w.Close()
+	batch := make([]byte, 0, 16<<10)
+	delay := time.NewTimer(time.Hour)
+	delay.Stop()
 	failed := false
-	for r := range l.queue {
-		line, err := json.Marshal(r)
-		if err == nil {
-			err = w.WriteLine(append(line, '\n'))
+	for {
+		r, ok := <-l.queue
+		if !ok {
+			return
 		}
+		batch = AppendLine(batch[:0], &r)
+		delay.Reset(batchDelay)
+		select {
+		case <-delay.C:
+		case <-l.hurry:
+			delay.Stop()
+		}
+		closed := false
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-l.queue:
+				if !ok {
+					closed = true
+					break gather
+				}
+				batch = AppendLine(batch, &r)
+			default:
+				break gather
+			}
+		}
+		err := w.WriteBatch(batch)
 		if err != nil && !failed {
 			l.log.Error("audit log: writing failed; records are lost until it works again", "to", l.cfg.To, "err", err)
 		}
 		failed = err != nil
-		if len(l.queue) == 0 {
-			_ = w.Flush()
+		if cap(batch) > 4*maxBatch {
+			batch = make([]byte, 0, 16<<10) // a burst's buffer is not kept
+		}
+		if closed {
+			return
 		}
 	}
 }
 
-// sink is where lines go.
+// sink is where batches of whole lines go, each in one write where it can.
 type sink interface {
-	WriteLine([]byte) error
-	Flush() error
+	WriteBatch([]byte) error
 	Close() error
 }
 
 type streamSink struct{ w io.Writer }
 
-func (s *streamSink) WriteLine(b []byte) error { _, err := s.w.Write(b); return err }
-func (s *streamSink) Flush() error             { return nil }
-func (s *streamSink) Close() error             { return nil }
+func (s *streamSink) WriteBatch(b []byte) error { _, err := s.w.Write(b); return err }
+func (s *streamSink) Close() error              { return nil }
 
 // fileSink is a file rotated by size: path, path.1, ..., path.Keep.
 type fileSink struct {
 	cfg  Config
 	f    *os.File
-	buf  *bufio.Writer
 	size int64
 }
 
@@ -221,24 +263,47 @@ func openFile(cfg Config) (*fileSink, error) {
 		f.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &fileSink{cfg: cfg, f: f, buf: bufio.NewWriter(f), size: st.Size()}, nil
+	return &fileSink{cfg: cfg, f: f, size: st.Size()}, nil
 }
 
-func (s *fileSink) WriteLine(b []byte) error {
-	if s.size > 0 && s.size+int64(len(b)) > s.cfg.MaxBytes {
-		if err := s.rotate(); err != nil {
+// WriteBatch writes b, whole lines, in one write; a batch that would take
+// the file past MaxBytes is written line by line up to there, the file
+// rotated, and the rest written to the new one.
+func (s *fileSink) WriteBatch(b []byte) error {
+	for len(b) > 0 {
+		n := len(b)
+		if s.size+int64(n) > s.cfg.MaxBytes {
+			// The lines that still fit; at least one in a fresh file.
+			room := s.cfg.MaxBytes - s.size
+			n = 0
+			for n < len(b) {
+				end := len(b)
+				if i := bytes.IndexByte(b[n:], '\n'); i >= 0 {
+					end = n + i + 1
+				}
+				if int64(end) > room && (n > 0 || s.size > 0) {
+					break
+				}
+				n = end
+			}
+			if n == 0 {
+				if err := s.rotate(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		w, err := s.f.Write(b[:n])
+		s.size += int64(w)
+		if err != nil {
 			return err
 		}
+		b = b[n:]
 	}
-	n, err := s.buf.Write(b)
-	s.size += int64(n)
-	return err
+	return nil
 }
 
 func (s *fileSink) rotate() error {
-	if err := s.buf.Flush(); err != nil {
-		return err
-	}
 	if err := s.f.Close(); err != nil {
 		return err
 	}
@@ -253,16 +318,7 @@ func (s *fileSink) rotate() error {
 		return err
 	}
 	s.f, s.size = f, 0
-	s.buf.Reset(f)
 	return nil
 }
 
-func (s *fileSink) Flush() error { return s.buf.Flush() }
-
-func (s *fileSink) Close() error {
-	err := s.buf.Flush()
-	if cerr := s.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (s *fileSink) Close() error { return s.f.Close() }

@@ -6,5 +6,8 @@
 // appear as a SHA-256, and in full only when the operator turns that on,
 // with secret-named fields redacted. Writing never blocks a call: lines go
 // through a bounded queue, and what does not fit is dropped, counted and
-// logged.
+// logged. The writer gathers what the queue holds for a few milliseconds,
+// encodes it with an append-style encoder (the bytes encoding/json would
+// write, without its reflection) into one reused buffer, and writes the
+// batch with one system call.
 package audit

@@ -251,8 +251,28 @@ func (g *Guard) OAuthEnabled() bool { return g != nil && g.oauth != nil }
 // origin is the audience's when the audience is an http(s) URL (the
 // resource's public name, right behind a proxy that terminates TLS), else
 // the origin the request addressed.
+// A request to a view, /mcp/<name>, is pointed at the view's own document
+// (RFC 9728 §3.1: the well-known path before the resource's path).
 func (g *Guard) MetadataURL(r *http.Request) string {
+	if name, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok && ViewName(name) {
+		return g.origin(r) + WellKnownPath + "/mcp/" + name
+	}
 	return g.origin(r) + WellKnownPath
+}
+
+// ViewName reports whether name may name a view (/mcp/<name>): 1 to 64
+// letters, digits, '.', '_' or '-', the names config allows.
+func ViewName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *Guard) origin(r *http.Request) string {

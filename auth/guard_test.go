@@ -148,6 +148,16 @@ func TestOAuthTokens(t *testing.T) {
 	require.NotNil(t, f)
 	assert.Equal(t, `Bearer resource_metadata="https://gateway.example.com/.well-known/oauth-protected-resource", scope="mcp"`, f.Challenge,
 		"no credentials: no error code, the metadata and the scope to ask for")
+
+	// A view's challenge names the view's own document (RFC 9728 §3.1);
+	// a path that cannot be a view's, the gateway's.
+	for path, want := range map[string]string{"/mcp/readonly": "/.well-known/oauth-protected-resource/mcp/readonly",
+		"/mcp/a/b": "/.well-known/oauth-protected-resource", "/mcp/": "/.well-known/oauth-protected-resource"} {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:9"+path, nil)
+		_, f := g.Authenticate(r)
+		require.NotNil(t, f)
+		assert.Contains(t, f.Challenge, `resource_metadata="https://gateway.example.com`+want+`"`, path)
+	}
 }
 
 // unsigned builds a token with the given header, the claims and a signature.

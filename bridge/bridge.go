@@ -32,7 +32,9 @@ import (
 // authenticated (requeststate), expires, and is good once. An exchange whose
 // retry does not come within the hold is cancelled, and so is the upstream
 // request; the call's own timeout (request_timeout, a tool's timeout) keeps
-// running while it is held and ends it sooner when it is shorter.
+// running while it is held and ends it sooner when it is shorter; a run that
+// ends so, between two rounds, stays held for the rest of the hold, and the
+// retry that comes meanwhile gets its response.
 
 // Bounds of the bridge.
 const (
@@ -185,13 +187,10 @@ func (b *Bridge) Serve(ctx context.Context, req *downstream.Request, serve func(
 		resp := serve(runCtx, &held)
 		cancel()
 		x.final <- resp
-		x.mu.Lock()
-		idle := x.waiter == nil
-		x.mu.Unlock()
-		if idle {
-			// Nobody waits for it: the retry will be told the call ended.
-			b.remove(x)
-		}
+		// Nobody may wait for it (the run ended between two rounds: the
+		// call's timeout, a question of the aggregator's own that timed
+		// out): the exchange stays held until its hold ends, and the retry
+		// that comes meanwhile gets the response.
 	}()
 	return b.await(ctx, req, x)
 }

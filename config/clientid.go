@@ -36,7 +36,7 @@ const (
 
 // gatewayPaths are the paths serve --http answers itself, which a
 // document served beside them cannot have.
-var gatewayPaths = []string{"/mcp", LoginCallbackPath, "/drain", "/healthz", "/readyz", "/metrics", "/status", "/status.json", "/.well-known/oauth-protected-resource"}
+var gatewayPaths = []string{"/mcp", LoginCallbackPath, LogoutPath, "/drain", "/healthz", "/readyz", "/metrics", "/status", "/status.json", "/.well-known/oauth-protected-resource"}
 
 // CheckClientIDURL says what is wrong with s as a client ID metadata
 // document URL, nil when nothing: https with a host and a path, no user,

@@ -38,6 +38,7 @@ func hashServer(s *Server, validPattern string) string {
 	w.flag("auth.per_user", s.Auth.PerUser)
 	w.str("auth.client_id_url", s.Auth.ClientIDURL)
 	w.str("auth.client_name", s.Auth.ClientName)
+	w.str("auth.service", s.Auth.Service)
 	w.str("session", s.SessionID)
 	w.str("protocol", s.Protocol)
 	w.flag("required", s.Required)

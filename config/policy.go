@@ -18,7 +18,7 @@ const maxWhen = 4096
 // readPolicy reads the top-level policy list and compiles it: every rule
 // whose expression does not compile is an error at its line.
 func readPolicy(r *reader, n *yaml.Node) (*policy.Set, []policy.Rule) {
-	const want = "a list of {name, when, action, message}"
+	const want = "a list of {name, when, action, message, timeout}"
 	n = deref(n)
 	if isNull(n) {
 		return nil, nil
@@ -43,7 +43,7 @@ func readPolicy(r *reader, n *yaml.Node) (*policy.Set, []policy.Rule) {
 			ok = false
 			continue
 		}
-		f := r.fields(item, field+".", "name", "when", "action", "message")
+		f := r.fields(item, field+".", "name", "when", "action", "message", "timeout")
 		get := func(key string, required bool) (string, int) {
 			p, present := f[key]
 			if !present {
@@ -85,6 +85,21 @@ func readPolicy(r *reader, n *yaml.Node) (*policy.Set, []policy.Rule) {
 				ok = false
 			}
 			rule.Action = a
+		}
+		if p, present := f["timeout"]; present {
+			d, good := r.duration(p.v, field+".timeout")
+			switch {
+			case !good:
+				ok = false
+			case action != "" && rule.Action != policy.Ask:
+				r.errorf(p.v.Line, field+".timeout", "applies to action: ask only (how long the client has to answer); remove it, or make the rule ask")
+				ok = false
+			case d <= 0 || d > policy.MaxAskTimeout:
+				r.errorf(p.v.Line, field+".timeout", "must be more than 0 and at most %s (the longest a client's answer is waited for)", policy.MaxAskTimeout)
+				ok = false
+			default:
+				rule.Timeout = d
+			}
 		}
 		if when != "" {
 			if _, errs := policy.Compile([]policy.Rule{{Name: rule.Name, When: when, Line: whenLine}}); len(errs) > 0 {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,14 +18,18 @@ policy:
     action: deny
     message: open a ticket
   - {name: ask-writes, when: 'original.startsWith("write")', action: ask}
+  - {name: ask-slowly, when: 'tool == "deploy"', action: ask, timeout: 5m}
 `+accessServers, nil)
 	require.NotNil(t, ws, render(problems))
 	assert.Empty(t, problems, render(problems))
-	require.Equal(t, 2, ws.Policy.Len())
+	require.Equal(t, 3, ws.Policy.Len())
 	assert.Equal(t, []policy.Rule{
 		{Name: "no-prod", When: `tool == "db_delete" && args.env == "prod"`, Action: policy.Deny, Message: "open a ticket", Line: 3},
 		{Name: "ask-writes", When: `original.startsWith("write")`, Action: policy.Ask, Line: 7},
+		{Name: "ask-slowly", When: `tool == "deploy"`, Action: policy.Ask, Timeout: 5 * time.Minute, Line: 8},
 	}, ws.PolicyRules)
+	assert.Equal(t, policy.DefaultAskTimeout, ws.Policy.Decide(policy.Call{Original: "write_file"}).Timeout, "an ask rule without a timeout")
+	assert.Equal(t, 5*time.Minute, ws.Policy.Decide(policy.Call{Tool: "deploy"}).Timeout)
 }
 
 // TestPolicyProblems: a rule that does not compile, or is not whole, voids
@@ -44,6 +49,10 @@ func TestPolicyProblems(t *testing.T) {
 		{"no when", "policy:\n  - {name: r, action: deny}\n", "policy[0].when", 3, "required"},
 		{"same name twice", "policy:\n  - {name: r, when: 'true', action: deny}\n  - {name: r, when: 'false', action: deny}\n", "policy[1].name", 4, "also named at line 3"},
 		{"not a list", "policy: {name: r}\n", "policy", 2, "must be a list"},
+		{"timeout on a deny rule", "policy:\n  - {name: r, when: 'true', action: deny, timeout: 1m}\n", "policy.r.timeout", 3, "action: ask only"},
+		{"timeout too long", "policy:\n  - {name: r, when: 'true', action: ask, timeout: 1h}\n", "policy.r.timeout", 3, "at most 10m0s"},
+		{"timeout zero", "policy:\n  - {name: r, when: 'true', action: ask, timeout: 0s}\n", "policy.r.timeout", 3, "more than 0"},
+		{"timeout not a duration", "policy:\n  - {name: r, when: 'true', action: ask, timeout: soon}\n", "policy.r.timeout", 3, "not a valid duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, problems := loadYAML(t, "version: 1\n"+tc.yaml+accessServers, nil)

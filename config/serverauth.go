@@ -34,7 +34,25 @@ type ServerAuth struct {
 	ClientIDURL string
 	// ClientName is the top-level oauth.client_name; "" for DefaultClientName.
 	ClientName string
+	// Service is the credential of the requests no caller made (the
+	// server's initialize, the lists the aggregator keeps, pings, the GET
+	// stream): "" sends none, ServiceClientCredentials a token the
+	// aggregator gets for itself (token_exchange), ServiceLogin the
+	// aggregator's own login (oauth with per_user).
+	Service string
 }
+
+// The values of auth.service.
+const (
+	// ServiceClientCredentials (token_exchange): the aggregator's own
+	// token, by the client credentials grant (RFC 6749 §4.4) of its client
+	// at the issuer, for the same audience and scopes as the exchange.
+	ServiceClientCredentials = "client_credentials"
+	// ServiceLogin (oauth with per_user): the aggregator's own login at the
+	// server, made with `mcp-aggregator login SERVER` and kept as a shared
+	// server's is.
+	ServiceLogin = "login"
+)
 
 // ServerAuthType names how a remote server is authorized.
 type ServerAuthType string
@@ -52,7 +70,7 @@ const (
 )
 
 // authKeys are the keys of a server's auth mapping.
-var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user", "client_id_url"}
+var authKeys = []string{"type", "client_id", "client_secret", "scopes", "audience", "token_endpoint", "per_user", "client_id_url", "service"}
 
 // auth reads the server's auth mapping. Its checks against the transport
 // and headers wait for checkAuth, once the transport is settled.
@@ -61,7 +79,7 @@ func (s *serverReader) auth() {
 	if !ok || isNull(deref(p.v)) {
 		return
 	}
-	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint, client_id_url") {
+	if !s.mapping(p.v, "auth", "type: oauth or token_exchange, and optionally client_id, client_secret, scopes, audience, token_endpoint, client_id_url, per_user, service") {
 		return
 	}
 	f := s.fields(deref(p.v), "auth.", authKeys...)
@@ -86,6 +104,19 @@ func (s *serverReader) auth() {
 			s.errorf(p.k.Line, "auth.per_user", "applies to type: oauth only; remove it")
 		} else {
 			a.PerUser, _ = s.boolean(p.v, "auth.per_user")
+		}
+	}
+	if p, ok := f["service"]; ok {
+		switch t, ok := s.text(p.v, "auth.service"); {
+		case !ok:
+		case a.Type == ServerAuthTokenExchange && t.s == ServiceClientCredentials, a.Type == ServerAuthOAuth && a.PerUser && t.s == ServiceLogin:
+			a.Service = t.s
+		case a.Type == ServerAuthTokenExchange:
+			s.errorf(p.v.Line, "auth.service", "%s is not supported with token_exchange; use client_credentials (the aggregator's own token for the requests no caller made)", t.quoted())
+		case a.PerUser:
+			s.errorf(p.v.Line, "auth.service", "%s is not supported with per_user; use login (the aggregator's own login, made with mcp-aggregator login, for the requests no caller made)", t.quoted())
+		default:
+			s.errorf(p.k.Line, "auth.service", "applies to type: token_exchange or to per_user logins only; a shared login serves every request already: remove it")
 		}
 	}
 	if c, ok := f["client_id"]; ok {

@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -18,7 +19,23 @@ type UserLogins struct {
 	// Callback is the gateway's own URL the authorization servers redirect
 	// the browser to; its path is served by the gateway.
 	Callback string
+	// MaxUnused removes a stored login no call used for this long
+	// (DefaultMaxUnused when not set; 0 keeps them).
+	MaxUnused time.Duration
+	// MaxLogins bounds the logins stored (DefaultMaxLogins when not set;
+	// 0: no bound); a new login over it is refused.
+	MaxLogins int
 }
+
+// Defaults of http.auth.user_logins.
+const (
+	DefaultMaxUnused = 90 * 24 * time.Hour
+	DefaultMaxLogins = 10000
+)
+
+// LogoutPath is where a caller of the gateway ends their own per-user
+// logins (POST, with the credentials of /mcp).
+const LogoutPath = "/oauth/logout"
 
 // LoginCallbackPath is the path of the gateway's callback when
 // user_logins.callback is not set: on the origin of http.auth.oauth's
@@ -28,12 +45,22 @@ const LoginCallbackPath = "/oauth/callback"
 // readUserLogins reads http.auth.user_logins.
 func readUserLogins(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node, o *OAuth) *UserLogins {
 	const field = "http.auth.user_logins"
-	if !r.mapping(n, field, "key: {env: VAR} or key_file: PATH, and callback: URL") || isNull(n) {
+	if !r.mapping(n, field, "key: {env: VAR} or key_file: PATH, and callback: URL, max_unused, max_logins") || isNull(n) {
 		return nil
 	}
-	u := &UserLogins{}
+	u := &UserLogins{MaxUnused: DefaultMaxUnused, MaxLogins: DefaultMaxLogins}
 	line := deref(n).Line
-	f := r.fields(n, field+".", "key", "key_file", "callback")
+	f := r.fields(n, field+".", "key", "key_file", "callback", "max_unused", "max_logins")
+	if p, ok := f["max_unused"]; ok {
+		if d, ok := r.duration(p.v, field+".max_unused"); ok {
+			u.MaxUnused = d
+		}
+	}
+	if p, ok := f["max_logins"]; ok {
+		if n, ok := r.count(p.v, field+".max_logins"); ok {
+			u.MaxLogins = n
+		}
+	}
 	if p, ok := f["key"]; ok {
 		if v := deref(p.v); v.Kind != yaml.MappingNode {
 			r.errorf(p.v.Line, field+".key", "must be {env: VAR}: a key is kept out of the config file")

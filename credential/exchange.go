@@ -22,6 +22,8 @@ import (
 const (
 	grantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 	tokenTypeAccess    = "urn:ietf:params:oauth:token-type:access_token"
+	// grantClientCredentials is RFC 6749 §4.4: the aggregator's own token.
+	grantClientCredentials = "client_credentials"
 )
 
 // Bounds of a token exchange.
@@ -64,6 +66,10 @@ type ExchangeOptions struct {
 	// Scrub, when set, is given each exchanged token and its expiry, so
 	// that an upstream echoing it in an error does not put it in a log.
 	Scrub func(token string, until time.Time)
+	// Service, when set, has ServiceToken get the aggregator's own token
+	// (the client credentials grant of ClientID, for Audience and Scopes)
+	// for the requests no caller made; when false, those go without one.
+	Service bool
 	// Exchanged, when set, hears each exchange made, not a token served
 	// from the cache: whose it was, how long it took, and its error or nil
 	// (which never holds a token). The audit log's hook.
@@ -123,6 +129,28 @@ func (e *Exchanger) Token(ctx context.Context, c identity.Caller) (identity.Secr
 	if c.Token.IsZero() {
 		return identity.Secret{}, errors.New("the caller has no OAuth access token to exchange; authenticate to the gateway with http.auth.oauth")
 	}
+	return e.token(ctx, c)
+}
+
+// Serves reports whether the Exchanger gets a token of the aggregator's own
+// (ExchangeOptions.Service) for the requests no caller made.
+func (e *Exchanger) Serves() bool { return e.opts.Service }
+
+// ServiceToken returns the aggregator's own token for the upstream, for a
+// request no caller made: the one kept, or a new one by the client
+// credentials grant, kept, renewed and retried after a failure as the
+// callers' tokens are. Its error never holds a token.
+func (e *Exchanger) ServiceToken(ctx context.Context) (identity.Secret, error) {
+	if !e.opts.Service {
+		return identity.Secret{}, errors.New("no service credential is configured (auth.service)")
+	}
+	return e.token(ctx, identity.Caller{})
+}
+
+// token is the token of c, or with the zero Caller the aggregator's own,
+// kept under c's principal (the zero Principal for the aggregator's own,
+// which no caller has).
+func (e *Exchanger) token(ctx context.Context, c identity.Caller) (identity.Secret, error) {
 	key := c.Principal
 	for {
 		e.mu.Lock()
@@ -155,7 +183,7 @@ func (e *Exchanger) Token(ctx context.Context, c identity.Caller) (identity.Secr
 
 		start := time.Now()
 		tok, life, err := e.exchange(ctx, c)
-		if e.opts.Exchanged != nil {
+		if e.opts.Exchanged != nil && !key.IsZero() {
 			e.opts.Exchanged(c, time.Since(start), err)
 		}
 
@@ -178,8 +206,13 @@ func (e *Exchanger) Token(ctx context.Context, c identity.Caller) (identity.Secr
 			x.failures++
 			wait := min(firstRetry<<min(x.failures-1, 20), maxRetry)
 			x.err, x.retryAt = err, now.Add(wait)
-			e.opts.Logger.Warn("could not exchange a caller's token for the server's; trying again later", "server", e.opts.Server,
-				"principal", c.Principal, "err", err, "retry_in", wait)
+			if key.IsZero() {
+				e.opts.Logger.Warn("could not get the aggregator's own token for the server's requests no caller made; trying again later",
+					"server", e.opts.Server, "err", err, "retry_in", wait)
+			} else {
+				e.opts.Logger.Warn("could not exchange a caller's token for the server's; trying again later", "server", e.opts.Server,
+					"principal", c.Principal, "err", err, "retry_in", wait)
+			}
 		}
 		close(x.running)
 		x.running = nil
@@ -249,7 +282,9 @@ type tokenAnswer struct {
 }
 
 // exchange makes one exchange, bounded by its own timeout: a caller that
-// gives up does not fail the exchange the others wait for.
+// gives up does not fail the exchange the others wait for. For the zero
+// Caller it asks for the aggregator's own token instead (client
+// credentials), and its errors say so.
 func (e *Exchanger) exchange(ctx context.Context, c identity.Caller) (identity.Secret, time.Duration, error) {
 	e.exchanges.Add(1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
@@ -264,6 +299,14 @@ func (e *Exchanger) exchange(ctx context.Context, c identity.Caller) (identity.S
 		"subject_token_type":   {tokenTypeAccess},
 		"requested_token_type": {tokenTypeAccess},
 	}
+	what := "token exchange"
+	if c.Principal.IsZero() {
+		what = "client credentials grant"
+		form = url.Values{"grant_type": {grantClientCredentials}}
+		if u, err := url.Parse(e.opts.Audience); err == nil && u.IsAbs() && u.Fragment == "" {
+			form.Set("resource", e.opts.Audience) // RFC 8707
+		}
+	}
 	if e.opts.Audience != "" {
 		form.Set("audience", e.opts.Audience)
 	}
@@ -275,7 +318,7 @@ func (e *Exchanger) exchange(ctx context.Context, c identity.Caller) (identity.S
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange: %w", err)
+		return identity.Secret{}, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -285,33 +328,33 @@ func (e *Exchanger) exchange(ctx context.Context, c identity.Caller) (identity.S
 	}
 	resp, err := e.opts.HTTPClient.Do(req)
 	if err != nil {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: %w", endpoint, unwrapURLError(err))
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: %w", what, endpoint, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxExchangeBody+1))
 	if err != nil {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: reading the answer: %w", endpoint, err)
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: reading the answer: %w", what, endpoint, err)
 	}
 	if len(body) > maxExchangeBody {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the answer is over %d bytes", endpoint, maxExchangeBody)
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: the answer is over %d bytes", what, endpoint, maxExchangeBody)
 	}
 	var a tokenAnswer
 	decodeErr := json.Unmarshal(body, &a)
 	if resp.StatusCode != http.StatusOK {
 		if decodeErr == nil && a.Error != "" {
-			return identity.Secret{}, 0, fmt.Errorf("token exchange at %s refused (HTTP %d): %s%s", endpoint, resp.StatusCode,
+			return identity.Secret{}, 0, fmt.Errorf("%s at %s refused (HTTP %d): %s%s", what, endpoint, resp.StatusCode,
 				printable(a.Error, 64), describeError(a.ErrorDescription, c.Token.Reveal(), e.opts.ClientSecret.Reveal()))
 		}
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s failed: HTTP %d", endpoint, resp.StatusCode)
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s failed: HTTP %d", what, endpoint, resp.StatusCode)
 	}
 	if decodeErr != nil || a.AccessToken == "" {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the answer holds no access_token", endpoint)
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: the answer holds no access_token", what, endpoint)
 	}
 	if !strings.EqualFold(a.TokenType, "Bearer") {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: the token is of type %q, not Bearer", endpoint, printable(a.TokenType, 32))
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: the token is of type %q, not Bearer", what, endpoint, printable(a.TokenType, 32))
 	}
 	if a.IssuedTokenType != "" && a.IssuedTokenType != tokenTypeAccess {
-		return identity.Secret{}, 0, fmt.Errorf("token exchange at %s: issued a %q, not an access token", endpoint, printable(a.IssuedTokenType, 80))
+		return identity.Secret{}, 0, fmt.Errorf("%s at %s: issued a %q, not an access token", what, endpoint, printable(a.IssuedTokenType, 80))
 	}
 	life := defaultTokenLife
 	if n, err := a.ExpiresIn.Int64(); err == nil && n > 0 {

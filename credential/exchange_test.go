@@ -219,3 +219,67 @@ func TestExchangeTransport(t *testing.T) {
 	assert.Equal(t, http.StatusOK, send(context.Background()))
 	assert.Empty(t, <-seen, "no caller: no token, not even the one the request had")
 }
+
+// TestExchangeServiceToken: with Service, a request no caller made carries
+// the aggregator's own token (client credentials, for the audience), kept
+// apart from every caller's, and asked for again after a 401.
+func TestExchangeServiceToken(t *testing.T) {
+	var forms []url.Values
+	var mu sync.Mutex
+	te := newTokenEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		forms = append(forms, r.PostForm)
+		n := len(forms)
+		mu.Unlock()
+		if r.Form.Get("grant_type") == grantClientCredentials {
+			id, secret, _ := r.BasicAuth()
+			_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "svc-" + id + "-" + secret + "-" + r.Form.Get("audience") + "-" + string(rune('0'+n)),
+				"token_type": "Bearer", "expires_in": 600})
+			return
+		}
+		grant(w, r)
+	})
+	seen := make(chan string, 8)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Authorization")
+		if r.Header.Get("X-Refuse") != "" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer up.Close()
+	ex := NewExchanger(ExchangeOptions{Issuer: te.srv.URL, ClientID: "gw", ClientSecret: identity.NewSecret("s3"),
+		Audience: "https://crm.example.com", Service: true})
+	client := &http.Client{Transport: ExchangeTransport(http.DefaultTransport, originOf(t, up.URL), ex)}
+	send := func(ctx context.Context, refuse bool) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.URL, strings.NewReader("{}"))
+		require.NoError(t, err)
+		if refuse {
+			req.Header.Set("X-Refuse", "1")
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, send(context.Background(), false))
+	assert.Equal(t, "Bearer svc-gw-s3-https://crm.example.com-1", <-seen, "no caller: the aggregator's own token")
+	assert.Equal(t, http.StatusOK, send(context.Background(), false))
+	assert.Equal(t, "Bearer svc-gw-s3-https://crm.example.com-1", <-seen, "kept")
+	alice := identity.WithCaller(context.Background(), caller("alice", "alice-tok"))
+	assert.Equal(t, http.StatusOK, send(alice, false))
+	assert.Equal(t, "Bearer up-alice-tok-https://crm.example.com", <-seen, "a caller's request carries the caller's own token")
+	assert.Equal(t, http.StatusUnauthorized, send(context.Background(), true))
+	<-seen
+	assert.Equal(t, http.StatusOK, send(context.Background(), false))
+	assert.Equal(t, "Bearer svc-gw-s3-https://crm.example.com-3", <-seen, "a refused token is asked for again")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, forms, 3)
+	assert.Equal(t, url.Values{"grant_type": {"client_credentials"}, "audience": {"https://crm.example.com"},
+		"resource": {"https://crm.example.com"}}, forms[0], "no subject token, no client secret in the form")
+
+	plain := NewExchanger(ExchangeOptions{Issuer: te.srv.URL, ClientID: "gw"})
+	_, err := plain.ServiceToken(context.Background())
+	assert.ErrorContains(t, err, "auth.service")
+}

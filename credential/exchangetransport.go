@@ -10,9 +10,10 @@ import (
 // ExchangeTransport returns a transport that sends each request to origin
 // with the bearer token ex gives the request's Caller, in place of any
 // Authorization the request had. A request no caller made (the server's
-// initialize, the lists the aggregator keeps, the GET stream) goes
-// without one. A 401 makes ex forget the token it gave, so that the next
-// call exchanges again. Requests to another origin get no token.
+// initialize, the lists the aggregator keeps, pings, the GET stream)
+// carries the aggregator's own token when ex serves one (auth.service),
+// else none. A 401 makes ex forget the token it gave, so that the next
+// request gets another. Requests to another origin get no token.
 func ExchangeTransport(next http.RoundTripper, origin string, ex *Exchanger) http.RoundTripper {
 	return &exchangeTransport{next: next, origin: origin, ex: ex}
 }
@@ -28,10 +29,16 @@ func (t *exchangeTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	out := req.Clone(req.Context())
 	out.Header.Del("Authorization")
 	caller := identity.CallerOf(req.Context())
-	if sameorigin.Origin(req.URL) != t.origin || caller.Principal.IsZero() {
+	if sameorigin.Origin(req.URL) != t.origin || (caller.Principal.IsZero() && !t.ex.Serves()) {
 		return t.next.RoundTrip(out)
 	}
-	tok, err := t.ex.Token(req.Context(), caller)
+	var tok identity.Secret
+	var err error
+	if caller.Principal.IsZero() {
+		tok, err = t.ex.ServiceToken(req.Context())
+	} else {
+		tok, err = t.ex.Token(req.Context(), caller)
+	}
 	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()

@@ -1,11 +1,9 @@
 package credential
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,16 +12,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 )
 
 // Bounds of the vault.
 const (
-	vaultKeySize  = 32      // AES-256
 	maxVaultEntry = 1 << 20 // an entry's file, sealed
 	maxKeyFile    = 4096    // a key file's size
 )
+
+// sealedSuffix ends the name of every entry's file.
+const sealedSuffix = ".sealed"
 
 // ErrNotStored is the error of Vault.Get for an entry that is not there.
 var ErrNotStored = errors.New("no credentials stored")
@@ -57,19 +60,25 @@ func (e VaultEntry) id() string {
 type Vault struct {
 	dir  string
 	aead cipher.AEAD
+	max  int        // entries kept at most; 0: no bound
+	mu   sync.Mutex // makes the count and the write of a new entry one step
 }
+
+// ErrVaultFull is the error of Vault.Put for a new entry while the vault
+// holds as many as it may.
+var ErrVaultFull = errors.New("the store of per-user logins is full")
+
+// SetMax bounds the entries the vault keeps: Put refuses a new one
+// (ErrVaultFull) once it holds max; 0 takes the bound away.
+func (v *Vault) SetMax(max int) { v.max = max }
 
 // NewVault returns the vault in dir (made, mode 0700, when missing)
 // sealed with key, 32 bytes.
 func NewVault(dir string, key []byte) (*Vault, error) {
-	if len(key) != vaultKeySize {
-		return nil, fmt.Errorf("the vault key must be %d bytes (AES-256), not %d", vaultKeySize, len(key))
+	if len(key) != sealed.KeySize {
+		return nil, fmt.Errorf("the vault key must be %d bytes (AES-256), not %d", sealed.KeySize, len(key))
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := sealed.NewAEAD(key)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +90,23 @@ func NewVault(dir string, key []byte) (*Vault, error) {
 
 func (v *Vault) path(e VaultEntry) string {
 	sum := sha256.Sum256([]byte(e.id()))
-	return filepath.Join(v.dir, hex.EncodeToString(sum[:])+".sealed")
+	return filepath.Join(v.dir, hex.EncodeToString(sum[:])+sealedSuffix)
 }
 
-// Put stores data as e's credentials, replacing what was there.
+// Put stores data as e's credentials, replacing what was there; a new
+// entry over the bound (SetMax) is refused with ErrVaultFull.
 func (v *Vault) Put(e VaultEntry, data []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.max > 0 {
+		if _, err := os.Stat(v.path(e)); errors.Is(err, fs.ErrNotExist) {
+			if n, err := v.count(); err != nil {
+				return err
+			} else if n >= v.max {
+				return fmt.Errorf("%w (%d logins, http.auth.user_logins.max_logins); raise max_logins, or lower max_unused so that unused logins are removed sooner", ErrVaultFull, n)
+			}
+		}
+	}
 	nonce := make([]byte, v.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return err
@@ -140,6 +161,61 @@ func (v *Vault) Get(e VaultEntry) ([]byte, error) {
 	return data, nil
 }
 
+// count is the number of entries stored.
+func (v *Vault) count() (int, error) {
+	entries, err := os.ReadDir(v.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range entries {
+		if strings.HasSuffix(d.Name(), sealedSuffix) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Len is the number of entries stored.
+func (v *Vault) Len() (int, error) { return v.count() }
+
+// Touch notes that e's credentials were used now: Sweep keeps an entry by
+// the last time it was written or touched. None stored is no error.
+func (v *Vault) Touch(e VaultEntry) error {
+	now := time.Now()
+	err := os.Chtimes(v.path(e), now, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Sweep removes the entries neither written nor touched since before, and
+// reports how many it removed. A file whose name the vault does not give
+// its entries is left alone.
+func (v *Vault) Sweep(before time.Time) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	entries, err := os.ReadDir(v.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range entries {
+		if !strings.HasSuffix(d.Name(), sealedSuffix) || !d.Type().IsRegular() {
+			continue
+		}
+		info, err := d.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(v.dir, d.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Delete removes e's credentials; none stored is no error.
 func (v *Vault) Delete(e VaultEntry) error {
 	err := os.Remove(v.path(e))
@@ -149,18 +225,15 @@ func (v *Vault) Delete(e VaultEntry) error {
 	return err
 }
 
-// ParseKey reads a vault key as an operator writes it: 64 hex digits, or
-// the standard base64 of 32 bytes; surrounding space is ignored. The error
-// never quotes the text.
+// ParseKey reads a vault key as an operator writes it (sealed.DecodeKey):
+// 64 hex digits, or the base64 of 32 bytes; surrounding space is ignored.
+// The error never quotes the text.
 func ParseKey(text string) ([]byte, error) {
-	text = strings.TrimSpace(text)
-	if b, err := hex.DecodeString(text); err == nil && len(b) == vaultKeySize {
-		return b, nil
+	key, err := sealed.DecodeKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("the vault key: %v; it must be 32 random bytes written as 64 hex digits or in base64 (e.g. `openssl rand -base64 32`)", err)
 	}
-	if b, err := base64.StdEncoding.DecodeString(text); err == nil && len(b) == vaultKeySize {
-		return b, nil
-	}
-	return nil, errors.New("the vault key must be 32 random bytes written as 64 hex digits or in base64 (e.g. `openssl rand -base64 32`)")
+	return key, nil
 }
 
 // ReadKeyFile reads a vault key from path (ParseKey's forms), refusing a

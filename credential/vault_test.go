@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,4 +92,46 @@ func TestVaultKeys(t *testing.T) {
 	got, err := ReadKeyFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, key, got)
+}
+
+// TestVaultBoundAndSweep: a new entry over SetMax is refused with a clear
+// error while replacing one is not; Sweep removes the entries neither
+// written nor touched since the time given.
+func TestVaultBoundAndSweep(t *testing.T) {
+	dir := t.TempDir()
+	v, err := NewVault(dir, newKey(t))
+	require.NoError(t, err)
+	v.SetMax(2)
+	entry := func(sub string) VaultEntry {
+		return VaultEntry{Server: "linear", Principal: identity.Subject("https://id.example.com", sub)}
+	}
+	require.NoError(t, v.Put(entry("alice"), []byte("a")))
+	require.NoError(t, v.Put(entry("bob"), []byte("b")))
+	err = v.Put(entry("carol"), []byte("c"))
+	require.ErrorIs(t, err, ErrVaultFull)
+	assert.ErrorContains(t, err, "max_logins")
+	require.NoError(t, v.Put(entry("alice"), []byte("a2")), "replacing an entry is not a new one")
+	n, err := v.Len()
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	// bob's file is old; alice's is touched now.
+	old := time.Now().Add(-48 * time.Hour)
+	for _, e := range []VaultEntry{entry("alice"), entry("bob")} {
+		require.NoError(t, os.Chtimes(v.path(e), old, old))
+	}
+	require.NoError(t, v.Touch(entry("alice")))
+	require.NoError(t, v.Touch(entry("nobody")), "touching nothing stored is no error")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600))
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "notes.txt"), old, old))
+	swept, err := v.Sweep(time.Now().Add(-24 * time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 1, swept)
+	_, err = v.Get(entry("bob"))
+	assert.ErrorIs(t, err, ErrNotStored, "bob's unused entry went")
+	got, err := v.Get(entry("alice"))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("a2"), got)
+	assert.FileExists(t, filepath.Join(dir, "notes.txt"), "a file of no entry's name is left alone")
+	require.NoError(t, v.Put(entry("carol"), []byte("c")), "room again")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"runtime/debug"
@@ -278,12 +279,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter
 	if p.acceptSSE {
-		w = &streamWriter{rs: rs, out: out, handled: make(chan struct{}), exited: make(chan struct{}),
-			heartbeat: t.opts.Heartbeat, fail: func(err error) {
-				out.close()
-				cancel(errWriteFailed)
-				t.log.Debug("a response could not be written", "method", clip(req.Msg.Method), "err", err)
-			}}
+		w = &streamWriter{rs: rs, out: out, heartbeat: t.opts.Heartbeat, cancel: cancel, log: t.log, method: req.Msg.Method}
 		out.started = w.start
 		req.Send = out.offer
 		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
@@ -323,22 +319,36 @@ type streamWriter struct {
 	rs        *responseStream
 	out       *outbox
 	heartbeat time.Duration
-	fail      func(error) // a write failed
+	// cancel ends the request when a write failed; log and method say so.
+	cancel context.CancelCauseFunc
+	log    *slog.Logger
+	method string
 
-	once    sync.Once
-	ended   sync.Once     // handled is closed
-	ran     atomic.Bool   // the goroutine was started
-	handled chan struct{} // closed when Handle returned
-	exited  chan struct{} // closed when the goroutine is done writing
-	failed  bool          // a write failed; read after exited
+	once  sync.Once
+	ended sync.Once   // handled is closed
+	ran   atomic.Bool // the goroutine was started
+	// handled is closed when Handle returned, exited when the goroutine is
+	// done writing; both are made when it starts (most requests write
+	// their response alone and never start it).
+	handled chan struct{}
+	exited  chan struct{}
+	failed  bool // a write failed; read after exited
 }
 
 // start starts the writer once; beat says a heartbeat is due now.
 func (w *streamWriter) start(beat bool) {
 	w.once.Do(func() {
+		w.handled, w.exited = make(chan struct{}), make(chan struct{})
 		w.ran.Store(true)
 		go w.run(beat)
 	})
+}
+
+// fail ends the request whose response could not be written.
+func (w *streamWriter) fail(err error) {
+	w.out.close()
+	w.cancel(errWriteFailed)
+	w.log.Debug("a response could not be written", "method", clip(w.method), "err", err)
 }
 
 func (w *streamWriter) run(beat bool) {
@@ -379,10 +389,10 @@ func (w *streamWriter) run(beat bool) {
 // reports again.
 func (w *streamWriter) finish() bool {
 	w.once.Do(func() {}) // nothing starts the writer from now on
-	w.ended.Do(func() { close(w.handled) })
 	if !w.ran.Load() {
 		return true
 	}
+	w.ended.Do(func() { close(w.handled) })
 	<-w.exited
 	return !w.failed
 }
@@ -395,26 +405,28 @@ func (w *streamWriter) finish() bool {
 // SSE there, on the GET stream; never on both. The answer comes as a POST
 // of its own, matched by id in the session.
 func (t *HTTP) ask(life context.Context, p *post, s *httpSession, out *outbox) func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
-	send := s.Notify
-	switch {
-	case p.toBatch != nil:
-		send = p.toBatch
-	case p.acceptSSE:
-		send = out.offer
-	}
-	// A notice for a request given up on follows it on its stream, or, once
-	// that stream ended (the response is written), goes on the GET stream.
-	cancelled := func(m *jsonrpc.Message) {
+	// One function made per request, whether or not the request asks the
+	// client anything; where its messages go is worked out when it does.
+	return func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		send := s.Notify
 		switch {
 		case p.toBatch != nil:
-			if !p.toBatch(m) {
+			send = p.toBatch
+		case p.acceptSSE:
+			send = out.offer
+		}
+		// A notice for a request given up on follows it on its stream, or, once
+		// that stream ended (the response is written), goes on the GET stream.
+		cancelled := func(m *jsonrpc.Message) {
+			switch {
+			case p.toBatch != nil:
+				if !p.toBatch(m) {
+					s.Notify(m)
+				}
+			case !p.acceptSSE || !out.offer(m):
 				s.Notify(m)
 			}
-		case !p.acceptSSE || !out.offer(m):
-			s.Notify(m)
 		}
-	}
-	return func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
 		ctx, stop := within(ctx, life)
 		defer stop()
 		return s.asks.call(ctx, method, params, send, cancelled)

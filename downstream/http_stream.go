@@ -130,6 +130,9 @@ type responseStream struct {
 	timeout time.Duration
 	started bool // the status line and headers went out
 	sse     bool // ... as text/event-stream
+	// bounded: the whole response was written (raw), and the deadline of
+	// that write stays in place for what the server still writes (finish).
+	bounded bool
 }
 
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
@@ -196,12 +199,18 @@ func (rs *responseStream) raw(status int, body []byte) error {
 	h := rs.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	rs.started = true
-	return rs.write(func() error {
-		rs.w.WriteHeader(status)
-		_, err := rs.w.Write(body)
-		return err
-	})
+	rs.started, rs.bounded = true, true
+	// Nothing follows: the deadline of this write also bounds what the
+	// server writes after the handler returns (finish), so it is set once
+	// and not cleared (the next request on the connection clears it,
+	// newResponseStream).
+	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	rs.w.WriteHeader(status)
+	_, err := rs.w.Write(body)
+	if err == nil {
+		err = rs.rc.Flush()
+	}
+	return err
 }
 
 // status writes a body-less response.
@@ -227,7 +236,9 @@ func (rs *responseStream) write(f func() error) error {
 // finish bounds what the server still writes after the handler returns
 // (the end of a chunked body).
 func (rs *responseStream) finish() {
-	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	if !rs.bounded {
+		_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	}
 }
 
 // appendEvent appends m as an SSE "message" event. A line break in the

@@ -24,6 +24,9 @@ type Gateway struct {
 	// LoginCallback is where the browser comes back from the per-user
 	// logins the gateway offers (config.LoginCallbackPath); nil: none.
 	LoginCallback http.Handler
+	// Logout ends the caller's own per-user logins (config.LogoutPath),
+	// behind the credentials /mcp takes; nil: not served.
+	Logout http.Handler
 	// ClientMetadata serves the aggregator's client ID metadata documents,
 	// each at its own path, and answers 404 to every other path the mux
 	// does not route; nil: none served.
@@ -55,10 +58,25 @@ func (g *Gateway) Handler() http.Handler {
 	// web pages as well.
 	mux.Handle(auth.WellKnownPath, g.Access.metadata())
 	mux.Handle(auth.WellKnownPath+"/mcp", g.Access.metadata())
+	// Each view's document (RFC 9728 §3.1, /mcp/<view> the resource's
+	// path). Served for any name a view may have, configured or not, so
+	// that it tells no one which views exist; the resource it names is the
+	// gateway's, whose tokens serve every view.
+	mux.Handle(auth.WellKnownPath+"/mcp/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !auth.ViewName(strings.TrimPrefix(r.URL.Path, auth.WellKnownPath+"/mcp/")) {
+			http.NotFound(w, r)
+			return
+		}
+		g.Access.metadata().ServeHTTP(w, r)
+	}))
 	if g.LoginCallback != nil {
 		// A browser coming back from an authorization server has no
 		// credentials of ours: the login's state is what it must match.
 		mux.Handle(config.LoginCallbackPath, g.LoginCallback)
+	}
+	if g.Logout != nil {
+		// Whose logins end is who the credentials name, as on /mcp.
+		mux.Handle(config.LogoutPath, g.guard(g.protect(g.Logout)))
 	}
 	if g.ClientMetadata != nil {
 		// An authorization server fetches these without credentials, from

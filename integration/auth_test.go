@@ -298,7 +298,8 @@ servers:
 	metadataURL := "https://gateway.example.com/.well-known/oauth-protected-resource"
 
 	t.Run("metadata document", func(t *testing.T) {
-		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+			"/.well-known/oauth-protected-resource/mcp/readonly"} {
 			resp, err := http.Get(base + path)
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
@@ -313,6 +314,16 @@ servers:
 		resp, body := rawPost(t, a.url, initializeMsg(), nil)
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s", body)
 		assert.Equal(t, `Bearer resource_metadata="`+metadataURL+`", scope="mcp"`, resp.Header.Get("WWW-Authenticate"))
+	})
+	t.Run("a view's metadata", func(t *testing.T) {
+		resp, body := rawPost(t, a.url+"/readonly", initializeMsg(), nil)
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s", body)
+		assert.Equal(t, `Bearer resource_metadata="`+metadataURL+`/mcp/readonly", scope="mcp"`, resp.Header.Get("WWW-Authenticate"),
+			"a view's challenge names the view's document")
+		resp, err := http.Get(base + "/.well-known/oauth-protected-resource/mcp/a/b")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "no view has that name")
 	})
 	refusals := []struct {
 		name      string

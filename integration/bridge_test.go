@@ -46,6 +46,12 @@ type inputClientOutput struct {
 // or "2") against url with input, and returns its output.
 func runInputClient(t *testing.T, sdk, url string, input map[string]any) inputClientOutput {
 	t.Helper()
+	return runInputClientAs(t, sdk, url, "", input)
+}
+
+// runInputClientAs is runInputClient as the client holding token ("": none).
+func runInputClientAs(t *testing.T, sdk, url, token string, input map[string]any) inputClientOutput {
+	t.Helper()
 	if sdk == "2" {
 		nodeEntry(t, sdk2Entry)
 	} else {
@@ -53,7 +59,11 @@ func runInputClient(t *testing.T, sdk, url string, input map[string]any) inputCl
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "inputclient.mjs"), "--sdk", sdk, "--http", url)
+	args := []string{filepath.Join(nodeDir, "inputclient.mjs"), "--sdk", sdk, "--http", url}
+	if token != "" {
+		args = append(args, "--token", token)
+	}
+	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = bytes.NewReader(mustJSON(t, input))
 	var stdout, stderr bytes.Buffer
@@ -351,9 +361,16 @@ servers:
 // and lease key, and returns the JSON-RPC response.
 func bridgePost(t *testing.T, url, method, name, lease string, params map[string]any) map[string]any {
 	t.Helper()
+	return bridgePostAs(t, url, "", map[string]any{"elicitation": map[string]any{}}, method, name, lease, params)
+}
+
+// bridgePostAs is bridgePost as the client holding token ("": none),
+// declaring caps.
+func bridgePostAs(t *testing.T, url, token string, caps map[string]any, method, name, lease string, params map[string]any) map[string]any {
+	t.Helper()
 	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    modernVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "bridge-test", "version": "1.0.0"},
 	}
 	if lease != "" {
@@ -370,6 +387,9 @@ func bridgePost(t *testing.T, url, method, name, lease string, params map[string
 	req.Header.Set("MCP-Protocol-Version", modernVersion)
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("Mcp-Name", name)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -470,8 +490,8 @@ func TestBridgeRequestStateRefused(t *testing.T) {
 }
 
 // TestBridgeAbandonedRetryReleasesUpstream: when the retry never comes, the held
-// upstream call is cancelled upstream at the call's timeout, and the state is
-// refused afterwards.
+// upstream call is cancelled upstream at the call's timeout; the retry that comes
+// later is told how the call ended, and the state is refused afterwards.
 func TestBridgeAbandonedRetryReleasesUpstream(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, askServerConfig(t, "    request_timeout: 2s\n"))
@@ -486,6 +506,12 @@ func TestBridgeAbandonedRetryReleasesUpstream(t *testing.T) {
 	require.True(t, ok, "the upstream never saw its call cancelled; log:\n%s", a.log)
 	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "not before the call's timeout")
 	resp := bridgePost(t, a.url, "tools/call", "elicit_name", "conv-x", map[string]any{"name": "elicit_name", "arguments": map[string]any{},
+		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "late"})}})
+	// The late retry is told how the call ended, once.
+	e, ok := resp["error"].(map[string]any)
+	require.True(t, ok, "%v", resp)
+	assert.Contains(t, e["message"], "no result within 2s set by request_timeout")
+	resp = bridgePost(t, a.url, "tools/call", "elicit_name", "conv-x", map[string]any{"name": "elicit_name", "arguments": map[string]any{},
 		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "late"})}})
 	assert.Contains(t, refusedBecause(t, resp), "no longer held")
 }

@@ -85,6 +85,13 @@ func (s *exchangeStore) exchangesMade() []string {
 // startExchangeServer starts zitadel's provider over an exchangeStore.
 func startExchangeServer(t *testing.T) (*authServer, *exchangeStore) {
 	t.Helper()
+	return startExchangeServerOver(t, func(s *exchangeStore) op.Storage { return s })
+}
+
+// startExchangeServerOver starts zitadel's provider over the storage
+// storage makes of an exchangeStore.
+func startExchangeServerOver(t *testing.T, storage func(*exchangeStore) op.Storage) (*authServer, *exchangeStore) {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	store := &exchangeStore{opStore: newOPStore(key)}
@@ -97,7 +104,7 @@ func startExchangeServer(t *testing.T) (*authServer, *exchangeStore) {
 	as.provider, err = op.NewOpenIDProvider(as.issuer, &op.Config{
 		CryptoKey: sha256.Sum256([]byte("integration")), CodeMethodS256: true,
 		SupportedUILocales: []language.Tag{language.English},
-	}, store, op.WithAllowInsecure())
+	}, storage(store), op.WithAllowInsecure())
 	require.NoError(t, err)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", as.metadata)
 	mux.Handle("/", as.provider)

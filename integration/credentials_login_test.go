@@ -44,16 +44,21 @@ type userLoginOutput struct {
 	} `json:"second"`
 }
 
-// TestPerUserLogin: a server with auth: {type: oauth, per_user: true}
-// behind a gateway with static tokens. Alice's TypeScript SDK client calls
-// a tool, is sent a URL elicitation, logs in through the gateway's own
-// callback (zitadel's provider approves at once), is told the login is
-// complete, and her second call reaches the server with her token; bob is
-// still asked to log in himself. The login is stored sealed, and no token
-// reaches the log.
-func TestPerUserLogin(t *testing.T) {
-	t.Parallel()
-	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+// perUserGateway is a gateway with static tokens for alice and bob in front
+// of server crm, whose tool calls need each caller's own login (auth:
+// {type: oauth, per_user: true}), made through the gateway's own callback
+// (the authorization server approves at once).
+type perUserGateway struct {
+	a                         *aggregator
+	as                        *authServer
+	aliceToken, bobToken, key string
+	home, auditPath           string
+	port                      int
+}
+
+// startPerUserGateway starts a perUserGateway.
+func startPerUserGateway(t *testing.T) *perUserGateway {
+	t.Helper()
 	as := startAuthServer(t, false, "")
 	as.store.lifetime = time.Hour
 	var up *whoami
@@ -102,7 +107,21 @@ servers:
     auth: {type: oauth, per_user: true}
 `, auditPath, port, up.url))}})
 	a.waitLoaded()
+	return &perUserGateway{a: a, as: as, aliceToken: aliceToken, bobToken: bobToken, key: key, home: home, auditPath: auditPath, port: port}
+}
 
+// TestPerUserLogin: a server with auth: {type: oauth, per_user: true}
+// behind a gateway with static tokens. Alice's TypeScript SDK client calls
+// a tool, is sent a URL elicitation, logs in through the gateway's own
+// callback (zitadel's provider approves at once), is told the login is
+// complete, and her second call reaches the server with her token; bob is
+// still asked to log in himself. The login is stored sealed, and no token
+// reaches the log.
+func TestPerUserLogin(t *testing.T) {
+	t.Parallel()
+	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
+	g := startPerUserGateway(t)
+	a, as, aliceToken, bobToken, port, auditPath, home, key := g.a, g.as, g.aliceToken, g.bobToken, g.port, g.auditPath, g.home, g.key
 	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "userloginclient.mjs"), a.url, aliceToken, "whoami")
@@ -181,6 +200,38 @@ servers:
 	require.NoError(t, err)
 	assert.NotContains(t, string(sealed), upToken)
 	assert.NotContains(t, string(sealed), "refresh")
+
+	// POST /oauth/logout ends the caller's own login, and only theirs: the
+	// next call of alice's is offered a login again.
+	logout := func(token, query string) (int, map[string]any) {
+		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/oauth/logout%s", port, query), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, body := logout(bobToken, "")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, map[string]any{"loggedOut": []any{}, "notLoggedIn": []any{"crm"}}, body, "bob had no login")
+	code, _ = logout(aliceToken, "?server=nope")
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _ = logout("not-a-token", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, body = logout(aliceToken, "?server=crm")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, []any{"crm"}, body["loggedOut"])
+	files, err = os.ReadDir(filepath.Join(home, ".config", "mcp-aggregator", "per-user"))
+	require.NoError(t, err)
+	assert.Empty(t, files, "alice's stored login is gone")
+	resp = a.connectAs(aliceToken).callTool("whoami", map[string]any{})
+	require.NotEmpty(t, resp.Error, "alice logged out: her call needs a login again")
+	require.NoError(t, json.Unmarshal(resp.Error, &linkErr))
+	assert.Contains(t, linkErr.Message, "open "+as.issuer+"/")
+
 	for name, secret := range map[string]string{"alice's token": aliceToken, "bob's token": bobToken, "the upstream token": upToken, "the vault key": key} {
 		assert.NotContains(t, a.log.String(), secret, "%s reached the log", name)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -185,4 +186,40 @@ func TestIdentityProfileByClaim(t *testing.T) {
 	erin.initializeWith(map[string]any{"elicitation": map[string]any{}})
 	assert.Equal(t, "hi", firstText(t, erin.callToolResult("demo_echo", map[string]any{"text": "hi"})))
 	assert.Contains(t, <-asked, fmt.Sprintf(`Allow demo_echo for subject:%q "erin" (client other-app)?`, is.url))
+}
+
+// TestIdentityProfileEditEndsUsersLeases: a reload that takes a leased
+// server out of the profile an OAuth user's subject chooses ends that
+// user's leases of it (their session's and a sessionless conversation's),
+// while another user, whose profile by a claim still admits the server,
+// keeps theirs.
+func TestIdentityProfileEditEndsUsersLeases(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	profiles := func(aliceServers string) string {
+		return "  alice-p: { match: { subject: alice }, servers: [" + aliceServers + "] }\n" +
+			"  staff: { match: { claim: groups, value: staff }, servers: [counter, demo] }\n"
+	}
+	path := writeConfig(t, identityConfig(is.url, profiles("counter, demo"), ""))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{path}, env: []string{"SVC_BOT_TOKEN=" + randomToken(t)}})
+	a.waitLoaded()
+	alice := is.mint(t, jwt.MapClaims{"sub": "alice", "client_id": "shared-app"})
+	bob := is.mint(t, jwt.MapClaims{"sub": "bob", "client_id": "other-app", "groups": []string{"staff"}})
+
+	ac, bc := a.connectAs(alice), a.connectAs(bob)
+	require.Equal(t, 1, counterOf(t, ac.callToolResult("counter_increment", map[string]any{})))
+	require.Equal(t, 1, modernCallAs(t, a.url, alice, "counter_increment", "conv-1"))
+	require.Equal(t, 1, counterOf(t, bc.callToolResult("counter_increment", map[string]any{})))
+	assert.False(t, a.log.containsLine(`msg="lease revoked"`))
+
+	r := &reloadRig{t: t, a: a, path: path}
+	r.save(identityConfig(is.url, profiles("demo"), ""))
+	r.waitReload()
+	_, ok := a.log.waitLine(func(line string) bool {
+		return strings.Count(a.log.String(), `msg="lease revoked" server=counter`) >= 2
+	}, reloadWait, a.exited)
+	require.True(t, ok, "alice's two leases of counter end with the edit:\n%s", a.log)
+	assert.Equal(t, 2, strings.Count(a.log.String(), `msg="lease revoked"`), "bob's lease is not ended")
+	assert.Equal(t, 2, counterOf(t, bc.callToolResult("counter_increment", map[string]any{})), "bob's lease kept its state")
+	assert.Equal(t, 1, leaseStatusOf(t, bc).Servers[0].Leased, "one lease of counter is left: bob's")
 }

@@ -485,7 +485,7 @@ func (k *Keyring) Sync() bool {
 func (k *Keyring) Problems(servers []*config.Server) []config.Problem {
 	var out []config.Problem
 	for _, s := range servers {
-		if s.Auth.Type != config.ServerAuthOAuth || s.Auth.PerUser {
+		if s.Auth.Type != config.ServerAuthOAuth || (s.Auth.PerUser && s.Auth.Service != config.ServiceLogin) {
 			continue
 		}
 		k.mu.Lock()

@@ -32,7 +32,14 @@ type UserLoginsOptions struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxUnused is how long a stored login no call uses is kept (Sweep);
+	// 0 keeps it.
+	MaxUnused time.Duration
 }
+
+// touchEvery is how often a login in use is noted as used in the vault:
+// often enough for MaxUnused, which is days, rarely enough to cost nothing.
+const touchEvery = time.Hour
 
 // UserLogins are the logins of servers with auth: {type: oauth, per_user:
 // true}: each caller logs in through the gateway's callback, their grant is
@@ -43,6 +50,9 @@ type UserLogins struct {
 	opts   UserLoginsOptions
 	mu     sync.Mutex
 	grants map[cred.VaultEntry]*Grant // loaded or obtained; guarded by mu
+	// touched is when each held entry was last noted as used (Vault.Touch);
+	// guarded by mu.
+	touched map[cred.VaultEntry]time.Time
 	// refreshMu makes refreshes one at a time: a caller's concurrent
 	// calls share one.
 	refreshMu sync.Mutex
@@ -59,7 +69,82 @@ func NewUserLogins(opts UserLoginsOptions) *UserLogins {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}}
+	return &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}, touched: map[cred.VaultEntry]time.Time{}}
+}
+
+// Logout ends caller's login to srv: the grant is forgotten, held and
+// stored, and then revoked at its authorization server (RFC 7009) where
+// that offers revocation. stored reports whether there was a login; err
+// is a revocation that failed (the login is gone from here all the same)
+// and never holds a token.
+func (u *UserLogins) Logout(ctx context.Context, srv *config.Server, caller identity.Caller) (stored bool, err error) {
+	e := cred.EntryOf(srv.ID, caller)
+	g, lerr := u.load(e)
+	if errors.Is(lerr, cred.ErrNotStored) {
+		return false, nil
+	}
+	u.forget(e)
+	if lerr != nil {
+		return true, nil // unreadable: nothing to revoke
+	}
+	if err := Revoke(ctx, u.opts.HTTPClient, g); err != nil && !errors.Is(err, ErrNoRevocation) {
+		return true, err
+	}
+	return true, nil
+}
+
+// Sweep removes the logins no longer worth keeping: those held whose access
+// token expired with no refresh token to renew it, and those stored that
+// no call used for MaxUnused. It reports how many went.
+func (u *UserLogins) Sweep() (int, error) {
+	now := u.opts.Now()
+	var dead []cred.VaultEntry
+	u.mu.Lock()
+	for e, g := range u.grants {
+		if g.RefreshToken == "" && expired(g, now) {
+			dead = append(dead, e)
+		}
+	}
+	u.mu.Unlock()
+	for _, e := range dead {
+		u.forget(e)
+	}
+	n := len(dead)
+	if u.opts.MaxUnused <= 0 {
+		return n, nil
+	}
+	swept, err := u.opts.Vault.Sweep(now.Add(-u.opts.MaxUnused))
+	n += swept
+	if swept > 0 {
+		// What the vault no longer holds is not held here either: the
+		// next call of its caller reads the vault, and logs in again.
+		u.mu.Lock()
+		for e, at := range u.touched {
+			if now.Sub(at) >= u.opts.MaxUnused {
+				delete(u.grants, e)
+				delete(u.touched, e)
+			}
+		}
+		u.mu.Unlock()
+	}
+	return n, err
+}
+
+// used notes that e's login served a call: in the vault, at most every
+// touchEvery, so that Sweep keeps it.
+func (u *UserLogins) used(e cred.VaultEntry) {
+	now := u.opts.Now()
+	u.mu.Lock()
+	last, ok := u.touched[e]
+	if ok && now.Sub(last) < touchEvery {
+		u.mu.Unlock()
+		return
+	}
+	u.touched[e] = now
+	u.mu.Unlock()
+	if err := u.opts.Vault.Touch(e); err != nil {
+		u.opts.Logger.Warn("could not note a per-user login as used", "server", e.Server, "err", err)
+	}
 }
 
 // Login runs the login of srv for caller, through the gateway's callback,
@@ -91,6 +176,7 @@ func (u *UserLogins) keep(e cred.VaultEntry, g *Grant) error {
 	}
 	u.mu.Lock()
 	u.grants[e] = g
+	u.touched[e] = u.opts.Now()
 	u.mu.Unlock()
 	return nil
 }
@@ -99,6 +185,7 @@ func (u *UserLogins) keep(e cred.VaultEntry, g *Grant) error {
 func (u *UserLogins) forget(e cred.VaultEntry) {
 	u.mu.Lock()
 	delete(u.grants, e)
+	delete(u.touched, e)
 	u.mu.Unlock()
 	if err := u.opts.Vault.Delete(e); err != nil {
 		u.opts.Logger.Warn("could not delete a stored per-user login", "server", e.Server, "err", err)
@@ -120,6 +207,7 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 	case g.Server != srv.URL:
 		return "", need("your login was made for another url of the server")
 	}
+	u.used(e)
 	if !due(g, u.opts.Now()) {
 		return g.AccessToken, nil
 	}

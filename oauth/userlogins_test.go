@@ -100,3 +100,59 @@ func TestUserLoginsSendEachCallerTheirOwnToken(t *testing.T) {
 	_, err = vault.Get(cred.EntryOf(srv.ID, *alice))
 	assert.True(t, errors.Is(err, cred.ErrNotStored), "the refused login is gone")
 }
+
+// TestUserLoginsSweepAndLogout: Sweep drops a login whose access token
+// expired with no refresh token, and the stored logins unused for
+// MaxUnused; Logout ends one caller's login and revokes it at the
+// authorization server.
+func TestUserLoginsSweepAndLogout(t *testing.T) {
+	revoked := make(chan string, 4)
+	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		revoked <- r.Form.Get("token")
+	}))
+	defer issuer.Close()
+	vault, err := cred.NewVault(t.TempDir(), make([]byte, 32))
+	require.NoError(t, err)
+	now := time.Now()
+	u := NewUserLogins(UserLoginsOptions{Vault: vault, Now: func() time.Time { return now }, MaxUnused: 24 * time.Hour})
+	srv := &config.Server{ID: "linear", URL: "https://mcp.example.com/mcp", Auth: config.ServerAuth{Type: config.ServerAuthOAuth, PerUser: true}}
+	who := func(sub string) identity.Caller {
+		return identity.Caller{Principal: identity.Subject("https://id.example.com", sub), Client: "agent"}
+	}
+	keep := func(sub, refresh string, expiry time.Time) {
+		require.NoError(t, u.keep(cred.EntryOf(srv.ID, who(sub)), &Grant{Server: srv.URL, TokenURL: issuer.URL, RevocationURL: issuer.URL,
+			ClientID: "c", AccessToken: sub + "-at", RefreshToken: refresh, Expiry: expiry, Obtained: now.Add(-time.Hour)}))
+	}
+	keep("alice", "", now.Add(-time.Minute))     // expired, nothing to renew it with
+	keep("bob", "bob-rt", now.Add(-time.Minute)) // expired, renewable
+	keep("carol", "", now.Add(time.Hour))        // valid
+	n, err := u.Sweep()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "alice's dead login went")
+	count, err := vault.Len()
+	require.NoError(t, err)
+	assert.Equal(t, 2, count)
+
+	stored, err := u.Logout(context.Background(), srv, who("carol"))
+	require.NoError(t, err)
+	assert.True(t, stored)
+	assert.Equal(t, "carol-at", <-revoked, "the access token was revoked")
+	stored, err = u.Logout(context.Background(), srv, who("carol"))
+	require.NoError(t, err)
+	assert.False(t, stored, "logged out already")
+	_, err = u.token(context.Background(), srv, who("carol"))
+	var need *LoginRequiredError
+	assert.ErrorAs(t, err, &need)
+
+	// Unused for MaxUnused: gone from the vault and from memory.
+	now = now.Add(25 * time.Hour)
+	n, err = u.Sweep()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "bob's unused login went")
+	count, err = vault.Len()
+	require.NoError(t, err)
+	assert.Zero(t, count)
+	_, err = u.token(context.Background(), srv, who("bob"))
+	assert.ErrorAs(t, err, &need, "bob logs in again")
+}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -50,8 +51,19 @@ type Rule struct {
 	When    string // a CEL expression of type bool
 	Action  Action
 	Message string // shown to the client with a denial
-	Line    int    // where the rule is in its file, for errors
+	// Timeout is how long an ask rule waits for the client's answer; 0:
+	// DefaultAskTimeout.
+	Timeout time.Duration
+	Line    int // where the rule is in its file, for errors
 }
+
+// DefaultAskTimeout is how long an ask rule that sets no timeout waits for
+// the client's answer; MaxAskTimeout is the longest a rule may set (a
+// protocol 2026-07-28 client's question is held no longer).
+const (
+	DefaultAskTimeout = 2 * time.Minute
+	MaxAskTimeout     = 10 * time.Minute
+)
 
 // maxCost bounds the work one rule's evaluation may do (CEL's cost units):
 // a rule is a predicate over one call, never a computation.
@@ -173,6 +185,8 @@ type Decision struct {
 	Action  Action
 	Rule    string
 	Message string
+	// Timeout is how long an ask waits for the client's answer.
+	Timeout time.Duration
 }
 
 // Decide evaluates the rules in order; the first that is true decides. A
@@ -210,7 +224,14 @@ func (s *Set) Decide(c Call) Decision {
 			return Decision{Action: Deny, Rule: r.Name, Message: "the rule could not be evaluated for this call: " + evalReason(err)}
 		}
 		if out == types.True {
-			return Decision{Action: r.Action, Rule: r.Name, Message: r.Message}
+			d := Decision{Action: r.Action, Rule: r.Name, Message: r.Message}
+			if r.Action == Ask {
+				d.Timeout = r.Timeout
+				if d.Timeout <= 0 {
+					d.Timeout = DefaultAskTimeout
+				}
+			}
+			return d
 		}
 		if _, ok := out.Value().(bool); !ok {
 			return Decision{Action: Deny, Rule: r.Name, Message: "the rule's expression is not true or false for this call"}

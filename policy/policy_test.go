@@ -31,7 +31,7 @@ func TestDecideFirstMatchWins(t *testing.T) {
 			Decision{Action: Deny, Rule: "no-prod-deletes", Message: "open a ticket"}},
 		{"another value passes", Call{Caller: alice, Tool: "db_delete", Original: "delete", Args: map[string]any{"env": "dev"}}, Decision{}},
 		{"an earlier rule decides", Call{Caller: admin, Tool: "db_write", Original: "write"}, Decision{Action: Allow, Rule: "admins-anything"}},
-		{"ask", Call{Caller: alice, Tool: "db_write", Original: "write"}, Decision{Action: Ask, Rule: "ask-writes"}},
+		{"ask", Call{Caller: alice, Tool: "db_write", Original: "write"}, Decision{Action: Ask, Rule: "ask-writes", Timeout: DefaultAskTimeout}},
 		{"a static client", Call{Caller: identity.ClientCaller("ci-bot"), Tool: "db_list", Original: "list"}, Decision{Action: Deny, Rule: "bot-reads-only"}},
 		{"no rule matches", Call{Caller: identity.LocalCaller(), Tool: "db_read", Original: "read"}, Decision{}},
 	} {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -155,8 +156,8 @@ func traceID(traceparent string) string {
 
 // isToolError reports whether a tools/call result says isError.
 func isToolError(result json.RawMessage) bool {
-	if len(result) == 0 {
-		return false
+	if len(result) == 0 || (!bytes.Contains(result, []byte(`"isError"`)) && !bytes.Contains(result, []byte(`\u`))) {
+		return false // most results: no decoding on the call path (a key may be written escaped)
 	}
 	var r struct {
 		IsError bool `json:"isError"`

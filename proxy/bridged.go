@@ -35,10 +35,13 @@ func (p *Proxy) bridged(ctx context.Context, req *downstream.Request, serve func
 }
 
 // callerOf is the identity a requestState is bound to: the lease key, which
-// is what the caller's upstream instances are chosen by.
+// is what the caller's upstream instances are chosen by, and the principal
+// the request is made for (principalOf: without authentication, its
+// address where the aggregator tells clients apart by address), which is
+// what a policy rule's question names and its answer approves for.
 func callerOf(req *downstream.Request) string {
 	key, _ := LeaseKeyOf(req, req.Meta()) // the client's own: another client cannot resume it
-	return key.String()
+	return key.String() + "\x00" + principalOf(req).String()
 }
 
 // undeclared is the refusal of an upstream request (method, params) that

@@ -139,7 +139,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			}
 		}()
 	}
-	awaited := false
+	awaited, admitted := false, false
+	loginOffers := 0 // to a 2026-07-28 client (askLogin)
 	for retries := 0; ; {
 		st = p.current()
 		server = inv.server
@@ -180,7 +181,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		if rs == nil {
 			return nil, errorObject(codeInternal, "%s: the server is not running", inv.subject(server)), nil
 		}
-		if call && retries == 0 { // a retry is the same call: decided once
+		if call && !admitted { // a retry is the same call: decided once
+			admitted = true
 			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
 				return nil, rpcErr, nil
 			}
@@ -207,6 +209,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
 			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
+			// The lease keeps who holds it, for a profile edit to judge
+			// (revokeLeases).
+			acquireCtx = session.WithOwner(acquireCtx, ownerOf(inv.req))
 		}
 		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
 			// The lease is its conversation's, which needs room for a Session.
@@ -224,6 +229,12 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		if errors.Is(aerr, session.ErrClosed) && retries < 3 {
 			retries++
 			continue
+		}
+		if again, offer, handled := p.askLogin(ctx, inv.req, server, aerr, &loginOffers); handled {
+			if again {
+				continue
+			}
+			return nil, offer, nil
 		}
 		if offer := p.loginOffer(ctx, inv.req, server, aerr); offer != nil {
 			return nil, offer, nil
@@ -281,7 +292,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if inv.req != nil {
 		up.Principal = principalOf(inv.req)
 		if grant != nil {
-			up.OnServerRequest = p.relatedTasks(p.serverRequests(inv.req), grant.Instance, inv.req.Session)
+			up.OnServerRequest = p.callRequests(inv.req, grant.Instance)
 			if inv.onTask == nil {
 				p.bindSession(rs, grant, inv.req, inv.key)
 			}
@@ -326,6 +337,22 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
 	}
 	raw, derr := to.Do(upCtx, up)
+	for derr != nil && ctx.Err() == nil {
+		// A 2026-07-28 client is offered the login the call needs, and the
+		// call is tried again once it accepted; the wait for the person is
+		// not the server's: the call's timeout starts again after it.
+		deadline.pause()
+		again, offer, handled := p.askLogin(ctx, inv.req, server, derr, &loginOffers)
+		if !handled {
+			deadline.reset()
+			break
+		}
+		if !again {
+			return nil, offer, nil
+		}
+		deadline.reset()
+		raw, derr = to.Do(upCtx, up)
+	}
 	if derr != nil {
 		var upstreamErr *upstream.RPCError
 		switch {
@@ -533,6 +560,13 @@ func newDeadline(parent context.Context, timeout time.Duration) (context.Context
 func (d *deadline) reset() {
 	if d.timer != nil {
 		d.timer.Reset(d.timeout)
+	}
+}
+
+// pause stops the timer until reset.
+func (d *deadline) pause() {
+	if d.timer != nil {
+		d.timer.Stop()
 	}
 }
 

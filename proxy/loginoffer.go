@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -204,4 +205,85 @@ func declaresURLElicitation(capabilities json.RawMessage) bool {
 		return false
 	}
 	return declares(caps.Elicitation, "url")
+}
+
+// Bounds of a login offered to a protocol 2026-07-28 client (askLogin).
+const (
+	// maxLoginOffers bounds how often one request is offered a login.
+	maxLoginOffers = 3
+	// loginWait bounds how long the retry that accepted the offer waits for
+	// the login to end before the call is tried again (and the login
+	// offered again when it is still not done).
+	loginWait = 45 * time.Second
+)
+
+// askLogin offers a protocol 2026-07-28 client that declared URL-mode
+// elicitation, whose request the bridge holds (req.Ask), the login of
+// server its call failed for (err): the client is answered input_required,
+// the login's URL elicitation among its inputRequests (no elicitationId:
+// 2026-07-28 has none, nor the completion notification), and its retry
+// brings the answer. On accept the retry waits for the login to end (up to
+// loginWait), and again is true: the caller tries the call again, with
+// the new login. A decline or cancel ends the call with rpcErr, and so does
+// no answer within the time an offered login lasts. handled is
+// false when the request is not such a one, or has had its maxLoginOffers;
+// the caller answers as for any client. offers counts the request's offers.
+func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server string, err error, offers *int) (again bool, rpcErr *jsonrpc.Error, handled bool) {
+	if !errors.Is(err, oauth.ErrLoginRequired) || p.opts.OfferLogin == nil || req == nil || req.Ask == nil ||
+		!protocol.Modern(req.Protocol) || !declaresURLElicitation(capabilitiesOf(req)) {
+		return false, nil, false
+	}
+	if *offers >= maxLoginOffers {
+		if link := p.loginLink(ctx, server, err); link != nil {
+			return false, link, true
+		}
+		return false, nil, false
+	}
+	*offers++
+	url, _, done, oerr := p.opts.OfferLogin(ctx, server)
+	if oerr != nil {
+		p.log.Warn("could not offer the client a login", "server", server, "err", oerr)
+		return false, nil, false
+	}
+	params, merr := rawjson.Marshal(map[string]string{"mode": "url", "url": url,
+		"message": fmt.Sprintf("MCP server %q needs you to log in. Open the link and approve the access; the call goes on once you have.", server)})
+	if merr != nil {
+		return false, nil, false
+	}
+	// The offered login lasts no longer than this: an answer after it
+	// would find it gone, and the call holds what it acquired meanwhile.
+	askCtx, cancel := context.WithTimeout(ctx, oauth.DefaultLoginTimeout)
+	defer cancel()
+	resp, aerr := req.Ask(askCtx, "elicitation/create", params)
+	switch {
+	case aerr != nil && ctx.Err() == nil && errors.Is(askCtx.Err(), context.DeadlineExceeded):
+		return false, errorObject(codeInternal, "server %q needs you to log in, and the login offer got no answer within %s; call again to be offered it again", server, oauth.DefaultLoginTimeout), true
+	case aerr != nil:
+		// The client went away, or its retry never came (the hold ended):
+		// no one waits for this answer.
+		return false, errorObject(codeInternal, "server %q needs you to log in; the login offer got no answer: %v", server, aerr), true
+	case resp == nil || resp.Error != nil:
+		why := "no answer"
+		if resp != nil {
+			why = resp.Error.Message
+		}
+		return false, errorObject(codeInternal, "server %q needs you to log in, and the login could not be offered: %s", server, why), true
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if json.Unmarshal(resp.Result, &answer) != nil || answer.Action != "accept" {
+		return false, errorObject(codeInternal, "server %q needs you to log in, and the login was not accepted; call again to be offered it again", server), true
+	}
+	if done != nil {
+		wait := time.NewTimer(loginWait)
+		defer wait.Stop()
+		select {
+		case <-done.done:
+		case <-wait.C:
+		case <-ctx.Done():
+			return false, errorObject(codeInternal, "server %q: the call ended while it waited for your login", server), true
+		}
+	}
+	return true, nil, true
 }

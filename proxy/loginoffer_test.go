@@ -112,3 +112,73 @@ func TestLoginOfferCompletes(t *testing.T) {
 	failed.Finish(false)
 	assert.Never(t, func() bool { return len(c.sent) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "a failed login completes nothing")
 }
+
+// TestAskLogin: a 2026-07-28 request held by the bridge is asked the login
+// through its Ask, as a URL-mode elicitation without elicitationId. Accept
+// waits for the login to end and asks for the call again; decline ends the
+// call; after maxLoginOffers the answer is the link. Other requests are left
+// to loginOffer.
+func TestAskLogin(t *testing.T) {
+	done := NewLoginDone()
+	p := New(Options{OfferLogin: func(_ context.Context, server string) (string, string, *LoginDone, error) {
+		return "https://auth.example/authorize?state=s", "el-1", done, nil
+	}})
+	needsLogin := fmt.Errorf("server %q: %w", "linear", &oauth.LoginRequiredError{Server: "linear", Reason: "not logged in", PerUser: true})
+	var asked []json.RawMessage
+	answer := `{"action":"accept"}`
+	modern := func(caps string) *downstream.Request {
+		return &downstream.Request{Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(caps),
+			Ask: func(_ context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+				assert.Equal(t, "elicitation/create", method)
+				asked = append(asked, params)
+				return &jsonrpc.Message{Result: json.RawMessage(answer)}, nil
+			}}
+	}
+	urlCaps := `{"elicitation":{"url":{}}}`
+
+	for name, req := range map[string]*downstream.Request{
+		"form-only client": modern(`{"elicitation":{}}`),
+		"older client":     {Protocol: "2025-11-25", ClientCapabilities: json.RawMessage(urlCaps), Ask: modern(urlCaps).Ask},
+		"no Ask":           {Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(urlCaps)},
+	} {
+		offers := 0
+		_, _, handled := p.askLogin(context.Background(), req, "linear", needsLogin, &offers)
+		assert.False(t, handled, name)
+	}
+	offers := 0
+	_, _, handled := p.askLogin(context.Background(), modern(urlCaps), "linear", errors.New("connection refused"), &offers)
+	assert.False(t, handled, "only a missing login is offered")
+	require.Empty(t, asked)
+
+	// Accepted, the login done: the call is tried again.
+	done.Finish(true)
+	again, rpcErr, handled := p.askLogin(context.Background(), modern(urlCaps), "linear", needsLogin, &offers)
+	assert.True(t, handled)
+	assert.True(t, again)
+	assert.Nil(t, rpcErr)
+	require.Len(t, asked, 1)
+	assert.JSONEq(t, `{"mode":"url","url":"https://auth.example/authorize?state=s",
+		"message":"MCP server \"linear\" needs you to log in. Open the link and approve the access; the call goes on once you have."}`, string(asked[0]))
+
+	// Declined: the call ends.
+	answer = `{"action":"decline"}`
+	again, rpcErr, handled = p.askLogin(context.Background(), modern(urlCaps), "linear", needsLogin, &offers)
+	assert.True(t, handled)
+	assert.False(t, again)
+	require.NotNil(t, rpcErr)
+	assert.Contains(t, rpcErr.Message, "not accepted")
+
+	// Offered maxLoginOffers times: the link, and no more asking.
+	answer = `{"action":"accept"}`
+	for offers < maxLoginOffers {
+		_, _, handled = p.askLogin(context.Background(), modern(urlCaps), "linear", needsLogin, &offers)
+		require.True(t, handled)
+	}
+	n := len(asked)
+	again, rpcErr, handled = p.askLogin(context.Background(), modern(urlCaps), "linear", needsLogin, &offers)
+	assert.True(t, handled)
+	assert.False(t, again)
+	require.NotNil(t, rpcErr)
+	assert.Contains(t, rpcErr.Message, "open https://auth.example/authorize?state=s")
+	assert.Len(t, asked, n, "not asked again")
+}

@@ -176,3 +176,12 @@ func FuzzIsErrorResult(f *testing.F) {
 		}
 	})
 }
+
+func TestIsToolError(t *testing.T) {
+	for raw, want := range map[string]bool{
+		``: false, `{"content":[]}`: false, `{"isError":true}`: true, `{"isError":false}`: false,
+		`{"content":[{"type":"text","text":"isError"}]}`: false, `{"is\u0045rror":true}`: true,
+	} {
+		assert.Equal(t, want, isToolError(json.RawMessage(raw)), raw)
+	}
+}

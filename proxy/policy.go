@@ -17,10 +17,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/policy"
 )
 
-// askTimeout bounds how long a call a rule asks about waits for the
-// client's answer; no answer in time is a denial.
-var askTimeout = 2 * time.Minute
-
 // verdict is what the policy decided for one call, for the audit log:
 // the outcome ("" when no rule matched, else "denied", "approved",
 // "declined" or "timeout") and the deciding rule.
@@ -82,15 +78,15 @@ func (p *Proxy) checkPolicy(ctx context.Context, st *state, entry *catalog.Entry
 		p.log.Info("policy denied a call", "rule", d.Rule, "tool", entry.Exported, "principal", call.Caller.Principal)
 		return denial(d, entry.Exported, ""), v
 	}
-	// Ask: the client says yes or no, within askTimeout.
-	v.outcome = p.askApproval(ctx, inv, call)
+	// Ask: the client says yes or no, within the rule's timeout.
+	v.outcome = p.askApproval(ctx, inv, call, d.Timeout)
 	if v.outcome == "approved" {
 		return nil, v
 	}
 	p.log.Info("policy denied a call the client was asked about", "rule", d.Rule, "tool", entry.Exported, "principal", call.Caller.Principal, "answer", v.outcome)
 	why := map[string]string{
 		"declined":   "the user declined it",
-		"timeout":    fmt.Sprintf("no answer came within %s", askTimeout),
+		"timeout":    fmt.Sprintf("no answer came within %s", d.Timeout),
 		"unaskable":  "the rule asks the user first, and this client cannot be asked (it declared no elicitation capability, or its requests carry no way to ask)",
 		"ask-failed": "asking the user failed",
 	}[v.outcome]
@@ -116,8 +112,10 @@ func denial(d policy.Decision, tool, why string) json.RawMessage {
 // askApproval sends the calling client an elicitation asking whether the
 // call may go ahead, the arguments shown with secret-named fields
 // redacted: "approved" on accept, "declined" on decline or cancel,
-// "timeout", or "unaskable" when the client cannot be asked.
-func (p *Proxy) askApproval(ctx context.Context, inv invocation, call policy.Call) string {
+// "timeout" when no answer came within timeout, or "unaskable" when the
+// client cannot be asked. A client of protocol 2026-07-28 is asked through
+// the bridge (req.Ask of a held request): its answer comes with its retry.
+func (p *Proxy) askApproval(ctx context.Context, inv invocation, call policy.Call, timeout time.Duration) string {
 	req := inv.req
 	if req == nil || req.Ask == nil || !declares(req.ClientCapabilities, "elicitation") {
 		return "unaskable"
@@ -135,7 +133,10 @@ func (p *Proxy) askApproval(ctx context.Context, inv invocation, call policy.Cal
 	if err != nil {
 		return "ask-failed"
 	}
-	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	if timeout <= 0 {
+		timeout = policy.DefaultAskTimeout
+	}
+	askCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := req.Ask(askCtx, "elicitation/create", params)
 	switch {

@@ -21,13 +21,11 @@ import (
 // TestPolicyAskAnswers: an ask rule's outcome follows the client's answer,
 // and no answer within the timeout is a denial of its own.
 func TestPolicyAskAnswers(t *testing.T) {
-	set, errs := policy.Compile([]policy.Rule{{Name: "ask-all", When: "true", Action: policy.Ask, Message: "be careful"}})
+	set, errs := policy.Compile([]policy.Rule{{Name: "ask-all", When: "true", Action: policy.Ask, Message: "be careful", Timeout: 50 * time.Millisecond}})
 	require.Empty(t, errs)
 	st := &state{policy: set}
 	p := &Proxy{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	entry := &catalog.Entry{Server: "db", Exported: "db_drop", Original: "drop"}
-	defer func(d time.Duration) { askTimeout = d }(askTimeout)
-	askTimeout = 50 * time.Millisecond
 
 	answer := func(result string) func(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
 		return func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {

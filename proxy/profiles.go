@@ -481,11 +481,29 @@ func (p *Proxy) revokeLeases(st *state) {
 		if rs.pool.Stateless() {
 			continue
 		}
-		rs.pool.Revoke(func(key session.Key) bool {
+		rs.pool.Revoke(func(key session.Key, owner any) bool {
+			if o, ok := owner.(leaseOwner); ok {
+				// Whoever the profile is chosen by (an OAuth user's subject
+				// or claims, a client, the view): as the next call would be.
+				return !st.profileOf(st.requestProfile(o.caller, o.view)).server(id)
+			}
 			client := key.Client.Client()
 			return client != "" && !st.profileOf(client).server(id)
 		})
 	}
+}
+
+// leaseOwner is who a lease's latest call came from, as far as its profile
+// goes (session.WithOwner): the principal, client and claims (never the
+// token) and the view.
+type leaseOwner struct {
+	caller identity.Caller
+	view   string
+}
+
+// ownerOf is the leaseOwner of req.
+func ownerOf(req *downstream.Request) leaseOwner {
+	return leaseOwner{caller: identity.Caller{Principal: req.Principal, Client: req.Client, Claims: req.Claims}, view: req.View}
 }
 
 // requestClient is the key of the profile of the principal a request

@@ -560,7 +560,7 @@ func sameRuntime(a, b *config.Server) bool {
 // sameAuth reports whether two servers authorize themselves alike.
 func sameAuth(a, b config.ServerAuth) bool {
 	return a.Type == b.Type && a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && slices.Equal(a.Scopes, b.Scopes) &&
-		a.Audience == b.Audience && a.TokenEndpoint == b.TokenEndpoint && a.Issuer == b.Issuer && a.PerUser == b.PerUser
+		a.Audience == b.Audience && a.TokenEndpoint == b.TokenEndpoint && a.Issuer == b.Issuer && a.PerUser == b.PerUser && a.Service == b.Service
 }
 
 func contains(servers []*config.Server, id string) bool {

@@ -439,24 +439,43 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 	}
 	owner := sessionLeaseKey(s)
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-		if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
-			return base(ctx, method, params)
-		}
-		if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
-			// Over HTTP the request may overtake the CreateTaskResult of the
-			// task it names: wait for it (bounded), so as to map the id.
-			e, known := p.awaitTask(ctx, inst, up)
-			if known && e.Owner != owner {
-				return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
-			}
-			params = p.relatedToClient(params, inst, owner)
-		}
-		result, rpcErr := base(ctx, method, params)
-		if result != nil && rawjson.Mentions(result, tasks.RelatedTaskKey) {
-			result = p.relatedToUpstream(result, owner, inst)
-		}
-		return result, rpcErr
+		return p.relate(ctx, base, inst, owner, method, params)
 	}
+}
+
+// callRequests is relatedTasks(serverRequests(req), inst, req.Session) made
+// as one function: a call makes it whether or not the upstream asks
+// anything, and the inner handler is only made when it does.
+func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
+	if req.Session == nil {
+		return p.serverRequests(req)
+	}
+	owner := sessionLeaseKey(req.Session)
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		return p.relate(ctx, p.serverRequests(req), inst, owner, method, params)
+	}
+}
+
+// relate passes a request of inst to base, the ids of the tasks of the
+// session owner it names mapped (see relatedTasks).
+func (p *Proxy) relate(ctx context.Context, base upstream.ServerRequestHandler, inst *upstream.Instance, owner session.Key, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
+		return base(ctx, method, params)
+	}
+	if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
+		// Over HTTP the request may overtake the CreateTaskResult of the
+		// task it names: wait for it (bounded), so as to map the id.
+		e, known := p.awaitTask(ctx, inst, up)
+		if known && e.Owner != owner {
+			return nil, jsonrpc.Errorf(upstream.CodeUnattributed, "%s belongs to a task of another downstream session of the aggregator; it was not relayed", method)
+		}
+		params = p.relatedToClient(params, inst, owner)
+	}
+	result, rpcErr := base(ctx, method, params)
+	if result != nil && rawjson.Mentions(result, tasks.RelatedTaskKey) {
+		result = p.relatedToUpstream(result, owner, inst)
+	}
+	return result, rpcErr
 }
 
 // taskOwnerRequests answers a shared instance's requests that no call in

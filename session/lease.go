@@ -64,6 +64,9 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 			l.rec, l.recycled = nil, true
 		default:
 			l.lastUsed = time.Now()
+			if o := ownerOf(ctx); o != nil {
+				l.owner = o
+			}
 			g := p.use(l.rec)
 			g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
 			p.mu.Unlock()
@@ -313,6 +316,9 @@ func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWa
 	} else {
 		l.restarts++
 	}
+	if o := ownerOf(ctx); o != nil {
+		l.owner = o
+	}
 	rec.role, rec.key, rec.restarts = RoleLeased, key, l.restarts
 	l.rec, l.lastUsed = rec, time.Now()
 	g := p.use(rec)
@@ -518,14 +524,15 @@ func (p *Pool) expire(now time.Time) {
 	}
 }
 
-// Revoke ends the leases whose keys revoked accepts (event "revoked"),
-// and stops their instances once their calls finish; it reports how many
-// it ended.
-func (p *Pool) Revoke(revoked func(Key) bool) int {
+// Revoke ends the leases that revoked accepts, given each one's key and
+// the owner its last call named (WithOwner; nil if none did) (event
+// "revoked"), and stops their instances once their calls finish; it
+// reports how many it ended.
+func (p *Pool) Revoke(revoked func(key Key, owner any) bool) int {
 	p.mu.Lock()
 	var keys []Key
-	for k := range p.leases {
-		if revoked(k) {
+	for k, l := range p.leases {
+		if revoked(k, l.owner) {
 			keys = append(keys, k)
 		}
 	}

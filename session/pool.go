@@ -169,6 +169,9 @@ type lease struct {
 	reclaimed bool
 	// holder is who the lease counts against for MaxLeasesPerClient.
 	holder string
+	// owner is what the lease's last call said of who made it (WithOwner),
+	// for Revoke to judge; nil when none did.
+	owner any
 }
 
 // Pool owns every instance of one server.

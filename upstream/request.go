@@ -111,10 +111,15 @@ func flightOf(ctx context.Context) uint64 {
 }
 
 // begin gives a Do its flight id and, when it answers the upstream's
-// requests, records it; end forgets it.
-func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal identity.Principal) (context.Context, uint64) {
+// requests, records it; end forgets it. tag carries the id in the returned
+// context, for a transport that tells by it on which request's stream a
+// message came (over HTTP); over stdio nothing reads it, and the context
+// stays as it is.
+func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal identity.Principal, tag bool) (context.Context, uint64) {
 	id := f.next.Add(1)
-	ctx = context.WithValue(ctx, flightKey{}, id)
+	if tag {
+		ctx = context.WithValue(ctx, flightKey{}, id)
+	}
 	logs := CallerOf(ctx)
 	if handler == nil && logs == nil {
 		return ctx, id
@@ -321,12 +326,9 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		}
 	}
 	params = i.modernParams(ctx, params)
-	ctx, flight := i.flights.begin(ctx, r.OnServerRequest, r.Principal)
+	_, remote := i.conn.(*remoteConn)
+	ctx, flight := i.flights.begin(ctx, r.OnServerRequest, r.Principal, remote)
 	defer i.flights.end(flight)
-	var p any // no params member at all rather than "params":null
-	if len(params) > 0 {
-		p = params
-	}
 	var (
 		raw json.RawMessage
 		err error
@@ -334,10 +336,17 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 	if protocol.Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
 		return i.subscription(ctx, r.Method, params)
 	}
-	if protocol.Modern(i.protocol) && multiRound(r.Method) {
+	switch sc, direct := i.conn.(*stdioConn); {
+	case protocol.Modern(i.protocol) && multiRound(r.Method):
 		raw, err = i.rounds(ctx, r, params)
-	} else {
-		raw, err = i.conn.call(ctx, r.Method, p)
+	case direct:
+		// The params as they are, not boxed in an interface (an allocation
+		// per call); none at all rather than "params":null.
+		raw, err = sc.callRaw(ctx, r.Method, params)
+	case len(params) > 0:
+		raw, err = i.conn.call(ctx, r.Method, params)
+	default:
+		raw, err = i.conn.call(ctx, r.Method, nil)
 	}
 	if err == nil && !isObject(raw) {
 		// Every MCP result is an object; what is not cannot be relayed as

@@ -599,20 +599,34 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 }
 
 func (c *stdioConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := c.nextID.Add(1)
-	var line []byte
 	switch p := params.(type) {
 	case nil:
-		line = jsonrpc.AppendRequestLine(nil, id, method, nil)
+		return c.callRaw(ctx, method, nil)
 	case json.RawMessage: // what Do forwards
-		line = jsonrpc.AppendRequestLine(nil, id, method, p)
-	default:
-		req, err := jsonrpc.Request(jsonrpc.IntID(id), method, params)
-		if err != nil {
-			return nil, err
-		}
-		line = jsonrpc.AppendLine(nil, req)
+		return c.callRaw(ctx, method, p)
 	}
+	id := c.nextID.Add(1)
+	req, err := jsonrpc.Request(jsonrpc.IntID(id), method, params)
+	if err != nil {
+		return nil, err
+	}
+	return c.roundTrip(ctx, id, jsonrpc.AppendLine(nil, req), nil)
+}
+
+// callRaw is call with params already encoded (none when empty), written
+// into a pooled buffer.
+func (c *stdioConn) callRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	buf := lineBuffers.Get().(*[]byte)
+	line := jsonrpc.AppendRequestLine((*buf)[:0], id, method, params)
+	return c.roundTrip(ctx, id, line, buf)
+}
+
+// roundTrip sends line, request id, and waits for its answer. buf, when
+// not nil, is the pooled buffer line was written into: it goes back to the
+// pool once line is written in full, and is left to the collector when a
+// write fails.
+func (c *stdioConn) roundTrip(ctx context.Context, id int64, line []byte, buf *[]byte) (json.RawMessage, error) {
 	key := id
 	ch := replies.Get().(chan reply)
 	c.mu.Lock()
@@ -627,6 +641,10 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		// Part of the request may have gone out: an answer may yet come.
 		c.abandon(key)
 		return nil, err
+	}
+	if buf != nil && cap(line) <= maxPooledLine {
+		*buf = line
+		lineBuffers.Put(buf)
 	}
 	select {
 	case r, ok := <-ch:
@@ -647,6 +665,12 @@ func (c *stdioConn) call(ctx context.Context, method string, params any) (json.R
 		return nil, context.Cause(ctx)
 	}
 }
+
+// lineBuffers hold the lines of requests written to upstreams, so that a
+// call does not allocate one; a line over maxPooledLine is not kept.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledLine = 64 << 10
 
 // replies are the channels calls wait on for their answer. A channel goes
 // back only once its one answer was received: it was taken out of pending

@@ -213,8 +213,8 @@ func oauthServer(cmd string, c *common, id string, stdout, stderr io.Writer) (*c
 		fmt.Fprintf(stderr, "%s: server %q does not use OAuth; add auth: {type: oauth} to its config if it needs a login\n", cmd, id)
 		return nil, nil, 1
 	}
-	if srv.Auth.PerUser {
-		fmt.Fprintf(stderr, "%s: server %q keeps a login per caller (auth.per_user): each person logs in through the link the gateway offers when they call its tools\n", cmd, id)
+	if srv.Auth.PerUser && srv.Auth.Service != config.ServiceLogin {
+		fmt.Fprintf(stderr, "%s: server %q keeps a login per caller (auth.per_user): each person logs in through the link the gateway offers when they call its tools (auth.service: login takes the aggregator's own login too, for the requests no caller made)\n", cmd, id)
 		return nil, nil, 1
 	}
 	dir, err := oauth.DefaultDir()

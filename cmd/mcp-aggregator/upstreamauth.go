@@ -58,6 +58,8 @@ type upstreamAuth struct {
 	// usersOf is the setting they were made for. Guarded by mu.
 	users   *oauth.UserLogins
 	usersOf config.UserLogins
+	// stopSweep ends the sweep of the per-user logins in effect; guarded by mu.
+	stopSweep context.CancelFunc
 	// redirects is the gateway's callback of the per-user logins.
 	redirects   atomic.Pointer[oauth.Redirects]
 	userOffered map[userOfferKey]*offeredLogin // per-user logins under way; guarded by mu
@@ -133,7 +135,20 @@ func (a *upstreamAuth) authorize(srv *config.Server, base http.RoundTripper) (ht
 		if users == nil {
 			return nil, fmt.Errorf("auth: per_user: each caller's login is used by serve --http with http.auth.user_logins, and none is set up here (a key that cannot be read is said in the log)")
 		}
-		return users.Transport(srv, base)
+		callers, err := users.Transport(srv, base)
+		if err != nil || srv.Auth.Service != config.ServiceLogin {
+			return callers, err
+		}
+		// auth.service: login: the requests no caller made carry the
+		// aggregator's own login, as a shared server's requests do.
+		if a.keyring == nil {
+			return nil, fmt.Errorf("auth.service: login: %v", a.noDir)
+		}
+		own, err := a.keyring.Transport(srv, base)
+		if err != nil {
+			return nil, err
+		}
+		return credential.ByCaller(callers, own), nil
 	}
 	if a.keyring == nil {
 		return nil, fmt.Errorf("auth: %v", a.noDir)
@@ -155,7 +170,8 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 	}
 	ex := credential.NewExchanger(credential.ExchangeOptions{Server: srv.ID, TokenEndpoint: srv.Auth.TokenEndpoint, Issuer: srv.Auth.Issuer,
 		ClientID: srv.Auth.ClientID, ClientSecret: identity.NewSecret(srv.Auth.ClientSecret), Audience: audience, Scopes: srv.Auth.Scopes,
-		Logger: a.log, Scrub: func(token string, until time.Time) {
+		Service: srv.Auth.Service == config.ServiceClientCredentials,
+		Logger:  a.log, Scrub: func(token string, until time.Time) {
 			a.secrets.Add(token)
 			a.secrets.Retire(until, token)
 		}, Exchanged: func(c identity.Caller, took time.Duration, err error) {
@@ -168,7 +184,7 @@ func (a *upstreamAuth) exchanger(srv *config.Server) *credential.Exchanger {
 // sameServerAuth reports whether two auth settings are the same.
 func sameServerAuth(x, y config.ServerAuth) bool {
 	return x.Type == y.Type && x.ClientID == y.ClientID && x.ClientSecret == y.ClientSecret && slices.Equal(x.Scopes, y.Scopes) &&
-		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser
+		x.Audience == y.Audience && x.TokenEndpoint == y.TokenEndpoint && x.Issuer == y.Issuer && x.PerUser == y.PerUser && x.Service == y.Service
 }
 
 // problems is proxy.Options.AuthProblems.
@@ -190,7 +206,7 @@ func (a *upstreamAuth) onWorkspace(ctx context.Context, ws *config.Workspace) {
 		return
 	}
 	for _, s := range servers {
-		if s.Auth.Type == config.ServerAuthOAuth && !s.Auth.PerUser {
+		if sharedLogin(s) {
 			a.watch.Do(func() { a.watchLogins(ctx) })
 			return
 		}
@@ -217,6 +233,13 @@ func (a *upstreamAuth) watchLogins(ctx context.Context) {
 	}()
 }
 
+// sharedLogin reports whether s uses the aggregator's own stored login: a
+// server with auth: {type: oauth}, or a per-user one for the requests no
+// caller made (auth.service: login).
+func sharedLogin(s *config.Server) bool {
+	return s.Auth.Type == config.ServerAuthOAuth && (!s.Auth.PerUser || s.Auth.Service == config.ServiceLogin)
+}
+
 // missingLogins warns about servers that use OAuth and have no usable
 // stored login: they will not start until someone logs in. A warning, not
 // an error: the config is right, and a login is a step of its own.
@@ -224,7 +247,7 @@ func missingLogins(ws *config.Workspace) []config.Problem {
 	var out []config.Problem
 	var store *oauth.Store
 	for _, s := range ws.Servers {
-		if s.Auth.Type != config.ServerAuthOAuth || s.Auth.PerUser {
+		if !sharedLogin(s) {
 			continue
 		}
 		if store == nil {

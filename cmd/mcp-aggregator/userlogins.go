@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -45,10 +46,118 @@ func (a *upstreamAuth) setUserLogins(u *config.UserLogins) {
 		a.users = nil
 		return
 	}
+	vault.SetMax(u.MaxLogins)
 	redirects := oauth.NewRedirects(u.Callback)
 	a.redirects.Store(redirects)
-	a.users = oauth.NewUserLogins(oauth.UserLoginsOptions{Vault: vault, Redirects: redirects, Logger: a.log, Secrets: a.secrets.Add})
+	a.users = oauth.NewUserLogins(oauth.UserLoginsOptions{Vault: vault, Redirects: redirects, Logger: a.log, Secrets: a.secrets.Add,
+		MaxUnused: u.MaxUnused})
 	a.usersOf = *u
+	if a.stopSweep != nil {
+		a.stopSweep()
+		a.stopSweep = nil
+	}
+	if a.life == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(a.life)
+	a.stopSweep = cancel
+	go a.sweepLogins(ctx, a.users)
+}
+
+// sweepEvery is how often the stored per-user logins are swept.
+const sweepEvery = time.Hour
+
+// sweepLogins removes, at once and then every sweepEvery until ctx ends,
+// the per-user logins that expired unrenewably or went unused for
+// http.auth.user_logins.max_unused.
+func (a *upstreamAuth) sweepLogins(ctx context.Context, users *oauth.UserLogins) {
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		switch n, err := users.Sweep(); {
+		case err != nil:
+			a.log.Warn("could not sweep the stored per-user logins", "err", err)
+		case n > 0:
+			a.log.Info("removed stored per-user logins that expired or went unused", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// logoutAnswer is what POST config.LogoutPath answers.
+type logoutAnswer struct {
+	// LoggedOut are the servers the caller's login to was ended;
+	// NotLoggedIn those the caller had none at.
+	LoggedOut   []string `json:"loggedOut"`
+	NotLoggedIn []string `json:"notLoggedIn"`
+	// NotRevoked are the servers whose authorization server could not be
+	// asked to revoke the tokens (the log says why); they are forgotten
+	// here all the same.
+	NotRevoked []string `json:"notRevoked,omitempty"`
+}
+
+// logout is the gateway's handler of config.LogoutPath: POST ends the
+// caller's own per-user login to the server of ?server=ID, or to every
+// per-user server without it; the caller is who the request's
+// credentials name, as on /mcp.
+func (a *upstreamAuth) logout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST to end your per-user logins (?server=ID for one server)", http.StatusMethodNotAllowed)
+			return
+		}
+		caller := identity.CallerOf(r.Context())
+		if !caller.Principal.Authenticated() {
+			http.Error(w, "per-user logins belong to authenticated callers, and this request names none; send the credentials you use on /mcp", http.StatusUnauthorized)
+			return
+		}
+		a.mu.Lock()
+		users := a.users
+		a.mu.Unlock()
+		want := r.URL.Query().Get("server")
+		var servers []*config.Server
+		if all := a.servers.Load(); all != nil {
+			for _, s := range *all {
+				if s.Auth.Type == config.ServerAuthOAuth && s.Auth.PerUser && (want == "" || s.ID == want) {
+					servers = append(servers, s)
+				}
+			}
+		}
+		switch {
+		case users == nil:
+			http.Error(w, "no per-user logins are kept here (http.auth.user_logins)", http.StatusNotFound)
+			return
+		case want != "" && len(servers) == 0:
+			http.Error(w, fmt.Sprintf("no server %q with a login per user (auth: {type: oauth, per_user: true})", want), http.StatusNotFound)
+			return
+		}
+		out := logoutAnswer{LoggedOut: []string{}, NotLoggedIn: []string{}}
+		for _, srv := range servers {
+			start := time.Now()
+			stored, err := users.Logout(r.Context(), srv, caller)
+			if !stored {
+				out.NotLoggedIn = append(out.NotLoggedIn, srv.ID)
+				continue
+			}
+			out.LoggedOut = append(out.LoggedOut, srv.ID)
+			if err != nil {
+				out.NotRevoked = append(out.NotRevoked, srv.ID)
+				a.log.Warn("a caller logged out, and the authorization server could not be asked to revoke the tokens", "server", srv.ID,
+					"principal", caller.Principal, "err", err)
+			} else {
+				a.log.Info("a caller logged out of a server", "server", srv.ID, "principal", caller.Principal)
+			}
+			a.record("logout", srv.ID, caller, time.Since(start), err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 }
 
 // vaultKey reads the key of http.auth.user_logins.

@@ -10,16 +10,20 @@
 //   whose handlers answer the server's own elicitation/create, sampling/createMessage
 //   and roots/list requests.
 //
-// Usage: node inputclient.mjs --sdk 1|2 --http <url>
+// Usage: node inputclient.mjs --sdk 1|2 --http <url> [--token <bearer token>]
 //
 // A JSON object is read from stdin:
 //   {"capabilities": ["elicitation", "sampling", "roots"],   // the handlers to declare
+//                                                           // ("elicitation-url": elicitation, URL mode too)
 //    "answers": {"elicitation": [{...ElicitResult...}, ...],  // used in turn; the last repeats
 //                "sampling": [{...CreateMessageResult...}, ...],
 //                "roots": {"roots": [...]}},
 //    "steps": [{"op": "callTool", "name": "...", "arguments": {...}},
 //              {"op": "getPrompt", "name": "...", "arguments": {...}},
 //              {"op": "readResource", "uri": "..."}]}
+// An elicitation answer {"browse": true, ...ElicitResult} first opens the URL of a
+// URL-mode elicitation as a browser would (following every redirect), then answers
+// with the rest.
 // Exactly one JSON object is written to stdout:
 //   {"results": [{"result": {...}} | {"error": {"code", "message", "data"}}, ...],
 //    "asked": [{"method": "...", "params": {...}}, ...],   // every request the handlers got
@@ -33,9 +37,10 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === "--sdk") out.sdk = argv[i + 1];
     else if (argv[i] === "--http") out.url = argv[i + 1];
-    else throw new Error("usage: inputclient.mjs --sdk 1|2 --http <url>");
+    else if (argv[i] === "--token") out.token = argv[i + 1];
+    else throw new Error("usage: inputclient.mjs --sdk 1|2 --http <url> [--token <bearer token>]");
   }
-  if (!["1", "2"].includes(out.sdk) || !out.url) throw new Error("usage: inputclient.mjs --sdk 1|2 --http <url>");
+  if (!["1", "2"].includes(out.sdk) || !out.url) throw new Error("usage: inputclient.mjs --sdk 1|2 --http <url> [--token <bearer token>]");
   return out;
 }
 
@@ -81,12 +86,16 @@ function tap(transport, wire) {
 
 async function connect(opts, capabilities) {
   const caps = {};
-  for (const c of capabilities) caps[c] = c === "roots" ? { listChanged: true } : {};
+  for (const c of capabilities) {
+    if (c === "elicitation-url") caps.elicitation = { form: {}, url: {} };
+    else caps[c] = c === "roots" ? { listChanged: true } : {};
+  }
   const info = { name: "mcp-aggregator-inputclient", version: "1.0.0" };
+  const transportOptions = opts.token ? { requestInit: { headers: { Authorization: `Bearer ${opts.token}` } } } : undefined;
   if (opts.sdk === "2") {
     const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
     const client = new Client(info, { capabilities: caps, versionNegotiation: { mode: { pin: "2026-07-28" } } });
-    return { client, transport: new StreamableHTTPClientTransport(new URL(opts.url)), methods: (m) => m };
+    return { client, transport: new StreamableHTTPClientTransport(new URL(opts.url), transportOptions), methods: (m) => m };
   }
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -97,7 +106,19 @@ async function connect(opts, capabilities) {
     "roots/list": types.ListRootsRequestSchema,
   };
   const client = new Client(info, { capabilities: caps });
-  return { client, transport: new StreamableHTTPClientTransport(new URL(opts.url)), methods: (m) => schemas[m] };
+  return { client, transport: new StreamableHTTPClientTransport(new URL(opts.url), transportOptions), methods: (m) => schemas[m] };
+}
+
+// elicit answers an elicitation with answer, opening its URL first when the answer
+// says browse.
+async function elicit(answer, request) {
+  const { browse, ...result } = answer;
+  if (browse) {
+    const resp = await fetch(request.params.url, { redirect: "follow" });
+    await resp.text();
+    if (!resp.ok) throw new Error(`opening the elicitation's URL: HTTP ${resp.status}`);
+  }
+  return result;
 }
 
 async function main() {
@@ -114,7 +135,8 @@ async function main() {
   };
   const { client, transport, methods } = await connect(opts, input.capabilities ?? []);
   const handlers = {
-    elicitation: ["elicitation/create", () => next("elicitation")],
+    elicitation: ["elicitation/create", (request) => elicit(next("elicitation"), request)],
+    "elicitation-url": ["elicitation/create", (request) => elicit(next("elicitation"), request)],
     sampling: ["sampling/createMessage", () => next("sampling")],
     roots: ["roots/list", () => answers.roots ?? { roots: [] }],
   };
@@ -122,7 +144,7 @@ async function main() {
     const [method, answer] = handlers[c];
     client.setRequestHandler(methods(method), async (request) => {
       asked.push({ method, params: request.params ?? null });
-      return answer();
+      return answer(request);
     });
   }
   tap(transport, wire);

@@ -110,6 +110,36 @@ func AnswerID(data []byte) json.RawMessage {
 	return id
 }
 
+// knownMethod returns the name of the method raw (a JSON string) without a
+// copy when it is one of the methods every call sends or receives, written
+// plainly; ok is false for any other.
+func knownMethod(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	// A switch on a conversion compares without allocating, and each case
+	// returns the constant.
+	switch string(raw[1 : len(raw)-1]) {
+	case "tools/call":
+		return "tools/call", true
+	case "tools/list":
+		return "tools/list", true
+	case "notifications/progress":
+		return "notifications/progress", true
+	case "notifications/cancelled":
+		return "notifications/cancelled", true
+	case "notifications/message":
+		return "notifications/message", true
+	case "resources/read":
+		return "resources/read", true
+	case "prompts/get":
+		return "prompts/get", true
+	case "ping":
+		return "ping", true
+	}
+	return "", false
+}
+
 // DecodeOwned is Decode for data the caller hands over, such as a body read
 // for this message alone: the message's members point into data itself,
 // which the caller must neither change nor reuse, and no copy is made.
@@ -145,7 +175,10 @@ func DecodeOwned(data []byte) (*Message, error) {
 	}
 	m := &Message{Params: nonNull(params), Result: result}
 	if method != nil && !isNull(method) {
-		name, ok := rawjson.String(method)
+		name, ok := knownMethod(method)
+		if !ok {
+			name, ok = rawjson.String(method)
+		}
 		switch {
 		case !ok:
 			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must be a string`}

@@ -161,3 +161,25 @@ func TestAnswerID(t *testing.T) {
 	_, err := Decode([]byte(`{"jsonrpc":"2.0","id":7,"result":` + deep + `}`))
 	assert.EqualError(t, err, "parse error: the message is nested more than 10000 levels deep")
 }
+
+// TestDecodeKnownMethod: a request of a method every call sends is decoded
+// with one allocation, the message itself (its name is not copied); any
+// other method, or one written with escapes, is read as before.
+func TestDecodeKnownMethod(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`)
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _, _ = DecodeOwned(line) }))
+	m, err := DecodeOwned(line)
+	require.NoError(t, err)
+	assert.Equal(t, "tools/call", m.Method)
+	for raw, want := range map[string]string{
+		`"tools\/call"`:              "tools/call",
+		`"tools/callx"`:              "tools/callx",
+		`"notifications/progress"`:   "notifications/progress",
+		`"\u0070ing"`:                "ping",
+		`"resources/templates/list"`: "resources/templates/list",
+	} {
+		m, err := DecodeOwned([]byte(`{"jsonrpc":"2.0","method":` + raw + `}`))
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, m.Method, raw)
+	}
+}

@@ -199,7 +199,29 @@ func Member(obj []byte, name string) []byte {
 // It is a fast guard (a byte search) before a scan for a member that few
 // messages have.
 func Mentions(data []byte, name string) bool {
-	return bytes.Contains(data, []byte(name)) || bytes.Contains(data, []byte(`\u`))
+	return contains(data, name) || bytes.Contains(data, []byte(`\u`))
+}
+
+// contains is bytes.Contains(data, []byte(name)) without the copy of a name
+// over 32 bytes (such as io.modelcontextprotocol/serverInfo), which a
+// conversion puts on the heap: its first 32 bytes are searched for, and
+// the rest compared where they are found.
+func contains(data []byte, name string) bool {
+	const stackBytes = 32 // what a conversion that does not escape keeps on the stack
+	if len(name) <= stackBytes {
+		return bytes.Contains(data, []byte(name))
+	}
+	head := []byte(name[:stackBytes])
+	for {
+		i := bytes.Index(data, head)
+		if i < 0 {
+			return false
+		}
+		if string(data[i:min(len(data), i+len(name))]) == name {
+			return true
+		}
+		data = data[i+1:]
+	}
 }
 
 // String returns the JSON string raw as a Go string, as json.Unmarshal

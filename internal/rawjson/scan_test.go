@@ -56,6 +56,16 @@ func TestMentions(t *testing.T) {
 	assert.True(t, Mentions([]byte(`{"_meta":{}}`), "_meta"))
 	assert.True(t, Mentions([]byte(`{"\u005fmeta":{}}`), "_meta"), "an escaped name may be it")
 	assert.False(t, Mentions([]byte(`{"name":"echo","arguments":{"text":"a\nb"}}`), "_meta"))
+
+	// A name over 32 bytes: found whole, not by its first 32 bytes alone,
+	// and without an allocation.
+	long := "io.modelcontextprotocol/serverInfo"
+	assert.True(t, Mentions([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{}}}`), long))
+	assert.True(t, Mentions([]byte(`{"x":"io.modelcontextprotocol/serverIn","_meta":{"io.modelcontextprotocol/serverInfo":1}}`), long))
+	assert.False(t, Mentions([]byte(`{"_meta":{"io.modelcontextprotocol/serverIn":{}}}`), long))
+	assert.False(t, Mentions([]byte(`{"_meta":{"io.modelcontextprotocol/serverIn`), long), "cut short where it matches")
+	data := []byte(`{"content":[{"type":"text","text":"hello"}],"_meta":{"io.modelcontextprotocol/serverInfoX":1}}`)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { Mentions(data, long) }))
 }
 
 func TestString(t *testing.T) {

@@ -5,4 +5,6 @@
 // opening tries the one key that sealed it. Tokens are opaque, bounded in
 // length and fail to open when altered, sealed under a key no longer in
 // the ring, or bound to another label. No key ever appears in an error.
+// DecodeKey and NewAEAD are the one reading of a key and its cipher, for
+// the vault of per-user logins as for session keys.
 package sealed

@@ -77,11 +77,7 @@ func NewRing(keys ...[]byte) (*Ring, error) {
 		if len(k) != KeySize {
 			return nil, fmt.Errorf("key %d is %d bytes: a key is %d", i+1, len(k), KeySize)
 		}
-		block, err := aes.NewCipher(k)
-		if err != nil {
-			return nil, err
-		}
-		aead, err := cipher.NewGCM(block)
+		aead, err := NewAEAD(k)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +103,7 @@ func ParseKeys(name string, data []byte) (*Ring, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		k, err := decodeKey(line)
+		k, err := DecodeKey(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v; generate a key with: head -c 32 /dev/urandom | base64", name, n, err)
 		}
@@ -130,9 +126,27 @@ func ParseKeys(name string, data []byte) (*Ring, error) {
 	return NewRing(keys...)
 }
 
-// decodeKey decodes one line of a key file; its error says what is wrong
-// with the line without quoting it.
-func decodeKey(line string) ([]byte, error) {
+// NewAEAD is AES-256-GCM under key, KeySize bytes: the one cipher of
+// every key the aggregator is given (session ids, the vault of per-user
+// logins).
+func NewAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("the key is %d bytes: a key is %d", len(key), KeySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// DecodeKey decodes a key as an operator writes it: KeySize random bytes
+// as 64 hex digits or as base64 (standard or URL alphabet, padded or not);
+// surrounding space is ignored. Its error says what is wrong without
+// quoting the text, and callers add where it came from (a file and line,
+// a setting).
+func DecodeKey(line string) ([]byte, error) {
+	line = strings.TrimSpace(line)
 	if len(line) == 2*KeySize {
 		if k, err := hex.DecodeString(line); err == nil {
 			return k, nil

@@ -190,3 +190,26 @@ func BenchmarkOpen(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeKey: the one reading of a key, for session keys and the vault
+// alike: hex or base64 of 32 bytes, space around ignored; an error never
+// quotes the text.
+func TestDecodeKey(t *testing.T) {
+	raw := bytes.Repeat([]byte{0xab}, KeySize)
+	for _, text := range []string{hex.EncodeToString(raw), base64.StdEncoding.EncodeToString(raw),
+		" " + base64.RawURLEncoding.EncodeToString(raw) + "\n"} {
+		k, err := DecodeKey(text)
+		require.NoError(t, err, text)
+		assert.Equal(t, raw, k)
+	}
+	_, err := DecodeKey(base64.StdEncoding.EncodeToString(raw[:16]))
+	assert.ErrorContains(t, err, "16 bytes")
+	_, err = DecodeKey("not-a-key-but-secret-looking")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "secret-looking")
+	_, err = NewAEAD(raw[:16])
+	assert.ErrorContains(t, err, "16 bytes")
+	aead, err := NewAEAD(raw)
+	require.NoError(t, err)
+	assert.Equal(t, 12, aead.NonceSize())
+}
