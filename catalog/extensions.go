@@ -7,16 +7,8 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
-// withheldExtensions are extensions the aggregator does not relay, and so
-// never offers whoever declares them: the tasks extension of 2026-07-28
-// (tasks/update, task handles in any result) is not among what it routes;
-// upstreams are not told the client side of it either, so they keep to
-// the core protocol.
-var withheldExtensions = map[string]bool{"io.modelcontextprotocol/tasks": true}
-
 // mergeExtensions adds the extensions an upstream declares to those of the
-// servers before it. An extension any server offers is offered (but the
-// withheld ones); its settings are the first server's (in config order),
+// servers before it. An extension any server offers is offered; its settings are the first server's (in config order),
 // with the members of later servers' settings objects that the first
 // lacks added, every value as its server sent it: fields the aggregator
 // does not know pass untouched.
@@ -32,7 +24,7 @@ func mergeExtensions(into map[string]json.RawMessage, declared json.RawMessage) 
 	slices.Sort(ids)
 	for _, id := range ids {
 		settings := ext[id]
-		if withheldExtensions[id] || string(settings) == "null" || string(settings) == "false" {
+		if string(settings) == "null" || string(settings) == "false" {
 			continue
 		}
 		if into == nil {

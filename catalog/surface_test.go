@@ -184,6 +184,6 @@ func TestMergeExtensions(t *testing.T) {
 	m = mergeExtensions(m, json.RawMessage(`{"com.example/x":{"a":2,"b":true},"org.other/y":{"z":null},"com.example/off":null,"io.modelcontextprotocol/tasks":{}}`))
 	got, err := json.Marshal(m)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null}}`, string(got))
+	assert.JSONEq(t, `{"io.modelcontextprotocol/ui":{},"com.example/x":{"a":1,"b":true,"deep":{"k":[1]}},"org.other/y":{"z":null},"io.modelcontextprotocol/tasks":{}}`, string(got))
 	assert.Nil(t, mergeExtensions(nil, nil))
 }

@@ -139,6 +139,8 @@ func nameField(method string) string {
 		return "name"
 	case "resources/read":
 		return "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return "taskId" // the tasks extension routes by task
 	}
 	return ""
 }
@@ -157,13 +159,16 @@ func unsupportedVersion(id json.RawMessage, version string) *httpError {
 }
 
 // modernMethods are the requests protocol 2026-07-28 defines for a client
-// to send. The session generation's others (initialize, ping,
-// logging/setLevel, resources/subscribe and unsubscribe, tasks/*) have no
-// meaning without a session and are not served in this generation.
+// to send, and those of its tasks extension (tasks/get, tasks/update,
+// tasks/cancel). The session generation's others (initialize, ping,
+// logging/setLevel, resources/subscribe and unsubscribe, tasks/list,
+// tasks/result) have no meaning without a session and are not served in
+// this generation.
 var modernMethods = map[string]bool{
 	"server/discover": true, "subscriptions/listen": true, "completion/complete": true,
 	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"tasks/get": true, "tasks/update": true, "tasks/cancel": true,
 }
 
 // modernInstead says what a request of the session generation becomes in
@@ -174,6 +179,8 @@ var modernInstead = map[string]string{
 	"logging/setLevel":      "name the level in each request's _meta[\"" + MetaLogLevel + "\"]",
 	"resources/subscribe":   "list the URI in params.notifications.resourceSubscriptions of a subscriptions/listen request",
 	"resources/unsubscribe": "close the subscriptions/listen stream that names the URI",
+	"tasks/result":          "poll tasks/get (tasks extension): a task that ended carries its result or error",
+	"tasks/list":            "keep the taskId of each task result (tasks extension): there is no list of tasks",
 }
 
 // checkModernRequest checks what a sessionless (2026-07-28) request must

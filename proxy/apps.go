@@ -83,3 +83,14 @@ func (st *state) hiddenApps(pr *profile) map[string]bool {
 	}
 	return hidden
 }
+
+// TasksExtension is the 2026-07-28 tasks extension: a tools/call may be
+// answered with a task handle (resultType "task"), polled with tasks/get,
+// given input with tasks/update and cancelled with tasks/cancel (see
+// extensiontasks.go).
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// sessionlessExtensions are the extensions offered to sessionless clients
+// only (server/discover): a session of the older generation has the core
+// tasks capability instead, and the aggregator does not bridge the two.
+var sessionlessExtensions = map[string]bool{TasksExtension: true}

@@ -34,11 +34,15 @@ func TestHiddenApps(t *testing.T) {
 	assert.Equal(t, map[string]bool{"ui://a/one": true}, st.hiddenApps(&profile{tools: []string{"a_three", "a_plain"}}))
 }
 
-// The extensions the servers declare are offered at initialize.
+// The extensions the servers declare are offered at initialize, but the
+// tasks extension, which is offered to sessionless clients only.
 func TestOfferedExtensions(t *testing.T) {
-	s := catalog.NewSurface([]catalog.ServerLists{{Config: &config.Server{ID: "a"}, Declared: catalog.Declared{Extensions: json.RawMessage(`{"com.example/x":{"a":1}}`)}}}, "", nil)
-	caps := offeredCapabilities(s.Offers())
+	s := catalog.NewSurface([]catalog.ServerLists{{Config: &config.Server{ID: "a"}, Declared: catalog.Declared{Extensions: json.RawMessage(`{"com.example/x":{"a":1},"io.modelcontextprotocol/tasks":{}}`)}}}, "", nil)
+	caps := offeredCapabilities(s.Offers(), false)
 	require.Contains(t, caps, "extensions")
-	assert.Equal(t, map[string]json.RawMessage{"com.example/x": json.RawMessage(`{"a":1}`)}, caps["extensions"])
-	assert.NotContains(t, offeredCapabilities(catalog.Offers{}), "extensions", "no server offers one: no extensions member")
+	assert.Equal(t, map[string]json.RawMessage{"com.example/x": json.RawMessage(`{"a":1}`), TasksExtension: json.RawMessage(`{}`)}, caps["extensions"])
+	session := offeredCapabilities(s.Offers(), true)
+	assert.Equal(t, map[string]json.RawMessage{"com.example/x": json.RawMessage(`{"a":1}`)}, session["extensions"], "not to a session: it has the core tasks capability")
+	assert.Contains(t, s.Offers().Extensions, TasksExtension, "the merged extensions stay as they are")
+	assert.NotContains(t, offeredCapabilities(catalog.Offers{}, false), "extensions", "no server offers one: no extensions member")
 }

@@ -213,6 +213,13 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// (revokeLeases).
 			acquireCtx = session.WithOwner(acquireCtx, ownerOf(inv.req))
 		}
+		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
+			// The lease is its conversation's, which needs room for a Session.
+			if _, cerr := p.sessions.conversation(inv.key); cerr != nil {
+				deadline.stop()
+				return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+			}
+		}
 		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
 		if aerr == nil {
 			to = grant.Instance
@@ -256,6 +263,10 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		defer hold.release()
 	}
 
+	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
+	if bridgedTask {
+		inv.task = json.RawMessage(`{}`) // the extension's task, as a 2025-11-25 task upstream
+	}
 	slot, cached, hit := p.cachedResult(&inv, rs, grant)
 	if hit {
 		return cached, nil, nil
@@ -283,7 +294,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		if grant != nil {
 			up.OnServerRequest = p.callRequests(inv.req, grant.Instance)
 			if inv.onTask == nil {
-				p.bindSession(rs, grant, inv.req)
+				p.bindSession(rs, grant, inv.req, inv.key)
 			}
 			p.inflight.add(grant.Instance, inv.req)
 			defer p.inflight.remove(grant.Instance, inv.req)
@@ -322,6 +333,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
+	if call && grant != nil && declaresTasksExtension(inv.req) {
+		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
+	}
 	raw, derr := to.Do(upCtx, up)
 	for derr != nil && ctx.Err() == nil {
 		// A 2026-07-28 client is offered the login the call needs, and the
@@ -367,8 +381,15 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
 		}
 	}
+	if call && grant != nil && task == nil && isTaskHandle(raw) {
+		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
+		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
+	}
 	if task != nil {
 		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {
+			if bridgedTask {
+				return extensionHandle(created), nil, nil
+			}
 			return created, nil, nil // a CreateTaskResult has no content to add notes to
 		}
 	}

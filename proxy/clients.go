@@ -264,7 +264,7 @@ func subscriptionMeta(id json.RawMessage, members map[string]any) json.RawMessag
 
 // changedIn tells the session with key, if it was offered the list of
 // kind, that its list changed.
-func (c *clients) changedIn(key, kind string) {
+func (c *clients) changedIn(key session.Key, kind string) {
 	if s := c.reg.lookup(key); s != nil && s.offered().has(kind) {
 		s.ds.Notify(&jsonrpc.Message{Method: "notifications/" + kind + "/list_changed"})
 	}
@@ -272,11 +272,7 @@ func (c *clients) changedIn(key, kind string) {
 
 // byLeaseKey finds the registered session a lease key belongs to.
 func (c *clients) byLeaseKey(leaseKey session.Key) *Session {
-	id, ok := leaseKey.SessionID()
-	if !ok {
-		return nil
-	}
-	return c.reg.lookup(id)
+	return c.reg.lookup(leaseKey) // a conversation's is never registered
 }
 
 // resourceUpdated tells the listen streams subscribed to uri on server

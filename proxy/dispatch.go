@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/mcp-aggregator/mcp-aggregator/bridge"
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
@@ -67,7 +68,13 @@ func (p *Proxy) route(ctx context.Context, req *downstream.Request) *jsonrpc.Mes
 		return p.complete(ctx, req)
 	case "logging/setLevel":
 		return p.setLevel(req)
-	case "tasks/get", "tasks/result", "tasks/cancel":
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/update":
+		if protocol.Modern(req.Protocol) {
+			return p.extensionTaskRequest(ctx, req) // the tasks extension's
+		}
+		if req.Msg.Method == "tasks/update" {
+			return failure(jsonrpc.CodeMethodNotFound, "method not found: tasks/update is the 2026-07-28 tasks extension's; a session's tasks (protocol 2025-11-25) take their input through tasks/result")
+		}
 		return p.taskRequest(ctx, req)
 	case "tasks/list":
 		return p.tasksList(ctx, req)
@@ -148,8 +155,9 @@ func (p *Proxy) offeredTasks(client string) map[string]any {
 }
 
 // offeredCapabilities is the capabilities object for what the enabled servers
-// offer together.
-func offeredCapabilities(c catalog.Offers) map[string]any {
+// offer together; with session, for initialize, less the extensions
+// offered to sessionless clients only.
+func offeredCapabilities(c catalog.Offers, session bool) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": true}}
 	if c.Resources {
 		caps["resources"] = map[string]any{"subscribe": c.Subscribe, "listChanged": true}
@@ -163,8 +171,17 @@ func offeredCapabilities(c catalog.Offers) map[string]any {
 	if c.Logging {
 		caps["logging"] = map[string]any{}
 	}
-	if len(c.Extensions) > 0 {
-		caps["extensions"] = c.Extensions
+	ext := c.Extensions
+	if session {
+		for id := range sessionlessExtensions {
+			if _, ok := ext[id]; ok {
+				ext = maps.Clone(ext)
+				delete(ext, id)
+			}
+		}
+	}
+	if len(ext) > 0 {
+		caps["extensions"] = ext
 	}
 	return caps
 }
@@ -183,7 +200,7 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 		version = protocol.LatestSession
 	}
 	c := p.offerable(req.Profile)
-	caps := offeredCapabilities(c)
+	caps := offeredCapabilities(c, true)
 	if req.Session != nil {
 		// The session hears of list changes, and gets log messages, only
 		// for what it is offered.
@@ -202,9 +219,22 @@ func (p *Proxy) initialize(req *downstream.Request) *jsonrpc.Message {
 }
 
 func (p *Proxy) discover(req *downstream.Request) *jsonrpc.Message {
+	caps := offeredCapabilities(p.offerable(req.Profile), false)
+	if tc := p.tasksCapability(req.Profile); tc != nil && tc["requests"] != nil {
+		// A server's tasks of 2025-11-25 are bridged to the extension.
+		ext, _ := caps["extensions"].(map[string]json.RawMessage)
+		if _, ok := ext[TasksExtension]; !ok {
+			ext = maps.Clone(ext)
+			if ext == nil {
+				ext = map[string]json.RawMessage{}
+			}
+			ext[TasksExtension] = json.RawMessage(`{}`)
+			caps["extensions"] = ext
+		}
+	}
 	body, _ := rawjson.Marshal(map[string]any{
 		"supportedVersions": protocol.Versions,
-		"capabilities":      offeredCapabilities(p.offerable(req.Profile)),
+		"capabilities":      caps,
 	}) // its _meta names the aggregator, as every result's does
 
 	return answer(body)

@@ -55,16 +55,17 @@ func (p *Proxy) keepOwnLists(rs *runningServer, inst *upstream.Instance, kind st
 	if !kept {
 		return false // unbound since
 	}
-	p.clients.changedIn(holder.key, kind)
+	p.clients.changedIn(holder.lease, kind)
 	return true
 }
 
-// surfaceFor is the surface the session s of client sees: the one of the
-// client's profile (clientSurface), with the own lists of the instances s
+// surfaceFor is the surface the caller of req, of client, sees: the one of
+// the client's profile (clientSurface), with the own lists of the
+// instances its Session (its downstream session's, or its conversation's)
 // leases in place of their servers' lists.
-func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *catalog.Surface {
+func (p *Proxy) surfaceFor(st *state, client string, req *downstream.Request) *catalog.Surface {
 	base := p.clientSurface(st, client)
-	own := p.sessions.find(s).ownLists()
+	own := p.callerSession(req).ownLists()
 	if len(own) == 0 {
 		return base
 	}
@@ -95,4 +96,14 @@ func (p *Proxy) surfaceFor(st *state, client string, s downstream.Session) *cata
 		order = st.profileOrder(pr)
 	}
 	return buildSurface(order, servers, st.pattern, st.hiddenApps(pr))
+}
+
+// callerSession is the Session of req's caller (findRequestSession), or
+// nil when it has none.
+func (p *Proxy) callerSession(req *downstream.Request) *Session {
+	if req == nil {
+		return nil
+	}
+	key, _ := LeaseKeyOf(req, requestMeta(req.Msg.Params))
+	return p.findRequestSession(req, key)
 }

@@ -121,14 +121,14 @@ func TestSessionCloseDropsWhatItHolds(t *testing.T) {
 func TestPendingOfferExpires(t *testing.T) {
 	var reg sessions
 	reg.of(fakeSession("ghost")).setOffer(offer{resources: true})
-	reg.by["ghost"].since = time.Now().Add(-2 * pendingOfferTTL)
+	reg.by[sessionLeaseKey(fakeSession("ghost"))].since = time.Now().Add(-2 * pendingOfferTTL)
 	reg.of(fakeSession("next")).setOffer(offer{prompts: true})
-	assert.NotContains(t, reg.by, "ghost")
-	assert.Contains(t, reg.by, "next")
-	assert.Nil(t, reg.lookup("next"), "not registered before it opens")
+	assert.NotContains(t, reg.by, sessionLeaseKey(fakeSession("ghost")))
+	assert.Contains(t, reg.by, sessionLeaseKey(fakeSession("next")))
+	assert.Nil(t, reg.lookup(sessionLeaseKey(fakeSession("next"))), "not registered before it opens")
 	reg.open(fakeSession("next"))
-	require.NotNil(t, reg.lookup("next"))
-	assert.True(t, reg.lookup("next").offered().prompts)
+	require.NotNil(t, reg.lookup(sessionLeaseKey(fakeSession("next"))))
+	assert.True(t, reg.lookup(sessionLeaseKey(fakeSession("next"))).offered().prompts)
 }
 
 // TestInitializeDuringTheFirstLoad: initialize and server/discover answer at once,

@@ -696,6 +696,10 @@ func (p *Proxy) newPool(s *config.Server, first *upstream.Instance) *session.Poo
 		if (e.Kind == "restarted" || e.Kind == "replaced") && e.Key.IsZero() {
 			p.resubscribe(e.Server) // a new shared instance took over
 		}
+		switch e.Kind {
+		case "released", "expired", "revoked", "reclaimed":
+			p.leaseEnded(e.Key) // a conversation's Session ends with its last lease
+		}
 		if p.opts.Observer != nil {
 			p.opts.Observer.InstanceEvent(e.Server, e.Kind)
 		}

@@ -73,9 +73,19 @@ func requestMeta(params json.RawMessage) map[string]json.RawMessage {
 // the instance, the upstream hears that the roots changed, and asks again.
 // The instance is subscribed to what the session subscribed to on the
 // server before req reaches it.
-func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downstream.Request) {
+//
+// A sessionless request's leased instance is bound to its conversation's
+// Session (key), which keeps the instance's own lists; its requests of the
+// older generation have no session to go to.
+func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downstream.Request, key session.Key) {
 	s := req.Session
-	if rs.pool.Stateless() || s == nil {
+	if rs.pool.Stateless() {
+		return
+	}
+	if req.Sessionless() || s == nil {
+		if conv, err := p.sessions.conversation(key); err == nil {
+			p.sessions.bindOnly(conv, grant.Instance)
+		}
 		return
 	}
 	if !p.sessions.bindOnly(p.session(s), grant.Instance) {
@@ -177,7 +187,7 @@ func (p *Proxy) resourcesList(ctx context.Context, req *downstream.Request, key 
 		return failure(jsonrpc.CodeInvalidParams, "invalid cursor %q: the list is sent whole, in one page", c)
 	}
 	p.awaitLoad(ctx)
-	return answer(p.surfaceFor(p.current(), req.Profile, req.Session).Result(key))
+	return answer(p.surfaceFor(p.current(), req.Profile, req).Result(key))
 }
 
 func cursorOf(params json.RawMessage) string {
@@ -200,7 +210,7 @@ func (p *Proxy) resourceRequest(ctx context.Context, req *downstream.Request) *j
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	surface := p.surfaceFor(st, req.Profile, req.Session)
+	surface := p.surfaceFor(st, req.Profile, req)
 	server, ok := surface.ResourceOwner(params.URI)
 	if !ok && !naming.IsAppURI(params.URI) { // an app resource is named by its server alone
 		server, ok = surface.SoleServer(req.Msg.Method != "resources/read")
@@ -290,7 +300,7 @@ func (p *Proxy) promptsGet(ctx context.Context, req *downstream.Request) *jsonrp
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	e, ok := p.surfaceFor(st, req.Profile, req.Session).Prompt(params.Name)
+	e, ok := p.surfaceFor(st, req.Profile, req).Prompt(params.Name)
 	if !ok || !st.profileOf(req.Profile).server(e.Server) {
 		p.noteHidden(req, st, hiddenPrompt, params.Name, (*catalog.Surface).PromptOwner)
 		return failure(jsonrpc.CodeInvalidParams, "unknown prompt %q: no server exports it; call prompts/list for the current names", params.Name)
@@ -318,7 +328,7 @@ func (p *Proxy) complete(ctx context.Context, req *downstream.Request) *jsonrpc.
 	}
 	p.awaitLoad(ctx)
 	st := p.current()
-	s := p.surfaceFor(st, req.Profile, req.Session)
+	s := p.surfaceFor(st, req.Profile, req)
 	switch ref.Type {
 	case "ref/prompt":
 		e, ok := s.Prompt(ref.Name)

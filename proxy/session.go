@@ -1,18 +1,23 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/tasks"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // Session is the aggregator's side of one downstream session (a stdio
-// connection, an HTTP session): everything the aggregator keeps for it
-// alone lives here, and ends with one Close. It holds
+// connection, an HTTP session), or of one conversation of sessionless
+// (2026-07-28) requests: a principal and the lease name its requests give
+// (LeaseKeyOf). Everything the aggregator keeps for it alone lives here,
+// and ends with one Close. It holds
 //
 //   - what the session was offered at its initialize (which notifications
 //     it may be sent);
@@ -26,7 +31,10 @@ import (
 //     shares, and an upstream's notifications about a task.
 //
 // The instances themselves are the pools' (session.Key names the lease);
-// Close ends the session's leases there.
+// Close ends the session's leases there. A conversation has no offer, log
+// level or subscriptions (its requests carry them); its Session is made by
+// its first lease or task, and closed when its last lease ends in the
+// pools (leaseEnded), or forgotten once it holds nothing.
 //
 // Concurrency: mu guards every field below it. It is a leaf lock: nothing
 // is called, and nothing is sent, while it is held. The registry's lock
@@ -34,9 +42,10 @@ import (
 // guarded by the task table's mu, not by mu.
 type Session struct {
 	p     *Proxy
-	key   string // the downstream session's Key: never reused
-	ds    downstream.Session
-	tasks tasks.Owner // guarded by Proxy.tasks.mu
+	lease session.Key        // its key in the registry: sessionLeaseKey(ds), or the conversation's
+	key   string             // the downstream session's Key, never reused; "" for a conversation
+	ds    downstream.Session // nil for a conversation
+	tasks tasks.Owner        // guarded by Proxy.tasks.mu
 
 	mu         sync.Mutex
 	registered bool      // SessionOpened came, and Close did not yet
@@ -232,28 +241,44 @@ func (s *Session) taskOwner() *tasks.Owner {
 
 // idle reports whether a session never registered holds nothing but the
 // offer of an initialize that never completed, from longer than
-// pendingOfferTTL ago.
+// pendingOfferTTL ago. Conversations are never idle this way (see
+// sessions.conversation).
 func (s *Session) idle(now time.Time) bool {
+	if s.ds == nil {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.registered && len(s.subs) == 0 && len(s.leased) == 0 && !s.levelSet && now.Sub(s.since) > pendingOfferTTL
 }
 
-// sessions is the registry of Sessions by downstream session key. A
-// Session is made on a session's first use (its initialize, or any request
-// of a connection that never initializes) and removed by Close.
+// sessions is the registry of Sessions by their session.Key: downstream
+// sessions under sessionLeaseKey, conversations of sessionless requests
+// under their lease key. A downstream session's Session is made on its
+// first use (its initialize, or any request of a connection that never
+// initializes) and removed by Close; a conversation's by its first lease
+// or task (conversation), and removed when its leases end (leaseEnded) or
+// once it holds nothing.
 type sessions struct {
 	p  *Proxy
 	mu sync.Mutex
-	by map[string]*Session
+	by map[session.Key]*Session
+	// conversations counts the conversations' Sessions per principal's
+	// space (session.Key.Client), for maxConversations.
+	conversations map[identity.Principal]int
 }
+
+// maxConversations bounds the conversations of sessionless requests one
+// principal holds Sessions for at a time: each names its own under
+// LeaseMetaKey, and they are untrusted input.
+const maxConversations = 1000
 
 // of returns ds's Session, made on first use; nil for nil.
 func (t *sessions) of(ds downstream.Session) *Session {
 	if ds == nil {
 		return nil
 	}
-	key := ds.Key()
+	key := sessionLeaseKey(ds)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.by[key]; s != nil && s.ds == ds {
@@ -266,11 +291,90 @@ func (t *sessions) of(ds downstream.Session) *Session {
 		}
 	}
 	if t.by == nil {
-		t.by = map[string]*Session{}
+		t.by = map[session.Key]*Session{}
 	}
 	s := t.made(ds, now)
 	t.by[key] = s
 	return s
+}
+
+// conversation returns the Session of the sessionless conversation key,
+// made on first use. Making one beyond maxConversations of key's principal
+// first forgets those that hold nothing (no lease in any pool, no task);
+// when none does, it is refused, with an error naming the limit.
+func (t *sessions) conversation(key session.Key) (*Session, error) {
+	t.mu.Lock()
+	if s := t.by[key]; s != nil {
+		t.mu.Unlock()
+		return s, nil
+	}
+	full := t.conversations[key.Client] >= maxConversations
+	t.mu.Unlock()
+	if full {
+		t.forgetEmpty(key.Client)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.by[key]; s != nil {
+		return s, nil
+	}
+	if t.conversations[key.Client] >= maxConversations {
+		return nil, fmt.Errorf("this client holds leases or tasks in %d conversations of sessionless requests (distinct _meta[%q] names), the most the aggregator keeps for one client; reuse a conversation's name, release leases it no longer needs, or wait until idle ones expire (lease.idle_ttl)",
+			maxConversations, LeaseMetaKey)
+	}
+	if t.by == nil {
+		t.by = map[session.Key]*Session{}
+	}
+	if t.conversations == nil {
+		t.conversations = map[identity.Principal]int{}
+	}
+	s := &Session{p: t.p, lease: key, since: time.Now(), tasks: tasks.Owner{Key: key}}
+	t.by[key] = s
+	t.conversations[key.Client]++
+	return s, nil
+}
+
+// findConversation returns the Session of the conversation key, or nil.
+func (t *sessions) findConversation(key session.Key) *Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.by[key]; s != nil && s.ds == nil {
+		return s
+	}
+	return nil
+}
+
+// takeConversation removes s, a conversation's Session, from the
+// registry; false when it is not there (any more).
+func (t *sessions) takeConversation(s *Session) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.by[s.lease] != s {
+		return false
+	}
+	delete(t.by, s.lease)
+	if t.conversations[s.lease.Client]--; t.conversations[s.lease.Client] <= 0 {
+		delete(t.conversations, s.lease.Client)
+	}
+	return true
+}
+
+// forgetEmpty forgets the conversations of client's space that hold
+// nothing: no lease in any pool, no live task. They held nothing to end.
+func (t *sessions) forgetEmpty(client identity.Principal) {
+	t.mu.Lock()
+	var mine []*Session
+	for k, s := range t.by {
+		if s.ds == nil && k.Client == client {
+			mine = append(mine, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range mine {
+		if !t.p.conversationHolds(s, true) && t.takeConversation(s) {
+			s.Close()
+		}
+	}
 }
 
 // find returns ds's Session, or nil when it has none (it never made a
@@ -283,14 +387,15 @@ func (t *sessions) find(ds downstream.Session) *Session {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.by[ds.Key()]; s != nil && s.ds == ds {
+	if s := t.by[sessionLeaseKey(ds)]; s != nil && s.ds == ds {
 		return s
 	}
 	return nil
 }
 
-// lookup returns the registered Session with key, or nil.
-func (t *sessions) lookup(key string) *Session {
+// lookup returns the registered Session with key, or nil; a conversation's
+// Session is never registered.
+func (t *sessions) lookup(key session.Key) *Session {
 	t.mu.Lock()
 	s := t.by[key]
 	t.mu.Unlock()
@@ -317,26 +422,28 @@ func (t *sessions) open(ds downstream.Session) {
 }
 
 func (t *sessions) made(ds downstream.Session, now time.Time) *Session {
-	return &Session{p: t.p, key: ds.Key(), ds: ds, since: now, tasks: tasks.Owner{Key: ds.Key()}}
+	key := sessionLeaseKey(ds)
+	return &Session{p: t.p, lease: key, key: ds.Key(), ds: ds, since: now, tasks: tasks.Owner{Key: key}}
 }
 
 // take removes ds's Session from the registry and returns it; for a
 // session that kept nothing, an empty Session that is in no registry, so
 // that its Close still ends what the pools hold for it.
 func (t *sessions) take(ds downstream.Session) *Session {
+	key := sessionLeaseKey(ds)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.by[ds.Key()]
+	s := t.by[key]
 	if s == nil || s.ds != ds {
 		return t.made(ds, time.Now())
 	}
-	delete(t.by, ds.Key())
+	delete(t.by, key)
 	return s
 }
 
 // alive reports whether ds is a registered session.
 func (t *sessions) alive(ds downstream.Session) bool {
-	s := t.lookup(ds.Key())
+	s := t.lookup(sessionLeaseKey(ds))
 	return s != nil && s.ds == ds
 }
 
@@ -412,11 +519,82 @@ func (p *Proxy) session(ds downstream.Session) *Session { return p.sessions.of(d
 // goroutine, so nothing here writes upstream on it: the task cancels and
 // unsubscribes go out on goroutines of their own, each bounded, and the
 // pools retire the leased instances off it.
+//
+// A conversation's Session is closed once its leases ended in the pools
+// (leaseEnded): it holds no subscriptions, and has no lease left to end.
 func (s *Session) Close() {
 	p := s.p
 	held := s.end()
-	p.clients.first.forget(s.key)
 	p.tasksEnded(&s.tasks)
-	p.sessionEnded(sessionLeaseKey(s.ds))
+	if s.ds == nil {
+		return
+	}
+	p.clients.first.forget(s.key)
+	p.sessionEnded(s.lease)
 	p.sessionUnsubscribe(held)
+}
+
+// requestSession is the Session of req's caller, made on first use: its
+// downstream session's, or for a sessionless request the one of its
+// conversation (key, its lease key), within the per-principal bound of
+// maxConversations. nil, with no error, for a call made by no request.
+func (p *Proxy) requestSession(req *downstream.Request, key session.Key) (*Session, error) {
+	switch {
+	case req == nil:
+		return nil, nil
+	case req.Sessionless() || req.Session == nil:
+		return p.sessions.conversation(key)
+	}
+	return p.session(req.Session), nil
+}
+
+// findRequestSession is requestSession for readers: nil when there is none.
+func (p *Proxy) findRequestSession(req *downstream.Request, key session.Key) *Session {
+	switch {
+	case req == nil:
+		return nil
+	case req.Sessionless() || req.Session == nil:
+		return p.sessions.findConversation(key)
+	}
+	return p.sessions.find(req.Session)
+}
+
+// conversationHolds reports whether conversation s still holds something:
+// a lease in a pool, or (with tasks) a live task or a call that may create
+// one.
+func (p *Proxy) conversationHolds(s *Session, withTasks bool) bool {
+	for _, rs := range p.current().servers {
+		if _, ok := rs.pool.Held(s.lease); ok {
+			return true
+		}
+	}
+	return withTasks && p.tasks.Live(&s.tasks, func(e *tasks.Entry) bool { return !instanceDone(e.Inst) })
+}
+
+// leaseEnded is told that key's lease of a server ended (expired, released,
+// revoked, reclaimed): when key is a conversation's and it holds no other
+// lease, its Session ends, and its tasks with it, unless one of them runs
+// on an instance that goes on (a shared one): the Session then stays until
+// they expire, and is forgotten once it holds nothing.
+func (p *Proxy) leaseEnded(key session.Key) {
+	if key.Kind != session.KeyNamed && key.Kind != session.KeyAnonymous {
+		return
+	}
+	s := p.sessions.findConversation(key)
+	if s == nil || p.conversationHolds(s, false) {
+		return
+	}
+	if p.tasks.Live(&s.tasks, func(e *tasks.Entry) bool { return !instanceDone(e.Inst) && !p.leasedBy(e, key) }) {
+		return
+	}
+	if p.sessions.takeConversation(s) {
+		s.Close()
+	}
+}
+
+// leasedBy reports whether task e runs on an instance leased to key: such
+// an instance ends with the lease, and the task with it.
+func (p *Proxy) leasedBy(e *tasks.Entry, key session.Key) bool {
+	rs := p.current().servers[e.Server]
+	return rs != nil && !rs.pool.Stateless() && e.Lease == key
 }

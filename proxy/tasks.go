@@ -77,6 +77,19 @@ func present(v []byte) bool {
 
 // beginTask reserves room for the task a task-augmented call may create.
 func (p *Proxy) beginTask(inv invocation) (*tasks.Reservation, *jsonrpc.Error) {
+	if inv.req != nil && inv.req.Sessionless() && declaresTasksExtension(inv.req) {
+		// The tasks extension's, bridged to a 2025-11-25 upstream: the
+		// conversation's.
+		s, err := p.requestSession(inv.req, inv.key)
+		if err != nil {
+			return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
+		}
+		res, err := p.tasks.Reserve(s.taskOwner(), inv.req.Holder)
+		if err != nil {
+			return nil, errorObject(codeInternal, "tools/call %q: %v", inv.name, err)
+		}
+		return res, nil
+	}
 	if inv.req == nil || inv.req.Sessionless() || !p.sessions.alive(inv.req.Session) {
 		return nil, errorObject(jsonrpc.CodeInvalidRequest, "tools/call %q asks for a task (params.task), and tasks belong to the session that created them: initialize a session (protocol 2025-11-25) first", inv.name)
 	}
@@ -121,7 +134,7 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
-	if p.clients.session(e.Owner) == nil {
+	if p.ownerGone(e.Owner) {
 		// The session ended while the call ran: its tasks went before this
 		// one was added. It goes the same way.
 		p.tasksEnded(res.Owner)
@@ -152,7 +165,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
-	e, ok := p.tasks.Lookup(req.Session.Key(), id)
+	e, ok := p.tasks.Lookup(sessionLeaseKey(req.Session), id)
 	if !ok || !p.admits(req.Profile, e.Server) {
 		// A task of a server a profile edit took out of the client's
 		// profile is out of its reach, as one that never was.
@@ -164,7 +177,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	params, _ := tasks.MapStringAt(req.Msg.Params, tasks.IDPath, tasks.SetString(e.UpstreamID))
 	// A requestor's related-task _meta is to be ignored here; it is mapped
 	// all the same, so that no aggregator id reaches the upstream.
-	params = p.relatedToUpstream(params, req.Session.Key(), e.Inst)
+	params = p.relatedToUpstream(params, e.Owner, e.Inst)
 	var timeout timeLimit
 	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
@@ -391,7 +404,7 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 // relatedToClient maps the related-task _meta of a message from inst to
 // owner: the upstream's id becomes the aggregator's when it is one of
 // owner's tasks, and is left out of reach (unchanged) otherwise.
-func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner string) []byte {
+func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner session.Key) []byte {
 	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
 		e, ok := p.tasks.ByUpstream(inst, old)
 		if !ok || e.Owner != owner {
@@ -404,7 +417,7 @@ func (p *Proxy) relatedToClient(msg []byte, inst *upstream.Instance, owner strin
 
 // relatedToUpstream maps the related-task _meta of a message from owner to
 // inst: the aggregator's id becomes the upstream's.
-func (p *Proxy) relatedToUpstream(msg []byte, owner string, inst *upstream.Instance) []byte {
+func (p *Proxy) relatedToUpstream(msg []byte, owner session.Key, inst *upstream.Instance) []byte {
 	out, _ := tasks.MapStringAt(msg, tasks.RelatedIDPath, func(old string) (string, bool) {
 		e, ok := p.tasks.Lookup(owner, old)
 		if !ok || e.Inst != inst {
@@ -424,7 +437,7 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 	if s == nil {
 		return base
 	}
-	owner := s.Key()
+	owner := sessionLeaseKey(s)
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 		return p.relate(ctx, base, inst, owner, method, params)
 	}
@@ -437,7 +450,7 @@ func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) u
 	if req.Session == nil {
 		return p.serverRequests(req)
 	}
-	owner := req.Session.Key()
+	owner := sessionLeaseKey(req.Session)
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 		return p.relate(ctx, p.serverRequests(req), inst, owner, method, params)
 	}
@@ -445,7 +458,7 @@ func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) u
 
 // relate passes a request of inst to base, the ids of the tasks of the
 // session owner it names mapped (see relatedTasks).
-func (p *Proxy) relate(ctx context.Context, base upstream.ServerRequestHandler, inst *upstream.Instance, owner, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (p *Proxy) relate(ctx context.Context, base upstream.ServerRequestHandler, inst *upstream.Instance, owner session.Key, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	if !rawjson.Mentions(params, tasks.RelatedTaskKey) {
 		return base(ctx, method, params)
 	}
@@ -493,7 +506,7 @@ func (p *Proxy) relatedOut(msg json.RawMessage, inst *upstream.Instance, s downs
 	if s == nil || !rawjson.Mentions(msg, tasks.RelatedTaskKey) {
 		return msg
 	}
-	return p.relatedToClient(msg, inst, s.Key())
+	return p.relatedToClient(msg, inst, sessionLeaseKey(s))
 }
 
 // awaitTask finds inst's task id, waiting at most tasks.MappingWait for the
@@ -721,27 +734,36 @@ func (p *Proxy) tasksEnded(owner *tasks.Owner) {
 		if rs == nil || !rs.pool.Stateless() || instanceDone(e.Inst) || p.tasks.HasEnded(e) {
 			continue
 		}
-		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) {
+		if !present(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "cancel")) && !present(rawjson.Member(rs.caps.Extensions, TasksExtension)) {
 			continue
 		}
 		cancels = append(cancels, e)
 	}
+	p.cancelUpstreamTasks(cancels, "task of an ended session cancelled")
+}
+
+// cancelUpstreamTasks sends tasks/cancel for each task to its instance,
+// under the upstream's id (declaring the tasks extension, for a server of
+// 2026-07-28): best effort, off the caller's path, each bounded; each is
+// logged (debug) with why.
+func (p *Proxy) cancelUpstreamTasks(cancels []*tasks.Entry, why string) {
 	if len(cancels) == 0 {
 		return
 	}
 	go func() {
 		for _, e := range cancels {
-			ctx, cancel := context.WithTimeout(p.life, taskCancelOnCloseTimeout)
+			ctx, cancel := context.WithTimeout(upstream.WithTasksExtension(p.life), taskCancelOnCloseTimeout)
 			params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 			_, err := e.Inst.Do(ctx, upstream.Request{Method: "tasks/cancel", Params: append(params, '}')})
 			cancel()
-			p.log.Debug("task of an ended session cancelled", "server", e.Server, "task", e.ID, "err", err)
+			p.log.Debug(why, "server", e.Server, "task", e.ID, "err", err)
 		}
 	}()
 }
 
-// session returns the registered session with key, or nil.
-func (c *clients) session(key string) downstream.Session {
+// session returns the registered session with key, or nil (a
+// conversation's key: it has no downstream session).
+func (c *clients) session(key session.Key) downstream.Session {
 	if s := c.reg.lookup(key); s != nil {
 		return s.ds
 	}

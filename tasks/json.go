@@ -58,8 +58,14 @@ func SetString(s string) func(string) (string, bool) {
 
 // TTL reads a Task's ttl, in milliseconds; ok is false when there is
 // none or it is null (unlimited).
-func TTL(task []byte) (time.Duration, bool) {
-	raw := rawjson.Member(task, "ttl")
+func TTL(task []byte) (time.Duration, bool) { return ttlAt(task, "ttl") }
+
+// TTLMs reads the ttlMs of a Task of the 2026-07-28 tasks extension, as
+// TTL does a 2025-11-25 Task's ttl.
+func TTLMs(task []byte) (time.Duration, bool) { return ttlAt(task, "ttlMs") }
+
+func ttlAt(task []byte, member string) (time.Duration, bool) {
+	raw := rawjson.Member(task, member)
 	if raw == nil {
 		return 0, false
 	}

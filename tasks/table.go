@@ -81,13 +81,32 @@ type heldNote struct {
 	params     []byte
 }
 
-// Owner is what a downstream session owns of the task table: its tasks
-// and reservations. It lives on the session's Session in the proxy; every
-// field but Key, which never changes, is guarded by the task table's mu.
+// Owner is what a downstream session, or a sessionless conversation, owns
+// of the task table: its tasks and reservations. It lives on the proxy's
+// Session; every field but Key, which never changes, is guarded by the
+// task table's mu.
 type Owner struct {
-	Key   string            // the downstream session key
+	// Key is the Session's: the downstream session's lease key, or the
+	// principal and conversation name of sessionless requests.
+	Key   session.Key
 	n     int               // tasks and reservations
 	tasks map[string]*Entry // by the aggregator's id
+}
+
+// Live reports whether o holds a task or a reservation that keep accepts.
+func (t *Table) Live(o *Owner, keep func(*Entry) bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock()
+	if o.n > len(o.tasks) {
+		return true // a reservation: a call that may create a task runs
+	}
+	for _, e := range o.tasks {
+		if now.Before(e.expires) && keep(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // upstreamTask names a task as its upstream knows it.
@@ -100,7 +119,7 @@ type upstreamTask struct {
 type Entry struct {
 	ID         string // the aggregator's id, as clients see it
 	UpstreamID string
-	Owner      string // downstream session key
+	Owner      session.Key // the owning Session's key (Owner.Key)
 	own        *Owner
 	holder     string // the owner's client, for the table's per-client share
 	Server     string
@@ -181,6 +200,9 @@ func (t *Table) Reserve(owner *Owner, holder string) (*Reservation, error) {
 	}
 	switch {
 	case owner.n >= MaxSessionTasks:
+		if _, ok := owner.Key.SessionID(); !ok {
+			return nil, fmt.Errorf("%w: this conversation holds %d tasks, the most the aggregator keeps for one (a session, or the principal and lease name of sessionless requests); wait until some expire (their ttl) or name a new conversation", errTasksFull, MaxSessionTasks)
+		}
 		return nil, fmt.Errorf("%w: this session holds %d tasks, the most the aggregator keeps for one session; wait until some expire (their ttl) or use a new session", errTasksFull, MaxSessionTasks)
 	case t.perClient.Full(holder):
 		return nil, fmt.Errorf("%w: %w", errTasksFull, t.perClient.Take(holder))
@@ -268,13 +290,19 @@ func (t *Table) AddHeld(r *Reservation, e *Entry, deliver func(e *Entry, method 
 	return e, nil
 }
 
-// Lookup finds owner's task id. Another session's task, an expired one and
-// one that never was are alike: not found.
-func (t *Table) Lookup(owner, id string) (*Entry, bool) {
+// Lookup finds owner's task id. Another session's or conversation's task,
+// an expired one and one that never was are alike: not found.
+func (t *Table) Lookup(owner session.Key, id string) (*Entry, bool) {
+	return t.Find(id, func(k session.Key) bool { return k == owner })
+}
+
+// Find finds the task id when mine accepts its owner; otherwise, or when
+// it expired or never was, it is not found.
+func (t *Table) Find(id string, mine func(owner session.Key) bool) (*Entry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.byID[id]
-	if e == nil || e.Owner != owner {
+	if e == nil || !mine(e.Owner) {
 		return nil, false
 	}
 	if !t.clock().Before(e.expires) {

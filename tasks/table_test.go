@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -26,7 +28,7 @@ type testTable struct {
 
 func (tt *testTable) owner(key string) *Owner {
 	if tt.owners[key] == nil {
-		tt.owners[key] = &Owner{Key: key}
+		tt.owners[key] = &Owner{Key: session.SessionKey(identity.Principal{}, key)}
 	}
 	return tt.owners[key]
 }
@@ -79,12 +81,12 @@ func TestTaskTableOwnership(t *testing.T) {
 	tt, _ := newTestTable()
 	inst := &upstream.Instance{}
 	e := addTask(t, tt, "alice", inst, "u1", time.Minute)
-	got, ok := tt.Lookup("alice", e.ID)
+	got, ok := tt.Lookup(tt.owner("alice").Key, e.ID)
 	require.True(t, ok)
 	assert.Same(t, e, got)
-	_, ok = tt.Lookup("bob", e.ID)
+	_, ok = tt.Lookup(tt.owner("bob").Key, e.ID)
 	assert.False(t, ok, "another session's id is not found")
-	_, ok = tt.Lookup("alice", "task-00000000000000000000000000000000")
+	_, ok = tt.Lookup(tt.owner("alice").Key, "task-00000000000000000000000000000000")
 	assert.False(t, ok)
 
 	page, more := tt.Page("bob", 0, 10)
@@ -93,7 +95,7 @@ func TestTaskTableOwnership(t *testing.T) {
 
 	gone := tt.DropSession("alice")
 	require.Len(t, gone, 1)
-	_, ok = tt.Lookup("alice", e.ID)
+	_, ok = tt.Lookup(tt.owner("alice").Key, e.ID)
 	assert.False(t, ok, "a session's tasks end with it")
 	assert.Zero(t, tt.Len())
 	for name, o := range tt.owners {
@@ -107,13 +109,13 @@ func TestTaskTableExpiry(t *testing.T) {
 	inst := &upstream.Instance{}
 	e := addTask(t, tt, "alice", inst, "u1", KeepFor(30*time.Second, true))
 	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
-	_, ok := tt.Lookup("alice", e.ID)
+	_, ok := tt.Lookup(tt.owner("alice").Key, e.ID)
 	require.True(t, ok, "kept for its ttl and the grace")
 
 	tt.Touch(e, false) // heard of again: kept from now
 	assert.False(t, tt.HasEnded(e))
 	clock.t = clock.t.Add(30*time.Second + taskGrace - time.Millisecond)
-	_, ok = tt.Lookup("alice", e.ID)
+	_, ok = tt.Lookup(tt.owner("alice").Key, e.ID)
 	require.True(t, ok)
 
 	tt.Touch(e, true)
@@ -122,7 +124,7 @@ func TestTaskTableExpiry(t *testing.T) {
 	clock.t = clock.t.Add(30*time.Second + taskGrace)
 	_, ok = tt.ByUpstream(inst, "u1")
 	assert.False(t, ok, "expired")
-	_, ok = tt.Lookup("alice", e.ID)
+	_, ok = tt.Lookup(tt.owner("alice").Key, e.ID)
 	assert.False(t, ok, "expired")
 	assert.Zero(t, tt.Len())
 }
@@ -184,7 +186,7 @@ func TestTaskTableReusedUpstreamID(t *testing.T) {
 	inst := &upstream.Instance{}
 	old := addTask(t, tt, "alice", inst, "u1", time.Minute)
 	fresh := addTask(t, tt, "bob", inst, "u1", time.Minute)
-	_, ok := tt.Lookup("alice", old.ID)
+	_, ok := tt.Lookup(tt.owner("alice").Key, old.ID)
 	assert.False(t, ok, "an upstream id used again names the new task only")
 	got, ok := tt.ByUpstream(inst, "u1")
 	require.True(t, ok)

@@ -45,6 +45,47 @@ func newEnvelope(version, name, ver string, caps json.RawMessage) envelope {
 	return envelope{{protocol.MetaProtocolVersion, v}, {protocol.MetaClientInfo, info}, {protocol.MetaClientCapabilities, caps}}
 }
 
+// TasksExtension is the 2026-07-28 tasks extension's identifier.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+type tasksExtensionKey struct{}
+
+// WithTasksExtension marks ctx for a request made for a client that
+// declared the tasks extension on it: to a 2026-07-28 upstream, the
+// request declares the extension too (in its _meta client capabilities),
+// so that the upstream may answer it with a task. Unmarked, the upstream
+// is not told of it, and keeps to the core protocol.
+func WithTasksExtension(ctx context.Context) context.Context {
+	return context.WithValue(ctx, tasksExtensionKey{}, true)
+}
+
+// forRequest is e for a request made under ctx: with the tasks extension
+// among the client capabilities when ctx is marked (WithTasksExtension).
+func (e envelope) forRequest(ctx context.Context) envelope {
+	if marked, _ := ctx.Value(tasksExtensionKey{}).(bool); !marked {
+		return e
+	}
+	out := slices.Clone(e)
+	for i, m := range out {
+		if m.key != protocol.MetaClientCapabilities {
+			continue
+		}
+		caps, ok := rawjson.Set(m.value, "extensions", func(ext []byte) []byte {
+			if len(ext) == 0 || ext[0] != '{' {
+				ext = []byte(`{}`)
+			}
+			if next, ok := rawjson.Set(ext, TasksExtension, func([]byte) []byte { return []byte(`{}`) }); ok {
+				return next
+			}
+			return ext
+		})
+		if ok {
+			out[i].value = caps
+		}
+	}
+	return out
+}
+
 // wrap returns params with the envelope's members set in its _meta; the
 // caller's own _meta members (a progress token) and every other byte stay.
 func (e envelope) wrap(params json.RawMessage) (json.RawMessage, error) {
@@ -86,6 +127,18 @@ func standardHeaders(version, method string, params json.RawMessage) http.Header
 	h := http.Header{}
 	for k, v := range mcp.StandardHeaders(version, mcp.MCPMethod(method), params) {
 		h.Set(k, v)
+	}
+	switch method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The tasks extension routes by task: Mcp-Name is params.taskId.
+		var p struct {
+			TaskID string `json:"taskId"`
+		}
+		if len(h) > 0 && json.Unmarshal(params, &p) == nil && p.TaskID != "" {
+			if v, ok := mcp.EncodeHeaderValue(p.TaskID); ok {
+				h.Set(mcp.HeaderName, v)
+			}
+		}
 	}
 	return h
 }
@@ -443,7 +496,7 @@ type modernStdio struct {
 func (c *modernStdio) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	raw, err := rawParams(params)
 	if err == nil {
-		raw, err = c.env.wrap(raw)
+		raw, err = c.env.forRequest(ctx).wrap(raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %s: %w", c.server, method, err)

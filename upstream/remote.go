@@ -293,7 +293,7 @@ func (c *remoteConn) request(ctx context.Context, cancel context.CancelCauseFunc
 	raw, err := rawParams(params)
 	var header http.Header
 	if env := c.envelope.Load(); env != nil && err == nil {
-		if raw, err = env.wrap(raw); err == nil {
+		if raw, err = env.forRequest(ctx).wrap(raw); err == nil {
 			header = standardHeaders(c.protocolVersion(), method, raw)
 			if method == "tools/call" {
 				addParamHeaders(header, c.paramTools.Load(), raw)

@@ -1,0 +1,308 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// startTaskExtServer starts node/taskextserver.mjs, a 2026-07-28 upstream on the
+// TypeScript SDK v2 that serves the tasks extension, and returns its URL and log.
+func startTaskExtServer(t *testing.T) (url string, log *logBuffer) {
+	t.Helper()
+	nodeEntry(t, "@modelcontextprotocol/server/package.json")
+	log = newLogBuffer()
+	cmd := exec.Command("node", filepath.Join(nodeDir, "taskextserver.mjs"))
+	stdin, err := cmd.StdinPipe() // the server ends when it closes
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	line, ok := log.waitLine(func(line string) bool { return strings.HasPrefix(line, "taskextserver: listening ") }, startTimeout, exited)
+	require.True(t, ok, "taskextserver never said where it listens:\n%s", log)
+	return strings.TrimPrefix(line, "taskextserver: listening "), log
+}
+
+// extCaller sends 2026-07-28 requests to the aggregator as one http.auth client.
+type extCaller struct {
+	t     *testing.T
+	url   string
+	token string
+	id    int
+}
+
+// do sends method with params, declaring the tasks extension when ext, in the
+// conversation lease ("" names none), with Mcp-Name set to name.
+func (c *extCaller) do(method, name string, params map[string]any, ext bool, lease string) message {
+	c.t.Helper()
+	c.id++
+	caps := map[string]any{}
+	if ext {
+		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+	}
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": modernVersion, "io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "tasksext-test", "version": "1"}}
+	if lease != "" {
+		meta["mcp-aggregator/lease"] = lease
+	}
+	p := map[string]any{"_meta": meta}
+	for k, v := range params {
+		p[k] = v
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": p})
+	require.NoError(c.t, err)
+	r := modernRaw(c.t, c.url, method, name, string(body), http.Header{"Authorization": {"Bearer " + c.token}})
+	return coreMessage(c.t, r)
+}
+
+// task is the aggregator's answer as a task (a CreateTaskResult or tasks/get's
+// Task), less what changes from run to run.
+func taskShape(t *testing.T, m message) (id string, shape map[string]any) {
+	t.Helper()
+	require.Empty(t, m.Error, "%s", m.Error)
+	require.NoError(t, json.Unmarshal(m.Result, &shape), "%s", m.Result)
+	id, _ = shape["taskId"].(string)
+	for _, k := range []string{"taskId", "createdAt", "lastUpdatedAt", "_meta"} {
+		delete(shape, k)
+	}
+	return id, shape
+}
+
+func errorCode(t *testing.T, m message) int {
+	t.Helper()
+	require.NotEmpty(t, m.Error, "an error, not %s", m.Result)
+	return coreErrorCode(m.Error)
+}
+
+// TestTasksExtensionRelayed: a 2026-07-28 upstream on the TypeScript SDK v2 serving
+// the tasks extension (node/taskextserver.mjs) behind the aggregator. A sessionless
+// client that declares the extension is offered it (server/discover), the upstream
+// is told so on its request and answers with a task; the client sees the
+// aggregator's task id, never the upstream's, and drives the task through
+// tasks/get, tasks/update (inputResponses) and tasks/cancel, which reach the
+// upstream under its own id. Another client, or another conversation of the same
+// client, does not find the task; a request that declares no extension gets the
+// tool's plain result.
+func TestTasksExtensionRelayed(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	alice, bob := randomToken(t), randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+http: {auth: {tokens: {alice: {env: ALICE_TOKEN}, bob: {env: BOB_TOKEN}}}}
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: true
+    transform: [{prefix: x_}]
+`, url))},
+		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
+	})
+	a.waitLoaded()
+	ac, bc := &extCaller{t: t, url: a.url, token: alice}, &extCaller{t: t, url: a.url, token: bob}
+	fail := func(m message) string {
+		return fmt.Sprintf("%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
+	}
+
+	discover := ac.do("server/discover", "", nil, true, "")
+	var disc struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
+	assert.JSONEq(t, `{}`, string(disc.Capabilities.Extensions[tasksExtension]), "the extension is offered: %s", discover.Result)
+
+	// Without the extension the upstream is not told of it, and answers at once.
+	plain := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hi"}}, false, "conv-1")
+	require.Empty(t, plain.Error, fail(plain))
+	assert.Equal(t, "hi, whoever you are", resultText(t, plain.Result))
+
+	created := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hi"}}, true, "conv-1")
+	require.Empty(t, created.Error, fail(created))
+	id, shape := taskShape(t, created)
+	assert.Equal(t, map[string]any{"resultType": "task", "status": "input_required", "ttlMs": float64(60000), "pollIntervalMs": float64(50), "content": []any{}}, shape)
+	require.True(t, strings.HasPrefix(id, "task-"), "the aggregator's id, not the upstream's: %q", id)
+
+	// Another principal, and another conversation of alice, do not find it.
+	get := map[string]any{"taskId": id}
+	assert.Equal(t, -32602, errorCode(t, bc.do("tasks/get", id, get, true, "conv-1")), "bob does not find alice's task")
+	assert.Equal(t, -32602, errorCode(t, bc.do("tasks/cancel", id, get, true, "")))
+	assert.Equal(t, -32602, errorCode(t, ac.do("tasks/get", id, get, true, "conv-2")), "another conversation does not find it")
+
+	polled := ac.do("tasks/get", id, get, true, "conv-1")
+	gotID, shape := taskShape(t, polled)
+	assert.Equal(t, id, gotID)
+	assert.Equal(t, map[string]any{"resultType": "complete", "status": "input_required", "ttlMs": float64(60000), "pollIntervalMs": float64(50),
+		"inputRequests": map[string]any{"name": map[string]any{"method": "elicitation/create", "params": map[string]any{"message": "Whom to greet?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []any{"name"}}}}}}, shape)
+
+	updated := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}}, true, "conv-1")
+	require.Empty(t, updated.Error, fail(updated))
+	var ack map[string]any
+	require.NoError(t, json.Unmarshal(updated.Result, &ack))
+	delete(ack, "_meta")
+	assert.Equal(t, map[string]any{"resultType": "complete"}, ack)
+
+	// A request that names no conversation finds any task of its principal.
+	done := ac.do("tasks/get", id, get, true, "")
+	gotID, shape = taskShape(t, done)
+	assert.Equal(t, id, gotID)
+	assert.Equal(t, map[string]any{"resultType": "complete", "status": "completed", "ttlMs": float64(60000), "pollIntervalMs": float64(50),
+		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "hi, Ada"}}}}, shape)
+
+	lingering := ac.do("tools/call", "x_linger", map[string]any{"name": "x_linger", "arguments": map[string]any{}}, true, "conv-1")
+	lingerID, shape := taskShape(t, lingering)
+	assert.Equal(t, "working", shape["status"])
+	cancelled := ac.do("tasks/cancel", lingerID, map[string]any{"taskId": lingerID}, true, "conv-1")
+	require.Empty(t, cancelled.Error, fail(cancelled))
+	_, shape = taskShape(t, ac.do("tasks/get", lingerID, map[string]any{"taskId": lingerID}, true, "conv-1"))
+	assert.Equal(t, "cancelled", shape["status"])
+
+	// The upstream heard of its own ids only, each request naming one.
+	log := serverLog.String()
+	assert.NotContains(t, log, id)
+	assert.NotContains(t, log, lingerID)
+	var methods []string
+	for _, line := range strings.Split(log, "\n") {
+		if rest, ok := strings.CutPrefix(line, "taskextserver: tasks/"); ok {
+			method, upID, _ := strings.Cut(rest, " ")
+			methods = append(methods, method)
+			assert.Len(t, upID, 36, "an upstream UUID: %q", line)
+		}
+	}
+	assert.Equal(t, []string{"get", "update", "get", "cancel", "get"}, methods)
+}
+
+// TestTasksExtensionEndsWithItsConversation: a task of the tasks extension on an
+// instance leased to a sessionless conversation belongs to that conversation's
+// Session, which ends with its last lease: once mcp_release ends the lease, the task
+// is not found (rather than lost with its instance), while a task of another
+// conversation of the same client goes on.
+func TestTasksExtensionEndsWithItsConversation(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: false
+    transform: [{prefix: x_}]
+`, url))},
+		env: []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	start := func(lease string) string {
+		t.Helper()
+		m := ac.do("tools/call", "x_linger", map[string]any{"name": "x_linger", "arguments": map[string]any{}}, true, lease)
+		require.Empty(t, m.Error, "%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
+		id, shape := taskShape(t, m)
+		require.Equal(t, "working", shape["status"])
+		return id
+	}
+	mine, other := start("conv-1"), start("conv-2")
+	_, shape := taskShape(t, ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1"))
+	assert.Equal(t, "working", shape["status"])
+
+	released := ac.do("tools/call", "mcp_release", map[string]any{"name": "mcp_release", "arguments": map[string]any{"serverId": "ext"}}, true, "conv-1")
+	require.Empty(t, released.Error, "%s", released.Error)
+	assert.Contains(t, resultText(t, released.Result), "released")
+
+	gone := ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1")
+	assert.Equal(t, -32602, errorCode(t, gone))
+	var e struct {
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(gone.Error, &e))
+	assert.Contains(t, e.Message, "not found", "the conversation's Session ended with its lease, and its tasks with it")
+
+	_, shape = taskShape(t, ac.do("tasks/get", other, map[string]any{"taskId": other}, true, "conv-2"))
+	assert.Equal(t, "working", shape["status"], "another conversation's task goes on")
+}
+
+// TestTasksExtensionBridgedToOlderUpstream: a sessionless client that declares the
+// tasks extension, in front of 2025-11-25 servers whose tools run as tasks (the
+// TypeScript SDK 1.x, node/taskserver.mjs), is offered the extension and gets its
+// tasks: the call goes up task-augmented and comes back as a task handle under the
+// aggregator's id; tasks/get follows the task to its end and then carries its result
+// (tasks/result upstream); tasks/cancel acknowledges, and the task is then cancelled;
+// tasks/update is refused, naming why.
+func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
+	t.Parallel()
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
+		env:     []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+
+	var disc struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	discover := ac.do("server/discover", "", nil, true, "")
+	require.NoError(t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
+	assert.Contains(t, disc.Capabilities.Extensions, tasksExtension, "the servers' 2025-11-25 tasks are offered as the extension: %s", discover.Result)
+
+	call := func(tool string, args map[string]any) string {
+		t.Helper()
+		m := ac.do("tools/call", tool, map[string]any{"name": tool, "arguments": args}, true, "conv-1")
+		require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
+		id, shape := taskShape(t, m)
+		assert.Equal(t, "task", shape["resultType"], "%s", m.Result)
+		assert.Equal(t, float64(60000), shape["ttlMs"], "ttl becomes ttlMs: %s", m.Result)
+		assert.NotContains(t, shape, "ttl")
+		require.True(t, strings.HasPrefix(id, "task-") && len(id) > len("task-1"), "the aggregator's id: %q", id)
+		return id
+	}
+	id := call("a_countdown", map[string]any{"label": "bridged", "steps": 2, "stepMs": 20})
+	var shape map[string]any
+	for deadline := time.Now().Add(callTimeout); ; {
+		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "conv-1"))
+		if shape["status"] != "working" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Duration(shape["pollIntervalMs"].(float64)) * time.Millisecond) // as the task asks
+	}
+	require.Equal(t, "completed", shape["status"], "%v", shape)
+	result, _ := json.Marshal(shape["result"])
+	assert.Equal(t, "bridged done after 2 steps", resultText(t, result))
+
+	long := call("a_countdown", map[string]any{"label": "long", "steps": 1000, "stepMs": 100})
+	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{}}, true, "conv-1")
+	assert.Equal(t, -32600, errorCode(t, update))
+	cancelled := ac.do("tasks/cancel", long, map[string]any{"taskId": long}, true, "conv-1")
+	require.Empty(t, cancelled.Error, "%s", cancelled.Error)
+	var ack map[string]any
+	require.NoError(t, json.Unmarshal(cancelled.Result, &ack))
+	delete(ack, "_meta")
+	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, "an empty acknowledgement")
+	_, shape = taskShape(t, ac.do("tasks/get", long, map[string]any{"taskId": long}, true, "conv-1"))
+	assert.Equal(t, "cancelled", shape["status"])
+}
