@@ -86,7 +86,7 @@ func startRemote(t *testing.T, transport config.Transport, url string, opts Opti
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if opts.Logger == nil {
-		opts.Logger = newLogRecorder().logger()
+		opts.Logger = newLogRecorder().Logger()
 	}
 	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: transport, URL: url}, opts)
 	require.NoError(t, err)
