@@ -13,27 +13,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = "MCPAGG_DEMO_SERVER"
+const demoEnv = testproc.DemoEnv
 
 // TestMain lets this test binary stand in for the upstream servers, so the
 // proxy the endpoints read fronts real processes.
-func TestMain(m *testing.M) {
-	if code, ran := demo.RunFromEnv(demoEnv); ran {
-		os.Exit(code)
-	}
-	demo.QuietRaceExit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testproc.WaitTimeout
 
 // rig is a proxy with its recorder and endpoints.
 type rig struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -79,7 +80,7 @@ func TestSessionEndedWhileItsInstanceStartsLeavesNoLease(t *testing.T) {
 	}
 	_, held := pool.Held(named("s"))
 	assert.False(t, held, "an ended session holds a lease")
-	requireReaped(t, inst.PID())
+	testproc.RequireReaped(t, inst.PID())
 	assert.Equal(t, 1, gf.f.callCount(), "an instance was started for an ended session")
 
 	// The key is free again afterwards: a new session with it leases normally.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -32,7 +33,7 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 
 	// Its second call was its last: it is closed at once, not at the next call.
 	assert.Equal(t, old.PID(), ev.wait(t, "recycled", forKey(named("a"))).PID)
-	requireReaped(t, old.PID())
+	testproc.RequireReaped(t, old.PID())
 	pid, held := pool.Held(named("a"))
 	assert.True(t, held, "the session keeps its lease")
 	assert.Zero(t, pid, "with no instance until its next call")
@@ -66,7 +67,7 @@ func TestMaxCallsReachedWhileACallRunsStartsASuccessor(t *testing.T) {
 	assert.Equal(t, 1, counterValue(t, running.Instance, "increment"), "and can still use it")
 	assert.Equal(t, 1, pool.Stats().Draining)
 	running.Done()
-	requireReaped(t, running.Instance.PID())
+	testproc.RequireReaped(t, running.Instance.PID())
 }
 
 func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
@@ -83,7 +84,7 @@ func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
 	began := time.Now()
 	assert.Equal(t, leased, ev.wait(t, "recycled", forKey(named("a"))).PID)
 	assert.GreaterOrEqual(t, time.Since(began), age/2)
-	requireReaped(t, leased)
+	testproc.RequireReaped(t, leased)
 	ev.wait(t, "recycled", forKey(Key{})) // a spare aged out too, and is replaced
 
 	fresh := acquire(t, pool, named("a"))
@@ -128,7 +129,7 @@ func TestSharedInstanceOverMaxRSSIsReplacedBetweenCalls(t *testing.T) {
 	assert.Contains(t, string(raw), "still here")
 	assert.True(t, alive(first.PID()))
 	inflight.Done()
-	requireReaped(t, first.PID())
+	testproc.RequireReaped(t, first.PID())
 }
 
 func TestLedgerCapsInstancesAcrossServers(t *testing.T) {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -14,26 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = "MCPAGG_DEMO_SERVER"
+const demoEnv = testproc.DemoEnv
 
 // TestMain lets this test binary stand in for the upstream servers: started
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so
 // every pool below leases real processes.
-func TestMain(m *testing.M) {
-	if code, ran := demo.RunFromEnv(demoEnv); ran {
-		os.Exit(code)
-	}
-	demo.QuietRaceExit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testproc.WaitTimeout
 
 // demoFactory starts real instances of one demo server and remembers them.
 type demoFactory struct {
@@ -147,14 +140,6 @@ func (e *events) wait(t *testing.T, kind string, match func(Event) bool) Event {
 }
 
 func forKey(k Key) func(Event) bool { return func(ev Event) bool { return ev.Key == k } }
-
-// requireReaped waits until pid is gone and reaped.
-func requireReaped(t *testing.T, pid int) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-	}, waitTimeout, 10*time.Millisecond, "process %d is still there", pid)
-}
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
