@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // TestAdjustTakesEveryPoolSettingAndNothingElse sets each Config field in turn
@@ -153,7 +151,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		cfg.MaxInstances = 2
 		pool.Adjust(cfg)
 		stopped := ev.wait(t, "spare-stopped", nil)
-		testproc.RequireReaped(t, stopped.PID)
+		requireReaped(t, stopped.PID)
 		require.Eventually(t, func() bool { return pool.Stats() == Stats{Live: 2, Leased: 2} }, waitTimeout, 10*time.Millisecond,
 			"the spares over the cap are stopped: %+v", pool.Stats())
 		for _, g := range []*Grant{a, b} {
@@ -219,7 +217,7 @@ func TestAdjustIdleTTL(t *testing.T) {
 	cfg.IdleTTL = 100 * time.Millisecond
 	pool.Adjust(cfg)
 	assert.Equal(t, a.Instance.PID(), ev.wait(t, "expired", forKey(named("a"))).PID)
-	testproc.RequireReaped(t, a.Instance.PID())
+	requireReaped(t, a.Instance.PID())
 
 	cfg.IdleTTL = 0
 	pool.Adjust(cfg)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -132,6 +131,6 @@ func TestLeaseStartedAsThePoolClosesGivesItsSlotBackOnce(t *testing.T) {
 	inst := waitFor(t, gf.started, "the instance")
 	assert.ErrorIs(t, waitFor(t, got, "the call to be answered"), ErrClosed)
 	waitFor(t, closed, "Close")
-	testproc.RequireReaped(t, inst.PID())
+	requireReaped(t, inst.PID())
 	assert.Zero(t, ledger.Count(), "slots held across all servers")
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -80,7 +79,7 @@ func TestSessionEndedWhileItsInstanceStartsLeavesNoLease(t *testing.T) {
 	}
 	_, held := pool.Held(named("s"))
 	assert.False(t, held, "an ended session holds a lease")
-	testproc.RequireReaped(t, inst.PID())
+	requireReaped(t, inst.PID())
 	assert.Equal(t, 1, gf.f.callCount(), "an instance was started for an ended session")
 
 	// The key is free again afterwards: a new session with it leases normally.

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -33,7 +32,7 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 
 	// Its second call was its last: it is closed at once, not at the next call.
 	assert.Equal(t, old.PID(), ev.wait(t, "recycled", forKey(named("a"))).PID)
-	testproc.RequireReaped(t, old.PID())
+	requireReaped(t, old.PID())
 	pid, held := pool.Held(named("a"))
 	assert.True(t, held, "the session keeps its lease")
 	assert.Zero(t, pid, "with no instance until its next call")
@@ -67,7 +66,7 @@ func TestMaxCallsReachedWhileACallRunsStartsASuccessor(t *testing.T) {
 	assert.Equal(t, 1, counterValue(t, running.Instance, "increment"), "and can still use it")
 	assert.Equal(t, 1, pool.Stats().Draining)
 	running.Done()
-	testproc.RequireReaped(t, running.Instance.PID())
+	requireReaped(t, running.Instance.PID())
 }
 
 func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
@@ -84,7 +83,7 @@ func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
 	began := time.Now()
 	assert.Equal(t, leased, ev.wait(t, "recycled", forKey(named("a"))).PID)
 	assert.GreaterOrEqual(t, time.Since(began), age/2)
-	testproc.RequireReaped(t, leased)
+	requireReaped(t, leased)
 	ev.wait(t, "recycled", forKey(Key{})) // a spare aged out too, and is replaced
 
 	fresh := acquire(t, pool, named("a"))
@@ -129,7 +128,7 @@ func TestSharedInstanceOverMaxRSSIsReplacedBetweenCalls(t *testing.T) {
 	assert.Contains(t, string(raw), "still here")
 	assert.True(t, alive(first.PID()))
 	inflight.Done()
-	testproc.RequireReaped(t, first.PID())
+	requireReaped(t, first.PID())
 }
 
 func TestLedgerCapsInstancesAcrossServers(t *testing.T) {

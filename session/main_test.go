@@ -141,6 +141,12 @@ func (e *events) wait(t *testing.T, kind string, match func(Event) bool) Event {
 
 func forKey(k Key) func(Event) bool { return func(ev Event) bool { return ev.Key == k } }
 
+// requireReaped waits until pid is gone and reaped.
+func requireReaped(t *testing.T, pid int) {
+	t.Helper()
+	testproc.RequireReaped(t, pid)
+}
+
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // acquire is Acquire with a generous deadline, failing the test on error.

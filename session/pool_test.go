@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
@@ -76,7 +75,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	restarted := ev.wait(t, "restarted", nil)
 	assert.NotEqual(t, first.PID(), restarted.PID)
 	assert.Equal(t, 1, f.callCount())
-	testproc.RequireReaped(t, first.PID())
+	requireReaped(t, first.PID())
 
 	g := acquire(t, pool, named("a"))
 	defer g.Done()
@@ -105,7 +104,7 @@ func TestStatelessInstanceThatStopsAnsweringPingsIsReplaced(t *testing.T) {
 	assert.Contains(t, lost.Err.Error(), "ping")
 	restarted := ev.wait(t, "restarted", nil)
 	assert.NotEqual(t, first.PID(), restarted.PID)
-	testproc.RequireReaped(t, first.PID())
+	requireReaped(t, first.PID())
 }
 
 func TestStatefulLeases(t *testing.T) {
@@ -159,7 +158,7 @@ func TestStatefulLeases(t *testing.T) {
 	t.Run("Release stops the instance", func(t *testing.T) {
 		require.True(t, pool.Release(named("a")))
 		assert.Equal(t, first.PID(), ev.wait(t, "released", forKey(named("a"))).PID)
-		testproc.RequireReaped(t, first.PID())
+		requireReaped(t, first.PID())
 		_, ok := pool.Held(named("a"))
 		assert.False(t, ok)
 		assert.False(t, pool.Release(named("a")), "nothing left to release")
@@ -174,7 +173,7 @@ func TestStatefulLeases(t *testing.T) {
 	t.Run("EndSession stops the instance", func(t *testing.T) {
 		pool.EndSession(named("b"))
 		assert.Equal(t, pidB, ev.wait(t, "session-ended", forKey(named("b"))).PID)
-		testproc.RequireReaped(t, pidB)
+		requireReaped(t, pidB)
 		pool.EndSession(named("b")) // nothing left: no-op
 
 		again := acquire(t, pool, named("b"))
@@ -202,7 +201,7 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	expired := ev.wait(t, "expired", forKey(named("idle")))
 	assert.Equal(t, idlePID, expired.PID)
 	assert.GreaterOrEqual(t, time.Since(began), ttl/2, "not before it was idle for a while")
-	testproc.RequireReaped(t, idlePID)
+	requireReaped(t, idlePID)
 
 	// A lease used after "busy" became busy expires too; by then "busy",
 	// older and still in a call, has been looked at several times.
@@ -220,7 +219,7 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	// Once its call ends it is idle and expires like any other.
 	busy.Done()
 	ev.wait(t, "expired", forKey(named("busy")))
-	testproc.RequireReaped(t, busyPID)
+	requireReaped(t, busyPID)
 }
 
 func TestMaxInstancesCapsLeases(t *testing.T) {
@@ -520,7 +519,7 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 	res := <-done
 	require.NoError(t, res.err, "the call in flight was cut off by Release")
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"done after 5 steps"}]}`, string(res.raw))
-	testproc.RequireReaped(t, g.Instance.PID())
+	requireReaped(t, g.Instance.PID())
 }
 
 // TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly: an instance that dies

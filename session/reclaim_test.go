@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // connectedKeys is a Config.Connected whose answers the test sets.
@@ -59,7 +57,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		got := ev.wait(t, "reclaimed", nil)
 		assert.Equal(t, named("older"), got.Key, "the lease unused longest goes first")
 		assert.Equal(t, older.Instance.PID(), got.PID)
-		testproc.RequireReaped(t, older.Instance.PID())
+		requireReaped(t, older.Instance.PID())
 		_, held := pool.Held(named("older"))
 		assert.False(t, held)
 		assert.Equal(t, 2, pool.Stats().Live, "the reclaimed slot went to c: the cap holds")
