@@ -69,7 +69,7 @@ func TestPrincipalHeadersWithoutGatewayAuth(t *testing.T) {
 }
 
 func TestPerUserLoginsRead(t *testing.T) {
-	ws, problems := loadYAML(t, `version: 1
+	ws := loadValid(t, `version: 1
 http:
   auth:
     oauth: {issuer: https://issuer.example.com, audience: https://gw.example.com/mcp}
@@ -79,8 +79,6 @@ servers:
     url: https://mcp.example.com/mcp
     auth: {type: oauth, per_user: true}
 `, map[string]string{"VAULT_KEY": "k3y-value"})
-	require.NotNil(t, ws, render(problems))
-	require.False(t, HasErrors(problems), render(problems))
 	assert.Equal(t, &UserLogins{Key: "k3y-value", Callback: "https://gw.example.com/oauth/callback"}, ws.HTTP.Auth.UserLogins)
 	assert.True(t, ws.Servers[0].Auth.PerUser)
 	assert.Contains(t, ws.Secrets(), "k3y-value")
