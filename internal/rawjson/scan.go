@@ -473,33 +473,34 @@ func skipDigits(d []byte, i int) int {
 }
 
 func skipObject(d []byte, i, depth int) (int, bool) {
+	return skipElements(d, i, depth, '}', skipMember)
+}
+
+func skipArray(d []byte, i, depth int) (int, bool) {
+	return skipElements(d, i, depth, ']', skipValue)
+}
+
+// skipElements returns the end of the object or array that opens at d[i] and
+// closes with closing, each of its elements skipped by element, and whether
+// it is valid.
+func skipElements(d []byte, i, depth int, closing byte, element func(d []byte, i, depth int) (int, bool)) (int, bool) {
 	if depth > maxDepth {
 		return i, false
 	}
 	i = skipSpace(d, i+1)
-	if i < len(d) && d[i] == '}' {
+	if i < len(d) && d[i] == closing {
 		return i + 1, true
 	}
 	for {
-		if i == len(d) || d[i] != '"' {
-			return i, false
-		}
-		end, _, ok := skipString(d, i)
-		if !ok {
-			return end, false
-		}
-		i = skipSpace(d, end)
-		if i == len(d) || d[i] != ':' {
-			return i, false
-		}
-		if i, ok = skipValue(d, skipSpace(d, i+1), depth); !ok {
+		var ok bool
+		if i, ok = element(d, i, depth); !ok {
 			return i, false
 		}
 		i = skipSpace(d, i)
 		switch {
 		case i == len(d):
 			return i, false
-		case d[i] == '}':
+		case d[i] == closing:
 			return i + 1, true
 		case d[i] != ',':
 			return i, false
@@ -508,28 +509,19 @@ func skipObject(d []byte, i, depth int) (int, bool) {
 	}
 }
 
-func skipArray(d []byte, i, depth int) (int, bool) {
-	if depth > maxDepth {
+// skipMember returns the end of the object member ("name": value) that
+// starts at d[i], and whether it is valid.
+func skipMember(d []byte, i, depth int) (int, bool) {
+	if i == len(d) || d[i] != '"' {
 		return i, false
 	}
-	i = skipSpace(d, i+1)
-	if i < len(d) && d[i] == ']' {
-		return i + 1, true
+	end, _, ok := skipString(d, i)
+	if !ok {
+		return end, false
 	}
-	for {
-		var ok bool
-		if i, ok = skipValue(d, i, depth); !ok {
-			return i, false
-		}
-		i = skipSpace(d, i)
-		switch {
-		case i == len(d):
-			return i, false
-		case d[i] == ']':
-			return i + 1, true
-		case d[i] != ',':
-			return i, false
-		}
-		i = skipSpace(d, i+1)
+	i = skipSpace(d, end)
+	if i == len(d) || d[i] != ':' {
+		return i, false
 	}
+	return skipValue(d, skipSpace(d, i+1), depth)
 }
