@@ -512,16 +512,9 @@ func skipElements(d []byte, i, depth int, closing byte, element func(d []byte, i
 // skipMember returns the end of the object member ("name": value) that
 // starts at d[i], and whether it is valid.
 func skipMember(d []byte, i, depth int) (int, bool) {
-	if i == len(d) || d[i] != '"' {
-		return i, false
-	}
-	end, _, ok := skipString(d, i)
+	i, ok := skipKey(d, i)
 	if !ok {
-		return end, false
-	}
-	i = skipSpace(d, end)
-	if i == len(d) || d[i] != ':' {
 		return i, false
 	}
-	return skipValue(d, skipSpace(d, i+1), depth)
+	return skipValue(d, i, depth)
 }
