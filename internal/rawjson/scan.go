@@ -194,6 +194,24 @@ func Member(obj []byte, name string) []byte {
 	return v
 }
 
+// Members reads, in one pass over obj, the value of each member names
+// names into values at the same index: the last one, should a name repeat,
+// as encoding/json decodes it, and nil for a name obj has not. It returns
+// the error Object.Err gives for an obj that is not a valid JSON object,
+// with the members read before it in values.
+func Members(obj []byte, names []string, values [][]byte) error {
+	o := NewObject(obj)
+	for o.Next() {
+		for i, name := range names {
+			if string(o.Name()) == name {
+				values[i] = o.Value()
+				break
+			}
+		}
+	}
+	return o.Err()
+}
+
 // Mentions reports whether data may hold a member called name: false only
 // when name is nowhere in it, neither as it is nor written with \u escapes.
 // It is a fast guard (a byte search) before a scan for a member that few
