@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -76,28 +75,10 @@ func TestOAuthLoginOfferToModernClient(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	_, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, _ := startSecuredAggregator(t, up, env)
 
 	// An older client, to compare and to see the server start.
-	old := a.newClient()
-	old.wire.(*httpWire).hc.Transport = withAuthorization{base: old.wire.(*httpWire).hc.Transport}
-	init := old.mustRequest("initialize", map[string]any{
-		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
-		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
-	})
-	require.Empty(t, init.Error)
-	old.wire.negotiated(protocolVersion)
-	require.NoError(t, old.notify("notifications/initialized", nil))
+	old := newElicitingClient(t, a, "url")
 	listen(t, a, old)
 
 	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}

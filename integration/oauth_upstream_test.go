@@ -798,17 +798,7 @@ func TestOAuthUpstream(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	home, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, cfg := startSecuredAggregator(t, up, env)
 	assert.True(t, a.log.containsLine("run `mcp-aggregator login secured`"), "the log names the login command:\n%s", a.log)
 	c := a.newClient()
 	wire, ok := c.wire.(*httpWire)
@@ -899,15 +889,7 @@ servers:
 	// A client that declared URL-mode elicitation is offered the login
 	// instead: the call answers -32042 with the authorization URL, the user
 	// finishes in the browser, and the same call then goes through.
-	e := a.newClient()
-	init := e.mustRequest("initialize", map[string]any{
-		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}},
-		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
-	})
-	require.Empty(t, init.Error)
-	e.wire.negotiated(protocolVersion)
-	require.NoError(t, e.notify("notifications/initialized", nil))
+	e := newElicitingClient(t, a, "form", "url")
 	listen(t, a, e) // the stream notifications/elicitation/complete comes on
 	offer := e.callTool("sec_whoami", map[string]any{})
 	require.NotEmpty(t, offer.Error, "a call that needs a login fails: %s", offer.Result)
@@ -1016,6 +998,46 @@ func loginHome(t *testing.T) (string, []string) {
 
 // securedConfig writes a config with one server, secured, at url, which
 // needs an OAuth login.
+// startSecuredAggregator starts an aggregator, with env as its environment
+// (loginHome's), whose one server "secured" is up, its tools prefixed sec_,
+// and needs an OAuth login; it returns the aggregator, loaded, and its
+// config file.
+func startSecuredAggregator(t *testing.T, up *securedUpstream, env []string) (*aggregator, string) {
+	t.Helper()
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth}
+    transform: [{prefix: sec_}]
+`, up.url))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+	return a, cfg
+}
+
+// newElicitingClient opens a 2025-11-25 session, with the downstream
+// token, whose client declares the elicitation modes given ("form", "url").
+func newElicitingClient(t *testing.T, a *aggregator, modes ...string) *client {
+	t.Helper()
+	c := a.newClient()
+	c.wire.(*httpWire).hc.Transport = withAuthorization{base: c.wire.(*httpWire).hc.Transport}
+	elicitation := map[string]any{}
+	for _, m := range modes {
+		elicitation[m] = map[string]any{}
+	}
+	init := c.mustRequest("initialize", map[string]any{
+		"protocolVersion": protocolVersion,
+		"capabilities":    map[string]any{"elicitation": elicitation},
+		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
+	})
+	require.Empty(t, init.Error)
+	c.wire.negotiated(protocolVersion)
+	require.NoError(t, c.notify("notifications/initialized", nil))
+	return c
+}
+
 func securedConfig(t *testing.T, url string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
