@@ -169,9 +169,16 @@ const statelessServer = "truely-stateless: true"
 // tools prefixed with prefix, and the settings given, one a line (a setting of several
 // lines indents the rest as a server's settings are).
 func demoEntry(name, prefix, spec string, settings ...string) string {
+	return serverEntry(name, prefix, append(settings, demoServer(spec))...)
+}
+
+// serverEntry is the config of the server name under servers: the settings
+// given, one a line (a setting of several lines indents the rest as a
+// server's settings are), and its tools prefixed with prefix.
+func serverEntry(name, prefix string, settings ...string) string {
 	var b strings.Builder
 	b.WriteString("  " + name + ":\n")
-	for _, line := range append(settings, demoServer(spec), "transform: [{prefix: "+prefix+"}]") {
+	for _, line := range append(settings, "transform: [{prefix: "+prefix+"}]") {
 		b.WriteString("    " + line + "\n")
 	}
 	return b.String()
