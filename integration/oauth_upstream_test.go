@@ -1038,6 +1038,14 @@ func newElicitingClient(t *testing.T, a *aggregator, modes ...string) *client {
 	return c
 }
 
+// mustLogin runs `login --no-browser` for the server "secured" of the config
+// file cfg, with env, and requires it to succeed.
+func mustLogin(t *testing.T, env []string, cfg string) {
+	t.Helper()
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+}
+
 func securedConfig(t *testing.T, url string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
@@ -1123,8 +1131,7 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 	home, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
 
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	g := onlyGrant(t, home)
 	require.NotEmpty(t, g.RefreshToken)
 	require.True(t, as.store.hasRefresh(g.RefreshToken), "the provider takes the refresh token before the logout")
@@ -1143,8 +1150,7 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 	assert.Equal(t, "invalid_grant", oauthErr, "the refresh token no longer works after logout")
 
 	// The provider cannot revoke: the local copy goes all the same.
-	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	g = onlyGrant(t, home)
 	as.failRevoke.Store(true)
 	text, code := runCommand(t, env, "logout", "secured", "--config", cfg)
@@ -1173,8 +1179,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	home, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
 
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	before := readGrants(t, home)
 	require.Len(t, before, 1)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
@@ -1192,8 +1197,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	}
 	up.mu.Unlock()
 
-	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login with the new issuer; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg) // with the new issuer
 	assert.NotEmpty(t, second.store.notesOf("authorization_code"), "the login went to the new issuer")
 	after := readGrants(t, home)
 	require.Len(t, after, 2, "one file per issuer")
