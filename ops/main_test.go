@@ -19,15 +19,9 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = testproc.DemoEnv
-
 // TestMain lets this test binary stand in for the upstream servers, so the
 // proxy the endpoints read fronts real processes.
 func TestMain(m *testing.M) { testproc.Main(m) }
-
-// waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = testproc.WaitTimeout
 
 // rig is a proxy with its recorder and endpoints.
 type rig struct {
@@ -44,7 +38,7 @@ func newRig(t *testing.T) *rig {
 	p := proxy.New(proxy.Options{Logger: log, Version: "test", Observer: rec,
 		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), testproc.WaitTimeout)
 		defer cancel()
 		p.Close(ctx)
 	})
@@ -61,7 +55,7 @@ servers:
     command: %q
     env: { %s: tools }
     connect_timeout: 20s
-%s`, os.Args[0], demoEnv, extra)
+%s`, os.Args[0], testproc.DemoEnv, extra)
 }
 
 // load reconciles the proxy to yaml and returns the report.
@@ -69,7 +63,7 @@ func (r *rig) load(t *testing.T, yaml string, problems ...config.Problem) proxy.
 	t.Helper()
 	ws, loadProblems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
 	require.NotNil(t, ws, "problems: %v", loadProblems)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testproc.WaitTimeout)
 	defer cancel()
 	return r.proxy.Reconcile(ctx, ws, append(loadProblems, problems...))
 }

@@ -17,9 +17,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = testproc.DemoEnv
-
 // TestMain lets this test binary stand in for the upstream servers: started
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so
 // every pool below leases real processes.
@@ -41,7 +38,7 @@ type demoFactory struct {
 func newDemoFactory(t *testing.T, spec string) *demoFactory {
 	f := &demoFactory{
 		srv: &config.Server{ID: spec, Transport: config.TransportStdio, Command: os.Args[0],
-			Env: map[string]string{demoEnv: spec}},
+			Env: map[string]string{testproc.DemoEnv: spec}},
 		opts: upstream.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
 	}
