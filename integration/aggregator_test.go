@@ -176,9 +176,16 @@ func demoEntry(name, prefix, spec string, settings ...string) string {
 // given, one a line (a setting of several lines indents the rest as a
 // server's settings are), and its tools prefixed with prefix.
 func serverEntry(name, prefix string, settings ...string) string {
+	return serverYAML(name, append(settings, "transform: [{prefix: "+prefix+"}]")...)
+}
+
+// serverYAML is the config of the server name under servers: the settings
+// given, one a line (a setting of several lines indents the rest as a
+// server's settings are).
+func serverYAML(name string, settings ...string) string {
 	var b strings.Builder
 	b.WriteString("  " + name + ":\n")
-	for _, line := range append(settings, "transform: [{prefix: "+prefix+"}]") {
+	for _, line := range settings {
 		b.WriteString("    " + line + "\n")
 	}
 	return b.String()
