@@ -39,6 +39,15 @@ func operatorViews(t *testing.T, path string, env []string, toolsFlags ...string
 		"/status.json": string(statusJSON), "`tools`": string(out)}
 }
 
+// shServer is the config of the stateless server name that runs script with
+// sh -c, with the settings given, one a line, and 5s to start.
+func shServer(name, script string, settings ...string) string {
+	return serverYAML(name, append([]string{statelessServer, "command: sh", "args: [-c, '" + script + "']"}, append(settings, "connect_timeout: 5s")...)...)
+}
+
+// tokenEnv is the setting that gives a server the variable TOKEN.
+func tokenEnv(token string) string { return "env: {TOKEN: " + quoted(token) + "}" }
+
 // assertNotShown asserts that no secret, nor any part of one given, shows in any
 // of the views.
 func assertNotShown(t *testing.T, views map[string]string, secrets ...string) {
@@ -64,15 +73,8 @@ func requireShown(t *testing.T, views map[string]string, text, why string, where
 func TestSecretsNeverLogged(t *testing.T) {
 	t.Parallel()
 	const token, key = "tok-7f3a9c2e-secret", "key-51b0d8e4-secret"
-	config := `version: 1
-servers:
-  leaky:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'echo "my token is $TOKEN" >&2; exit 3']
-    env: {TOKEN: "` + token + `"}
-    connect_timeout: 5s
-  remote:
+	config := "version: 1\nservers:\n" +
+		shServer("leaky", `echo "my token is $TOKEN" >&2; exit 3`, tokenEnv(token)) + `  remote:
     truely-stateless: true
     url: "http://127.0.0.1:1/mcp?api_key=` + key + `"
     connect_timeout: 2s
@@ -168,21 +170,9 @@ servers:
 func TestSecretsInLastWordsNeverShown(t *testing.T) {
 	t.Parallel()
 	const ownSecret, hostSecret = "cutsecret-0b5e72d9c4a1f8", "hostsecret-4d71c9e0a2"
-	config := `version: 1
-servers:
-  cut:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'read x; printf "%0170d TOKEN=%s\n" 0 "$TOKEN" >&2; exit 3']
-    env: {TOKEN: "` + ownSecret + `"}
-    connect_timeout: 5s
-  other:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'read x; echo "I was given $HOSTSEC" >&2; exit 3']
-    inherit_env: [HOSTSEC]
-    connect_timeout: 5s
-  owner:
+	config := "version: 1\nservers:\n" +
+		shServer("cut", `read x; printf "%0170d TOKEN=%s\n" 0 "$TOKEN" >&2; exit 3`, tokenEnv(ownSecret)) +
+		shServer("other", `read x; echo "I was given $HOSTSEC" >&2; exit 3`, "inherit_env: [HOSTSEC]") + `  owner:
     truely-stateless: true
     ` + demoServer("tools") + `
     env: {KEY: {env: HOSTSEC}}
@@ -236,15 +226,8 @@ servers:
 func TestSecretAtTheCutOfALongStderrLineNeverLogged(t *testing.T) {
 	t.Parallel()
 	const secret = "longline-e0c4a9172b5d"
-	a := serveConfig(t, httpTransport, `version: 1
-servers:
-  long:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'read x; printf "%065526d%s and more\n" 0 "$TOKEN" >&2; exit 3']
-    env: {TOKEN: "`+secret+`"}
-    connect_timeout: 5s
-`)
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+
+		shServer("long", `read x; printf "%065526d%s and more\n" 0 "$TOKEN" >&2; exit 3`, tokenEnv(secret)))
 	line, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "more bytes)") }, startTimeout, a.exited)
 	require.True(t, ok, "the long line is logged, cut short:\n%s", a.log)
 	assert.NotContains(t, line, secret[:8], "part of a secret reached the log")
@@ -309,15 +292,9 @@ servers:
 func TestInheritedSecretNeverShown(t *testing.T) {
 	t.Parallel()
 	const key, dbPassword, region = "wJalrXUtnFEMI-5b1e09c2d7", "dbpw-0f6a2c91", "eu-central-1"
-	config := `version: 1
-servers:
-  inherits:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'read x; echo "region $AWS_DEFAULT_REGION key $AWS_SECRET_ACCESS_KEY db $DATABASE_URL" >&2; exit 3']
-    inherit_env: [AWS_*, DATABASE_URL]
-    connect_timeout: 5s
-`
+	config := "version: 1\nservers:\n" +
+		shServer("inherits", `read x; echo "region $AWS_DEFAULT_REGION key $AWS_SECRET_ACCESS_KEY db $DATABASE_URL" >&2; exit 3`,
+			"inherit_env: [AWS_*, DATABASE_URL]")
 	views := operatorViews(t, writeConfig(t, config), []string{"AWS_SECRET_ACCESS_KEY=" + key, "AWS_DEFAULT_REGION=" + region,
 		"DATABASE_URL=postgres://app:" + dbPassword + "@127.0.0.1:5432/app"}, "--json")
 	requireShown(t, views, "region "+region+" key ", "what the server said is quoted, the region readable", "the log", "mcp_status", "`tools`")
@@ -375,15 +352,8 @@ servers:
 func TestSecretAtTheCutOfAStdoutLineNeverLogged(t *testing.T) {
 	t.Parallel()
 	const secret = "bnrsecret-6d2a0f93e1c7"
-	a := serveConfig(t, httpTransport, `version: 1
-servers:
-  banner:
-    truely-stateless: true
-    command: sh
-    args: [-c, 'printf "%0105d key=%s\n" 0 "$TOKEN"; read x; exit 3']
-    env: {TOKEN: "`+secret+`"}
-    connect_timeout: 5s
-`)
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+
+		shServer("banner", `printf "%0105d key=%s\n" 0 "$TOKEN"; read x; exit 3`, tokenEnv(secret)))
 	line, ok := a.log.waitLine(func(line string) bool { return strings.Contains(line, "not JSON-RPC") }, startTimeout, a.exited)
 	require.True(t, ok, "the banner is logged:\n%s", a.log)
 	require.Contains(t, line, "key=", "the banner's start is logged")
