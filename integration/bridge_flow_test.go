@@ -66,16 +66,8 @@ func modernOpenAs(t *testing.T, bearer, url, method, name string, params map[str
 	params["_meta"] = meta
 	body := mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := newModernRequest(ctx, url, bearer, method, name, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	x := &modernExchange{t: t, cancel: cancel, msgs: make(chan map[string]any, 64)}
