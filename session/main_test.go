@@ -156,6 +156,15 @@ func acquire(t *testing.T, p *Pool, key Key) *Grant {
 	return g
 }
 
+// startPool is a pool of f's server, configured by cfg, created with its
+// first instance started and closed when the test ends.
+func startPool(t *testing.T, f *demoFactory, cfg Config) *Pool {
+	t.Helper()
+	p := NewPool(cfg, f.start, f.first(t))
+	closePool(t, p)
+	return p
+}
+
 // closePool closes p when the test ends, bounded.
 func closePool(t *testing.T, p *Pool) {
 	t.Cleanup(func() {
