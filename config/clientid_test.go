@@ -5,11 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestClientIDURLRead(t *testing.T) {
-	ws, problems := loadYAML(t, `version: 1
+	ws := loadValid(t, `version: 1
 oauth:
   client_id_url: https://gateway.example.com/oauth/client.json
   client_name: Team gateway
@@ -29,8 +28,6 @@ servers:
     url: https://mcp.example.com/unused
     auth: {type: oauth, client_id: c, client_id_url: "https://unused.example.com/client.json"}
 `, nil)
-	require.NotNil(t, ws, render(problems))
-	require.False(t, HasErrors(problems), render(problems))
 	assert.Equal(t, OAuthClient{ClientIDURL: "https://gateway.example.com/oauth/client.json", ClientName: "Team gateway"}, ws.OAuthClient)
 	assert.Equal(t, ServerAuth{Type: ServerAuthOAuth, ClientIDURL: "https://gateway.example.com/oauth/client.json", ClientName: "Team gateway"}, ws.Servers[0].Auth)
 	assert.Equal(t, "https://other.example.com/client.json", ws.Servers[1].Auth.ClientIDURL, "a server's own URL wins")

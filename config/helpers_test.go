@@ -36,6 +36,26 @@ func loadYAML(t *testing.T, text string, env map[string]string) (*Workspace, []P
 	return Load([]string{filepath.Join(dir, "mcp.yaml")}, envOf(env))
 }
 
+// oneServerYAML is a config of one server, s: remote (url:) or, with stdio, a
+// command, with the settings given (a server's YAML lines, indented by four).
+func oneServerYAML(stdio bool, settings string) string {
+	where := "    url: https://mcp.example.com/mcp\n"
+	if stdio {
+		where = "    command: npx\n"
+	}
+	return "version: 1\nservers:\n  s:\n" + where + settings
+}
+
+// loadValid loads one config given as text, as loadYAML does, and requires it
+// to load without an error.
+func loadValid(t *testing.T, text string, env map[string]string) *Workspace {
+	t.Helper()
+	ws, problems := loadYAML(t, text, env)
+	require.NotNil(t, ws, render(problems))
+	require.False(t, HasErrors(problems), render(problems))
+	return ws
+}
+
 // problemAt returns the one problem for field, failing when there is not exactly one.
 func problemAt(t *testing.T, problems []Problem, field string) Problem {
 	t.Helper()

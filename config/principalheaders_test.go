@@ -4,11 +4,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestPrincipalHeadersRead(t *testing.T) {
-	ws, problems := loadYAML(t, `version: 1
+	ws := loadValid(t, `version: 1
 servers:
   crm:
     url: https://crm.example.com/mcp
@@ -20,8 +19,6 @@ servers:
       X-Team: {principal: "claim:https://example.com/team"}
       X-Static: fixed
 `, nil)
-	require.NotNil(t, ws, render(problems))
-	require.False(t, HasErrors(problems), render(problems))
 	srv := ws.Servers[0]
 	assert.Equal(t, map[string]string{"X-User-Id": "subject", "X-Client": "client", "X-Issuer": "issuer",
 		"X-Email": "claim:email", "X-Team": "claim:https://example.com/team"}, srv.PrincipalHeaders)
@@ -43,11 +40,7 @@ func TestPrincipalHeadersProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			where := "    url: https://mcp.example.com/mcp\n"
-			if tt.stdio {
-				where = "    command: npx\n"
-			}
-			_, problems := loadYAML(t, "version: 1\nservers:\n  s:\n"+where+"    headers: "+tt.headers+"\n", nil)
+			_, problems := loadYAML(t, oneServerYAML(tt.stdio, "    headers: "+tt.headers+"\n"), nil)
 			p := problemAt(t, problems, tt.field)
 			want := SeverityError
 			if tt.warning {

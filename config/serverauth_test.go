@@ -8,7 +8,7 @@ import (
 )
 
 func TestServerAuthRead(t *testing.T) {
-	ws, problems := loadYAML(t, `version: 1
+	ws := loadValid(t, `version: 1
 servers:
   linear:
     url: https://mcp.example.com/mcp
@@ -21,8 +21,6 @@ servers:
     url: https://mcp.example.com/other
     auth: {type: oauth}
 `, map[string]string{"LINEAR_SECRET": "s3cret-value"})
-	require.NotNil(t, ws, render(problems))
-	require.False(t, HasErrors(problems), render(problems))
 	require.Len(t, ws.Servers, 2)
 	assert.Equal(t, ServerAuth{Type: ServerAuthOAuth, ClientID: "my-client", ClientSecret: "s3cret-value", Scopes: []string{"read", "write:issues"}}, ws.Servers[0].Auth)
 	assert.Equal(t, ServerAuth{Type: ServerAuthOAuth}, ws.Servers[1].Auth)
@@ -47,14 +45,11 @@ func TestServerAuthProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			where := "    url: https://mcp.example.com/mcp\n"
-			if tt.stdio {
-				where = "    command: npx\n"
-			}
+			settings := "    auth: " + tt.auth + "\n"
 			if tt.headers != "" {
-				where += "    headers: " + tt.headers + "\n"
+				settings = "    headers: " + tt.headers + "\n" + settings
 			}
-			ws, problems := loadYAML(t, "version: 1\nservers:\n  s:\n"+where+"    auth: "+tt.auth+"\n", map[string]string{"SECRET": "x"})
+			ws, problems := loadYAML(t, oneServerYAML(tt.stdio, settings), map[string]string{"SECRET": "x"})
 			p := problemAt(t, problems, tt.field)
 			assert.Equal(t, SeverityError, p.Severity)
 			assert.Contains(t, p.Message, tt.want)

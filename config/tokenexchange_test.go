@@ -74,7 +74,7 @@ func TestPrincipalHeadersWithoutGatewayAuth(t *testing.T) {
 }
 
 func TestPerUserLoginsRead(t *testing.T) {
-	ws, problems := loadYAML(t, `version: 1
+	ws := loadValid(t, `version: 1
 http:
   auth:
     oauth: {issuer: https://issuer.example.com, audience: https://gw.example.com/mcp}
@@ -84,24 +84,21 @@ servers:
     url: https://mcp.example.com/mcp
     auth: {type: oauth, per_user: true, service: login}
 `, map[string]string{"VAULT_KEY": "k3y-value"})
-	require.NotNil(t, ws, render(problems))
-	require.False(t, HasErrors(problems), render(problems))
 	assert.Equal(t, &UserLogins{Key: "k3y-value", Callback: "https://gw.example.com/oauth/callback",
 		MaxUnused: DefaultMaxUnused, MaxLogins: DefaultMaxLogins}, ws.HTTP.Auth.UserLogins)
 	assert.True(t, ws.Servers[0].Auth.PerUser)
 	assert.Equal(t, ServiceLogin, ws.Servers[0].Auth.Service)
 	assert.Contains(t, ws.Secrets(), "k3y-value")
 
-	ws, problems = loadYAML(t, `version: 1
+	ws = loadValid(t, `version: 1
 http:
   auth:
     oauth: {issuer: https://issuer.example.com, audience: https://gw.example.com/mcp}
     user_logins: {key: {env: VAULT_KEY}, max_unused: 720h, max_logins: 50}
 `, map[string]string{"VAULT_KEY": "k3y-value"})
-	require.NotNil(t, ws, render(problems))
 	assert.Equal(t, 30*24*time.Hour, ws.HTTP.Auth.UserLogins.MaxUnused)
 	assert.Equal(t, 50, ws.HTTP.Auth.UserLogins.MaxLogins)
-	_, problems = loadYAML(t, "version: 1\n"+gatewayOAuth+"    user_logins: {key: {env: VAULT_KEY}, max_logins: many}\n", map[string]string{"VAULT_KEY": "k"})
+	_, problems := loadYAML(t, "version: 1\n"+gatewayOAuth+"    user_logins: {key: {env: VAULT_KEY}, max_logins: many}\n", map[string]string{"VAULT_KEY": "k"})
 	assert.Equal(t, SeverityError, problemAt(t, problems, "http.auth.user_logins.max_logins").Severity)
 }
 

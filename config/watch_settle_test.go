@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,13 +42,10 @@ func TestWatchInPlaceWriteReportedOnceWhole(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(whole), 0o600))
 	ws, problems := Load([]string{path}, nil)
 	require.NotNil(t, ws, render(problems))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// The settle period only has to outlast this test's reaction to the
 	// Pending report; the events, not the poll, carry the change.
 	timing := WatchTiming{Debounce: 20 * time.Millisecond, Poll: time.Hour, Settle: time.Second, SettleLimit: time.Minute}
-	ch, err := Watch(ctx, []string{path}, timing)
-	require.NoError(t, err)
+	ch := watchUntilEnd(t, []string{path}, timing)
 
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	require.NoError(t, err)
@@ -80,13 +76,8 @@ func TestWatchInPlaceWriteReportedOnceWhole(t *testing.T) {
 func TestWatchReplacementDoesNotWaitToSettle(t *testing.T) {
 	timing := WatchTiming{Debounce: 20 * time.Millisecond, Poll: time.Hour, Settle: time.Hour, SettleLimit: 2 * time.Hour}
 	t.Run("rename", func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "mcp.yaml")
-		require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ch, err := Watch(ctx, []string{path}, timing)
-		require.NoError(t, err)
+		dir, path := minimalConfig(t)
+		ch := watchUntilEnd(t, []string{path}, timing)
 		tmp := filepath.Join(dir, ".mcp.yaml.tmp")
 		require.NoError(t, os.WriteFile(tmp, []byte("version: 1\n# new\n"), 0o600))
 		require.NoError(t, os.Rename(tmp, path))
@@ -95,10 +86,7 @@ func TestWatchReplacementDoesNotWaitToSettle(t *testing.T) {
 	})
 	t.Run("configmap", func(t *testing.T) {
 		path, publish := configMap(t, t.TempDir(), time.Now().Add(-time.Hour).Truncate(time.Second))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ch, err := Watch(ctx, []string{path}, timing)
-		require.NoError(t, err)
+		ch := watchUntilEnd(t, []string{path}, timing)
 		for i := 1; i <= 2; i++ {
 			publish("version: 1\n# swap\n")
 			c := nextReport(t, ch, 10*time.Second)
@@ -112,14 +100,9 @@ func TestWatchReplacementDoesNotWaitToSettle(t *testing.T) {
 // names it, and never as a change to load; once the writing stops, the
 // change is reported.
 func TestWatchReportsFileThatNeverSettles(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	_, path := minimalConfig(t)
 	timing := WatchTiming{Debounce: 20 * time.Millisecond, Poll: time.Hour, Settle: 200 * time.Millisecond, SettleLimit: 600 * time.Millisecond}
-	ch, err := Watch(ctx, []string{path}, timing)
-	require.NoError(t, err)
+	ch := watchUntilEnd(t, []string{path}, timing)
 
 	// The writer appends a line every tenth of a settle period until told
 	// to stop: the file never stays unchanged for a settle period.

@@ -39,15 +39,30 @@ func waitSignal(t *testing.T, ch <-chan Change, limit time.Duration) time.Durati
 	}
 }
 
-func TestWatchSeesEditorStyleSaves(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mcp.yaml")
+// minimalConfig writes a config of its version alone to mcp.yaml in a fresh
+// directory and returns the directory and the file.
+func minimalConfig(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "mcp.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
+	return dir, path
+}
+
+// watchUntilEnd watches paths with timing until the test ends.
+func watchUntilEnd(t *testing.T, paths []string, timing WatchTiming) <-chan Change {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// A long poll interval proves the events, not the poll, carry the change.
-	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
+	t.Cleanup(cancel)
+	ch, err := Watch(ctx, paths, timing)
 	require.NoError(t, err)
+	return ch
+}
+
+func TestWatchSeesEditorStyleSaves(t *testing.T) {
+	dir, path := minimalConfig(t)
+	// A long poll interval proves the events, not the poll, carry the change.
+	ch := watchUntilEnd(t, []string{path}, timing(50*time.Millisecond, time.Hour))
 
 	// 1. In-place write.
 	require.NoError(t, os.WriteFile(path, []byte("version: 1\nservers: {}\n"), 0o600))
@@ -75,16 +90,11 @@ func TestWatchSeesEditorStyleSaves(t *testing.T) {
 }
 
 func TestWatchBurstIsOneSignal(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	_, path := minimalConfig(t)
 	// The quiet period is far longer than the burst takes even on a loaded
 	// machine: writes closer together than it make one signal.
 	const quiet = time.Second
-	ch, err := Watch(ctx, []string{path}, timing(quiet, time.Hour))
-	require.NoError(t, err)
+	ch := watchUntilEnd(t, []string{path}, timing(quiet, time.Hour))
 	last := time.Now()
 	for i := 0; i < 10; i++ {
 		require.NoError(t, os.WriteFile(path, []byte("version: 1\n#"+string(rune('a'+i))+"\n"), 0o600))
@@ -100,9 +110,7 @@ func TestWatchBurstIsOneSignal(t *testing.T) {
 }
 
 func TestWatchPollFallback(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
+	_, path := minimalConfig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch, err := watchWith(ctx, []string{path}, timing(20*time.Millisecond, 50*time.Millisecond), false)
@@ -157,10 +165,7 @@ func TestWatchSeesConfigMapSwaps(t *testing.T) {
 	dir := t.TempDir()
 	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
 	path, publish := configMap(t, dir, mtime)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
-	require.NoError(t, err)
+	ch := watchUntilEnd(t, []string{path}, timing(50*time.Millisecond, time.Hour))
 	for i := 1; i <= 3; i++ {
 		publish(fmt.Sprintf("version: 1\n#%d\n", i)) // the same size and mtime each time
 		waitSignal(t, ch, 5*time.Second)
@@ -196,10 +201,7 @@ func TestWatchFollowsSwitchedDirectoryLink(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(root, r, "mcp.yaml"), []byte("version: 1\n#"+r+"\n"), 0o600))
 	}
 	require.NoError(t, os.Symlink("r1", filepath.Join(root, "current")))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, []string{filepath.Join(root, "current", "mcp.yaml")}, timing(50*time.Millisecond, time.Hour))
-	require.NoError(t, err)
+	ch := watchUntilEnd(t, []string{filepath.Join(root, "current", "mcp.yaml")}, timing(50*time.Millisecond, time.Hour))
 
 	require.NoError(t, os.Symlink("r2", filepath.Join(root, "current.tmp")))
 	require.NoError(t, os.Rename(filepath.Join(root, "current.tmp"), filepath.Join(root, "current")))
@@ -214,13 +216,8 @@ func TestWatchFollowsSwitchedDirectoryLink(t *testing.T) {
 // to start them again: the save is one change, signalled once the file is
 // back.
 func TestWatchDeleteAndRecreateIsOneChange(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("version: 1\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, []string{path}, timing(50*time.Millisecond, time.Hour))
-	require.NoError(t, err)
+	_, path := minimalConfig(t)
+	ch := watchUntilEnd(t, []string{path}, timing(50*time.Millisecond, time.Hour))
 
 	require.NoError(t, os.Remove(path))
 	select {

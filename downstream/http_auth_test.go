@@ -1,13 +1,10 @@
 package downstream
 
 import (
-	"context"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,24 +23,7 @@ func serveAuthenticated(t *testing.T, h *httpFake) *httpServer {
 // serveAuthenticatedWith is serveAuthenticated with opts.
 func serveAuthenticatedWith(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	tr := NewHTTP(h, opts)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), identity.ClientCaller(r.Header.Get("X-Client")))))
-	}))
-	s := &httpServer{tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
-		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1)}
-	go func() { s.served <- tr.Serve(ln, mux) }()
-	t.Cleanup(func() {
-		s.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, tr.Shutdown(ctx))
-		assert.NoError(t, s.serveResult(t))
-	})
-	return s
+	return serveAs(t, h, opts, func(r *http.Request) identity.Caller { return identity.ClientCaller(r.Header.Get("X-Client")) })
 }
 
 func TestHTTPSessionBelongsToItsClient(t *testing.T) {

@@ -2,10 +2,8 @@ package downstream
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -242,27 +240,11 @@ func TestSealedSessionGetStreamReconnects(t *testing.T) {
 // calling through the client "app" with a token.
 func serveAsSubjects(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	tr := NewHTTP(h, opts)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveAs(t, h, opts, func(r *http.Request) identity.Caller {
 		sub := r.Header.Get("X-Sub")
-		c := identity.Caller{Principal: identity.Subject("https://id.example", sub), Client: "app",
+		return identity.Caller{Principal: identity.Subject("https://id.example", sub), Client: "app",
 			Claims: map[string]any{"sub": sub}, Token: identity.NewSecret("token-of-" + sub)}
-		tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), c)))
-	}))
-	s := &httpServer{tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
-		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1)}
-	go func() { s.served <- tr.Serve(ln, mux) }()
-	t.Cleanup(func() {
-		s.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		assert.NoError(t, tr.Shutdown(ctx))
-		assert.NoError(t, s.serveResult(t))
 	})
-	return s
 }
 
 // A sealed id carries its OAuth user's issuer and subject: the replica

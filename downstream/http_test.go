@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
@@ -92,11 +93,25 @@ func (s *httpServer) serveResult(t *testing.T) error {
 
 func serveHTTP(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
 	t.Helper()
+	return serveAs(t, h, opts, nil)
+}
+
+// serveAs serves the transport at /mcp until the test ends; with caller, behind
+// a stand-in for the gateway's authentication that puts on each request's
+// context the identity.Caller caller says sent it.
+func serveAs(t *testing.T, h *httpFake, opts HTTPOptions, caller func(r *http.Request) identity.Caller) *httpServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	tr := NewHTTP(h, opts)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", tr)
+	if caller == nil {
+		mux.Handle("/mcp", tr)
+	} else {
+		mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), caller(r))))
+		}))
+	}
 	s := &httpServer{
 		tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",
 		client: &http.Client{Transport: &http.Transport{}}, served: make(chan error, 1),

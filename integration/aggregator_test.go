@@ -162,6 +162,35 @@ func demoServer(args ...string) string {
 	return "command: " + quoted(binary) + "\n    args: [" + strings.Join(list, ", ") + "]"
 }
 
+// statelessServer is the setting of a server whose one instance serves every session.
+const statelessServer = "truely-stateless: true"
+
+// demoEntry is the config of the server name under servers: the demo server spec, its
+// tools prefixed with prefix, and the settings given, one a line (a setting of several
+// lines indents the rest as a server's settings are).
+func demoEntry(name, prefix, spec string, settings ...string) string {
+	return serverEntry(name, prefix, append(settings, demoServer(spec))...)
+}
+
+// serverEntry is the config of the server name under servers: the settings
+// given, one a line (a setting of several lines indents the rest as a
+// server's settings are), and its tools prefixed with prefix.
+func serverEntry(name, prefix string, settings ...string) string {
+	return serverYAML(name, append(settings, "transform: [{prefix: "+prefix+"}]")...)
+}
+
+// serverYAML is the config of the server name under servers: the settings
+// given, one a line (a setting of several lines indents the rest as a
+// server's settings are).
+func serverYAML(name string, settings ...string) string {
+	var b strings.Builder
+	b.WriteString("  " + name + ":\n")
+	for _, line := range settings {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
+
 // newClient returns an uninitialized client connected to the aggregator: the stdio
 // connection, or a new HTTP session.
 func (a *aggregator) newClient() *client {

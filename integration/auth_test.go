@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -110,16 +109,7 @@ func newHeaderRecorder(t *testing.T) *headerRecorder {
 		rec.mu.Unlock()
 		inner.ServeHTTP(w, r)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	rec.url = "http://" + ln.Addr().String() + "/mcp"
+	rec.url = serveHTTP(t, mux) + "/mcp"
 	return rec
 }
 

@@ -66,16 +66,8 @@ func modernOpenAs(t *testing.T, bearer, url, method, name string, params map[str
 	params["_meta"] = meta
 	body := mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := newModernRequest(ctx, url, bearer, method, name, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	x := &modernExchange{t: t, cancel: cancel, msgs: make(chan map[string]any, 64)}
@@ -173,9 +165,7 @@ func TestBridgeModernClientProgressAndCancel(t *testing.T) {
 	notes, resp = modernOpen(t, a.url, "tools/call", "progress_ask", map[string]any{"name": "progress_ask", "arguments": map[string]any{},
 		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Ada"})}}, caps, "second", "").until()
 	assert.Equal(t, []string{"second:after"}, progressMessages(notes), "the retry sees the progress made after the answer, under its token")
-	result, ok := resp["result"].(map[string]any)
-	require.True(t, ok, "%v", resp)
-	assert.Equal(t, "hello Ada", result["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, "hello Ada", modernResultText(t, resp))
 
 	// Cancellation: the retry is abandoned while the upstream works on.
 	_, resp = modernOpen(t, a.url, "tools/call", "ask_then_wait", map[string]any{"name": "ask_then_wait", "arguments": map[string]any{}}, caps, "third", "").until()
@@ -243,6 +233,23 @@ func (c *oldClient) filtered(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// startWaitingCall calls wait_after_input, whose upstream waits after the
+// client's input, and returns once the call reports it waits: cancel cancels
+// the call, and done gets what the call returned.
+func (c *oldClient) startWaitingCall(ctx context.Context, t *testing.T) (cancel func(), done <-chan error) {
+	t.Helper()
+	callCtx, callCancel := context.WithCancel(ctx)
+	params := &mcp.CallToolParams{Name: "wait_after_input", Arguments: map[string]any{}}
+	params.SetProgressToken("wait")
+	returned := make(chan error, 1)
+	go func() {
+		_, err := c.session.CallTool(callCtx, params)
+		returned <- err
+	}()
+	c.waitFor(t, "the progress of the waiting round", func(e string) bool { return e == "progress:wait:waiting" })
+	return callCancel, returned
 }
 
 func connectOldClient(t *testing.T, url string) *oldClient {
@@ -316,15 +323,7 @@ func TestBridgeOldClientProgressAndCancel(t *testing.T) {
 	assert.Equal(t, []string{"mine:before", "mine:after"}, c.filtered("progress:"))
 
 	// Cancellation after the input round, while the upstream waits.
-	callCtx, callCancel := context.WithCancel(ctx)
-	params = &mcp.CallToolParams{Name: "wait_after_input", Arguments: map[string]any{}}
-	params.SetProgressToken("wait")
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.session.CallTool(callCtx, params)
-		done <- err
-	}()
-	c.waitFor(t, "the progress of the waiting round", func(e string) bool { return e == "progress:wait:waiting" })
+	callCancel, done := c.startWaitingCall(ctx, t)
 	assert.False(t, serverLog.containsLine("inputserver: cancelled wait_after_input"))
 	callCancel()
 	_, seen := serverLog.waitLine(func(line string) bool { return strings.Contains(line, "inputserver: cancelled wait_after_input") }, 30*time.Second, nil)
@@ -427,9 +426,7 @@ func TestBridgeSharedStdioAttribution(t *testing.T) {
 	}
 	answer := func(lease, state, key, name string) string {
 		resp := call(lease, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": name})}})
-		result, ok := resp["result"].(map[string]any)
-		require.True(t, ok, "%v", resp)
-		return result["content"].([]any)[0].(map[string]any)["text"].(string)
+		return modernResultText(t, resp)
 	}
 	firstState, firstKey := inputState(t, call("conv-a", nil))
 	secondState, secondKey := inputState(t, call("conv-a", nil))
@@ -477,15 +474,11 @@ func TestBridgeSharedStdioAttributionPrincipals(t *testing.T) {
 	assert.Contains(t, text, "lease the server (truely-stateless: false")
 
 	done := call(alice, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Al"})}})
-	result, ok = done["result"].(map[string]any)
-	require.True(t, ok, "%v", done)
-	assert.Equal(t, "hello Al", result["content"].([]any)[0].(map[string]any)["text"], "%v", result)
+	assert.Equal(t, "hello Al", modernResultText(t, done))
 
 	state, key = inputState(t, call(bob, nil))
 	done = call(bob, map[string]any{"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Bo"})}})
-	result, ok = done["result"].(map[string]any)
-	require.True(t, ok, "%v", done)
-	assert.Equal(t, "hello Bo", result["content"].([]any)[0].(map[string]any)["text"], "%v", result)
+	assert.Equal(t, "hello Bo", modernResultText(t, done))
 }
 
 // TestBridgeModernStdioUpstream: a 2026-07-28 upstream over stdio (SDK v2's
@@ -522,15 +515,7 @@ servers:
 	c.waitFor(t, "the warning", func(e string) bool { return e == "log:w" })
 	assert.Equal(t, []string{"d", "i", "w"}, c.filtered("log:"))
 
-	callCtx, callCancel := context.WithCancel(ctx)
-	params = &mcp.CallToolParams{Name: "wait_after_input", Arguments: map[string]any{}}
-	params.SetProgressToken("wait")
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.session.CallTool(callCtx, params)
-		done <- err
-	}()
-	c.waitFor(t, "the progress of the waiting round", func(e string) bool { return e == "progress:wait:waiting" })
+	callCancel, done := c.startWaitingCall(ctx, t)
 	callCancel()
 	_, seen := a.log.waitLine(func(line string) bool { return strings.Contains(line, "inputserver: cancelled wait_after_input") }, 30*time.Second, a.exited)
 	require.True(t, seen, "the upstream never saw its request cancelled; log:\n%s", a.log)
@@ -541,9 +526,17 @@ servers:
 	state, key := inputState(t, resp)
 	_, resp = modernOpen(t, a.url, "tools/call", "confirm_name", map[string]any{"name": "confirm_name", "arguments": map[string]any{},
 		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Grace"})}}, []string{"elicitation"}, "", "").until()
+	assert.Equal(t, "hello Grace", modernResultText(t, resp))
+}
+
+// modernResultText is the text of the first content item of resp's result,
+// failing the test when resp, a 2026-07-28 response, has no result.
+func modernResultText(t *testing.T, resp map[string]any) string {
+	t.Helper()
 	result, ok := resp["result"].(map[string]any)
 	require.True(t, ok, "%v", resp)
-	assert.Equal(t, "hello Grace", result["content"].([]any)[0].(map[string]any)["text"])
+	text, _ := result["content"].([]any)[0].(map[string]any)["text"].(string)
+	return text
 }
 
 // TestBridgeModernUpstreamConcurrentLogs: log messages of two requests running
@@ -579,9 +572,7 @@ func TestBridgeModernClientModernUpstreamProgress(t *testing.T) {
 	notes, resp = modernOpen(t, a.url, "tools/call", "progress_input", map[string]any{"name": "progress_input", "arguments": map[string]any{},
 		"requestState": state, "inputResponses": map[string]any{key: elicitAccept(map[string]any{"name": "Lin"})}}, caps, "two", "").until()
 	assert.Equal(t, []string{"two:after"}, progressMessages(notes))
-	result, ok := resp["result"].(map[string]any)
-	require.True(t, ok, "%v", resp)
-	assert.Equal(t, "hello Lin", result["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, "hello Lin", modernResultText(t, resp))
 }
 
 // TestBridgeOldClientModernUpstreamTimeout: the call's timeout bounds all of a

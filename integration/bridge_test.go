@@ -380,16 +380,8 @@ func bridgePostAs(t *testing.T, url, token string, caps map[string]any, method, 
 	body := mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := newModernRequest(ctx, url, token, method, name, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -72,16 +70,7 @@ func newGuardedWhoami(t *testing.T, guard func(w http.ResponseWriter, r *http.Re
 	for path, h := range extra {
 		mux.HandleFunc(path, h)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	w.url = "http://" + ln.Addr().String() + "/mcp"
+	w.url = serveHTTP(t, mux) + "/mcp"
 	return w
 }
 

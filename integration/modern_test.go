@@ -53,6 +53,17 @@ func modernPostVia(ctx context.Context, hc *http.Client, url, token, method, nam
 	if err != nil {
 		return nil, err
 	}
+	req, err := newModernRequest(ctx, url, token, method, name, body)
+	if err != nil {
+		return nil, err
+	}
+	return hc.Do(req)
+}
+
+// newModernRequest is the POST of a 2026-07-28 request, body, with the
+// headers of its generation, the method and name ("": none) it names, and
+// the bearer token ("": none).
+func newModernRequest(ctx context.Context, url, token, method, name string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -67,7 +78,7 @@ func modernPostVia(ctx context.Context, hc *http.Client, url, token, method, nam
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	return hc.Do(req)
+	return req, nil
 }
 
 // modernCall calls a tool sessionlessly and returns its result's structuredContent.value.

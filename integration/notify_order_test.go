@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -163,16 +162,7 @@ func startOrderedUpstream(t *testing.T) string {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer(result))
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String() + "/mcp"
+	return serveHTTP(t, handler) + "/mcp"
 }
 
 // TestCallNotificationsBeforeResponse: every notification an upstream sends on a
@@ -268,16 +258,7 @@ func startRecordedUpstream(t *testing.T) *recordedUpstream {
 		mcpHandler.ServeHTTP(rec, r)
 		u.calls <- sseNotes(rec.copy())
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	u.url = "http://" + ln.Addr().String() + "/mcp"
+	u.url = serveHTTP(t, handler) + "/mcp"
 	return u
 }
 

@@ -22,16 +22,7 @@ func TestOAuthLoginOfferedForMissingTools(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	_, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, _ := startSecuredAggregator(t, up, env)
 
 	plain := a.newClient()
 	plain.wire.(*httpWire).hc.Transport = withAuthorization{base: plain.wire.(*httpWire).hc.Transport}
@@ -45,16 +36,7 @@ servers:
 	assert.Equal(t, -32602, unknown.Code)
 	assert.Contains(t, unknown.Message, `server "secured" waits for a login (mcp-aggregator login secured`)
 
-	e := a.newClient()
-	e.wire.(*httpWire).hc.Transport = withAuthorization{base: e.wire.(*httpWire).hc.Transport}
-	init := e.mustRequest("initialize", map[string]any{
-		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
-		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
-	})
-	require.Empty(t, init.Error)
-	e.wire.negotiated(protocolVersion)
-	require.NoError(t, e.notify("notifications/initialized", nil))
+	e := newElicitingClient(t, a, "url")
 	listen(t, a, e)
 	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status"}, toolNames(t, e.listTools()))
 

@@ -36,16 +36,8 @@ func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]a
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}})
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := newModernRequest(ctx, url, token, "tools/call", tool, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", modernVersion)
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -79,16 +71,7 @@ func TestOAuthLoginOfferToModernClient(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	_, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, _ := startSecuredAggregator(t, up, env)
 
 	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
 	call := func(tool string, extra map[string]any) map[string]any {
@@ -125,16 +108,7 @@ servers:
 	assert.Contains(t, e["message"], "not accepted")
 
 	// An older client is offered the same login, as -32042 with its id.
-	old := a.newClient()
-	old.wire.(*httpWire).hc.Transport = withAuthorization{base: old.wire.(*httpWire).hc.Transport}
-	init := old.mustRequest("initialize", map[string]any{
-		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
-		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
-	})
-	require.Empty(t, init.Error)
-	old.wire.negotiated(protocolVersion)
-	require.NoError(t, old.notify("notifications/initialized", nil))
+	old := newElicitingClient(t, a, "url")
 	oldOffer := old.callTool("sec_whoami", map[string]any{})
 	var oldErr struct {
 		Code int `json:"code"`

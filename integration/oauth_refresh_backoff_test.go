@@ -22,8 +22,7 @@ func TestOAuthRefreshBacksOff(t *testing.T) {
 	up := startSecuredUpstream(t, as)
 	home, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
 	a.waitLoaded()
@@ -52,8 +51,7 @@ func TestOAuthRefreshBacksOff(t *testing.T) {
 	as.failToken.Store(false)
 	const noticed = "a stored OAuth login changed"
 	before := strings.Count(a.log.String(), noticed)
-	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	_, ok := a.log.waitLine(func(string) bool { return strings.Count(a.log.String(), noticed) > before }, startTimeout, a.exited)
 	require.True(t, ok, "the aggregator did not notice the login:\n%s", a.log)
 	require.Equal(t, oauthSubject, firstText(t, c.callToolResult("whoami", map[string]any{})))
@@ -97,8 +95,7 @@ func TestOAuthShortLivedToken(t *testing.T) {
 	up := startSecuredUpstream(t, as)
 	_, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
 	a.waitLoaded()

@@ -798,17 +798,7 @@ func TestOAuthUpstream(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	home, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, cfg := startSecuredAggregator(t, up, env)
 	assert.True(t, a.log.containsLine("run `mcp-aggregator login secured`"), "the log names the login command:\n%s", a.log)
 	c := a.newClient()
 	wire, ok := c.wire.(*httpWire)
@@ -899,15 +889,7 @@ servers:
 	// A client that declared URL-mode elicitation is offered the login
 	// instead: the call answers -32042 with the authorization URL, the user
 	// finishes in the browser, and the same call then goes through.
-	e := a.newClient()
-	init := e.mustRequest("initialize", map[string]any{
-		"protocolVersion": protocolVersion,
-		"capabilities":    map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}},
-		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
-	})
-	require.Empty(t, init.Error)
-	e.wire.negotiated(protocolVersion)
-	require.NoError(t, e.notify("notifications/initialized", nil))
+	e := newElicitingClient(t, a, "form", "url")
 	listen(t, a, e) // the stream notifications/elicitation/complete comes on
 	offer := e.callTool("sec_whoami", map[string]any{})
 	require.NotEmpty(t, offer.Error, "a call that needs a login fails: %s", offer.Result)
@@ -1016,6 +998,54 @@ func loginHome(t *testing.T) (string, []string) {
 
 // securedConfig writes a config with one server, secured, at url, which
 // needs an OAuth login.
+// startSecuredAggregator starts an aggregator, with env as its environment
+// (loginHome's), whose one server "secured" is up, its tools prefixed sec_,
+// and needs an OAuth login; it returns the aggregator, loaded, and its
+// config file.
+func startSecuredAggregator(t *testing.T, up *securedUpstream, env []string) (*aggregator, string) {
+	t.Helper()
+	cfg := writeConfig(t, fmt.Sprintf(`version: 1
+servers:
+  secured:
+    truely-stateless: true
+    url: %s
+    auth: {type: oauth}
+    transform: [{prefix: sec_}]
+`, up.url))
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+	return a, cfg
+}
+
+// newElicitingClient opens a 2025-11-25 session, with the downstream
+// token, whose client declares the elicitation modes given ("form", "url").
+func newElicitingClient(t *testing.T, a *aggregator, modes ...string) *client {
+	t.Helper()
+	c := a.newClient()
+	c.wire.(*httpWire).hc.Transport = withAuthorization{base: c.wire.(*httpWire).hc.Transport}
+	elicitation := map[string]any{}
+	for _, m := range modes {
+		elicitation[m] = map[string]any{}
+	}
+	init := c.mustRequest("initialize", map[string]any{
+		"protocolVersion": protocolVersion,
+		"capabilities":    map[string]any{"elicitation": elicitation},
+		"clientInfo":      map[string]any{"name": "elicitation-client", "version": "1.0.0"},
+	})
+	require.Empty(t, init.Error)
+	c.wire.negotiated(protocolVersion)
+	require.NoError(t, c.notify("notifications/initialized", nil))
+	return c
+}
+
+// mustLogin runs `login --no-browser` for the server "secured" of the config
+// file cfg, with env, and requires it to succeed.
+func mustLogin(t *testing.T, env []string, cfg string) {
+	t.Helper()
+	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
+	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+}
+
 func securedConfig(t *testing.T, url string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
@@ -1101,8 +1131,7 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 	home, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
 
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	g := onlyGrant(t, home)
 	require.NotEmpty(t, g.RefreshToken)
 	require.True(t, as.store.hasRefresh(g.RefreshToken), "the provider takes the refresh token before the logout")
@@ -1121,8 +1150,7 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 	assert.Equal(t, "invalid_grant", oauthErr, "the refresh token no longer works after logout")
 
 	// The provider cannot revoke: the local copy goes all the same.
-	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	g = onlyGrant(t, home)
 	as.failRevoke.Store(true)
 	text, code := runCommand(t, env, "logout", "secured", "--config", cfg)
@@ -1151,8 +1179,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	home, env := loginHome(t)
 	cfg := securedConfig(t, up.url)
 
-	stdout, stderr, code := runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg)
 	before := readGrants(t, home)
 	require.Len(t, before, 1)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
@@ -1170,8 +1197,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	}
 	up.mu.Unlock()
 
-	stdout, stderr, code = runLogin(t, env, "secured", "--config", cfg, "--no-browser")
-	require.Equal(t, 0, code, "login with the new issuer; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	mustLogin(t, env, cfg) // with the new issuer
 	assert.NotEmpty(t, second.store.notesOf("authorization_code"), "the login went to the new issuer")
 	after := readGrants(t, home)
 	require.Len(t, after, 2, "one file per issuer")

@@ -17,16 +17,9 @@ import (
 // it never gets to close, must die with it.
 func TestUpstreamsDieWithKilledAggregator(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-  counter:
-    `+demoServer("counter")+`
-    transform: [{prefix: counter_}]
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		serverEntry("demo", "demo_", statelessServer, demoServer("tools"))+
+		serverEntry("counter", "counter_", demoServer("counter")))
 	a.waitLoaded()
 	c := a.connect()
 	requireMarked(t, a.marker, pidOf(t, c, "demo_pid"))

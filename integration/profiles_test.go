@@ -18,24 +18,25 @@ import (
 // patterns.
 func profilesConfig(extra ...string) string {
 	patterns := append([]string{"'demo_e*'"}, extra...)
-	return fmt.Sprintf(`version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-profiles:
-  ci-bot: { servers: [demo], tools: [%s] }
-servers:
-  demo:
-    truely-stateless: true
-    %s
-    transform: [{prefix: demo_}]
-  counter:
-    %s
-    transform: [{prefix: counter_}]
-`, strings.Join(patterns, ", "), demoServer("tools"), demoServer("counter"))
+	return profilesHead(nil, "ci-bot: { servers: [demo], tools: ["+strings.Join(patterns, ", ")+"] }") +
+		demoEntry("demo", "demo_", "tools", statelessServer) + demoEntry("counter", "counter_", "counter")
+}
+
+// profilesHead is a config's start up to its servers: startProfiles's three
+// clients and the more tokens given (YAML lines under tokens:), and the
+// profiles, one a line ("ci-bot: { servers: [demo] }").
+func profilesHead(moreTokens []string, profiles ...string) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nhttp:\n  auth:\n    tokens:\n")
+	for _, line := range append([]string{"ci-bot: { env: CI_BOT_TOKEN }", "laptop: { env: LAPTOP_TOKEN }", "tablet: { env: TABLET_TOKEN }"}, moreTokens...) {
+		b.WriteString("      " + line + "\n")
+	}
+	b.WriteString("profiles:\n")
+	for _, line := range profiles {
+		b.WriteString("  " + line + "\n")
+	}
+	b.WriteString("servers:\n")
+	return b.String()
 }
 
 // clientTokens are the tokens of profilesConfig's clients.
@@ -295,30 +296,10 @@ func TestProfilesResourcesAndPrompts(t *testing.T) {
 // for a URI no server of the profile lists.
 func TestProfilesServersOfOthersTakeNoPart(t *testing.T) {
 	t.Parallel()
-	config := fmt.Sprintf(`version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-profiles:
-  ci-bot: { servers: [mine] }
-  tablet: { servers: [demo] }
-servers:
-  theirs:
-    truely-stateless: true
-    %s
-    transform: [{prefix: theirs_}]
-  mine:
-    truely-stateless: true
-    %s
-    transform: [{prefix: mine_}]
-  demo:
-    truely-stateless: true
-    %s
-    transform: [{prefix: demo_}]
-`, demoServer("surface"), demoServer("surface"), demoServer("tools"))
+	config := profilesHead(nil, "ci-bot: { servers: [mine] }", "tablet: { servers: [demo] }") +
+		demoEntry("theirs", "theirs_", "surface", statelessServer) +
+		demoEntry("mine", "mine_", "surface", statelessServer) +
+		demoEntry("demo", "demo_", "tools", statelessServer)
 	a, tok, _ := startProfiles(t, config)
 	ci, laptop, tablet := a.connectAs(tok.ci), a.connectAs(tok.laptop), a.connectAs(tok.tablet)
 
@@ -365,26 +346,8 @@ servers:
 // them all.
 func TestProfilesStatusShowsOwnInstances(t *testing.T) {
 	t.Parallel()
-	config := fmt.Sprintf(`version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-      kiosk: kiosk-literal
-profiles:
-  ci-bot: { servers: [counter, demo] }
-  tablet: { tools: ['counter_*'] }
-servers:
-  counter:
-    %s
-    transform: [{prefix: counter_}]
-  demo:
-    truely-stateless: true
-    %s
-    transform: [{prefix: demo_}]
-`, demoServer("counter"), demoServer("tools"))
+	config := profilesHead([]string{"kiosk: kiosk-literal"}, "ci-bot: { servers: [counter, demo] }", "tablet: { tools: ['counter_*'] }") +
+		demoEntry("counter", "counter_", "counter") + demoEntry("demo", "demo_", "tools", statelessServer)
 	a, tok, _ := startProfiles(t, config)
 	clients := map[string]*client{"ci-bot": a.connectAs(tok.ci), "laptop": a.connectAs(tok.laptop), "tablet": a.connectAs(tok.tablet)}
 	for _, c := range clients {
@@ -473,27 +436,9 @@ func TestProfilesOfferWhatTheirServersOffer(t *testing.T) {
 func TestProfilesEditCutsOffNotifications(t *testing.T) {
 	t.Parallel()
 	config := func(servers string) string {
-		return fmt.Sprintf(`version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-profiles:
-  ci-bot: { servers: [%s] }
-servers:
-  theirs:
-    truely-stateless: true
-    %s
-    resources: { whitelist: ['demo://r/1'] }
-    transform: [{prefix: theirs_}]
-  mine:
-    truely-stateless: true
-    %s
-    resources: { whitelist: ['demo://r/2'] }
-    transform: [{prefix: mine_}]
-`, servers, demoServer("surface"), demoServer("surface"))
+		return profilesHead(nil, "ci-bot: { servers: ["+servers+"] }") +
+			demoEntry("theirs", "theirs_", "surface", statelessServer, "resources: { whitelist: ['demo://r/1'] }") +
+			demoEntry("mine", "mine_", "surface", statelessServer, "resources: { whitelist: ['demo://r/2'] }")
 	}
 	a, tok, path := startProfiles(t, config("theirs, mine"))
 	laptop := a.connectAs(tok.laptop)
@@ -567,16 +512,7 @@ func TestProfilesEditHidesTasks(t *testing.T) {
 	t.Parallel()
 	tasks := tasksConfig(t) // alpha and beta, two task servers
 	config := func(servers string) string {
-		return strings.Replace(tasks, "version: 1\n", `version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-profiles:
-  ci-bot: { servers: [`+servers+`] }
-`, 1)
+		return strings.Replace(tasks, "version: 1\nservers:\n", profilesHead(nil, "ci-bot: { servers: ["+servers+"] }"), 1)
 	}
 	a, tok, path := startProfiles(t, config("alpha, beta"))
 	ci := a.connectAs(tok.ci)
@@ -608,24 +544,8 @@ profiles:
 func TestProfilesEditEndsLeases(t *testing.T) {
 	t.Parallel()
 	config := func(servers string) string {
-		return fmt.Sprintf(`version: 1
-http:
-  auth:
-    tokens:
-      ci-bot: { env: CI_BOT_TOKEN }
-      laptop: { env: LAPTOP_TOKEN }
-      tablet: { env: TABLET_TOKEN }
-profiles:
-  ci-bot: { servers: [%s] }
-servers:
-  counter:
-    %s
-    transform: [{prefix: counter_}]
-  demo:
-    truely-stateless: true
-    %s
-    transform: [{prefix: demo_}]
-`, servers, demoServer("counter"), demoServer("tools"))
+		return profilesHead(nil, "ci-bot: { servers: ["+servers+"] }") +
+			demoEntry("counter", "counter_", "counter") + demoEntry("demo", "demo_", "tools", statelessServer)
 	}
 	a, tok, path := startProfiles(t, config("counter, demo"))
 	ci, laptop := a.connectAs(tok.ci), a.connectAs(tok.laptop)

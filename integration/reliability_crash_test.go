@@ -144,15 +144,8 @@ func TestReliabilityCallNeverRetried(t *testing.T) {
 // process is killed when the test ends if it is still there.
 func relHungShared(t *testing.T) (*aggregator, *client, int) {
 	t.Helper()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-    ping_interval: 200ms
-    request_timeout: 30s
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		serverEntry("demo", "demo_", statelessServer, demoServer("tools"), "ping_interval: 200ms", "request_timeout: 30s"))
 	a.waitLoaded()
 	c := a.connect()
 	hung := pidOf(t, c, "demo_pid")

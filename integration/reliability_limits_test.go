@@ -44,29 +44,10 @@ func relWaitProgress(t testing.TB, c *client, token string) {
 // pushes the deadline back.
 func TestReliabilityTimeouts(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-    request_timeout: 500ms
-  pertool:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: pt_}]
-    request_timeout: 30s
-    tools:
-      config:
-        slow: {timeout: 300ms}
-  bydefault:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: bd_}]
-    request_timeout: 30s
-    tools:
-      defaults: {timeout: 400ms}
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		demoEntry("demo", "demo_", "tools", statelessServer, "request_timeout: 500ms")+
+		demoEntry("pertool", "pt_", "tools", statelessServer, "request_timeout: 30s", "tools: {config: {slow: {timeout: 300ms}}}")+
+		demoEntry("bydefault", "bd_", "tools", statelessServer, "request_timeout: 30s", "tools: {defaults: {timeout: 400ms}}"))
 	a.waitLoaded()
 	c := a.connect()
 
@@ -133,21 +114,9 @@ servers:
 // first.
 func TestReliabilityMaxConcurrent(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-limits:
-  max_concurrent: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-    request_timeout: 30s
-  short:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: short_}]
-    request_timeout: 300ms
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nlimits: {max_concurrent: 1}\nservers:\n"+
+		demoEntry("demo", "demo_", "tools", statelessServer, "request_timeout: 30s")+
+		demoEntry("short", "short_", "tools", statelessServer, "request_timeout: 300ms"))
 	a.waitLoaded()
 	c := a.connect()
 
@@ -191,17 +160,8 @@ servers:
 // concurrent calls of that tool only.
 func TestReliabilityMaxInstances(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-    request_timeout: 30s
-    tools:
-      config:
-        slow: {max_instances: 1, timeout: 300ms}
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		demoEntry("demo", "demo_", "tools", statelessServer, "request_timeout: 30s", "tools: {config: {slow: {max_instances: 1, timeout: 300ms}}}"))
 	a.waitLoaded()
 	c := a.connect()
 

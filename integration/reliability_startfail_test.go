@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,23 +8,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// slowServer is the config of the server slow, which hangs in initialize for
+// as long as its connect_timeout (10m) lets it: the first load waits for it.
+func slowServer() string {
+	return serverYAML("slow", statelessServer, demoServer("misbehave", "hang-init"), "connect_timeout: 10m")
+}
+
+// missingCommand is the setting of a command that does not exist.
+func missingCommand(t *testing.T) string { return "command: " + quoted(t.TempDir()+"/no-such-command") }
+
 // TestReliabilityStartFailureToldAtOnce: on the first load, servers that fail at
 // once (a command that does not exist, a server that exits in initialize) are told
 // in the log and in mcp_status (problems and health) while another server still
 // starts: nobody waits out the slow one's connect_timeout to learn of them.
 func TestReliabilityStartFailureToldAtOnce(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  slow:
-    truely-stateless: true
-    %s
-    connect_timeout: 10m
-  missing:
-    command: %s
-  exitinit:
-    %s
-`, demoServer("misbehave", "hang-init"), quoted(t.TempDir()+"/no-such-command"), demoServer("misbehave", "exit-init")))
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+slowServer()+
+		serverYAML("missing", missingCommand(t))+serverYAML("exitinit", demoServer("misbehave", "exit-init")))
 	const soon = 20 * time.Second // far less than slow's connect_timeout
 	for _, id := range []string{"missing", "exitinit"} {
 		relLogLine(t, a, soon, "level=ERROR", `\"`+id+`\"`, "could not start")
@@ -48,16 +47,8 @@ servers:
 // another server still starts, not once that one's connect_timeout is out.
 func TestReliabilityRequiredStartFailureExitsAtOnce(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  slow:
-    truely-stateless: true
-    %s
-    connect_timeout: 10m
-  vital:
-    required: true
-    command: %s
-`, demoServer("misbehave", "hang-init"), quoted(t.TempDir()+"/no-such-command")))
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+slowServer()+
+		serverYAML("vital", "required: true", missingCommand(t)))
 	code := relWaitExit(t, a, "a required server failing to start") // far less than slow's connect_timeout
 	a.killed = true                                                 // it exits by itself, non-zero
 	assert.Equal(t, 1, code, "exit code; stderr:\n%s", a.log)

@@ -61,10 +61,16 @@ func listen(t *testing.T, a *aggregator, c *client) {
 // own HTTP client (and so its credentials); the stream ends with the test.
 func getStream(t *testing.T, a *aggregator, c *client) *http.Response {
 	t.Helper()
+	return getStreamAt(t, c, a.url)
+}
+
+// getStreamAt is getStream at the endpoint url (a view's, say).
+func getStreamAt(t *testing.T, c *client, url string) *http.Response {
+	t.Helper()
 	w := c.wire.(*httpWire)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	require.NoError(t, err)
 	w.mu.Lock()
 	req.Header.Set("Mcp-Session-Id", w.session)

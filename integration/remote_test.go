@@ -19,6 +19,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// serveHTTP serves h on a loopback port until the test ends (shut down then,
+// after the cleanups registered later) and returns its base URL,
+// "http://127.0.0.1:PORT".
+func serveHTTP(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String()
+}
+
 // remoteEverything runs server-everything as a network server ("streamableHttp"
 // or "sse") on a free loopback port and returns its base URL.
 func remoteEverything(t *testing.T, mode string) string {
@@ -201,24 +218,17 @@ func TestHTTPUpstreamListChanged(t *testing.T) {
 		})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(up))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = httpSrv.Serve(ln) }()
-	// Registered before the aggregator's cleanup, so it runs after it.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = httpSrv.Shutdown(ctx)
-	})
+	// Served (and shut down at cleanup) before the aggregator starts, so its
+	// cleanup runs after the aggregator's.
+	base := serveHTTP(t, mux)
 
 	r := newReloadRig(t, stdioTransport, fmt.Sprintf(`version: 1
 servers:
   grow:
     truely-stateless: true
-    url: http://%s/mcp
+    url: %s/mcp
     transform: [{prefix: g_}]
-`, ln.Addr()))
+`, base))
 	assert.Contains(t, r.names(), "g_alpha")
 
 	// The aggregator's upstream session opens its GET stream right after

@@ -15,17 +15,9 @@ import (
 // and mode (shared or leased) of their config, as running servers are.
 func TestStatusNamesTransportAndModeOfServerThatNeverStarted(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  missing:
-    command: %s
-  gone:
-    truely-stateless: true
-    url: http://127.0.0.1:%d/mcp
-  demo:
-    truely-stateless: true
-    %s
-`, quoted(t.TempDir()+"/no-such-command"), freePort(t), demoServer("tools")))
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+serverYAML("missing", missingCommand(t))+
+		serverYAML("gone", statelessServer, fmt.Sprintf("url: http://127.0.0.1:%d/mcp", freePort(t)))+
+		serverYAML("demo", statelessServer, demoServer("tools")))
 	a.waitLoaded()
 	c := a.connect()
 	text := firstText(t, c.callToolResult("mcp_status", map[string]any{}))

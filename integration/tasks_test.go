@@ -24,20 +24,57 @@ import (
 // every session. Both number their tasks from "task-1", so their ids collide.
 func tasksConfig(t *testing.T) string {
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json") // the SDK is installed
-	script := quoted(filepath.Join(nodeDir, "taskserver.mjs"))
-	return `version: 1
-servers:
-  alpha:
-    truely-stateless: true
-    command: node
-    args: [` + script + `]
-    transform: [{prefix: a_}]
-  beta:
-    truely-stateless: true
-    command: node
-    args: [` + script + `]
-    transform: [{prefix: b_}]
-`
+	return "version: 1\nservers:\n" + taskServerEntry("alpha", "a_", statelessServer) + taskServerEntry("beta", "b_", statelessServer)
+}
+
+// taskServerEntry is the config of the server name running taskserver.mjs on
+// stdio, its tools prefixed with prefix, and the settings given.
+func taskServerEntry(name, prefix string, settings ...string) string {
+	return serverEntry(name, prefix, append(settings, "command: node", "args: ["+quoted(filepath.Join(nodeDir, "taskserver.mjs"))+"]")...)
+}
+
+// elicitedClient opens a session whose client declares elicitation and
+// answers each elicitation/create with what answer makes of its params, and
+// no other request; the params come on the channel returned, which holds
+// four (a fifth waits until one is read).
+func elicitedClient(a *aggregator, answer func(params json.RawMessage) string) (*client, <-chan json.RawMessage) {
+	c := a.newClient()
+	asked := make(chan json.RawMessage, 4)
+	c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+		if method != "elicitation/create" {
+			return "", `{"code":-32601,"message":"not here: ` + method + `"}`
+		}
+		asked <- params
+		return answer(params), ""
+	}
+	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	return c, asked
+}
+
+// relatedTaskID is the task id of the related-task entry in the _meta of
+// msg (a result, or a request's params).
+func relatedTaskID(t *testing.T, msg json.RawMessage) string {
+	t.Helper()
+	var m struct {
+		Meta map[string]struct {
+			TaskID string `json:"taskId"`
+		} `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(msg, &m), "%s", msg)
+	return m.Meta["io.modelcontextprotocol/related-task"].TaskID
+}
+
+// sentByUpstream is what taskserver.mjs reports it sent about a task or call,
+// each message as it wrote it: the structuredContent.sent of its result.
+func sentByUpstream(t *testing.T, result json.RawMessage) []json.RawMessage {
+	t.Helper()
+	var r struct {
+		Structured struct {
+			Sent []json.RawMessage `json:"sent"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+	return r.Structured.Sent
 }
 
 // taskObject is a Task as a result or notification carries it.
@@ -170,13 +207,7 @@ func TestTasksRouted(t *testing.T) {
 		res := alice.mustRequest("tasks/result", map[string]any{"taskId": c.task.TaskID})
 		require.Empty(t, string(res.Error), "tasks/result %s", c.label)
 		assert.Equal(t, c.label+" done after 3 steps", firstText(t, res.Result))
-		var meta struct {
-			Meta map[string]struct {
-				TaskID string `json:"taskId"`
-			} `json:"_meta"`
-		}
-		require.NoError(t, json.Unmarshal(res.Result, &meta))
-		assert.Equal(t, c.task.TaskID, meta.Meta["io.modelcontextprotocol/related-task"].TaskID, "the related task is the client's id")
+		assert.Equal(t, c.task.TaskID, relatedTaskID(t, res.Result), "the related task is the client's id")
 
 		got := mustResult(t, alice.mustRequest("tasks/get", map[string]any{"taskId": c.task.TaskID}), "tasks/get")
 		assert.Equal(t, c.task.TaskID, got["taskId"])
@@ -298,16 +329,9 @@ servers:
     tools: {whitelist: [simulate-research-query]}
 `)
 		a.waitLoaded()
-		c := a.newClient()
-		asked := make(chan json.RawMessage, 4)
-		c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
-			if method != "elicitation/create" {
-				return "", `{"code":-32601,"message":"not here: ` + method + `"}`
-			}
-			asked <- params
-			return `{"action":"accept","content":{"interpretation":"historical"}}`, ""
-		}
-		c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+		c, asked := elicitedClient(a, func(json.RawMessage) string {
+			return `{"action":"accept","content":{"interpretation":"historical"}}`
+		})
 		task := startTask(t, c, "ev_simulate-research-query", map[string]any{"topic": "tea", "ambiguous": true})
 
 		res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
@@ -315,13 +339,7 @@ servers:
 		assert.Contains(t, firstText(t, res.Result), "Clarification**: historical", "the client's answer reached the task")
 		select {
 		case params := <-asked:
-			var p struct {
-				Meta map[string]struct {
-					TaskID string `json:"taskId"`
-				} `json:"_meta"`
-			}
-			require.NoError(t, json.Unmarshal(params, &p))
-			assert.Equal(t, task.TaskID, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the elicitation names the task by the client's id")
+			assert.Equal(t, task.TaskID, relatedTaskID(t, params), "the elicitation names the task by the client's id")
 		default:
 			t.Fatal("the client was never asked")
 		}
@@ -342,19 +360,9 @@ func keys[V any](m map[string]V) []string {
 // the task goes on; the task can still be polled and its result fetched.
 func TestTasksResultTimeout(t *testing.T) {
 	t.Parallel()
-	script := quoted(filepath.Join(nodeDir, "taskserver.mjs"))
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  alpha:
-    truely-stateless: true
-    command: node
-    args: [`+script+`]
-    transform: [{prefix: a_}]
-    tools:
-      config:
-        countdown: {timeout: 1s}
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		taskServerEntry("alpha", "a_", statelessServer, "tools: {config: {countdown: {timeout: 1s}}}"))
 	a.waitLoaded()
 	c := a.newClient()
 	c.initializeWith(map[string]any{})
@@ -374,14 +382,7 @@ servers:
 func TestTasksLeased(t *testing.T) {
 	t.Parallel()
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-	a := serveConfig(t, httpTransport, `version: 1
-servers:
-  alpha:
-    command: node
-    args: [`+quoted(filepath.Join(nodeDir, "taskserver.mjs"))+`]
-    transform: [{prefix: a_}]
-    lease: {prewarm: 0}
-`)
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+taskServerEntry("alpha", "a_", "lease: {prewarm: 0}"))
 	a.waitLoaded()
 	alice, bob := a.newClient(), a.newClient()
 	alice.initializeWith(map[string]any{})
@@ -528,14 +529,7 @@ func taskUpstreams() []taskUpstream {
 	stdio := func(shared bool) func(t *testing.T) string {
 		return func(t *testing.T) string {
 			nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-			return fmt.Sprintf(`version: 1
-servers:
-  alpha:
-    truely-stateless: %t
-    command: node
-    args: [%s]
-    transform: [{prefix: a_}]
-`, shared, quoted(filepath.Join(nodeDir, "taskserver.mjs")))
+			return "version: 1\nservers:\n" + taskServerEntry("alpha", "a_", fmt.Sprintf("truely-stateless: %t", shared))
 		}
 	}
 	remote := func(shared bool) func(t *testing.T) string {
@@ -634,21 +628,16 @@ func testTaskProgressAfterResult(t *testing.T, up taskUpstream, early bool) {
 
 	res := owner.mustRequest("tasks/result", map[string]any{"taskId": id})
 	require.Empty(t, string(res.Error), "tasks/result")
-	var result struct {
-		Structured struct {
-			Sent []json.RawMessage `json:"sent"`
-		} `json:"structuredContent"`
-	}
-	require.NoError(t, json.Unmarshal(res.Result, &result))
 	sent := 2 * steps
 	if early {
 		sent += 2
 	}
-	require.Len(t, result.Structured.Sent, sent, "what the upstream sent: %s", res.Result)
+	upstreamSent := sentByUpstream(t, res.Result)
+	require.Len(t, upstreamSent, sent, "what the upstream sent: %s", res.Result)
 
 	// The upstream's own bytes, with the mapped token and id.
 	var wantProgress, wantReports []string
-	for _, raw := range result.Structured.Sent {
+	for _, raw := range upstreamSent {
 		want := strings.ReplaceAll(string(raw), `"taskId":"task-1"`, `"taskId":"`+id+`"`)
 		if aggProgressToken.MatchString(want) {
 			wantProgress = append(wantProgress, aggProgressToken.ReplaceAllString(want, `"progressToken":"p-7"`))
@@ -738,21 +727,14 @@ func TestTasksRelatedRequest(t *testing.T) {
 			t.Parallel()
 			a := serveConfig(t, stdioTransport, up.config(t))
 			a.waitLoaded()
-			c := a.newClient()
-			asked := make(chan json.RawMessage, 4)
-			c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
-				if method != "elicitation/create" {
-					return "", `{"code":-32601,"message":"not here: ` + method + `"}`
-				}
-				asked <- params
+			c, asked := elicitedClient(a, func(params json.RawMessage) string {
 				var p struct {
 					Meta map[string]json.RawMessage `json:"_meta"`
 				}
 				_ = json.Unmarshal(params, &p)
 				related := p.Meta["io.modelcontextprotocol/related-task"]
-				return `{"action":"accept","content":{"keep":true},"_meta":{"io.modelcontextprotocol/related-task":` + string(related) + `}}`, ""
-			}
-			c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+				return `{"action":"accept","content":{"keep":true},"_meta":{"io.modelcontextprotocol/related-task":` + string(related) + `}}`
+			})
 			task := startTask(t, c, "a_reporter", map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true})
 
 			var params json.RawMessage
@@ -761,13 +743,7 @@ func TestTasksRelatedRequest(t *testing.T) {
 			case <-time.After(callTimeout):
 				t.Fatal("the client was never asked")
 			}
-			var p struct {
-				Meta map[string]struct {
-					TaskID string `json:"taskId"`
-				} `json:"_meta"`
-			}
-			require.NoError(t, json.Unmarshal(params, &p))
-			assert.Equal(t, task.TaskID, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the request names the task by the client's id")
+			assert.Equal(t, task.TaskID, relatedTaskID(t, params), "the request names the task by the client's id")
 
 			res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
 			require.Empty(t, string(res.Error))
@@ -807,15 +783,10 @@ func TestTasksHTTPProgressFidelity(t *testing.T) {
 				"name": "a_ticker", "arguments": map[string]any{"steps": steps}, "_meta": map[string]any{"progressToken": 42},
 			})
 			require.Empty(t, string(resp.Error), "tools/call a_ticker")
-			var result struct {
-				Structured struct {
-					Sent []json.RawMessage `json:"sent"`
-				} `json:"structuredContent"`
-			}
-			require.NoError(t, json.Unmarshal(resp.Result, &result))
-			require.Len(t, result.Structured.Sent, steps, "%s", resp.Result)
+			upstreamSent := sentByUpstream(t, resp.Result)
+			require.Len(t, upstreamSent, steps, "%s", resp.Result)
 			var want, got []string
-			for _, raw := range result.Structured.Sent {
+			for _, raw := range upstreamSent {
 				want = append(want, aggProgressToken.ReplaceAllString(string(raw), `"progressToken":42`))
 			}
 			for _, n := range c.inboxNotes() {

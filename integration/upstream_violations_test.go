@@ -21,43 +21,15 @@ import (
 // work is not started again and again, and the healthy one serves throughout.
 func TestUpstreamProtocolViolations(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-  bom:
-    truely-stateless: true
-    `+demoServer("misbehave", "bom")+`
-    transform: [{prefix: bom_}]
-  oldver:
-    truely-stateless: true
-    `+demoServer("misbehave", "init-version", "1999-01-01")+`
-    transform: [{prefix: oldver_}]
-  loop:
-    truely-stateless: true
-    `+demoServer("misbehave", "cursor-cycle")+`
-    transform: [{prefix: loop_}]
-  nullres:
-    truely-stateless: true
-    `+demoServer("misbehave", "null-result")+`
-    transform: [{prefix: nullres_}]
-  strid:
-    truely-stateless: true
-    `+demoServer("misbehave", "string-id")+`
-    transform: [{prefix: strid_}]
-    request_timeout: 60s
-  baderr:
-    truely-stateless: true
-    `+demoServer("misbehave", "bad-error")+`
-    transform: [{prefix: baderr_}]
-    request_timeout: 60s
-  schemas:
-    truely-stateless: true
-    `+demoServer("misbehave", "bad-schemas")+`
-    transform: [{prefix: schemas_}]
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		serverEntry("demo", "demo_", statelessServer, demoServer("tools"))+
+		serverEntry("bom", "bom_", statelessServer, demoServer("misbehave", "bom"))+
+		serverEntry("oldver", "oldver_", statelessServer, demoServer("misbehave", "init-version", "1999-01-01"))+
+		serverEntry("loop", "loop_", statelessServer, demoServer("misbehave", "cursor-cycle"))+
+		serverEntry("nullres", "nullres_", statelessServer, demoServer("misbehave", "null-result"))+
+		serverEntry("strid", "strid_", statelessServer, demoServer("misbehave", "string-id"), "request_timeout: 60s")+
+		serverEntry("baderr", "baderr_", statelessServer, demoServer("misbehave", "bad-error"), "request_timeout: 60s")+
+		serverEntry("schemas", "schemas_", statelessServer, demoServer("misbehave", "bad-schemas")))
 	a.waitLoaded()
 	c := a.connect()
 
@@ -111,14 +83,8 @@ servers:
 // passes through as it came, and the server goes on serving.
 func TestUpstreamDeepResult(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  deep:
-    truely-stateless: true
-    `+demoServer("misbehave", "deep-result")+`
-    transform: [{prefix: deep_}]
-    request_timeout: 60s
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		serverEntry("deep", "deep_", statelessServer, demoServer("misbehave", "deep-result"), "request_timeout: 60s"))
 	a.waitLoaded()
 	c := a.connect()
 
@@ -149,17 +115,9 @@ servers:
 // reads them, and the rest as it came.
 func TestUpstreamInvalidUTF8IsRepaired(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, httpTransport, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-  latin:
-    truely-stateless: true
-    `+demoServer("misbehave", "bad-utf8")+`
-    transform: [{prefix: latin_}]
-`)
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+
+		serverEntry("demo", "demo_", statelessServer, demoServer("tools"))+
+		serverEntry("latin", "latin_", statelessServer, demoServer("misbehave", "bad-utf8")))
 	a.waitLoaded()
 	c := a.connect()
 	session := coreSessionOf(t, c)

@@ -86,18 +86,7 @@ func TestViewsByURL(t *testing.T) {
 func listenAt(t *testing.T, c *client) {
 	t.Helper()
 	w := c.wire.(*httpWire)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
-	require.NoError(t, err)
-	w.mu.Lock()
-	req.Header.Set("Mcp-Session-Id", w.session)
-	req.Header.Set("MCP-Protocol-Version", w.protocol)
-	w.mu.Unlock()
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := w.hc.Do(req)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "GET stream")
+	resp := getStreamAt(t, c, w.url)
 	go func() {
 		defer resp.Body.Close()
 		_ = readSSE(resp.Body, func(data []byte) bool {

@@ -16,10 +16,8 @@ import (
 //
 // Settings are the tool's Config entry merged over Defaults field by field, in both modes.
 func Apply(rules Rules, upstream []string, owner func(exported string) (server string, taken bool)) Plan {
-	p := planner{rules: rules}
-	valid, err := compilePattern(rules.ValidPattern)
-	if err != nil {
-		p.fail("", "naming.valid_pattern", "%v; fix naming.valid_pattern or remove it to use %s", err, DefaultValidPattern)
+	p, valid := newPlanner(rules)
+	if valid == nil {
 		return p.plan
 	}
 	if len(upstream) == 0 {
@@ -28,6 +26,18 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 
 	offered := make(map[string]bool, len(upstream))
 	byExported := make(map[string]string, len(upstream)) // exported name -> original
+	words := exportWords{
+		invalid:   "the exported name %q does not match %s; the tool is skipped; shorten or change the transform",
+		duplicate: "tools %q and %q are both exported as %q; change the transforms so every tool gets its own name, or filter one out",
+		taken: func(name, exported, server string) {
+			fix := "add a prefix transform to one of them"
+			if rules.Reserved != "" && server == rules.Reserved {
+				fix = fmt.Sprintf("the aggregator's own tools keep their names: add a prefix transform to server %q, or set admin.enabled: false", rules.Server)
+			}
+			p.warn(name, "", "exported name %q is already owned by %q, which keeps it; the tool from server %q is skipped; %s", exported, server, rules.Server, fix)
+			p.plan.Yielded = append(p.plan.Yielded, exported)
+		},
+	}
 	for _, name := range upstream {
 		if offered[name] {
 			p.fail(name, "", "the server lists this tool more than once; it cannot be exported under one name")
@@ -48,26 +58,9 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 			p.fail(name, "tools.config", "%s", p.strictMessage(name))
 			continue
 		}
-		exported := Rename(name, rules.Transforms)
-		if !valid.MatchString(exported) {
-			p.warn(name, "transform", "the exported name %q does not match %s; the tool is skipped; shorten or change the transform", exported, valid)
+		exported, ok := p.export(name, valid, byExported, owner, words)
+		if !ok {
 			continue
-		}
-		if other, dup := byExported[exported]; dup {
-			p.fail(name, "transform", "tools %q and %q are both exported as %q; change the transforms so every tool gets its own name, or filter one out", other, name, exported)
-			continue
-		}
-		byExported[exported] = name
-		if owner != nil {
-			if server, taken := owner(exported); taken && server != rules.Server {
-				fix := "add a prefix transform to one of them"
-				if rules.Reserved != "" && server == rules.Reserved {
-					fix = fmt.Sprintf("the aggregator's own tools keep their names: add a prefix transform to server %q, or set admin.enabled: false", rules.Server)
-				}
-				p.warn(name, "", "exported name %q is already owned by %q, which keeps it; the tool from server %q is skipped; %s", exported, server, rules.Server, fix)
-				p.plan.Yielded = append(p.plan.Yielded, exported)
-				continue
-			}
 		}
 		p.plan.Tools = append(p.plan.Tools, Tool{Original: name, Exported: exported, Settings: settings})
 	}
@@ -84,6 +77,52 @@ func Apply(rules Rules, upstream []string, owner func(exported string) (server s
 type planner struct {
 	rules Rules
 	plan  Plan
+}
+
+// newPlanner starts the plan of rules and compiles their valid pattern; a
+// pattern that does not compile leaves valid nil and the plan with its error.
+func newPlanner(rules Rules) (p *planner, valid *regexp.Regexp) {
+	p = &planner{rules: rules}
+	valid, err := compilePattern(rules.ValidPattern)
+	if err != nil {
+		p.fail("", "naming.valid_pattern", "%v; fix naming.valid_pattern or remove it to use %s", err, DefaultValidPattern)
+		return p, nil
+	}
+	return p, valid
+}
+
+// exportWords are what export says of the items it skips, in the words of
+// their kind (tools, prompts).
+type exportWords struct {
+	invalid   string                              // a warning: the exported name, the valid pattern
+	duplicate string                              // an error: the other original name, this one, the exported name
+	taken     func(name, exported, server string) // reports the item whose exported name server keeps
+}
+
+// export renames the original name by the rules' transforms and checks what
+// comes out: a valid name, not one another of the server's items is already
+// exported as (byExported, which it records the name in), not one owner says
+// another server has. It returns the exported name, or false when the item
+// is skipped, the problem recorded.
+func (p *planner) export(name string, valid *regexp.Regexp, byExported map[string]string,
+	owner func(exported string) (server string, taken bool), words exportWords) (string, bool) {
+	exported := Rename(name, p.rules.Transforms)
+	if !valid.MatchString(exported) {
+		p.warn(name, "transform", words.invalid, exported, valid)
+		return "", false
+	}
+	if other, dup := byExported[exported]; dup {
+		p.fail(name, "transform", words.duplicate, other, name, exported)
+		return "", false
+	}
+	byExported[exported] = name
+	if owner != nil {
+		if server, taken := owner(exported); taken && server != p.rules.Server {
+			words.taken(name, exported, server)
+			return "", false
+		}
+	}
+	return exported, true
 }
 
 // admitted applies the whitelist/blacklist rules to an original tool name and records

@@ -1,7 +1,5 @@
 package naming
 
-import "fmt"
-
 // Admit applies whitelist/blacklist patterns to a name (or a resource URI)
 // with the rules tools follow: a non-empty whitelist alone admits only its
 // matches; with a blacklist, blacklisted names are dropped unless also
@@ -29,14 +27,19 @@ func Admit(whitelist, blacklist []string, name string) (ok bool, field, pattern 
 // per-tool settings do not apply. Filtered-out prompts are not reported:
 // the filter says what is wanted.
 func ApplyPrompts(rules Rules, upstream []string, owner func(exported string) (server string, taken bool)) Plan {
-	p := planner{rules: rules}
-	valid, err := compilePattern(rules.ValidPattern)
-	if err != nil {
-		p.fail("", "naming.valid_pattern", "%v; fix naming.valid_pattern or remove it to use %s", err, DefaultValidPattern)
+	p, valid := newPlanner(rules)
+	if valid == nil {
 		return p.plan
 	}
 	seen := make(map[string]bool, len(upstream))
 	byExported := make(map[string]string, len(upstream))
+	words := exportWords{
+		invalid:   "the exported prompt name %q does not match %s; it is skipped; shorten or change the transform",
+		duplicate: "prompts %q and %q are both exported as %q; change the transforms or filter one out",
+		taken: func(name, exported, server string) {
+			p.warn(name, "", "prompt name %q is already owned by %q, which keeps it; the prompt from server %q is skipped; add a prefix transform to one of them", exported, server, rules.Server)
+		},
+	}
 	for _, name := range upstream {
 		if seen[name] {
 			p.fail(name, "", "the server lists prompt %q more than once; it cannot be exported under one name", name)
@@ -50,21 +53,9 @@ func ApplyPrompts(rules Rules, upstream []string, owner func(exported string) (s
 			p.warn(name, "", "prompt %q does not match %s; it is skipped (filter it out with prompts.blacklist to silence this)", name, valid)
 			continue
 		}
-		exported := Rename(name, rules.Transforms)
-		if !valid.MatchString(exported) {
-			p.warn(name, "transform", "the exported prompt name %q does not match %s; it is skipped; shorten or change the transform", exported, valid)
+		exported, ok := p.export(name, valid, byExported, owner, words)
+		if !ok {
 			continue
-		}
-		if other, dup := byExported[exported]; dup {
-			p.fail(name, "transform", "prompts %q and %q are both exported as %q; change the transforms or filter one out", other, name, exported)
-			continue
-		}
-		byExported[exported] = name
-		if owner != nil {
-			if server, taken := owner(exported); taken && server != rules.Server {
-				p.warn(name, "", "%s", fmt.Sprintf("prompt name %q is already owned by %q, which keeps it; the prompt from server %q is skipped; add a prefix transform to one of them", exported, server, rules.Server))
-				continue
-			}
 		}
 		p.plan.Tools = append(p.plan.Tools, Tool{Original: name, Exported: exported})
 	}

@@ -13,27 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/proxy"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = "MCPAGG_DEMO_SERVER"
-
 // TestMain lets this test binary stand in for the upstream servers, so the
 // proxy the endpoints read fronts real processes.
-func TestMain(m *testing.M) {
-	if code, ran := demo.RunFromEnv(demoEnv); ran {
-		os.Exit(code)
-	}
-	demo.QuietRaceExit()
-	os.Exit(m.Run())
-}
-
-// waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = 20 * time.Second
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // rig is a proxy with its recorder and endpoints.
 type rig struct {
@@ -50,7 +38,7 @@ func newRig(t *testing.T) *rig {
 	p := proxy.New(proxy.Options{Logger: log, Version: "test", Observer: rec,
 		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), testproc.WaitTimeout)
 		defer cancel()
 		p.Close(ctx)
 	})
@@ -67,7 +55,7 @@ servers:
     command: %q
     env: { %s: tools }
     connect_timeout: 20s
-%s`, os.Args[0], demoEnv, extra)
+%s`, os.Args[0], testproc.DemoEnv, extra)
 }
 
 // load reconciles the proxy to yaml and returns the report.
@@ -75,7 +63,7 @@ func (r *rig) load(t *testing.T, yaml string, problems ...config.Problem) proxy.
 	t.Helper()
 	ws, loadProblems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
 	require.NotNil(t, ws, "problems: %v", loadProblems)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testproc.WaitTimeout)
 	defer cancel()
 	return r.proxy.Reconcile(ctx, ws, append(loadProblems, problems...))
 }

@@ -4,38 +4,27 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = "MCPAGG_DEMO_SERVER"
+const demoEnv = testproc.DemoEnv
 
 // TestMain lets this test binary stand in for the upstream servers: started
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so the
 // proxy below fronts real processes.
-func TestMain(m *testing.M) {
-	if code, ran := demo.RunFromEnv(demoEnv); ran {
-		os.Exit(code)
-	}
-	demo.QuietRaceExit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testproc.WaitTimeout
 
 // wireMessage is one line the proxy wrote, kept whole.
 type wireMessage struct {
@@ -211,23 +200,4 @@ func (c *stdioClient) waitNotifications(method string, n int) []wireMessage {
 			c.t.Fatalf("fewer than %d %s notifications within %s", n, method, waitTimeout)
 		}
 	}
-}
-
-// exists reports whether pid is a live process (a zombie counts as gone).
-func exists(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-func requireGone(t *testing.T, pid int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return !exists(pid) }, waitTimeout, 10*time.Millisecond, "process %d is still running", pid)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -295,7 +296,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		assert.Equal(t, version, report.Version)
 		newPID := sharedPID(t, p, "tools")
 		assert.NotEqual(t, toolsPID, newPID)
-		requireGone(t, toolsPID)
+		testproc.RequireGone(t, toolsPID)
 		pid, err := decodeResult(t, c.callTool("demo_pid", map[string]any{})).Structured["pid"].Int64()
 		require.NoError(t, err)
 		assert.Equal(t, newPID, int(pid), "calls reach the new process")
@@ -383,7 +384,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		res := decodeResult(t, c.callTool("mcp_release", map[string]any{"serverId": "counter"}))
 		assert.False(t, res.IsError)
 		assert.Contains(t, res.Content[0].Text, "released")
-		requireGone(t, counterPID)
+		testproc.RequireGone(t, counterPID)
 		res = decodeResult(t, c.callTool("mcp_release", map[string]any{"serverId": "counter"}))
 		assert.Contains(t, res.Content[0].Text, "nothing to release")
 
@@ -396,14 +397,14 @@ func TestProxyEndToEnd(t *testing.T) {
 		pid, err := decodeResult(t, c.callTool("cnt_pid", map[string]any{})).Structured["pid"].Int64()
 		require.NoError(t, err)
 		c.disconnect()
-		requireGone(t, int(pid))
+		testproc.RequireGone(t, int(pid))
 	})
 
 	t.Run("Close stops every upstream", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		p.Close(ctx)
-		requireGone(t, toolsPID)
+		testproc.RequireGone(t, toolsPID)
 		for _, id := range []string{"tools", "counter", "fidelity"} {
 			assert.Nil(t, p.current().servers[id])
 		}

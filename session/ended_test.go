@@ -98,8 +98,7 @@ func TestLeaseTakenAsItExpiresIsKept(t *testing.T) {
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
 	const ttl = time.Hour // expire runs only when the test calls it
-	pool := NewPool(Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add})
 
 	first := acquire(t, pool, named("s"))
 	pid := first.Instance.PID()

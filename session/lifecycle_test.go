@@ -17,8 +17,7 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
-	pool := NewPool(Config{Server: "counter", MaxCalls: 2, OnEvent: ev.add}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", MaxCalls: 2, OnEvent: ev.add})
 
 	g1 := acquire(t, pool, named("a"))
 	old := g1.Instance
@@ -54,8 +53,7 @@ func TestMaxCallsRecyclesALeaseBetweenCalls(t *testing.T) {
 func TestMaxCallsReachedWhileACallRunsStartsASuccessor(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "counter")
-	pool := NewPool(Config{Server: "counter", MaxCalls: 1}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", MaxCalls: 1})
 
 	running := acquire(t, pool, named("a")) // not Done: still in flight
 	next := acquire(t, pool, named("a"))
@@ -74,8 +72,7 @@ func TestMaxAgeRecyclesIdleLeasesAndSpares(t *testing.T) {
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
 	const age = 300 * time.Millisecond
-	pool := NewPool(Config{Server: "counter", MaxAge: age, Prewarm: 1, OnEvent: ev.add}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", MaxAge: age, Prewarm: 1, OnEvent: ev.add})
 
 	g := acquire(t, pool, named("a"))
 	leased := g.Instance.PID()
@@ -136,10 +133,8 @@ func TestLedgerCapsInstancesAcrossServers(t *testing.T) {
 	ledger := NewLedger()
 	ledger.SetLimits(3, 0)
 	fa, fb := newDemoFactory(t, "counter"), newDemoFactory(t, "counter")
-	a := NewPool(Config{Server: "a", Ledger: ledger}, fa.start, fa.first(t))
-	closePool(t, a)
-	b := NewPool(Config{Server: "b", Ledger: ledger}, fb.start, fb.first(t))
-	closePool(t, b)
+	a := startPool(t, fa, Config{Server: "a", Ledger: ledger})
+	b := startPool(t, fb, Config{Server: "b", Ledger: ledger})
 	assert.Equal(t, 2, ledger.Count(), "the instances servers start with count")
 
 	acquire(t, a, named("s1")).Done() // a's first instance
@@ -173,10 +168,8 @@ func TestLedgerListsEveryInstance(t *testing.T) {
 	t.Parallel()
 	ledger := NewLedger()
 	ft, fc := newDemoFactory(t, "tools"), newDemoFactory(t, "counter")
-	shared := NewPool(Config{Server: "tools", Stateless: true, Ledger: ledger}, ft.start, ft.first(t))
-	closePool(t, shared)
-	leased := NewPool(Config{Server: "counter", Prewarm: 1, Ledger: ledger}, fc.start, fc.first(t))
-	closePool(t, leased)
+	shared := startPool(t, ft, Config{Server: "tools", Stateless: true, Ledger: ledger})
+	leased := startPool(t, fc, Config{Server: "counter", Prewarm: 1, Ledger: ledger})
 
 	g := acquire(t, leased, named("session-1")) // in flight while listed
 	defer g.Done()

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -14,26 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
-
-// demoEnv names the demo server a child copy of this test binary serves.
-const demoEnv = "MCPAGG_DEMO_SERVER"
 
 // TestMain lets this test binary stand in for the upstream servers: started
 // with MCPAGG_DEMO_SERVER set it serves that demo server on its stdio, so
 // every pool below leases real processes.
-func TestMain(m *testing.M) {
-	if code, ran := demo.RunFromEnv(demoEnv); ran {
-		os.Exit(code)
-	}
-	demo.QuietRaceExit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // waitTimeout bounds every wait; it is reached only when something is broken.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testproc.WaitTimeout
 
 // demoFactory starts real instances of one demo server and remembers them.
 type demoFactory struct {
@@ -48,7 +38,7 @@ type demoFactory struct {
 func newDemoFactory(t *testing.T, spec string) *demoFactory {
 	f := &demoFactory{
 		srv: &config.Server{ID: spec, Transport: config.TransportStdio, Command: os.Args[0],
-			Env: map[string]string{demoEnv: spec}},
+			Env: map[string]string{testproc.DemoEnv: spec}},
 		opts: upstream.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
 	}
@@ -151,9 +141,7 @@ func forKey(k Key) func(Event) bool { return func(ev Event) bool { return ev.Key
 // requireReaped waits until pid is gone and reaped.
 func requireReaped(t *testing.T, pid int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-	}, waitTimeout, 10*time.Millisecond, "process %d is still there", pid)
+	testproc.RequireReaped(t, pid)
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
@@ -166,6 +154,15 @@ func acquire(t *testing.T, p *Pool, key Key) *Grant {
 	g, err := p.Acquire(ctx, key)
 	require.NoError(t, err)
 	return g
+}
+
+// startPool is a pool of f's server, configured by cfg, created with its
+// first instance started and closed when the test ends.
+func startPool(t *testing.T, f *demoFactory, cfg Config) *Pool {
+	t.Helper()
+	p := NewPool(cfg, f.start, f.first(t))
+	closePool(t, p)
+	return p
 }
 
 // closePool closes p when the test ends, bounded.

@@ -188,8 +188,7 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
 	const ttl = 200 * time.Millisecond
-	pool := NewPool(Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", IdleTTL: ttl, OnEvent: ev.add})
 
 	busy := acquire(t, pool, named("busy")) // not Done: a call in flight
 	busyPID := busy.Instance.PID()
@@ -228,8 +227,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Run("a session over the cap is refused at once when every lease has a call in flight, told which key to change", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1})
 		busy := acquire(t, pool, named("a")) // its call runs on
 		defer busy.Done()
 
@@ -249,8 +247,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		const queue = 300 * time.Millisecond
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue})
 		busy := acquire(t, pool, named("a")) // its call runs on
 		defer busy.Done()
 
@@ -274,8 +271,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Run("a queued session gets the instance a release frees", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout})
 		a := acquire(t, pool, named("a"))
 		a.Done()
 
@@ -451,8 +447,7 @@ func TestCloseWaitsForCallsThenStopsEverything(t *testing.T) {
 func TestConcurrentKeysGetDistinctInstances(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "counter")
-	pool := NewPool(Config{Server: "counter"}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter"})
 
 	const keys = 20
 	grants := make([]*Grant, keys)
@@ -485,8 +480,7 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "tools")
 	ev := newEvents()
-	pool := NewPool(Config{Server: "tools", OnEvent: ev.add}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "tools", OnEvent: ev.add})
 
 	g := acquire(t, pool, named("a"))
 	progressed := make(chan struct{})
@@ -558,8 +552,7 @@ func TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly(t *testing.T) 
 func TestMaxLeasesPerClientKeepsInstancesForOthers(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "counter")
-	pool := NewPool(Config{Server: "counter", MaxInstances: 4, MaxLeasesPerClient: 2, QueueTimeout: waitTimeout}, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, Config{Server: "counter", MaxInstances: 4, MaxLeasesPerClient: 2, QueueTimeout: waitTimeout})
 	as := func(key Key, holder string) (*Grant, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()

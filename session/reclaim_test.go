@@ -44,8 +44,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add})
 		older := acquire(t, pool, named("older"))
 		older.Done()
 		newer := acquire(t, pool, named("newer"))
@@ -84,9 +83,8 @@ func TestReclaimAtTheCap(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
 		var conn connectedKeys
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
-			Connected: conn.connected}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
+			Connected: conn.connected})
 		conn.set(named("listening"), true)
 		acquire(t, pool, named("listening")).Done()
 		acquire(t, pool, named("gone")).Done() // used later, but its client left
@@ -102,8 +100,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
 		const idle = 400 * time.Millisecond
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: idle, OnEvent: ev.add})
 		busy := acquire(t, pool, named("busy")) // its call runs on
 		defer busy.Done()
 		acquire(t, pool, named("recent")).Done()
@@ -125,9 +122,8 @@ func TestReclaimAtTheCap(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
 		var conn connectedKeys
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, ReclaimIdle: 300 * time.Millisecond, OnEvent: ev.add,
-			Connected: conn.connected}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: 300 * time.Millisecond, OnEvent: ev.add,
+			Connected: conn.connected})
 		conn.set(named("listening"), true)
 		acquire(t, pool, named("listening")).Done() // turns reclaimable first
 		// Past its ReclaimIdle: the connected lease is reclaimable when c
@@ -146,8 +142,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
 		const idle = 600 * time.Millisecond
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: idle, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, ReclaimIdle: idle, OnEvent: ev.add})
 		acquire(t, pool, named("a")).Done()
 
 		got := make(chan error, 1)
@@ -178,8 +173,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 	t.Run("the wait ends with the caller's own deadline", func(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Hour}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Hour})
 		acquire(t, pool, named("a")).Done()
 
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -195,8 +189,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
-		pool := NewPool(Config{Server: "counter", MaxInstances: 2, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, OnEvent: ev.add})
 		for _, k := range []Key{named("x"), named("y")} {
 			g := acquire(t, pool, k) // its call runs on
 			defer g.Done()
@@ -216,8 +209,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add})
 		busy := acquire(t, pool, named("busy"))
 		defer busy.Done()
 
@@ -232,8 +224,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
-		pool := NewPool(Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add}, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, ReclaimIdle: time.Nanosecond, OnEvent: ev.add})
 		acquire(t, pool, named("a")).Done()
 		taker := acquire(t, pool, named("b")) // reclaims a's, and keeps a call running
 		defer taker.Done()

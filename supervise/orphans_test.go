@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // TestSubreaperReapsOrphansThatLeftTheirGroup: an upstream's helper that put
@@ -26,5 +28,5 @@ func TestSubreaperReapsOrphansThatLeftTheirGroup(t *testing.T) {
 	pid := cmd.Process.Pid
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-	requireReaped(t, pid)
+	testproc.RequireReaped(t, pid)
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // sleepInGroup starts "sleep 60" as the leader of a new process group.
@@ -86,7 +88,7 @@ func TestRunReaperKillsRegisteredGroupsAtEOF(t *testing.T) {
 		t.Fatalf("an unregistered group was killed: %v", err)
 	default:
 	}
-	assert.True(t, processExists(untracked.Process.Pid))
+	assert.True(t, testproc.Exists(untracked.Process.Pid))
 }
 
 func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
@@ -94,7 +96,7 @@ func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
 	rp, err := startReaper(nil, os.Args[0], reaperArg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rp.Close() })
-	require.True(t, processExists(rp.PID()))
+	require.True(t, testproc.Exists(rp.PID()))
 
 	// A group registered by hand, and a process whose Supervisor registers it.
 	cmd, exited := sleepInGroup(t)
@@ -115,8 +117,8 @@ func TestReaperProcessKillsWhatTheAggregatorLeft(t *testing.T) {
 	}
 	assert.Equal(t, "signal: SIGKILL", proc.ExitStatus())
 	proc.Stop(0, 0)
-	requireReaped(t, proc.PID())
-	requireReaped(t, rp.PID())
+	testproc.RequireReaped(t, proc.PID())
+	testproc.RequireReaped(t, rp.PID())
 
 	require.NoError(t, rp.Close(), "Close is idempotent")
 	rp.Track(1) // no-ops after Close

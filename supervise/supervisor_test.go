@@ -16,12 +16,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // supervisionPaths runs test once per way of tracking processes this
 // machine offers: cgroups where cgroup v2 is writable, and the subreaper
 // (with tags) always. Each run logs which path it took.
-func supervisionPaths(t *testing.T, test func(t *testing.T, sup *Supervisor, rec *logRecorder)) {
+func supervisionPaths(t *testing.T, test func(t *testing.T, sup *Supervisor, rec *testproc.LogRecorder)) {
 	for _, noCgroups := range []bool{false, true} {
 		name := "auto"
 		if noCgroups {
@@ -29,8 +31,8 @@ func supervisionPaths(t *testing.T, test func(t *testing.T, sup *Supervisor, rec
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rec := newLogRecorder()
-			sup := New(Options{Logger: rec.logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
+			rec := testproc.NewLogRecorder()
+			sup := New(Options{Logger: rec.Logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
 			t.Cleanup(func() { _ = sup.Close() })
 			t.Logf("process supervision path: %s", sup.Mode())
 			if noCgroups {
@@ -91,14 +93,14 @@ func startDaemon(t *testing.T, sup *Supervisor) *daemonServer {
 	case <-time.After(waitTimeout):
 		t.Fatal("the daemon server never reported its daemon")
 	}
-	require.True(t, processExists(d.daemon), "the daemon %d runs", d.daemon)
+	require.True(t, testproc.Exists(d.daemon), "the daemon %d runs", d.daemon)
 	t.Cleanup(func() { _ = syscall.Kill(d.daemon, syscall.SIGKILL) })
 	return d
 }
 
 func TestStopKillsADaemonThatLeftTheGroup(t *testing.T) {
 	t.Parallel()
-	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
+	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *testproc.LogRecorder) {
 		d := startDaemon(t, sup)
 		pgid, err := syscall.Getpgid(d.daemon)
 		require.NoError(t, err)
@@ -115,21 +117,21 @@ func TestStopKillsADaemonThatLeftTheGroup(t *testing.T) {
 		assert.Greater(t, u.RSS, int64(1<<20), "they hold at least a MiB")
 
 		d.stop()
-		assert.False(t, processExists(d.daemon), "the daemon is gone when Stop returns")
+		assert.False(t, testproc.Exists(d.daemon), "the daemon is gone when Stop returns")
 		// The daemon was re-parented to us, the subreaper: it is ours to reap.
-		requireReaped(t, d.daemon)
+		testproc.RequireReaped(t, d.daemon)
 		assert.Equal(t, Usage{}, d.proc.Usage(), "nothing of a stopped process is left")
 	})
 }
 
 func TestReaperKillsEscapedDaemonsWhenTheAggregatorDies(t *testing.T) {
 	t.Parallel()
-	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
+	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *testproc.LogRecorder) {
 		d := startDaemon(t, sup)
 		// However the aggregator dies, the kernel closes the reaper's pipe;
 		// this does the same while the test lives on.
 		require.NoError(t, sup.reaper.Close())
-		requireGone(t, d.daemon)
+		testproc.RequireGone(t, d.daemon)
 		select {
 		case <-d.proc.Exited():
 		case <-time.After(waitTimeout):
@@ -140,22 +142,22 @@ func TestReaperKillsEscapedDaemonsWhenTheAggregatorDies(t *testing.T) {
 
 func TestADeadReaperIsRestartedAndToldEverything(t *testing.T) {
 	t.Parallel()
-	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *logRecorder) {
+	supervisionPaths(t, func(t *testing.T, sup *Supervisor, rec *testproc.LogRecorder) {
 		d := startDaemon(t, sup)
 		first := sup.reaperPID()
 		require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
-		rec.waitFor(t, "WARN the reaper process died; restarting it")
-		rec.waitFor(t, "INFO reaper restarted")
+		rec.WaitFor(t, "WARN the reaper process died; restarting it")
+		rec.WaitFor(t, "INFO reaper restarted")
 		second := sup.reaperPID()
 		assert.NotEqual(t, first, second)
-		requireReaped(t, first)
-		require.True(t, processExists(second))
-		assert.True(t, processExists(d.daemon), "killing the reaper kills nothing")
+		testproc.RequireReaped(t, first)
+		require.True(t, testproc.Exists(second))
+		assert.True(t, testproc.Exists(d.daemon), "killing the reaper kills nothing")
 
 		// The new reaper knows the run and the groups: the aggregator's
 		// death still takes everything with it.
 		require.NoError(t, sup.reaper.Close())
-		requireGone(t, d.daemon)
+		testproc.RequireGone(t, d.daemon)
 		select {
 		case <-d.proc.Exited():
 		case <-time.After(waitTimeout):
@@ -169,7 +171,7 @@ func TestADeadReaperIsRestartedAndToldEverything(t *testing.T) {
 // every process on the machine, so measuring them all costs one pass, not
 // one per process. The figures are those Usage gives each process.
 func TestUsagesReadsTheProcessTableOnce(t *testing.T) {
-	sup := New(Options{Logger: newLogRecorder().logger(), Reaper: []string{os.Args[0], reaperArg}})
+	sup := New(Options{Logger: testproc.NewLogRecorder().Logger(), Reaper: []string{os.Args[0], reaperArg}})
 	t.Cleanup(func() { _ = sup.Close() })
 	const n = 6
 	procs := make([]*Process, 0, n+1)
@@ -198,14 +200,14 @@ func TestAReaperThatCannotBeRestartedIsAnErrorNotAnOutage(t *testing.T) {
 	// an upgrade that removed the old binary.
 	exe := filepath.Join(t.TempDir(), "reaper")
 	require.NoError(t, os.Symlink(os.Args[0], exe))
-	rec := newLogRecorder()
-	r, err := startReaper(rec.logger(), exe, reaperArg)
+	rec := testproc.NewLogRecorder()
+	r, err := startReaper(rec.Logger(), exe, reaperArg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	require.NoError(t, os.Remove(exe))
 
 	require.NoError(t, syscall.Kill(r.PID(), syscall.SIGKILL))
-	line := rec.waitFor(t, "ERROR cannot restart the reaper")
+	line := rec.WaitFor(t, "ERROR cannot restart the reaper")
 	assert.Contains(t, line, "still serving")
 	done := make(chan struct{})
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
@@ -20,19 +21,19 @@ func TestCloseKillsAGroupThatIgnoresTerm(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
 	const stdinGrace, termGrace = 100 * time.Millisecond, 200 * time.Millisecond
-	inst := startDemo(t, "misbehave ignore-term", Options{Logger: rec.logger(), StdinGrace: stdinGrace, TermGrace: termGrace})
+	inst := startDemo(t, "misbehave ignore-term", Options{Logger: rec.Logger(), StdinGrace: stdinGrace, TermGrace: termGrace})
 	pid := inst.PID()
 
 	// The server reports itself and its grandchild on stderr, which the
 	// instance logs line by line.
-	line := rec.waitFor(t, "child ")
+	line := rec.WaitFor(t, "child ")
 	var self, child int
 	_, err := fmt.Sscanf(line[strings.Index(line, "line=")+len("line="):], "pid %d child %d", &self, &child)
 	require.NoError(t, err, "stderr line %q", line)
 	require.Equal(t, pid, self)
-	assert.Contains(t, childrenOf(pid), child, "/proc agrees the grandchild is the server's child")
+	assert.Contains(t, testproc.ChildrenOf(pid), child, "/proc agrees the grandchild is the server's child")
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	require.True(t, processExists(child))
+	require.True(t, testproc.Exists(child))
 
 	began := time.Now()
 	require.NoError(t, inst.Close())
@@ -41,8 +42,8 @@ func TestCloseKillsAGroupThatIgnoresTerm(t *testing.T) {
 	assert.GreaterOrEqual(t, took, stdinGrace+termGrace, "neither stdin EOF nor SIGTERM can stop it: only SIGKILL after both graces")
 	assert.Less(t, took, stdinGrace+termGrace+3*time.Second, "Close escalates as soon as each grace ends")
 	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the server is gone and reaped when Close returns")
-	assert.False(t, processExists(child), "the grandchild is gone when Close returns (state %q)", procState(child))
-	requireGone(t, child)
+	assert.False(t, testproc.Exists(child), "the grandchild is gone when Close returns (state %q)", procState(child))
+	testproc.RequireGone(t, child)
 
 	select {
 	case <-inst.Done():

@@ -30,7 +30,7 @@ func TestStartInAMissingCwdNamesTheCwd(t *testing.T) {
 			srv.Cwd = tt.cwd
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
-			inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+			inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().Logger()})
 			if inst != nil {
 				_ = inst.Close()
 			}
@@ -54,7 +54,7 @@ func TestStartInAnExistingCwd(t *testing.T) {
 	srv.Cwd = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+	inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().Logger()})
 	require.NoError(t, err)
 	require.NoError(t, inst.Close())
 }

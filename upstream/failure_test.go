@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
@@ -53,7 +54,7 @@ func TestCrashFailsPendingCallsAtOnce(t *testing.T) {
 	// Later calls fail at once too, and the process is reaped.
 	_, err = inst.CallTool(ctx, Call{Name: "ping_tool"})
 	require.ErrorIs(t, err, ErrClosed)
-	requireReaped(t, pid)
+	testproc.RequireReaped(t, pid)
 	assert.NoError(t, inst.Close(), "closing a dead instance is fine")
 }
 
@@ -73,7 +74,7 @@ func TestBadOutputIsSurvived(t *testing.T) {
 		t.Run(tc.spec, func(t *testing.T) {
 			t.Parallel()
 			rec := newLogRecorder()
-			inst := startDemo(t, tc.spec, Options{Logger: rec.logger()})
+			inst := startDemo(t, tc.spec, Options{Logger: rec.Logger()})
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			for range tc.calls {
@@ -92,7 +93,7 @@ func TestBadOutputIsSurvived(t *testing.T) {
 				require.True(t, tc.text == res.Content[0].Text, "the text arrived altered")
 			}
 			if tc.logs != "" {
-				rec.waitFor(t, tc.logs)
+				rec.WaitFor(t, tc.logs)
 			}
 			require.NoError(t, inst.Ping(ctx))
 		})
@@ -172,7 +173,7 @@ func TestInitializeFailures(t *testing.T) {
 		defer cancel()
 		began := time.Now()
 		inst, err := Start(ctx, demoServer("hanger", "misbehave hang-init"),
-			Options{Logger: newLogRecorder().logger(), Supervisor: reaper, StdinGrace: 100 * time.Millisecond, TermGrace: 200 * time.Millisecond})
+			Options{Logger: newLogRecorder().Logger(), Supervisor: reaper, StdinGrace: 100 * time.Millisecond, TermGrace: 200 * time.Millisecond})
 		require.Error(t, err)
 		assert.Nil(t, inst)
 		assert.Contains(t, err.Error(), "connect_timeout")
@@ -181,7 +182,7 @@ func TestInitializeFailures(t *testing.T) {
 		assert.Less(t, time.Since(began), 5*time.Second)
 
 		pid := tracked.wait(t, '+')
-		requireReaped(t, pid)
+		testproc.RequireReaped(t, pid)
 		assert.Equal(t, pid, tracked.wait(t, '-'), "the group is unregistered from the reaper once gone")
 	})
 
@@ -191,7 +192,7 @@ func TestInitializeFailures(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		began := time.Now()
-		_, err := Start(ctx, demoServer("quitter", "misbehave exit-init"), Options{Logger: newLogRecorder().logger(), Supervisor: reaper})
+		_, err := Start(ctx, demoServer("quitter", "misbehave exit-init"), Options{Logger: newLogRecorder().Logger(), Supervisor: reaper})
 		require.Error(t, err)
 		assert.Less(t, time.Since(began), 5*time.Second)
 		assert.NoError(t, ctx.Err(), "it failed before its deadline")
@@ -199,7 +200,7 @@ func TestInitializeFailures(t *testing.T) {
 		assert.Contains(t, err.Error(), "initialize")
 		assert.Contains(t, err.Error(), "exit status 3")
 		assert.Contains(t, err.Error(), `its last words on stderr: "exiting during initialize"`, "the error says why, without the log")
-		requireReaped(t, tracked.wait(t, '+'))
+		testproc.RequireReaped(t, tracked.wait(t, '+'))
 	})
 
 	t.Run("a command that does not exist", func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestInitializeFailures(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		srv := &config.Server{ID: "ghost", Transport: config.TransportStdio, Command: "/nonexistent/mcp-server-" + strconv.Itoa(time.Now().Nanosecond())}
-		_, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+		_, err := Start(ctx, srv, Options{Logger: newLogRecorder().Logger()})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `"ghost"`)
 		assert.Contains(t, err.Error(), srv.Command)
@@ -225,7 +226,7 @@ func TestInitializeFailures(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		// true exits at once without reading: initialize fails promptly.
-		_, err := Start(ctx, &config.Server{ID: "truthy", Transport: config.TransportStdio, Command: "true"}, Options{Logger: newLogRecorder().logger()})
+		_, err := Start(ctx, &config.Server{ID: "truthy", Transport: config.TransportStdio, Command: "true"}, Options{Logger: newLogRecorder().Logger()})
 		require.Error(t, err)
 		assert.NoError(t, ctx.Err())
 		assert.Contains(t, err.Error(), `"truthy"`)
@@ -258,11 +259,11 @@ func TestLeaderExitEndsTheServerWhileAChildHoldsStdout(t *testing.T) {
 	srv.Command, srv.Args = "/bin/sh", []string{"-c", `sleep 100000 & exec "$0"`, os.Args[0]}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+	inst, err := Start(ctx, srv, Options{Logger: newLogRecorder().Logger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inst.Close() })
 	pid := inst.PID()
-	child := childrenOf(pid)
+	child := testproc.ChildrenOf(pid)
 	require.Len(t, child, 1, "the wrapper's background child runs beside the server")
 
 	called := make(chan error, 1)
@@ -292,6 +293,6 @@ func TestLeaderExitEndsTheServerWhileAChildHoldsStdout(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), `"wrapped" exited`, "the error says the server exited")
 	assert.Less(t, time.Since(began), 10*time.Second, "the call fails when the server dies, not at its deadline")
-	requireReaped(t, pid)
-	requireReaped(t, child[0])
+	testproc.RequireReaped(t, pid)
+	testproc.RequireReaped(t, child[0])
 }

@@ -103,7 +103,7 @@ func TestListChangedFloodIsCoalesced(t *testing.T) {
 
 func TestServerRequestFloodIsBounded(t *testing.T) {
 	rec := newLogRecorder()
-	inst := startDemo(t, "misbehave ping-flood 20000", Options{Logger: rec.logger()})
+	inst := startDemo(t, "misbehave ping-flood 20000", Options{Logger: rec.Logger()})
 	baseline := runtime.NumGoroutine()
 	var goroutines maxGoroutines
 	stop := make(chan struct{})
@@ -121,6 +121,6 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 	assert.Less(t, goroutines.peak.Load(), int64(baseline+100), "goroutines do not grow with the flood")
 	// The server did not read while it flooded, so most requests found no
 	// free slot; that is said once a second, not once a request.
-	rec.waitFor(t, "more concurrent requests than the aggregator handles")
+	rec.WaitFor(t, "more concurrent requests than the aggregator handles")
 	require.NoError(t, inst.Ping(ctx), "the instance still serves")
 }

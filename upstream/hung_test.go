@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
 // A stopped upstream reads nothing: once its stdin pipe is full, a write to
@@ -27,7 +29,7 @@ func startStopped(t *testing.T) (*Instance, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	inst, err := Start(ctx, demoServer("hung", "tools"), Options{Logger: newLogRecorder().logger(),
+	inst, err := Start(ctx, demoServer("hung", "tools"), Options{Logger: newLogRecorder().Logger(),
 		StdinGrace: hungStdinGrace, TermGrace: hungTermGrace})
 	require.NoError(t, err)
 	pid := inst.PID()
@@ -99,7 +101,7 @@ func TestHungUpstream(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 
 		requireCloseWithin(t, inst, shutdown+margin)
-		requireReaped(t, pid)
+		testproc.RequireReaped(t, pid)
 	})
 
 	t.Run("Close ends a write that has no deadline", func(t *testing.T) {
@@ -131,6 +133,6 @@ func TestHungUpstream(t *testing.T) {
 		case <-time.After(margin):
 			t.Fatal("the blocked write outlived Close")
 		}
-		requireReaped(t, pid)
+		testproc.RequireReaped(t, pid)
 	})
 }

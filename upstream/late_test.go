@@ -25,7 +25,7 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 	t.Cleanup(func() { _, _ = stdinR.Close(), stdinW.Close() })
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
-	c := &stdioConn{server: "late", log: rec.logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdinW),
+	c := &stdioConn{server: "late", log: rec.Logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdinW),
 		pending: map[int64]chan reply{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
 	upstreamIn := jsonrpc.NewReader(stdinR, 1<<20)
 
@@ -53,20 +53,18 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 		return jsonrpc.AppendLine(nil, &jsonrpc.Message{ID: id, Result: json.RawMessage(`{"content":[]}`)})
 	}
 	c.dispatch(answer(req.ID))
-	late := rec.waitFor(t, "after the aggregator gave up on it")
+	late := rec.WaitFor(t, "after the aggregator gave up on it")
 	assert.True(t, strings.HasPrefix(late, "DEBUG "), late)
 	assert.Contains(t, late, "server=late")
 	assert.Contains(t, late, "id="+string(req.ID))
 
 	c.dispatch(answer(json.RawMessage(`99`)))
-	unknown := rec.waitFor(t, "never sent")
+	unknown := rec.WaitFor(t, "never sent")
 	assert.True(t, strings.HasPrefix(unknown, "WARN "), unknown)
 	assert.Contains(t, unknown, "id=99")
 	c.dispatch(answer(req.ID))
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	var never []string
-	for _, l := range rec.lines {
+	for _, l := range rec.Lines() {
 		if strings.Contains(l, "never sent") {
 			never = append(never, l)
 		}

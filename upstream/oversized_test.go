@@ -22,7 +22,7 @@ func TestOversizedResponseFailsItsCallAtOnce(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			t.Parallel()
 			rec := newLogRecorder()
-			inst := startDemo(t, spec, Options{Logger: rec.logger(), MaxMessage: limit})
+			inst := startDemo(t, spec, Options{Logger: rec.Logger(), MaxMessage: limit})
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			began := time.Now()
@@ -38,7 +38,7 @@ func TestOversizedResponseFailsItsCallAtOnce(t *testing.T) {
 			size, _ := strconv.Atoi(m[1])
 			assert.Greater(t, size, 8<<20, "the size is the whole response's")
 			assert.Equal(t, strconv.Itoa(limit), m[2])
-			assert.False(t, rec.has("over the size limit"), "the response found its call; nothing to log")
+			assert.False(t, rec.Has("over the size limit"), "the response found its call; nothing to log")
 
 			require.NoError(t, inst.Ping(ctx), "the instance still serves")
 		})
@@ -59,28 +59,16 @@ func TestOversizedMessageWithoutACallIsLogged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newLogRecorder()
 			waiting := make(chan reply, 1)
-			c := &stdioConn{server: "big", log: rec.logger(), pending: map[int64]chan reply{1: waiting}}
+			c := &stdioConn{server: "big", log: rec.Logger(), pending: map[int64]chan reply{1: waiting}}
 			r := jsonrpc.NewReader(strings.NewReader(tc.line+"\n"), 4<<10)
 			_, err := r.Read()
 			var tooLong *jsonrpc.TooLongError
 			require.ErrorAs(t, err, &tooLong)
 			c.oversized(tooLong)
-			line := rec.waitFor(t, "over the size limit")
+			line := rec.WaitFor(t, "over the size limit")
 			assert.Contains(t, line, "server=big")
 			assert.Contains(t, line, "limit=4096")
 			assert.Len(t, waiting, 0, "no call is failed for a message that cannot be tied to it")
 		})
 	}
-}
-
-// has reports whether a recorded line contains substr.
-func (r *logRecorder) has(substr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, l := range r.lines {
-		if strings.Contains(l, substr) {
-			return true
-		}
-	}
-	return false
 }

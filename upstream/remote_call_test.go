@@ -42,7 +42,7 @@ func startSessionRemote(t *testing.T, f *sessionRemote, headers map[string]strin
 	t.Cleanup(srv.Close)
 	ctx := testContext(t)
 	if opts.Logger == nil {
-		opts.Logger = newLogRecorder().logger()
+		opts.Logger = newLogRecorder().Logger()
 	}
 	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL, Headers: headers}, opts)
 	require.NoError(t, err)
@@ -295,7 +295,7 @@ func TestRemoteCallOverHTTP2(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx := testContext(t)
 	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL, Auth: config.ServerAuth{Type: config.ServerAuthOAuth}},
-		Options{Logger: newLogRecorder().logger(), Authorize: func(*config.Server, http.RoundTripper) (http.RoundTripper, error) {
+		Options{Logger: newLogRecorder().Logger(), Authorize: func(*config.Server, http.RoundTripper) (http.RoundTripper, error) {
 			return srv.Client().Transport, nil // trusts the test certificate; HTTP/2
 		}})
 	require.NoError(t, err)
@@ -398,7 +398,7 @@ func TestRemoteLegacySSEServerAtAStreamableURL(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
 			t.Cleanup(srv.Close)
 			_, err := Start(testContext(t), &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: srv.URL + "/sse"},
-				Options{Logger: newLogRecorder().logger()})
+				Options{Logger: newLogRecorder().Logger()})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), fmt.Sprintf("it answered initialize with HTTP status %d", status))
 			assert.Contains(t, err.Error(), "set transport: sse")

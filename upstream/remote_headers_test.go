@@ -88,7 +88,7 @@ func startWithHeaders(t *testing.T, transport config.Transport, url string, get 
 	t.Helper()
 	ctx := testContext(t)
 	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: transport, URL: url, Headers: credentialHeaders},
-		Options{Logger: newLogRecorder().logger()})
+		Options{Logger: newLogRecorder().Logger()})
 	require.NoError(t, err)
 	_, err = inst.CallTool(ctx, Call{Name: "t"})
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestRemoteSSEEndpointOnAnotherOriginFailsTheStart(t *testing.T) {
 	rec := newLogRecorder()
 	began := time.Now()
 	_, err := Start(ctx, &config.Server{ID: "remote", Transport: config.TransportSSE, URL: sse.URL + "/sse?key=url-secret",
-		Headers: credentialHeaders}, Options{Logger: rec.logger()})
+		Headers: credentialHeaders}, Options{Logger: rec.Logger()})
 	require.Error(t, err)
 	assert.Less(t, time.Since(began), connectTimeout/4, "the start waited for connect_timeout")
 	msg := err.Error()

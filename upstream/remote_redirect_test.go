@@ -44,7 +44,7 @@ func TestRemoteRedirectElsewhereKeepsTheBody(t *testing.T) {
 	defer cancel()
 	srv := &config.Server{ID: "remote", Transport: config.TransportHTTP, URL: origin.URL + "/mcp",
 		Headers: map[string]string{"X-Api-Key": "key-0123456789", "Authorization": "Bearer static-0123456789"}}
-	_, err := Start(ctx, srv, Options{Logger: newLogRecorder().logger()})
+	_, err := Start(ctx, srv, Options{Logger: newLogRecorder().Logger()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), origin.URL+" redirected the request to "+other.URL+", another origin")
 	assert.NotContains(t, err.Error(), "key-0123456789")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,10 +67,8 @@ func (f *surfaceRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	msg, err := jsonrpc.Decode(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	msg, ok := decodePost(w, r)
+	if !ok {
 		return
 	}
 	if !msg.IsRequest() {
@@ -306,23 +303,11 @@ type surfaceSSE struct {
 
 func (f *surfaceSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
-		w.(http.Flusher).Flush()
-		for {
-			select {
-			case data := <-f.out:
-				_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
-				w.(http.Flusher).Flush()
-			case <-r.Context().Done():
-				return
-			}
-		}
+		serveLegacyStream(w, r, f.out, nil)
+		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	msg, err := jsonrpc.Decode(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	msg, ok := decodePost(w, r)
+	if !ok {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

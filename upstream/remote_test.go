@@ -48,10 +48,8 @@ func (f *fakeRemote) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMethodNotAllowed) // no GET stream
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	msg, err := jsonrpc.Decode(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	msg, ok := decodePost(w, r)
+	if !ok {
 		return
 	}
 	switch {
@@ -86,7 +84,7 @@ func startRemote(t *testing.T, transport config.Transport, url string, opts Opti
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if opts.Logger == nil {
-		opts.Logger = newLogRecorder().logger()
+		opts.Logger = newLogRecorder().Logger()
 	}
 	inst, err := Start(ctx, &config.Server{ID: "remote", Transport: transport, URL: url}, opts)
 	require.NoError(t, err)
@@ -176,27 +174,45 @@ type fakeSSE struct {
 	answer func(req *jsonrpc.Message) []byte
 }
 
-func (f *fakeSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
-		w.(http.Flusher).Flush()
-		for {
-			select {
-			case msg := <-f.out:
-				_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
-				w.(http.Flusher).Flush()
-			case <-f.drop:
-				return
-			case <-r.Context().Done():
-				return
-			}
+// serveLegacyStream is the GET stream of a legacy SSE server: the endpoint
+// event naming /message, then each message of out, until drop is closed
+// (nil: never) or the client leaves.
+func serveLegacyStream[M string | []byte](w http.ResponseWriter, r *http.Request, out <-chan M, drop <-chan struct{}) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case msg := <-out:
+			_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+			w.(http.Flusher).Flush()
+		case <-drop:
+			return
+		case <-r.Context().Done():
+			return
 		}
 	}
+}
+
+// decodePost reads the JSON-RPC message a POST carries; a body that is not
+// one is answered 400 and ok is false.
+func decodePost(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, ok bool) {
 	body, _ := io.ReadAll(r.Body)
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return msg, true
+}
+
+func (f *fakeSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		serveLegacyStream(w, r, f.out, f.drop)
+		return
+	}
+	msg, ok := decodePost(w, r)
+	if !ok {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

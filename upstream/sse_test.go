@@ -118,7 +118,7 @@ func TestStreamedBatchIsTakenMessageByMessage(t *testing.T) {
 		"data: [\ndata: 1\n\n" + // not JSON, over several lines
 		"data: [\"x\"\n\n" // not JSON, on one line
 	rec := newLogRecorder()
-	c := &remoteConn{server: "s", log: rec.logger()}
+	c := &remoteConn{server: "s", log: rec.Logger()}
 	events, _, err := readEvents(stream, 7, 1<<10)
 	require.ErrorIs(t, err, io.EOF)
 	var got []string
@@ -153,7 +153,7 @@ func TestStreamedBatchIsTakenMessageByMessage(t *testing.T) {
 		"skipped ", // lines that are not JSON do not make one
 		"refused unexpected end of JSON input",
 	}, got)
-	assert.True(t, rec.has("a batch inside a batch"), "the nested batch is named in the log")
+	assert.True(t, rec.Has("a batch inside a batch"), "the nested batch is named in the log")
 }
 
 // FuzzSSEReader: whatever a stream holds, the reader ends it with io.EOF

@@ -78,13 +78,13 @@ func TestStderrLinesKeepsOnlyTheLimit(t *testing.T) {
 func TestLongStderrLineIsCutInTheLog(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
-	startDemo(t, "misbehave long-stderr-line", Options{Logger: rec.logger()})
+	startDemo(t, "misbehave long-stderr-line", Options{Logger: rec.Logger()})
 	const written = 8 << 20 // the demo's line
-	line := rec.waitFor(t, "more bytes)")
+	line := rec.WaitFor(t, "more bytes)")
 	assert.Contains(t, line, "line="+pattern(1024), "the line starts as written")
 	assert.Contains(t, line, fmt.Sprintf("… (%d more bytes)", written-maxStderrLine))
 	assert.Less(t, len(line), maxStderrLine+200, "only the limit is kept")
-	require.Contains(t, rec.waitFor(t, "long line written"), "line=long line written", "the next line arrives whole")
+	require.Contains(t, rec.WaitFor(t, "long line written"), "line=long line written", "the next line arrives whole")
 }
 
 // TestStderrFloodIsBounded: a server that writes more to stderr than the log
@@ -96,10 +96,10 @@ func TestStderrFloodIsBounded(t *testing.T) {
 		fmt.Fprintf(&in, "noise %d\n", i)
 	}
 	rec := newLogRecorder()
-	c := &stdioConn{server: "loud", log: rec.logger(), stderrDone: make(chan struct{})}
+	c := &stdioConn{server: "loud", log: rec.Logger(), stderrDone: make(chan struct{})}
 	c.logStderr(strings.NewReader(in.String()))
 	logged, leftOut := 0, 0
-	for _, l := range rec.lines {
+	for _, l := range rec.Lines() {
 		switch {
 		case strings.HasPrefix(l, "INFO upstream stderr server=loud line=noise "):
 			logged++
@@ -113,7 +113,7 @@ func TestStderrFloodIsBounded(t *testing.T) {
 	assert.GreaterOrEqual(t, logged, stderrBurst, "the burst is logged")
 	assert.Less(t, logged, lines/2, "the flood is not")
 	assert.Equal(t, lines, logged+leftOut, "every line is logged or counted")
-	assert.Contains(t, rec.lines[0], "line=noise 0", "lines are logged from the first")
+	assert.Contains(t, rec.Lines()[0], "line=noise 0", "lines are logged from the first")
 }
 
 // The last stderr lines kept for an exit error: the newest few, oldest

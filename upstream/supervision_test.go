@@ -14,13 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 // supervisionPaths runs test once per way of tracking processes this
 // machine offers: cgroups where cgroup v2 is writable, and the subreaper
 // (with tags) always. Each run logs which path it took.
-func supervisionPaths(t *testing.T, test func(t *testing.T, sup *supervise.Supervisor, rec *logRecorder)) {
+func supervisionPaths(t *testing.T, test func(t *testing.T, sup *supervise.Supervisor, rec *testproc.LogRecorder)) {
 	for _, noCgroups := range []bool{false, true} {
 		name := "auto"
 		if noCgroups {
@@ -29,7 +30,7 @@ func supervisionPaths(t *testing.T, test func(t *testing.T, sup *supervise.Super
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rec := newLogRecorder()
-			sup := supervise.New(supervise.Options{Logger: rec.logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
+			sup := supervise.New(supervise.Options{Logger: rec.Logger(), Reaper: []string{os.Args[0], reaperArg}, NoCgroups: noCgroups})
 			t.Cleanup(func() { _ = sup.Close() })
 			t.Logf("process supervision path: %s", sup.Mode())
 			if noCgroups {
@@ -55,7 +56,7 @@ func daemonPIDs(t *testing.T, inst *Instance) (server, daemon int) {
 	require.NoError(t, json.Unmarshal(raw, &res), "%s", raw)
 	require.Equal(t, inst.PID(), res.Structured.Server)
 	daemon = res.Structured.Daemon
-	require.True(t, processExists(daemon), "the daemon %d runs", daemon)
+	require.True(t, testproc.Exists(daemon), "the daemon %d runs", daemon)
 	t.Cleanup(func() { _ = syscall.Kill(daemon, syscall.SIGKILL) })
 	return res.Structured.Server, daemon
 }
@@ -63,15 +64,15 @@ func daemonPIDs(t *testing.T, inst *Instance) (server, daemon int) {
 // quickGraces keep the shutdown sequence of a SIGTERM-ignoring tree short.
 var quickGraces = Options{StdinGrace: 100 * time.Millisecond, TermGrace: 300 * time.Millisecond}
 
-func withSupervisor(sup *supervise.Supervisor, rec *logRecorder) Options {
+func withSupervisor(sup *supervise.Supervisor, rec *testproc.LogRecorder) Options {
 	o := quickGraces
-	o.Supervisor, o.Logger = sup, rec.logger()
+	o.Supervisor, o.Logger = sup, rec.Logger()
 	return o
 }
 
 func TestCloseKillsADaemonThatLeftTheGroup(t *testing.T) {
 	t.Parallel()
-	supervisionPaths(t, func(t *testing.T, sup *supervise.Supervisor, rec *logRecorder) {
+	supervisionPaths(t, func(t *testing.T, sup *supervise.Supervisor, rec *testproc.LogRecorder) {
 		inst := startDemo(t, "daemon", withSupervisor(sup, rec))
 		server, daemon := daemonPIDs(t, inst)
 		pgid, err := syscall.Getpgid(daemon)
@@ -92,9 +93,9 @@ func TestCloseKillsADaemonThatLeftTheGroup(t *testing.T) {
 		assert.Greater(t, u.RSS, int64(1<<20), "they hold at least a MiB")
 
 		require.NoError(t, inst.Close())
-		assert.False(t, processExists(daemon), "the daemon is gone when Close returns")
+		assert.False(t, testproc.Exists(daemon), "the daemon is gone when Close returns")
 		// The daemon was re-parented to us, the subreaper: it is ours to reap.
-		requireReaped(t, daemon)
+		testproc.RequireReaped(t, daemon)
 		assert.Equal(t, Usage{}, inst.Usage(), "nothing of a closed instance is left")
 	})
 }

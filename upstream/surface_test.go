@@ -98,14 +98,14 @@ func TestSurfaceStartSurvivesWhatIsNotEssential(t *testing.T) {
 	t.Run("lists that fail are left empty", func(t *testing.T) {
 		t.Parallel()
 		rec := newLogRecorder()
-		inst := startDemo(t, "surface fail-lists", Options{Logger: rec.logger()})
+		inst := startDemo(t, "surface fail-lists", Options{Logger: rec.Logger()})
 		assert.Empty(t, inst.Resources())
 		assert.Empty(t, inst.ResourceTemplates())
 		assert.Empty(t, inst.Prompts())
 		assert.Len(t, inst.Tools(), 5) // ask, notify, wait, levels, meta
-		assert.Contains(t, rec.waitFor(t, "failed to list its resources;"), "resources/list fails on this server")
-		rec.waitFor(t, "failed to list its resource templates")
-		rec.waitFor(t, "failed to list its prompts")
+		assert.Contains(t, rec.WaitFor(t, "failed to list its resources;"), "resources/list fails on this server")
+		rec.WaitFor(t, "failed to list its resource templates")
+		rec.WaitFor(t, "failed to list its prompts")
 	})
 	t.Run("no logging declared, no setLevel", func(t *testing.T) {
 		t.Parallel()
@@ -116,8 +116,8 @@ func TestSurfaceStartSurvivesWhatIsNotEssential(t *testing.T) {
 	t.Run("a refused setLevel is logged", func(t *testing.T) {
 		t.Parallel()
 		rec := newLogRecorder()
-		inst := startDemo(t, "surface reject-level", Options{Logger: rec.logger()})
-		assert.Contains(t, rec.waitFor(t, "refused logging/setLevel"), "refused by this server")
+		inst := startDemo(t, "surface reject-level", Options{Logger: rec.Logger()})
+		assert.Contains(t, rec.WaitFor(t, "refused logging/setLevel"), "refused by this server")
 		assert.Equal(t, []string{"debug"}, levelsSet(t, inst), "asked once, not again")
 	})
 }

@@ -17,7 +17,7 @@ import (
 // supervise.TestUsagesReadsTheProcessTableOnce), and the figures are those
 // Usage gives each instance.
 func TestUsagesMeasuresEveryInstance(t *testing.T) {
-	sup := supervise.New(supervise.Options{Logger: newLogRecorder().logger(), Reaper: []string{os.Args[0], reaperArg}})
+	sup := supervise.New(supervise.Options{Logger: newLogRecorder().Logger(), Reaper: []string{os.Args[0], reaperArg}})
 	t.Cleanup(func() { _ = sup.Close() })
 	const n = 6
 	insts := make([]*Instance, 0, n)

@@ -33,11 +33,11 @@ func callPing(t *testing.T, inst *Instance) (json.RawMessage, time.Duration, err
 func TestByteOrderMarkIsNotPartOfTheMessage(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
-	inst := startDemo(t, "misbehave bom", Options{Logger: rec.logger()})
+	inst := startDemo(t, "misbehave bom", Options{Logger: rec.Logger()})
 	raw, _, err := callPing(t, inst)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"pong"}]}`, string(raw))
-	assert.False(t, rec.has("not JSON-RPC"), "the byte order mark was taken for part of a message")
+	assert.False(t, rec.Has("not JSON-RPC"), "the byte order mark was taken for part of a message")
 }
 
 // TestUpstreamBatchIsTaken: a server that answers with a JSON-RPC batch,
@@ -47,7 +47,7 @@ func TestUpstreamBatchIsTaken(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
 	heard := make(chan Notification, 1)
-	inst := startDemo(t, "misbehave batch-answer", Options{Logger: rec.logger(),
+	inst := startDemo(t, "misbehave batch-answer", Options{Logger: rec.Logger(),
 		OnNotification: func(_ *Instance, n Notification) { heard <- n }})
 	raw, _, err := callPing(t, inst)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestUpstreamBatchIsTaken(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the batch's notification was not heard")
 	}
-	assert.False(t, rec.has("not JSON-RPC"), "the batch was taken for junk")
+	assert.False(t, rec.Has("not JSON-RPC"), "the batch was taken for junk")
 }
 
 // TestStringIDFailsItsCallAtOnce: a server that writes the integer id of a
@@ -69,12 +69,12 @@ func TestUpstreamBatchIsTaken(t *testing.T) {
 func TestStringIDFailsItsCallAtOnce(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
-	inst := startDemo(t, "misbehave string-id", Options{Logger: rec.logger()})
+	inst := startDemo(t, "misbehave string-id", Options{Logger: rec.Logger()})
 	_, took, err := callPing(t, inst)
 	require.Error(t, err)
 	assert.Less(t, took, 5*time.Second)
 	assert.Regexp(t, `^server "misbehave" answered request \d+ with the id "\d+", a string; JSON-RPC 2.0 requires the id exactly as sent`, err.Error())
-	assert.False(t, rec.has("never sent"))
+	assert.False(t, rec.Has("never sent"))
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	require.NoError(t, inst.Ping(ctx), "the instance still serves")
@@ -86,7 +86,7 @@ func TestStringIDFailsItsCallAtOnce(t *testing.T) {
 func TestMalformedResponseFailsItsCallAtOnce(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
-	inst := startDemo(t, "misbehave bad-error", Options{Logger: rec.logger()})
+	inst := startDemo(t, "misbehave bad-error", Options{Logger: rec.Logger()})
 	_, took, err := callPing(t, inst)
 	require.Error(t, err)
 	assert.Less(t, took, 5*time.Second)
@@ -122,7 +122,7 @@ func startFails(t *testing.T, spec string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	began := time.Now()
-	inst, err := Start(ctx, demoServer(strings.Fields(spec)[0], spec), Options{Logger: newLogRecorder().logger()})
+	inst, err := Start(ctx, demoServer(strings.Fields(spec)[0], spec), Options{Logger: newLogRecorder().Logger()})
 	if err == nil {
 		_ = inst.Close()
 		t.Fatalf("%s started", spec)
@@ -197,7 +197,7 @@ func TestToolsThatBreakTheSchemaAreLeftOut(t *testing.T) {
 		{"name":"bad_output","inputSchema":{"type":"object"},"outputSchema":{"type":"string"}},
 		{"inputSchema":{"type":"object"}}]}`
 	rec := newLogRecorder()
-	inst := &Instance{server: "schemas", conn: &listConn{page: page}, log: rec.logger()}
+	inst := &Instance{server: "schemas", conn: &listConn{page: page}, log: rec.Logger()}
 	tools, err := inst.ListTools(context.Background())
 	require.NoError(t, err)
 	require.Len(t, tools, 3)
@@ -213,7 +213,7 @@ func TestToolsThatBreakTheSchemaAreLeftOut(t *testing.T) {
 		`left out (its outputSchema does not have "type": "object") server=schemas method=tools/list count=1 names=bad_output`,
 		"left out (no name) server=schemas method=tools/list count=1",
 	} {
-		assert.True(t, rec.has(want), "no log line %q in:\n%s", want, strings.Join(rec.lines, "\n"))
+		assert.True(t, rec.Has(want), "no log line %q in:\n%s", want, strings.Join(rec.Lines(), "\n"))
 	}
 }
 
@@ -239,12 +239,12 @@ func TestUnansweredSetLevelDoesNotFailTheStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	rec := newLogRecorder()
-	inst, err := Start(ctx, demoServer("misbehave", "misbehave hang-setlevel"), Options{Logger: rec.logger()})
+	inst, err := Start(ctx, demoServer("misbehave", "misbehave hang-setlevel"), Options{Logger: rec.Logger()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inst.Close() })
 	require.Len(t, inst.Tools(), 1)
 	assert.Equal(t, "ping_tool", inst.Tools()[0].Name)
-	rec.waitFor(t, "did not answer logging/setLevel debug in time")
+	rec.WaitFor(t, "did not answer logging/setLevel debug in time")
 }
 
 // TestRemoteWithoutGETStreamIsNoError: a server that answers the GET stream
@@ -253,9 +253,9 @@ func TestRemoteWithoutGETStreamIsNoError(t *testing.T) {
 	t.Parallel()
 	rec := newLogRecorder()
 	f := &sessionRemote{get: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusMethodNotAllowed) }}
-	inst := startSessionRemote(t, f, nil, Options{Logger: rec.logger()})
-	rec.waitFor(t, "INFO server offers no GET stream (HTTP 405)")
-	assert.False(t, rec.has("ERROR"), "logged:\n%s", strings.Join(rec.lines, "\n"))
+	inst := startSessionRemote(t, f, nil, Options{Logger: rec.Logger()})
+	rec.WaitFor(t, "INFO server offers no GET stream (HTTP 405)")
+	assert.False(t, rec.Has("ERROR"), "logged:\n%s", strings.Join(rec.Lines(), "\n"))
 	require.NoError(t, inst.Ping(testContext(t)))
 }
 
@@ -286,7 +286,7 @@ func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
 				tc.get(w)
 				gets <- struct{}{}
 			}}
-			inst := startSessionRemote(t, f, nil, Options{Logger: rec.logger(), MaxMessage: 4 << 10})
+			inst := startSessionRemote(t, f, nil, Options{Logger: rec.Logger(), MaxMessage: 4 << 10})
 			// The failures of every GET but the last are logged (or left out)
 			// before the next one is opened.
 			for range attempts {
@@ -296,9 +296,7 @@ func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
 					t.Fatal("the GET stream was not opened again")
 				}
 			}
-			rec.mu.Lock()
-			lines := append([]string(nil), rec.lines...)
-			rec.mu.Unlock()
+			lines := rec.Lines()
 			for _, kind := range tc.lines {
 				n := 0
 				for _, l := range lines {
@@ -319,7 +317,7 @@ func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
 func TestStdoutJunkWarningsAreBounded(t *testing.T) {
 	const lines = 20 * junkBurst
 	rec := newLogRecorder()
-	c := &stdioConn{server: "chatty", log: rec.logger(), pending: map[int64]chan reply{}}
+	c := &stdioConn{server: "chatty", log: rec.Logger(), pending: map[int64]chan reply{}}
 	for i := range lines / 2 {
 		c.dispatch(fmt.Appendf(nil, "progress %d%%", i))
 		c.dispatch(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{}}`, 1000+i))
@@ -327,7 +325,7 @@ func TestStdoutJunkWarningsAreBounded(t *testing.T) {
 	// What read does when stdout ends.
 	c.junkBudget.report(time.Now(), true, c.log, c.server, junkLeftOut)
 	warned, leftOut := 0, 0
-	for _, l := range rec.lines {
+	for _, l := range rec.Lines() {
 		switch {
 		case strings.Contains(l, "not JSON-RPC; ignored"), strings.Contains(l, "never sent; ignored"):
 			warned++

@@ -118,7 +118,18 @@ func (b *stdioBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.pending[key] = answer
 	b.mu.Unlock()
-	if err := b.write(line); err != nil {
+	relayAnswer(w, r, func() error { return b.write(line) }, answer, func() {
+		b.mu.Lock()
+		delete(b.pending, key)
+		b.mu.Unlock()
+	})
+}
+
+// relayAnswer sends a request upstream with send and answers the HTTP
+// request r with what comes on answer; a request whose client leaves
+// first is forgotten (forget), one that cannot be sent is a 502.
+func relayAnswer(w http.ResponseWriter, r *http.Request, send func() error, answer <-chan []byte, forget func()) {
+	if err := send(); err != nil {
 		w.WriteHeader(http.StatusBadGateway)
 		return
 	}
@@ -127,9 +138,7 @@ func (b *stdioBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(resp)
 	case <-r.Context().Done():
-		b.mu.Lock()
-		delete(b.pending, key)
-		b.mu.Unlock()
+		forget()
 	}
 }
 

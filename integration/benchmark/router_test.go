@@ -77,19 +77,11 @@ func (rt *stdioRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.pending[id] = routed{id: m.ID, answer: answer}
 	rt.mu.Unlock()
 	m.ID = strconv.AppendInt(nil, id, 10)
-	if err := rt.write(m); err != nil {
-		w.WriteHeader(http.StatusBadGateway)
-		return
-	}
-	select {
-	case resp := <-answer:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(resp)
-	case <-r.Context().Done():
+	relayAnswer(w, r, func() error { return rt.write(m) }, answer, func() {
 		rt.mu.Lock()
 		delete(rt.pending, id)
 		rt.mu.Unlock()
-	}
+	})
 }
 
 // write encodes m as one line to the upstream's stdin.

@@ -62,99 +62,20 @@
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { errorEntry, exitWith, openTransport, parseArgs, readScript, runSteps, tapTransport, Waiters } from "./stepclient.mjs";
 
 const PROTOCOL_VERSION = "2026-07-28";
 const DEFAULT_TIMEOUT_MS = 60_000;
 const STEP_OPS = ["serverInfo", "listTools", "callTool", "mark", "waitListChanged", "notifications"];
 
-function usage() {
-  return "usage: sdk2client.mjs --stdio <command> [args...] | --http <url> [--header 'Name: value']...";
-}
-
-function parseArgs(argv) {
-  const mode = argv[0];
-  if (mode === "--stdio") {
-    if (argv.length < 2) throw new Error(usage());
-    return { mode: "stdio", command: argv[1], args: argv.slice(2) };
-  }
-  if (mode === "--http") {
-    if (argv.length < 2) throw new Error(usage());
-    const headers = {};
-    for (let i = 2; i < argv.length; i++) {
-      if (argv[i] !== "--header" || i + 1 >= argv.length) throw new Error(usage());
-      const h = argv[++i];
-      const colon = h.indexOf(":");
-      if (colon <= 0) throw new Error(`bad header ${JSON.stringify(h)}`);
-      headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
-    }
-    return { mode: "http", url: argv[1], headers };
-  }
-  throw new Error(usage());
-}
-
-async function readStdin() {
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function errorEntry(err) {
-  return {
-    error: {
-      code: typeof err?.code === "number" ? err.code : null,
-      message: err?.message ?? String(err),
-      data: err?.data ?? null,
-    },
-  };
-}
-
-// Observe every message crossing the transport without changing it: onIn sees each
-// incoming message before the SDK does, onOut each outgoing one. The SDK chains a
-// handler it finds already set (the HTTP probe runs in place before connect), so one
-// message object can pass the wrapper twice; it is reported once.
-function tapTransport(transport, onIn, onOut) {
-  const seen = new WeakSet();
-  let handler;
-  Object.defineProperty(transport, "onmessage", {
-    configurable: true,
-    enumerable: true,
-    get: () =>
-      handler &&
-      ((msg, extra) => {
-        if (msg !== null && typeof msg === "object" && !seen.has(msg)) {
-          seen.add(msg);
-          onIn(msg);
-        }
-        return handler(msg, extra);
-      }),
-    set: (h) => {
-      handler = h;
-    },
-  });
-  const send = transport.send.bind(transport);
-  transport.send = (msg, options) => {
-    onOut(msg);
-    return send(msg, options);
-  };
-}
-
-function writeAndExit(obj, code) {
-  process.stdout.write(JSON.stringify(obj) + "\n", () => process.exit(code));
-}
-
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
-
-  const script = JSON.parse(await readStdin());
-  if (!Array.isArray(script)) throw new Error("script must be a JSON array of steps");
-  for (const step of script) {
-    if (!STEP_OPS.includes(step?.op)) throw new Error(`unknown step op ${JSON.stringify(step?.op)}`);
-  }
+  const opts = parseArgs("sdk2client.mjs", process.argv.slice(2));
+  const script = await readScript(STEP_OPS);
 
   // Each onChanged callback, in order: the tool names the SDK re-listed, or its error.
   const changes = [];
   let changesConsumed = 0;
-  let changeWaiters = [];
+  const changeWaiters = new Waiters();
   const client = new Client(
     { name: "mcp-aggregator-sdk2client", version: "1.0.0" },
     {
@@ -164,28 +85,14 @@ async function main() {
           debounceMs: 0,
           onChanged: (error, tools) => {
             changes.push(error ? { refreshError: error.message ?? String(error) } : { tools: (tools ?? []).map((t) => t.name) });
-            const waiters = changeWaiters;
-            changeWaiters = [];
-            for (const w of waiters) w();
+            changeWaiters.wake();
           },
         },
       },
     },
   );
 
-  let transport;
-  if (opts.mode === "stdio") {
-    transport = new StdioClientTransport({
-      command: opts.command,
-      args: opts.args,
-      env: { ...process.env },
-      stderr: "inherit",
-    });
-  } else {
-    transport = new StreamableHTTPClientTransport(new URL(opts.url), {
-      requestInit: { headers: opts.headers },
-    });
-  }
+  const transport = openTransport(opts, { StdioClientTransport, StreamableHTTPClientTransport });
 
   // Messages recorded straight off the wire, in arrival order.
   const notifications = [];
@@ -261,16 +168,8 @@ async function main() {
         }
         return -1;
       };
-      while (found() < 0) {
-        const left = deadline - Date.now();
-        if (left <= 0) return { listChanged: false, count: changes.length };
-        await new Promise((resolve) => {
-          const timer = setTimeout(resolve, left);
-          changeWaiters.push(() => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
+      if (!(await changeWaiters.waitUntil(() => found() >= 0, deadline))) {
+        return { listChanged: false, count: changes.length };
       }
       const i = found();
       changesConsumed = i + 1;
@@ -282,14 +181,7 @@ async function main() {
     },
   };
 
-  const results = [];
-  for (const step of script) {
-    try {
-      results.push(await steps[step.op](step));
-    } catch (err) {
-      results.push(errorEntry(err));
-    }
-  }
+  const results = await runSteps(script, steps);
 
   // How long the SDK's own close took: on stdio it closes the child's stdin, waits up to
   // 2 s for the child to exit, then sends SIGTERM.
@@ -298,7 +190,4 @@ async function main() {
   return { results, closeMs: Date.now() - closing };
 }
 
-main().then(
-  (out) => writeAndExit(out, 0),
-  (err) => writeAndExit({ fatal: err?.message ?? String(err) }, 1),
-);
+exitWith(main);

@@ -53,6 +53,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { errorEntry, exitWith, openTransport, parseArgs, readScript, runSteps, tapTransport, Waiters } from "./stepclient.mjs";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const STEP_OPS = ["serverInfo", "listTools", "callTool", "callToolCancel", "waitListChanged", "notifications", "sleep", "request"];
@@ -65,98 +66,13 @@ const RawResult = {
   parse: (data) => data,
 };
 
-function usage() {
-  return "usage: sdkclient.mjs --stdio <command> [args...] | --http <url> [--header 'Name: value']...";
-}
-
-function parseArgs(argv) {
-  const mode = argv[0];
-  if (mode === "--stdio") {
-    if (argv.length < 2) throw new Error(usage());
-    return { mode: "stdio", command: argv[1], args: argv.slice(2) };
-  }
-  if (mode === "--http") {
-    if (argv.length < 2) throw new Error(usage());
-    const headers = {};
-    for (let i = 2; i < argv.length; i++) {
-      if (argv[i] !== "--header" || i + 1 >= argv.length) throw new Error(usage());
-      const h = argv[++i];
-      const colon = h.indexOf(":");
-      if (colon <= 0) throw new Error(`bad header ${JSON.stringify(h)}`);
-      headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
-    }
-    return { mode: "http", url: argv[1], headers };
-  }
-  throw new Error(usage());
-}
-
-async function readStdin() {
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function errorEntry(err) {
-  return {
-    error: {
-      code: typeof err?.code === "number" ? err.code : null,
-      message: err?.message ?? String(err),
-      data: err?.data ?? null,
-    },
-  };
-}
-
-// Observe every message crossing the transport without changing it: onIn sees
-// each incoming message before the SDK does, onOut each outgoing one.
-function tapTransport(transport, onIn, onOut) {
-  let handler;
-  const wrapped = (msg, extra) => {
-    onIn(msg);
-    return handler?.(msg, extra);
-  };
-  Object.defineProperty(transport, "onmessage", {
-    configurable: true,
-    enumerable: true,
-    get: () => (handler ? wrapped : undefined),
-    set: (h) => {
-      handler = h;
-    },
-  });
-  const send = transport.send.bind(transport);
-  transport.send = (msg, options) => {
-    onOut(msg);
-    return send(msg, options);
-  };
-}
-
-function writeAndExit(obj, code) {
-  process.stdout.write(JSON.stringify(obj) + "\n", () => process.exit(code));
-}
-
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
-
-  const script = JSON.parse(await readStdin());
-  if (!Array.isArray(script)) throw new Error("script must be a JSON array of steps");
-  for (const step of script) {
-    if (!STEP_OPS.includes(step?.op)) throw new Error(`unknown step op ${JSON.stringify(step?.op)}`);
-  }
+  const opts = parseArgs("sdkclient.mjs", process.argv.slice(2));
+  const script = await readScript(STEP_OPS);
 
   const client = new Client({ name: "mcp-aggregator-sdkclient", version: "1.0.0" }, { capabilities: {} });
 
-  let transport;
-  if (opts.mode === "stdio") {
-    transport = new StdioClientTransport({
-      command: opts.command,
-      args: opts.args,
-      env: { ...process.env },
-      stderr: "inherit",
-    });
-  } else {
-    transport = new StreamableHTTPClientTransport(new URL(opts.url), {
-      requestInit: { headers: opts.headers },
-    });
-  }
+  const transport = openTransport(opts, { StdioClientTransport, StreamableHTTPClientTransport });
 
   // Server notifications are recorded straight off the wire, in arrival order.
   // (The SDK dispatches notification handlers asynchronously, so a progress
@@ -166,7 +82,7 @@ async function main() {
   let lastToolsCallToken;
   let listChangedCount = 0;
   let listChangedConsumed = 0;
-  let listChangedWaiters = [];
+  const listChangedWaiters = new Waiters();
   tapTransport(
     transport,
     (msg) => {
@@ -178,9 +94,7 @@ async function main() {
         progressByToken.get(token).push(msg.params);
       } else if (msg.method === "notifications/tools/list_changed") {
         listChangedCount++;
-        const waiters = listChangedWaiters;
-        listChangedWaiters = [];
-        for (const w of waiters) w();
+        listChangedWaiters.wake();
       }
     },
     (msg) => {
@@ -230,17 +144,7 @@ async function main() {
           cursor = res.nextCursor;
         } while (cursor !== undefined && cursor !== null);
         if (!step.atLeast || tools.length >= step.atLeast) return { tools, pages };
-        while (listChangedCount <= seen) {
-          const left = deadline - Date.now();
-          if (left <= 0) return { tools, pages };
-          await new Promise((resolve) => {
-            const timer = setTimeout(resolve, left);
-            listChangedWaiters.push(() => {
-              clearTimeout(timer);
-              resolve();
-            });
-          });
-        }
+        if (!(await listChangedWaiters.waitUntil(() => listChangedCount > seen, deadline))) return { tools, pages };
       }
     },
 
@@ -287,16 +191,8 @@ async function main() {
       if (step.fresh) listChangedConsumed = listChangedCount;
       const timeoutMs = step.timeoutMs ?? 5000;
       const deadline = Date.now() + timeoutMs;
-      while (listChangedCount <= listChangedConsumed) {
-        const left = deadline - Date.now();
-        if (left <= 0) return { listChanged: false, count: listChangedCount };
-        await new Promise((resolve) => {
-          const timer = setTimeout(resolve, left);
-          listChangedWaiters.push(() => {
-            clearTimeout(timer);
-            resolve();
-          });
-        });
+      if (!(await listChangedWaiters.waitUntil(() => listChangedCount > listChangedConsumed, deadline))) {
+        return { listChanged: false, count: listChangedCount };
       }
       listChangedConsumed = listChangedCount;
       return { listChanged: true, count: listChangedCount };
@@ -321,14 +217,7 @@ async function main() {
     },
   };
 
-  const results = [];
-  for (const step of script) {
-    try {
-      results.push(await steps[step.op](step));
-    } catch (err) {
-      results.push(errorEntry(err));
-    }
-  }
+  const results = await runSteps(script, steps);
 
   if (transport instanceof StreamableHTTPClientTransport) {
     try {
@@ -341,7 +230,4 @@ async function main() {
   return { results };
 }
 
-main().then(
-  (out) => writeAndExit(out, 0),
-  (err) => writeAndExit({ fatal: err?.message ?? String(err) }, 1),
-);
+exitWith(main);

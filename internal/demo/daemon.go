@@ -95,15 +95,11 @@ type daemonServer struct {
 }
 
 func (s *daemonServer) handle(line []byte) error {
-	m, ok, err := decodeLine(s.conn, line)
-	if !ok || err != nil || !m.isRequest() {
+	m, ok, err := s.conn.request(line, "demo-daemon")
+	if !ok {
 		return err
 	}
 	switch m.Method {
-	case "initialize":
-		return s.conn.answerInitialize(m, "demo-daemon")
-	case "ping":
-		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
 		return s.conn.respondValue(m.ID, map[string]any{"tools": []any{
 			noArgTool("daemon_pid", "Returns the pid of this server and of the daemon it started.")}})

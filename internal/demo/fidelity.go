@@ -88,20 +88,11 @@ func runFidelity(ctx context.Context, args []string, in io.Reader, out io.Writer
 }
 
 func (s *fidelityServer) handle(line []byte) error {
-	m, ok, err := decodeLine(s.conn, line)
-	if !ok || err != nil {
+	m, ok, err := s.conn.request(line, "demo-fidelity")
+	if !ok {
 		return err
 	}
-	if !m.isRequest() {
-		// Notifications (notifications/initialized included) and responses
-		// need no answer.
-		return nil
-	}
 	switch m.Method {
-	case "initialize":
-		return s.conn.answerInitialize(m, "demo-fidelity")
-	case "ping":
-		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
 		return s.list(m)
 	case "tools/call":

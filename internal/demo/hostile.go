@@ -52,18 +52,11 @@ func runFlood(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer
 }
 
 func (s *floodServer) handle(ctx context.Context, line []byte, errOut io.Writer) error {
-	m, ok, err := decodeLine(s.conn, line)
-	if !ok || err != nil {
+	m, ok, err := s.conn.request(line, "demo-flood")
+	if !ok {
 		return err
 	}
-	if !m.isRequest() {
-		return nil
-	}
 	switch m.Method {
-	case "initialize":
-		return s.conn.answerInitialize(m, "demo-flood")
-	case "ping":
-		return s.conn.respond(m.ID, json.RawMessage(`{}`))
 	case "tools/list":
 		n := s.lists.Add(1)
 		if s.changing.Load() {

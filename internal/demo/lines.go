@@ -170,6 +170,30 @@ func decodeLine(c *lineConn, line []byte) (m message, ok bool, err error) {
 	return message{*msg}, true, nil
 }
 
+// decodeRequest is decodeLine for a server that answers requests alone: ok
+// is false for a notification or a response too, which need no answer.
+func decodeRequest(c *lineConn, line []byte) (m message, ok bool, err error) {
+	m, ok, err = decodeLine(c, line)
+	return m, ok && err == nil && m.isRequest(), err
+}
+
+// request is decodeRequest for a server that answers initialize (as name)
+// and ping as every plain demo server does: it answers those itself, and ok
+// is true for the other requests alone.
+func (c *lineConn) request(line []byte, name string) (m message, ok bool, err error) {
+	m, ok, err = decodeRequest(c, line)
+	if !ok {
+		return m, false, err
+	}
+	switch m.Method {
+	case "initialize":
+		return m, false, c.answerInitialize(m, name)
+	case "ping":
+		return m, false, c.respond(m.ID, json.RawMessage(`{}`))
+	}
+	return m, true, nil
+}
+
 // textResult builds a tool result holding a single text content.
 func textResult(text string) map[string]any {
 	return map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}

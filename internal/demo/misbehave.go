@@ -212,12 +212,9 @@ func startSleeper(out, errOut io.Writer) (int, error) {
 const sleeperReadyTimeout = 10 * time.Second
 
 func (s *misbehaveServer) handle(line []byte) error {
-	m, ok, err := decodeLine(s.conn, line)
-	if !ok || err != nil {
+	m, ok, err := decodeRequest(s.conn, line)
+	if !ok {
 		return err
-	}
-	if !m.isRequest() {
-		return nil
 	}
 	switch m.Method {
 	case "initialize":

@@ -144,25 +144,10 @@ func knownMethod(raw []byte) (string, bool) {
 // for this message alone: the message's members point into data itself,
 // which the caller must neither change nor reuse, and no copy is made.
 func DecodeOwned(data []byte) (*Message, error) {
-	var version, id, method, params, result, errRaw []byte
-	obj := rawjson.NewObject(data)
-	for obj.Next() {
-		switch string(obj.Name()) {
-		case "jsonrpc":
-			version = obj.Value()
-		case "id":
-			id = obj.Value()
-		case "method":
-			method = obj.Value()
-		case "params":
-			params = obj.Value()
-		case "result":
-			result = obj.Value()
-		case "error":
-			errRaw = obj.Value()
-		}
-	}
-	switch err := obj.Err(); {
+	var members [6][]byte
+	err := rawjson.Members(data, []string{"jsonrpc", "id", "method", "params", "result", "error"}, members[:])
+	version, id, method, params, result, errRaw := members[0], members[1], members[2], members[3], members[4], members[5]
+	switch {
 	case errors.Is(err, rawjson.ErrNotObject) && rawjson.Valid(data):
 		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
 	case errors.Is(err, rawjson.ErrTooDeep):

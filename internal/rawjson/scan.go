@@ -194,6 +194,24 @@ func Member(obj []byte, name string) []byte {
 	return v
 }
 
+// Members reads, in one pass over obj, the value of each member names
+// names into values at the same index: the last one, should a name repeat,
+// as encoding/json decodes it, and nil for a name obj has not. It returns
+// the error Object.Err gives for an obj that is not a valid JSON object,
+// with the members read before it in values.
+func Members(obj []byte, names []string, values [][]byte) error {
+	o := NewObject(obj)
+	for o.Next() {
+		for i, name := range names {
+			if string(o.Name()) == name {
+				values[i] = o.Value()
+				break
+			}
+		}
+	}
+	return o.Err()
+}
+
 // Mentions reports whether data may hold a member called name: false only
 // when name is nowhere in it, neither as it is nor written with \u escapes.
 // It is a fast guard (a byte search) before a scan for a member that few
@@ -495,33 +513,34 @@ func skipDigits(d []byte, i int) int {
 }
 
 func skipObject(d []byte, i, depth int) (int, bool) {
+	return skipElements(d, i, depth, '}', skipMember)
+}
+
+func skipArray(d []byte, i, depth int) (int, bool) {
+	return skipElements(d, i, depth, ']', skipValue)
+}
+
+// skipElements returns the end of the object or array that opens at d[i] and
+// closes with closing, each of its elements skipped by element, and whether
+// it is valid.
+func skipElements(d []byte, i, depth int, closing byte, element func(d []byte, i, depth int) (int, bool)) (int, bool) {
 	if depth > maxDepth {
 		return i, false
 	}
 	i = skipSpace(d, i+1)
-	if i < len(d) && d[i] == '}' {
+	if i < len(d) && d[i] == closing {
 		return i + 1, true
 	}
 	for {
-		if i == len(d) || d[i] != '"' {
-			return i, false
-		}
-		end, _, ok := skipString(d, i)
-		if !ok {
-			return end, false
-		}
-		i = skipSpace(d, end)
-		if i == len(d) || d[i] != ':' {
-			return i, false
-		}
-		if i, ok = skipValue(d, skipSpace(d, i+1), depth); !ok {
+		var ok bool
+		if i, ok = element(d, i, depth); !ok {
 			return i, false
 		}
 		i = skipSpace(d, i)
 		switch {
 		case i == len(d):
 			return i, false
-		case d[i] == '}':
+		case d[i] == closing:
 			return i + 1, true
 		case d[i] != ',':
 			return i, false
@@ -530,28 +549,12 @@ func skipObject(d []byte, i, depth int) (int, bool) {
 	}
 }
 
-func skipArray(d []byte, i, depth int) (int, bool) {
-	if depth > maxDepth {
+// skipMember returns the end of the object member ("name": value) that
+// starts at d[i], and whether it is valid.
+func skipMember(d []byte, i, depth int) (int, bool) {
+	i, ok := skipKey(d, i)
+	if !ok {
 		return i, false
 	}
-	i = skipSpace(d, i+1)
-	if i < len(d) && d[i] == ']' {
-		return i + 1, true
-	}
-	for {
-		var ok bool
-		if i, ok = skipValue(d, i, depth); !ok {
-			return i, false
-		}
-		i = skipSpace(d, i)
-		switch {
-		case i == len(d):
-			return i, false
-		case d[i] == ']':
-			return i + 1, true
-		case d[i] != ',':
-			return i, false
-		}
-		i = skipSpace(d, i+1)
-	}
+	return skipValue(d, i, depth)
 }

@@ -121,3 +121,32 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+func TestMembers(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	tests := []struct {
+		name, obj string
+		want      [3]string // "" for a member not read
+		err       error
+	}{
+		{name: "each", obj: `{"b": [1, 2], "a": "x", "z": 0}`, want: [3]string{`"x"`, `[1, 2]`, ""}},
+		{name: "the last of a repeated name", obj: `{"a": 1, "a": 2}`, want: [3]string{"2", "", ""}},
+		{name: "none", obj: `{}`},
+		{name: "not an object", obj: `[1]`, err: ErrNotObject},
+		{name: "read up to the error", obj: `{"c": true, "a": }`, want: [3]string{"", "", "true"}, err: errSyntax},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var values [3][]byte
+			err := Members([]byte(tt.obj), names, values[:])
+			if tt.err != nil {
+				require.ErrorIs(t, err, tt.err)
+			} else {
+				require.NoError(t, err)
+			}
+			for i := range names {
+				assert.Equal(t, tt.want[i], string(values[i]), names[i])
+			}
+		})
+	}
+}

@@ -198,19 +198,10 @@ const (
 // input_required round is never cached). A cacheScope that is not
 // "public" counts as private.
 func Hints(result []byte) (ttl time.Duration, scope Scope, ok bool) {
-	var ttlRaw, scopeRaw, typeRaw []byte
-	o := rawjson.NewObject(result)
-	for o.Next() {
-		switch string(o.Name()) {
-		case "ttlMs":
-			ttlRaw = o.Value()
-		case "cacheScope":
-			scopeRaw = o.Value()
-		case "resultType":
-			typeRaw = o.Value()
-		}
-	}
-	if o.Err() != nil || ttlRaw == nil {
+	var hints [3][]byte
+	err := rawjson.Members(result, []string{"ttlMs", "cacheScope", "resultType"}, hints[:])
+	ttlRaw, scopeRaw, typeRaw := hints[0], hints[1], hints[2]
+	if err != nil || ttlRaw == nil {
 		return 0, Private, false
 	}
 	if typeRaw != nil {
