@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -74,22 +72,12 @@ func logout(args []string, stdout, stderr io.Writer) int {
 	if srv == nil {
 		return code
 	}
-	grants, err := store.LoadAll(srv.URL)
-	if err != nil {
-		fmt.Fprintf(stderr, "logout: %v; the files are removed without revoking their tokens\n", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client := &http.Client{Timeout: oauth.RevokeTimeout}
-	for _, g := range grants {
-		switch err := oauth.Revoke(ctx, client, g); {
-		case errors.Is(err, oauth.ErrNoRevocation):
-			fmt.Fprintf(stderr, "logout: %s cannot revoke tokens; they stay valid there until they expire\n", issuerName(g))
-		case err != nil:
-			fmt.Fprintf(stderr, "logout: could not revoke the tokens at %s (%v); they may stay valid there until they expire or you revoke the access there\n", issuerName(g), err)
-		}
+	removed, warnings, err := upstreamauth.Logout(ctx, store, srv)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "logout:", w)
 	}
-	removed, err := store.RemoveAll(srv.URL)
 	if err != nil {
 		fmt.Fprintln(stderr, "logout:", err)
 		return 1
@@ -100,14 +88,6 @@ func logout(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "logged out of %s\n", id)
 	return 0
-}
-
-// issuerName names a grant's issuer in a message.
-func issuerName(g *oauth.Grant) string {
-	if g.Issuer == "" {
-		return "the authorization server"
-	}
-	return "the authorization server " + g.Issuer
 }
 
 // oauthCommand parses the flags of the command name (the common ones, and
