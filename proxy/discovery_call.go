@@ -68,22 +68,15 @@ func searchTools(ix *discovery.Index, rawArgs json.RawMessage, visible func(name
 // hitsJSON renders the structured result: {"tools": [{name, description,
 // inputSchema, server}, ...]}, each input schema as its server wrote it.
 func hitsJSON(hits []discovery.Hit) []byte {
-	b := []byte(`{"tools":[`)
+	tools := make([][]byte, len(hits))
 	for i, h := range hits {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"name":`...)
-		b = rawjson.AppendString(b, h.Tool.Name)
-		b = append(b, `,"description":`...)
-		b = rawjson.AppendString(b, h.Description)
-		b = append(b, `,"inputSchema":`...)
-		b = append(b, h.InputSchema...)
-		b = append(b, `,"server":`...)
-		b = rawjson.AppendString(b, h.Tool.Server)
-		b = append(b, '}')
+		tools[i] = rawjson.AppendObject(nil,
+			rawjson.Field{Name: "name", Value: rawjson.AppendString(nil, h.Tool.Name)},
+			rawjson.Field{Name: "description", Value: rawjson.AppendString(nil, h.Description)},
+			rawjson.Field{Name: "inputSchema", Value: h.InputSchema},
+			rawjson.Field{Name: "server", Value: rawjson.AppendString(nil, h.Tool.Server)})
 	}
-	return append(b, "]}"...)
+	return rawjson.AppendObject(nil, rawjson.Field{Name: "tools", Value: rawjson.AppendArray(nil, tools...)})
 }
 
 // hitsText is the compact rendering for clients that read only text: each

@@ -35,7 +35,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		for _, s := range ws.Sources {
 			fmt.Fprintf(stdout, "%s: read as %s, %d server(s)\n", s.File, s.Dialect, s.Servers)
 		}
-		problems = append(problems, emptySources(ws)...)
+		problems = append(problems, ws.EmptySources()...)
 		problems = append(problems, upstream.MissingCommands(ws, os.Getenv("PATH"))...)
 		problems = append(problems, upstreamauth.MissingLogins(ws)...)
 	}
@@ -48,18 +48,4 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "ok: %d server(s), %d warning(s)\n", len(ws.Servers), warns)
 	}
 	return 0
-}
-
-// emptySources warns about config files that define no server: a file of the right
-// shape that is empty, or a client's config whose servers are all disabled, is more
-// likely a mistake than an intent.
-func emptySources(ws *config.Workspace) []config.Problem {
-	var out []config.Problem
-	for _, s := range ws.Sources {
-		if s.Servers == 0 {
-			out = append(out, config.Problem{Severity: config.SeverityWarning, File: s.File,
-				Message: fmt.Sprintf("defines no servers (read as %s); add servers, or check that this is the file you meant", s.Dialect)})
-		}
-	}
-	return out
 }

@@ -2,22 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
+	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
 
 // login runs the OAuth authorization code flow for one server of the config
@@ -74,22 +72,12 @@ func logout(args []string, stdout, stderr io.Writer) int {
 	if srv == nil {
 		return code
 	}
-	grants, err := store.LoadAll(srv.URL)
-	if err != nil {
-		fmt.Fprintf(stderr, "logout: %v; the files are removed without revoking their tokens\n", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client := &http.Client{Timeout: oauth.RevokeTimeout}
-	for _, g := range grants {
-		switch err := oauth.Revoke(ctx, client, g); {
-		case errors.Is(err, oauth.ErrNoRevocation):
-			fmt.Fprintf(stderr, "logout: %s cannot revoke tokens; they stay valid there until they expire\n", issuerName(g))
-		case err != nil:
-			fmt.Fprintf(stderr, "logout: could not revoke the tokens at %s (%v); they may stay valid there until they expire or you revoke the access there\n", issuerName(g), err)
-		}
+	removed, warnings, err := upstreamauth.Logout(ctx, store, srv)
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "logout:", w)
 	}
-	removed, err := store.RemoveAll(srv.URL)
 	if err != nil {
 		fmt.Fprintln(stderr, "logout:", err)
 		return 1
@@ -100,14 +88,6 @@ func logout(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "logged out of %s\n", id)
 	return 0
-}
-
-// issuerName names a grant's issuer in a message.
-func issuerName(g *oauth.Grant) string {
-	if g.Issuer == "" {
-		return "the authorization server"
-	}
-	return "the authorization server " + g.Issuer
 }
 
 // oauthCommand parses the flags of the command name (the common ones, and
@@ -129,7 +109,7 @@ func oauthCommand(name string, args []string, stdout, stderr io.Writer, flags fu
 		fmt.Fprintln(stderr, "error:", err)
 		return "", nil, nil, 2
 	}
-	srv, store, code := oauthServer(name, &c, id, stdout, stderr)
+	srv, store, code := oauthServer(name, &c, id, stderr)
 	return id, srv, store, code
 }
 
@@ -170,59 +150,20 @@ func parseServerArg(fs *flag.FlagSet, args []string, stderr io.Writer) (id strin
 
 // oauthServer loads the config and returns server id, which must use
 // auth: {type: oauth}, and the token store; nil and an exit code when it
-// cannot.
-func oauthServer(cmd string, c *common, id string, stdout, stderr io.Writer) (*config.Server, *oauth.Store, int) {
+// cannot, having said why on stderr.
+func oauthServer(cmd string, c *common, id string, stderr io.Writer) (*config.Server, *oauth.Store, int) {
 	src := resolveConfig(c.configs, os.Getenv)
 	for _, n := range src.notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
 	ws, problems := src.load()
-	var srv *config.Server
-	var withOAuth []string
-	if ws != nil {
-		for _, s := range ws.Servers {
-			if s.ID == id {
-				srv = s
-			}
-			if s.Auth.Type == config.ServerAuthOAuth {
-				withOAuth = append(withOAuth, s.ID)
-			}
-		}
-	}
-	if srv == nil {
-		var own []config.Problem
-		for _, p := range problems {
-			if p.Server == id || p.Server == "" && p.Severity == config.SeverityError {
-				own = append(own, p)
-			}
-		}
-		if len(own) > 0 {
-			printProblems(stderr, own)
-			fmt.Fprintf(stderr, "%s: server %q cannot be used until the config problems above are fixed\n", cmd, id)
-			return nil, nil, 1
-		}
-		sort.Strings(withOAuth)
-		hint := "no server in the config has auth: {type: oauth}"
-		if len(withOAuth) > 0 {
-			hint = "servers with auth: {type: oauth}: " + strings.Join(withOAuth, ", ")
-		}
-		fmt.Fprintf(stderr, "%s: no server %q in the config (%s)\n", cmd, id, hint)
-		return nil, nil, 1
-	}
-	if srv.Auth.Type != config.ServerAuthOAuth {
-		fmt.Fprintf(stderr, "%s: server %q does not use OAuth; add auth: {type: oauth} to its config if it needs a login\n", cmd, id)
-		return nil, nil, 1
-	}
-	if srv.Auth.PerUser && srv.Auth.Service != config.ServiceLogin {
-		fmt.Fprintf(stderr, "%s: server %q keeps a login per caller (auth.per_user): each person logs in through the link the gateway offers when they call its tools (auth.service: login takes the aggregator's own login too, for the requests no caller made)\n", cmd, id)
-		return nil, nil, 1
-	}
-	dir, err := oauth.DefaultDir()
+	srv, store, own, err := upstreamauth.LoginTarget(ws, problems, id)
 	if err != nil {
+		printProblems(stderr, own)
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, nil, 1
 	}
-	return srv, oauth.NewStore(dir), 0
+	return srv, store, 0
 }
 
 // openBrowser opens url in the user's browser, without waiting for it; a

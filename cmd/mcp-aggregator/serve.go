@@ -33,7 +33,7 @@ import (
 )
 
 // shutdownGrace bounds how long in-flight calls may run after a stop signal.
-const shutdownGrace = 10 * time.Second
+const shutdownGrace = gateway.ShutdownGrace
 
 // recentReloads is how many reloads the status page lists.
 const recentReloads = 20
@@ -304,8 +304,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelLoad()
 		return stdioDone(ctx, err, log)
 	}
-	return serveHTTP(ctx, &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.Callback(), Logout: upAuth.Logout(), ClientMetadata: clientDocs,
-		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}, tlsConfig != nil, ln, loaded, log)
+	gw := &gateway.Gateway{Edge: edge, Proxy: p, Access: gwAuth, Drain: drain, LoginCallback: upAuth.Callback(), Logout: upAuth.Logout(), ClientMetadata: clientDocs,
+		Ops: ops.New(p, recorder, ops.Options{Logger: log, Version: buildVersion(), Secrets: &c.secrets, Draining: drain.Draining})}
+	// Drained, then the listen streams ended, the server shut down and the
+	// proxy closed, in that order; the deferred closes above then find
+	// nothing left to do but the supervisor's and the tracer's.
+	return gw.Serve(ctx, ln, tlsConfig != nil, loaded, log)
 }
 
 // startSupervisor sets up process supervision (see supervise.Supervisor),
@@ -364,61 +368,6 @@ func tlsFlags(certFile, keyFile, httpAddr string) error {
 		return errors.New("--tls-cert and --tls-key serve HTTPS and need --http ADDR")
 	}
 	return nil
-}
-
-// serveHTTP serves gw on ln (over HTTPS when https) until the first load
-// fails, a stop signal or POST /drain, or the server fails, then drains and
-// shuts down. It returns the exit code.
-func serveHTTP(ctx context.Context, gw *gateway.Gateway, https bool, ln net.Listener, loaded <-chan int, log *slog.Logger) int {
-	edge := gw.Edge
-	errc := make(chan error, 1)
-	go func() { errc <- edge.Serve(ln, gw.Handler()) }()
-	// Tests and scripts read this line to learn the port.
-	scheme := "http://"
-	if https {
-		scheme = "https://"
-	}
-	log.Info("listening", "url", scheme+ln.Addr().String()+"/mcp")
-
-	code := 0
-	signalled := false
-	select {
-	case code = <-loaded:
-		if code == 0 {
-			select {
-			case <-ctx.Done():
-				signalled = true
-			case <-gw.Drain.Requested():
-			case err := <-errc:
-				log.Error("http server failed", "err", err)
-				code = 1
-			}
-		}
-	case <-ctx.Done():
-		signalled = true
-	case <-gw.Drain.Requested():
-	case err := <-errc:
-		log.Error("http server failed", "err", err)
-		code = 1
-	}
-	if code == 0 {
-		// A stop signal or POST /drain: out of the balancer's rotation
-		// first, then stop once the open sessions are done.
-		why := "POST /drain"
-		if signalled {
-			why = "stop signal"
-		}
-		gw.Drain.Begin(why)
-		gw.Drain.Wait(signalled)
-	}
-	log.Info("shutting down")
-	// Listen streams get their final result while the server still writes
-	// to them; its shutdown then finds them done rather than cut.
-	gw.Proxy.EndListeners()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	_ = edge.Shutdown(sctx)
-	return code
 }
 
 // oneProcessor runs the stdio server's Go code on one processor at a time,

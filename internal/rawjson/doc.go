@@ -3,6 +3,8 @@
 // '>' and '&' into escapes), so raw upstream payloads embedded in a message
 // keep every byte; it reads an object's members as the bytes they arrived
 // as, in one validating pass, for the few members a message is routed by;
-// and it is the one place a peer's object is edited: a member changed,
-// added or dropped, every other byte left as it came.
+// it is the one place a peer's object is edited: a member changed,
+// added or dropped, every other byte left as it came; and it builds the
+// objects and arrays that embed a peer's raw values, each checked to be
+// one JSON value before it is written.
 package rawjson
