@@ -266,6 +266,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
 	if bridgedTask {
 		inv.task = json.RawMessage(`{}`) // the extension's task, as a 2025-11-25 task upstream
+		if params, ok := rawjson.Set(inv.params, "task", func([]byte) []byte { return inv.task }); ok {
+			inv.params = params // the params go up as the client sent them, edited where they stand
+		}
 	}
 	slot, cached, hit := p.cachedResult(&inv, rs, grant)
 	if hit {
