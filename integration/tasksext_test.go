@@ -295,8 +295,8 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	assert.Equal(t, "bridged done after 2 steps", resultText(t, result))
 
 	long := call("a_countdown", map[string]any{"label": "long", "steps": 1000, "stepMs": 100})
-	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{}}, true, "conv-1")
-	assert.Equal(t, -32600, errorCode(t, update))
+	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{"never-asked": map[string]any{}}}, true, "conv-1")
+	require.Empty(t, update.Error, "a response to nothing asked is ignored: %s", update.Error)
 	cancelled := ac.do("tasks/cancel", long, map[string]any{"taskId": long}, true, "conv-1")
 	require.Empty(t, cancelled.Error, "%s", cancelled.Error)
 	var ack map[string]any
@@ -305,4 +305,123 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, "an empty acknowledgement")
 	_, shape = taskShape(t, ac.do("tasks/get", long, map[string]any{"taskId": long}, true, "conv-1"))
 	assert.Equal(t, "cancelled", shape["status"])
+}
+
+// pollTask polls tasks/get for id until until says the task is as it should be
+// (or callTimeout passed), and returns its last shape.
+func pollTask(t *testing.T, ac *extCaller, id, lease string, until func(shape map[string]any) bool) map[string]any {
+	t.Helper()
+	var shape map[string]any
+	for deadline := time.Now().Add(callTimeout); ; {
+		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, lease))
+		if until(shape) || time.Now().After(deadline) {
+			return shape
+		}
+		interval, _ := shape["pollIntervalMs"].(float64)
+		time.Sleep(time.Duration(max(interval, 10)) * time.Millisecond) // as the task asks
+	}
+}
+
+// TestTasksExtensionBridgedInput: a 2025-11-25 task that needs input, behind a
+// client of the tasks extension. Its request (elicitation/create naming the task)
+// shows among the inputRequests of tasks/get, with the status input_required and
+// the task named by the client's id; the client's tasks/update answers it, and the
+// task ends with the answer. Whether the upstream asks of its own accord
+// (taskserver's reporter, on a shared instance) or only while a requestor waits in
+// tasks/result (server-everything's research task, input_required).
+func TestTasksExtensionBridgedInput(t *testing.T) {
+	t.Parallel()
+	everything := nodeEntry(t, everythingEntry)
+	cases := []struct {
+		name, config, tool string
+		args               map[string]any
+		answer             map[string]any
+		check              func(t *testing.T, result json.RawMessage)
+	}{{
+		name:   "asked of its own accord",
+		config: tasksConfig(t),
+		tool:   "a_reporter",
+		args:   map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true},
+		answer: map[string]any{"action": "accept", "content": map[string]any{"keep": true}},
+		check: func(t *testing.T, result json.RawMessage) {
+			var r struct {
+				Structured struct {
+					Answer struct {
+						Action        string `json:"action"`
+						RelatedTaskID string `json:"relatedTaskId"`
+					} `json:"answer"`
+				} `json:"structuredContent"`
+			}
+			require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+			assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
+			assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+		},
+	}, {
+		name: "asked during tasks/result",
+		config: `version: 1
+servers:
+  every:
+    truely-stateless: true
+    command: node
+    args: [` + quoted(everything) + `, stdio]
+    transform: [{prefix: ev_}]
+    tools: {whitelist: [simulate-research-query]}
+`,
+		tool:   "ev_simulate-research-query",
+		args:   map[string]any{"topic": "tea", "ambiguous": true},
+		answer: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "historical"}},
+		check: func(t *testing.T, result json.RawMessage) {
+			assert.Contains(t, resultText(t, result), "Clarification**: historical", "the client's answer reached the task")
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			alice := randomToken(t)
+			a := startAggregator(t, httpTransport, aggregatorOptions{
+				configs: []string{writeConfig(t, strings.Replace(tc.config, "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
+				env:     []string{"ALICE_TOKEN=" + alice},
+			})
+			a.waitLoaded()
+			ac := &extCaller{t: t, url: a.url, token: alice}
+			m := ac.do("tools/call", tc.tool, map[string]any{"name": tc.tool, "arguments": tc.args}, true, "conv-1")
+			require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
+			id, shape := taskShape(t, m)
+			require.Equal(t, "task", shape["resultType"], "%s", m.Result)
+
+			shape = pollTask(t, ac, id, "conv-1", func(shape map[string]any) bool { return shape["inputRequests"] != nil || shape["status"] != "working" })
+			require.Equal(t, "input_required", shape["status"], "%v\naggregator log:\n%s", shape, a.log)
+			requests, _ := shape["inputRequests"].(map[string]any)
+			require.Len(t, requests, 1, "%v", shape)
+			var key string
+			var request map[string]any
+			for k, v := range requests {
+				key, request = k, v.(map[string]any)
+			}
+			assert.Equal(t, "elicitation/create", request["method"], "%v", request)
+			related, _ := request["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any)
+			assert.Equal(t, id, related["taskId"], "the request names the task by the client's id: %v", request)
+
+			again := ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "other-conv")
+			assert.Equal(t, -32602, errorCode(t, again), "another conversation does not find the task")
+
+			answer := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": id}}}
+			for k, v := range tc.answer {
+				answer[k] = v
+			}
+			update := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer, "never-asked": map[string]any{}}}, true, "conv-1")
+			require.Empty(t, update.Error, "%s", update.Error)
+
+			shape = pollTask(t, ac, id, "conv-1", func(shape map[string]any) bool {
+				return shape["status"] == "completed" || shape["status"] == "failed" || shape["status"] == "cancelled"
+			})
+			require.Equal(t, "completed", shape["status"], "%v\naggregator log:\n%s", shape, a.log)
+			assert.NotContains(t, shape, "inputRequests", "answered: %v", shape)
+			result, _ := json.Marshal(shape["result"])
+			tc.check(t, result)
+
+			bad := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": []any{}}, true, "conv-1")
+			assert.Equal(t, -32602, errorCode(t, bad), "inputResponses must be an object")
+		})
+	}
 }

@@ -61,6 +61,9 @@ type invocation struct {
 	onTask *tasks.Entry
 	limit  timeLimit
 	hint   string
+	// ask answers the upstream's requests during a request the aggregator
+	// makes of its own accord (req nil); nil: none is answered.
+	ask upstream.ServerRequestHandler
 }
 
 // toolCall reports whether inv is a tools/call.
@@ -302,6 +305,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			p.inflight.add(grant.Instance, inv.req)
 			defer p.inflight.remove(grant.Instance, inv.req)
 		}
+	} else if inv.ask != nil && grant != nil {
+		up.OnServerRequest = inv.ask
 	}
 	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/tasks"
@@ -128,9 +129,10 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 	out = p.relatedToClient(out, inst, e.Owner)
 	p.tasks.Touch(e, tasks.Terminal(rawjson.Member(raw, "task")))
 	tp.attach(e)
-	if rs := p.current().servers[server]; rs != nil && rs.pool.Stateless() {
+	if rs := p.current().servers[server]; rs != nil && (rs.pool.Stateless() || bridgedOwner(e)) {
 		// A shared instance's requests outside any call reach the session
-		// whose task they name.
+		// whose task they name; those about a task of the tasks extension
+		// (a conversation's, on its leased instance too) are held for it.
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
@@ -448,6 +450,9 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 // anything, and the inner handler is only made when it does.
 func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
 	if req.Session == nil {
+		if declaresTasksExtension(req) && !protocol.Modern(inst.Protocol()) {
+			return p.bridgedRequests(p.serverRequests(req), inst)
+		}
 		return p.serverRequests(req)
 	}
 	owner := sessionLeaseKey(req.Session)
@@ -487,6 +492,9 @@ func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerReques
 		var s downstream.Session
 		if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
 			if e, known := p.awaitTask(ctx, inst, up); known {
+				if bridgedOwner(e) {
+					return p.bridgedInputRequest(ctx, e, method, params)
+				}
 				s = p.clients.session(e.Owner)
 			}
 		}
