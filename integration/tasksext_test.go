@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -423,5 +424,103 @@ servers:
 			bad := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": []any{}}, true, "conv-1")
 			assert.Equal(t, -32602, errorCode(t, bad), "inputResponses must be an object")
 		})
+	}
+}
+
+// listenTasks opens a subscriptions/listen stream of c naming taskIds in
+// conversation lease, and returns the taskIds its acknowledgement grants and
+// the stream's later events (each a JSON-RPC message).
+func (c *extCaller) listenTasks(ctx context.Context, lease string, taskIDs []string) (granted []string, events chan message) {
+	c.t.Helper()
+	c.id++
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasksext-test", "version": "1"},
+		"mcp-aggregator/lease":                       lease}
+	body := mustJSON(c.t, map[string]any{"jsonrpc": "2.0", "id": c.id, "method": "subscriptions/listen",
+		"params": map[string]any{"_meta": meta, "notifications": map[string]any{"taskIds": taskIDs}}})
+	req := modernHTTPRequest(c.t, ctx, c.url, "subscriptions/listen", "", string(body), http.Header{"Authorization": {"Bearer " + c.token}})
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	events = make(chan message, 64)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool {
+			var m message
+			if json.Unmarshal(d, &m) == nil {
+				events <- m
+			}
+			return true
+		})
+	}()
+	select {
+	case ack, ok := <-events:
+		require.True(c.t, ok, "the listen stream closed before its acknowledgement")
+		require.Equal(c.t, "notifications/subscriptions/acknowledged", ack.Method)
+		var p struct {
+			Notifications struct {
+				TaskIDs []string `json:"taskIds"`
+			} `json:"notifications"`
+		}
+		require.NoError(c.t, json.Unmarshal(ack.Params, &p), "%s", ack.Params)
+		return p.Notifications.TaskIDs, events
+	case <-time.After(callTimeout):
+		c.t.Fatal("subscriptions/listen was never acknowledged")
+	}
+	return nil, nil
+}
+
+// TestTasksExtensionNotifications: a client's subscriptions/listen naming its own
+// bridged task (taskserver's countdown, which announces each step with
+// notifications/tasks/status) is granted it, and hears of the task's steps as
+// notifications/tasks under the aggregator's id, to the end; a task id of another
+// conversation or of another client, or one that never was, is not granted.
+func TestTasksExtensionNotifications(t *testing.T) {
+	t.Parallel()
+	alice, bob := randomToken(t), randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n",
+			"version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}, bob: {env: BOB_TOKEN}}}}\n", 1))},
+		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	bc := &extCaller{t: t, url: a.url, token: bob}
+	m := ac.do("tools/call", "a_countdown", map[string]any{"name": "a_countdown", "arguments": map[string]any{"label": "heard", "steps": 20, "stepMs": 100}}, true, "conv-1")
+	id, _ := taskShape(t, m)
+	require.NotEmpty(t, id, "%s\naggregator log:\n%s", m.Result, a.log)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted, events := ac.listenTasks(ctx, "conv-1", []string{id, "task-1", "task-00000000000000000000000000000000"})
+	assert.Equal(t, []string{id}, granted, "only the client's own task is granted")
+	other, _ := ac.listenTasks(ctx, "conv-2", []string{id})
+	assert.Empty(t, other, "another conversation's task is not granted")
+	stranger, _ := bc.listenTasks(ctx, "conv-1", []string{id})
+	assert.Empty(t, stranger, "another client's task is not granted")
+
+	var steps int
+	for deadline := time.After(callTimeout); ; {
+		select {
+		case ev, ok := <-events:
+			require.True(t, ok, "the listen stream ended before the task did")
+			if ev.Method != "notifications/tasks" {
+				continue
+			}
+			var task map[string]any
+			require.NoError(t, json.Unmarshal(ev.Params, &task))
+			assert.Equal(t, id, task["taskId"], "the aggregator's id: %s", ev.Params)
+			assert.NotContains(t, task, "ttl", "the extension's Task: %s", ev.Params)
+			assert.Contains(t, task, "ttlMs", "the extension's Task: %s", ev.Params)
+			steps++
+			if task["status"] == "completed" {
+				assert.Greater(t, steps, 1, "the steps were heard before the end")
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no notifications/tasks of a completed task within %s (%d heard)\naggregator log:\n%s", callTimeout, steps, a.log)
+		}
 	}
 }

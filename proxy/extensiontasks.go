@@ -185,12 +185,15 @@ func extensionHandle(created json.RawMessage) json.RawMessage {
 	return extensionTask(rawjson.Member(created, "task"), "task")
 }
 
-// extensionTask is a 2025-11-25 Task as the extension's: resultType set,
-// ttl as ttlMs and pollInterval as pollIntervalMs, every other member as
-// it is.
+// extensionTask is a 2025-11-25 Task as the extension's: resultType set
+// (left out when ""), ttl as ttlMs and pollInterval as pollIntervalMs,
+// every other member as it is.
 func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
-	out := []byte(`{"resultType":`)
-	out = rawjson.AppendString(out, resultType)
+	out := []byte{'{'}
+	if resultType != "" {
+		out = append(out, `"resultType":`...)
+		out = rawjson.AppendString(out, resultType)
+	}
 	obj := rawjson.NewObject(task)
 	for obj.Next() {
 		name := string(obj.Name())
@@ -202,7 +205,9 @@ func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
 		case "resultType":
 			continue
 		}
-		out = append(out, ',')
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
 		out = rawjson.AppendString(out, name)
 		out = append(out, ':')
 		out = append(out, obj.Value()...)

@@ -390,6 +390,13 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	if e == nil {
 		return
 	}
+	if bridgedOwner(e) {
+		// A task of the tasks extension: its listen streams hear of it.
+		out, _ := tasks.MapStringAt(params, tasks.IDPath, tasks.SetString(e.ID))
+		p.tasks.Touch(e, tasks.Terminal(params))
+		p.bridgedTaskNote(e, p.relatedToClient(out, inst, e.Owner))
+		return
+	}
 	s := p.clients.session(e.Owner)
 	if s == nil {
 		return
