@@ -524,3 +524,51 @@ func TestTasksExtensionNotifications(t *testing.T) {
 		}
 	}
 }
+
+// TestTasksExtensionNotificationsFromUpstream: a 2026-07-28 upstream's
+// notifications/tasks (taskextserver sends one, with the completed Task, on the
+// stream of the tasks/update that completes its greeting) reaches the listen
+// stream granted the task, under the aggregator's id; the upstream's id never.
+func TestTasksExtensionNotificationsFromUpstream(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: true
+    transform: [{prefix: x_}]
+`, url))},
+		env: []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	m := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}}, true, "conv-1")
+	id, _ := taskShape(t, m)
+	require.NotEmpty(t, id, "%s", m.Result)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted, events := ac.listenTasks(ctx, "conv-1", []string{id})
+	require.Equal(t, []string{id}, granted)
+	update := ac.do("tasks/update", id, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}}, true, "conv-1")
+	require.Empty(t, update.Error, "%s\nserver log:\n%s", update.Error, serverLog)
+	select {
+	case ev, ok := <-events:
+		require.True(t, ok, "the listen stream ended")
+		require.Equal(t, "notifications/tasks", ev.Method, "%s", ev.Params)
+		var task map[string]any
+		require.NoError(t, json.Unmarshal(ev.Params, &task))
+		assert.Equal(t, id, task["taskId"], "the aggregator's id: %s", ev.Params)
+		assert.Equal(t, "completed", task["status"])
+		result, _ := json.Marshal(task["result"])
+		assert.Equal(t, "hello, Ada", resultText(t, result))
+	case <-time.After(callTimeout):
+		t.Fatalf("no notifications/tasks within %s\nserver log:\n%s\naggregator log:\n%s", callTimeout, serverLog, a.log)
+	}
+}
