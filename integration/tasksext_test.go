@@ -572,3 +572,78 @@ servers:
 		t.Fatalf("no notifications/tasks within %s\nserver log:\n%s\naggregator log:\n%s", callTimeout, serverLog, a.log)
 	}
 }
+
+// TestTasksExtensionForOlderSession: a 2025-11-25 session in front of a 2026-07-28
+// upstream that speaks the tasks extension (taskextserver). Its task-augmented
+// tools/call gets a CreateTaskResult under the aggregator's id (ttlMs as ttl);
+// tasks/get answers the upstream's Task as 2025-11-25's; tasks/result waits for
+// the task, asking the session what the task's inputRequests ask (an
+// elicitation naming the task by the session's id), and answers with the
+// result; tasks/cancel cancels a task upstream.
+func TestTasksExtensionForOlderSession(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: true
+    transform: [{prefix: x_}]
+`, url))
+	a.waitLoaded()
+	c := a.newClient()
+	asked := make(chan json.RawMessage, 4)
+	c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+		if method != "elicitation/create" {
+			return "", `{"code":-32601,"message":"not here: ` + method + `"}`
+		}
+		asked <- params
+		return `{"action":"accept","content":{"name":"Ada"}}`, ""
+	}
+	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+
+	resp := c.mustRequest("tools/call", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}, "task": map[string]any{"ttl": 60000}})
+	require.Empty(t, string(resp.Error), "%s\nserver log:\n%s\naggregator log:\n%s", resp.Error, serverLog, a.log)
+	var created struct {
+		Task map[string]any `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &created), "%s", resp.Result)
+	id, _ := created.Task["taskId"].(string)
+	require.True(t, strings.HasPrefix(id, "task-") && len(id) > len("task-1"), "the aggregator's id: %s", resp.Result)
+	assert.Equal(t, float64(60000), created.Task["ttl"], "ttlMs becomes ttl: %s", resp.Result)
+	assert.NotContains(t, created.Task, "ttlMs")
+	assert.NotContains(t, created.Task, "resultType")
+
+	got := mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
+	assert.Equal(t, id, got["taskId"])
+	assert.Equal(t, "input_required", got["status"])
+	assert.NotContains(t, got, "inputRequests", "2025-11-25's Task carries no requests")
+
+	res := c.mustRequest("tasks/result", map[string]any{"taskId": id})
+	require.Empty(t, string(res.Error), "tasks/result: %s\naggregator log:\n%s", res.Error, a.log)
+	assert.Equal(t, "hello, Ada", resultText(t, res.Result), "the session's answer reached the task")
+	select {
+	case params := <-asked:
+		var p struct {
+			Meta map[string]struct {
+				TaskID string `json:"taskId"`
+			} `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(params, &p))
+		assert.Equal(t, id, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the elicitation names the task by the session's id")
+	default:
+		t.Fatal("the session was never asked")
+	}
+	got = mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
+	assert.Equal(t, "completed", got["status"])
+
+	resp = c.mustRequest("tools/call", map[string]any{"name": "x_linger", "arguments": map[string]any{}, "task": map[string]any{}})
+	require.Empty(t, string(resp.Error), "%s", resp.Error)
+	require.NoError(t, json.Unmarshal(resp.Result, &created), "%s", resp.Result)
+	linger, _ := created.Task["taskId"].(string)
+	cancelled := mustResult(t, c.mustRequest("tasks/cancel", map[string]any{"taskId": linger}), "tasks/cancel")
+	assert.Equal(t, linger, cancelled["taskId"])
+	assert.Equal(t, "cancelled", cancelled["status"], "cancelled upstream: %v", cancelled)
+	assert.Contains(t, serverLog.String(), "taskextserver: tasks/cancel ", "the cancel went upstream")
+}

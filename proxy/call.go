@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -273,6 +274,12 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			inv.params = params // the params go up as the client sent them, edited where they stand
 		}
 	}
+	// A session's task on a server that speaks the tasks extension: the
+	// call goes up declaring the extension, without params.task.
+	extTask := call && grant != nil && len(inv.task) > 0 && !bridgedTask && protocol.Modern(grant.Instance.Protocol()) && offersTasksExtension(rs)
+	if extTask {
+		inv.params = rawjson.Without(inv.params, "task")
+	}
 	slot, cached, hit := p.cachedResult(&inv, rs, grant)
 	if hit {
 		return cached, nil, nil
@@ -341,7 +348,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
-	if call && grant != nil && declaresTasksExtension(inv.req) {
+	if call && grant != nil && (declaresTasksExtension(inv.req) || extTask) {
 		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
 	}
 	raw, derr := to.Do(upCtx, up)
@@ -392,6 +399,11 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if call && grant != nil && task == nil && isTaskHandle(raw) {
 		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
+	}
+	if extTask && task != nil && isTaskHandle(raw) {
+		tp.drop()
+		created, rpcErr := p.extensionTaskCreated(task, entry.Server, grant.Instance, inv.key, limit, raw)
+		return created, rpcErr, nil
 	}
 	if task != nil {
 		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {

@@ -184,6 +184,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
 	}
+	if protocol.Modern(e.Inst.Protocol()) {
+		return p.sessionExtensionTaskRequest(ctx, req, e, timeout)
+	}
 	if method == "tasks/result" {
 		// It waits for the task to end: the tool's own call timeout.
 		timeout = timeLimit{d: e.Timeout, setting: e.TimeoutSetting}
