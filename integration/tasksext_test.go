@@ -637,6 +637,12 @@ servers:
 	}
 	got = mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
 	assert.Equal(t, "completed", got["status"])
+	listed := mustResult(t, c.mustRequest("tasks/list", map[string]any{}), "tasks/list")
+	require.Len(t, listed["tasks"], 1, "%v", listed)
+	item := listed["tasks"].([]any)[0].(map[string]any)
+	assert.Equal(t, id, item["taskId"])
+	assert.Equal(t, "completed", item["status"])
+	assert.NotContains(t, item, "result", "2025-11-25's Task: %v", item)
 
 	resp = c.mustRequest("tools/call", map[string]any{"name": "x_linger", "arguments": map[string]any{}, "task": map[string]any{}})
 	require.Empty(t, string(resp.Error), "%s", resp.Error)

@@ -355,6 +355,10 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks
 	}
 	params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 	params = append(params, '}')
+	modern := protocol.Modern(e.Inst.Protocol()) // a task of the tasks extension (extensionbridge.go)
+	if modern {
+		ctx = upstream.WithTasksExtension(ctx)
+	}
 	raw, rpcErr, ok := p.onTaskInstance(ctx, req, e, "tasks/get", params, timeout, false)
 	switch {
 	case !ok:
@@ -370,6 +374,9 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks
 	out, ok := tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	if !ok {
 		return nil // not a Task of this id: nothing to show
+	}
+	if modern {
+		out = legacyTask(out)
 	}
 	p.tasks.Touch(e, tasks.Terminal(raw))
 	return p.relatedToClient(out, e.Inst, e.Owner)
