@@ -30,3 +30,17 @@ func TestInputResponsesOfBounded(t *testing.T) {
 		assert.Contains(t, bad, want, params)
 	}
 }
+
+func TestTaskShapesBetweenGenerations(t *testing.T) {
+	legacy := `{"taskId":"t1","status":"working","ttl":60000,"pollInterval":100,"createdAt":"x"}`
+	ext := extensionTask(json.RawMessage(legacy), "complete")
+	assert.JSONEq(t, `{"resultType":"complete","taskId":"t1","status":"working","ttlMs":60000,"pollIntervalMs":100,"createdAt":"x"}`, string(ext))
+	note := extensionTask(json.RawMessage(legacy), "")
+	assert.JSONEq(t, `{"taskId":"t1","status":"working","ttlMs":60000,"pollIntervalMs":100,"createdAt":"x"}`, string(note))
+
+	back := legacyTask(json.RawMessage(`{"resultType":"complete","taskId":"t1","status":"completed","ttlMs":60000,"pollIntervalMs":100,"result":{"content":[]},"inputRequests":{},"_meta":{"k":1}}`))
+	assert.JSONEq(t, `{"taskId":"t1","status":"completed","ttl":60000,"pollInterval":100}`, string(back))
+
+	related := withRelatedTask(json.RawMessage(`{"content":[],"_meta":{"keep":true}}`), "task-9")
+	assert.JSONEq(t, `{"content":[],"_meta":{"keep":true,"io.modelcontextprotocol/related-task":{"taskId":"task-9"}}}`, string(related))
+}

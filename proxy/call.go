@@ -276,7 +276,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	}
 	// A session's task on a server that speaks the tasks extension: the
 	// call goes up declaring the extension, without params.task.
-	extTask := call && grant != nil && len(inv.task) > 0 && !bridgedTask && protocol.Modern(grant.Instance.Protocol()) && offersTasksExtension(rs)
+	extTask := call && grant != nil && len(inv.task) > 0 && !bridgedTask && inv.req != nil && !inv.req.Sessionless() &&
+		protocol.Modern(grant.Instance.Protocol()) && offersTasksExtension(rs)
 	if extTask {
 		inv.params = rawjson.Without(inv.params, "task")
 	}
