@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -295,8 +296,8 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	assert.Equal(t, "bridged done after 2 steps", resultText(t, result))
 
 	long := call("a_countdown", map[string]any{"label": "long", "steps": 1000, "stepMs": 100})
-	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{}}, true, "conv-1")
-	assert.Equal(t, -32600, errorCode(t, update))
+	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{"never-asked": map[string]any{}}}, true, "conv-1")
+	require.Empty(t, update.Error, "a response to nothing asked is ignored: %s", update.Error)
 	cancelled := ac.do("tasks/cancel", long, map[string]any{"taskId": long}, true, "conv-1")
 	require.Empty(t, cancelled.Error, "%s", cancelled.Error)
 	var ack map[string]any
@@ -305,4 +306,350 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, "an empty acknowledgement")
 	_, shape = taskShape(t, ac.do("tasks/get", long, map[string]any{"taskId": long}, true, "conv-1"))
 	assert.Equal(t, "cancelled", shape["status"])
+}
+
+// pollTask polls tasks/get for id until until says the task is as it should be
+// (or callTimeout passed), and returns its last shape.
+func pollTask(t *testing.T, ac *extCaller, id, lease string, until func(shape map[string]any) bool) map[string]any {
+	t.Helper()
+	var shape map[string]any
+	for deadline := time.Now().Add(callTimeout); ; {
+		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, lease))
+		if until(shape) || time.Now().After(deadline) {
+			return shape
+		}
+		interval, _ := shape["pollIntervalMs"].(float64)
+		time.Sleep(time.Duration(max(interval, 10)) * time.Millisecond) // as the task asks
+	}
+}
+
+// TestTasksExtensionBridgedInput: a 2025-11-25 task that needs input, behind a
+// client of the tasks extension. Its request (elicitation/create naming the task)
+// shows among the inputRequests of tasks/get, with the status input_required and
+// the task named by the client's id; the client's tasks/update answers it, and the
+// task ends with the answer. Whether the upstream asks of its own accord
+// (taskserver's reporter, on a shared instance) or only while a requestor waits in
+// tasks/result (server-everything's research task, input_required).
+func TestTasksExtensionBridgedInput(t *testing.T) {
+	t.Parallel()
+	everything := nodeEntry(t, everythingEntry)
+	cases := []struct {
+		name, config, tool string
+		args               map[string]any
+		answer             map[string]any
+		check              func(t *testing.T, result json.RawMessage)
+	}{{
+		name:   "asked of its own accord",
+		config: tasksConfig(t),
+		tool:   "a_reporter",
+		args:   map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true},
+		answer: map[string]any{"action": "accept", "content": map[string]any{"keep": true}},
+		check: func(t *testing.T, result json.RawMessage) {
+			var r struct {
+				Structured struct {
+					Answer struct {
+						Action        string `json:"action"`
+						RelatedTaskID string `json:"relatedTaskId"`
+					} `json:"answer"`
+				} `json:"structuredContent"`
+			}
+			require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+			assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
+			assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+		},
+	}, {
+		name: "asked during tasks/result",
+		config: `version: 1
+servers:
+  every:
+    truely-stateless: true
+    command: node
+    args: [` + quoted(everything) + `, stdio]
+    transform: [{prefix: ev_}]
+    tools: {whitelist: [simulate-research-query]}
+`,
+		tool:   "ev_simulate-research-query",
+		args:   map[string]any{"topic": "tea", "ambiguous": true},
+		answer: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "historical"}},
+		check: func(t *testing.T, result json.RawMessage) {
+			assert.Contains(t, resultText(t, result), "Clarification**: historical", "the client's answer reached the task")
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			alice := randomToken(t)
+			a := startAggregator(t, httpTransport, aggregatorOptions{
+				configs: []string{writeConfig(t, strings.Replace(tc.config, "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
+				env:     []string{"ALICE_TOKEN=" + alice},
+			})
+			a.waitLoaded()
+			ac := &extCaller{t: t, url: a.url, token: alice}
+			m := ac.do("tools/call", tc.tool, map[string]any{"name": tc.tool, "arguments": tc.args}, true, "conv-1")
+			require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
+			id, shape := taskShape(t, m)
+			require.Equal(t, "task", shape["resultType"], "%s", m.Result)
+
+			shape = pollTask(t, ac, id, "conv-1", func(shape map[string]any) bool { return shape["inputRequests"] != nil || shape["status"] != "working" })
+			require.Equal(t, "input_required", shape["status"], "%v\naggregator log:\n%s", shape, a.log)
+			requests, _ := shape["inputRequests"].(map[string]any)
+			require.Len(t, requests, 1, "%v", shape)
+			var key string
+			var request map[string]any
+			for k, v := range requests {
+				key, request = k, v.(map[string]any)
+			}
+			assert.Equal(t, "elicitation/create", request["method"], "%v", request)
+			related, _ := request["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any)
+			assert.Equal(t, id, related["taskId"], "the request names the task by the client's id: %v", request)
+
+			again := ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "other-conv")
+			assert.Equal(t, -32602, errorCode(t, again), "another conversation does not find the task")
+
+			answer := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": id}}}
+			for k, v := range tc.answer {
+				answer[k] = v
+			}
+			update := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer, "never-asked": map[string]any{}}}, true, "conv-1")
+			require.Empty(t, update.Error, "%s", update.Error)
+
+			shape = pollTask(t, ac, id, "conv-1", func(shape map[string]any) bool {
+				return shape["status"] == "completed" || shape["status"] == "failed" || shape["status"] == "cancelled"
+			})
+			require.Equal(t, "completed", shape["status"], "%v\naggregator log:\n%s", shape, a.log)
+			assert.NotContains(t, shape, "inputRequests", "answered: %v", shape)
+			result, _ := json.Marshal(shape["result"])
+			tc.check(t, result)
+
+			bad := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": []any{}}, true, "conv-1")
+			assert.Equal(t, -32602, errorCode(t, bad), "inputResponses must be an object")
+		})
+	}
+}
+
+// listenTasks opens a subscriptions/listen stream of c naming taskIds in
+// conversation lease, and returns the taskIds its acknowledgement grants and
+// the stream's later events (each a JSON-RPC message).
+func (c *extCaller) listenTasks(ctx context.Context, lease string, taskIDs []string) (granted []string, events chan message) {
+	c.t.Helper()
+	c.id++
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasksext-test", "version": "1"},
+		"mcp-aggregator/lease":                       lease}
+	body := mustJSON(c.t, map[string]any{"jsonrpc": "2.0", "id": c.id, "method": "subscriptions/listen",
+		"params": map[string]any{"_meta": meta, "notifications": map[string]any{"taskIds": taskIDs}}})
+	req := modernHTTPRequest(c.t, ctx, c.url, "subscriptions/listen", "", string(body), http.Header{"Authorization": {"Bearer " + c.token}})
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	events = make(chan message, 64)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool {
+			var m message
+			if json.Unmarshal(d, &m) == nil {
+				events <- m
+			}
+			return true
+		})
+	}()
+	select {
+	case ack, ok := <-events:
+		require.True(c.t, ok, "the listen stream closed before its acknowledgement")
+		require.Equal(c.t, "notifications/subscriptions/acknowledged", ack.Method)
+		var p struct {
+			Notifications struct {
+				TaskIDs []string `json:"taskIds"`
+			} `json:"notifications"`
+		}
+		require.NoError(c.t, json.Unmarshal(ack.Params, &p), "%s", ack.Params)
+		return p.Notifications.TaskIDs, events
+	case <-time.After(callTimeout):
+		c.t.Fatal("subscriptions/listen was never acknowledged")
+	}
+	return nil, nil
+}
+
+// TestTasksExtensionNotifications: a client's subscriptions/listen naming its own
+// bridged task (taskserver's countdown, which announces each step with
+// notifications/tasks/status) is granted it, and hears of the task's steps as
+// notifications/tasks under the aggregator's id, to the end; a task id of another
+// conversation or of another client, or one that never was, is not granted.
+func TestTasksExtensionNotifications(t *testing.T) {
+	t.Parallel()
+	alice, bob := randomToken(t), randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n",
+			"version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}, bob: {env: BOB_TOKEN}}}}\n", 1))},
+		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	bc := &extCaller{t: t, url: a.url, token: bob}
+	m := ac.do("tools/call", "a_countdown", map[string]any{"name": "a_countdown", "arguments": map[string]any{"label": "heard", "steps": 20, "stepMs": 100}}, true, "conv-1")
+	id, _ := taskShape(t, m)
+	require.NotEmpty(t, id, "%s\naggregator log:\n%s", m.Result, a.log)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted, events := ac.listenTasks(ctx, "conv-1", []string{id, "task-1", "task-00000000000000000000000000000000"})
+	assert.Equal(t, []string{id}, granted, "only the client's own task is granted")
+	other, _ := ac.listenTasks(ctx, "conv-2", []string{id})
+	assert.Empty(t, other, "another conversation's task is not granted")
+	stranger, _ := bc.listenTasks(ctx, "conv-1", []string{id})
+	assert.Empty(t, stranger, "another client's task is not granted")
+
+	var steps int
+	for deadline := time.After(callTimeout); ; {
+		select {
+		case ev, ok := <-events:
+			require.True(t, ok, "the listen stream ended before the task did")
+			if ev.Method != "notifications/tasks" {
+				continue
+			}
+			var task map[string]any
+			require.NoError(t, json.Unmarshal(ev.Params, &task))
+			assert.Equal(t, id, task["taskId"], "the aggregator's id: %s", ev.Params)
+			assert.NotContains(t, task, "ttl", "the extension's Task: %s", ev.Params)
+			assert.Contains(t, task, "ttlMs", "the extension's Task: %s", ev.Params)
+			steps++
+			if task["status"] == "completed" {
+				assert.Greater(t, steps, 1, "the steps were heard before the end")
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no notifications/tasks of a completed task within %s (%d heard)\naggregator log:\n%s", callTimeout, steps, a.log)
+		}
+	}
+}
+
+// TestTasksExtensionNotificationsFromUpstream: a 2026-07-28 upstream's
+// notifications/tasks (taskextserver sends one, with the completed Task, on the
+// stream of the tasks/update that completes its greeting) reaches the listen
+// stream granted the task, under the aggregator's id; the upstream's id never.
+func TestTasksExtensionNotificationsFromUpstream(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	alice := randomToken(t)
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
+http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: true
+    transform: [{prefix: x_}]
+`, url))},
+		env: []string{"ALICE_TOKEN=" + alice},
+	})
+	a.waitLoaded()
+	ac := &extCaller{t: t, url: a.url, token: alice}
+	m := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}}, true, "conv-1")
+	id, _ := taskShape(t, m)
+	require.NotEmpty(t, id, "%s", m.Result)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted, events := ac.listenTasks(ctx, "conv-1", []string{id})
+	require.Equal(t, []string{id}, granted)
+	update := ac.do("tasks/update", id, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}}, true, "conv-1")
+	require.Empty(t, update.Error, "%s\nserver log:\n%s", update.Error, serverLog)
+	select {
+	case ev, ok := <-events:
+		require.True(t, ok, "the listen stream ended")
+		require.Equal(t, "notifications/tasks", ev.Method, "%s", ev.Params)
+		var task map[string]any
+		require.NoError(t, json.Unmarshal(ev.Params, &task))
+		assert.Equal(t, id, task["taskId"], "the aggregator's id: %s", ev.Params)
+		assert.Equal(t, "completed", task["status"])
+		result, _ := json.Marshal(task["result"])
+		assert.Equal(t, "hello, Ada", resultText(t, result))
+	case <-time.After(callTimeout):
+		t.Fatalf("no notifications/tasks within %s\nserver log:\n%s\naggregator log:\n%s", callTimeout, serverLog, a.log)
+	}
+}
+
+// TestTasksExtensionForOlderSession: a 2025-11-25 session in front of a 2026-07-28
+// upstream that speaks the tasks extension (taskextserver). Its task-augmented
+// tools/call gets a CreateTaskResult under the aggregator's id (ttlMs as ttl);
+// tasks/get answers the upstream's Task as 2025-11-25's; tasks/result waits for
+// the task, asking the session what the task's inputRequests ask (an
+// elicitation naming the task by the session's id), and answers with the
+// result; tasks/cancel cancels a task upstream.
+func TestTasksExtensionForOlderSession(t *testing.T) {
+	t.Parallel()
+	url, serverLog := startTaskExtServer(t)
+	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: true
+    transform: [{prefix: x_}]
+`, url))
+	a.waitLoaded()
+	c := a.newClient()
+	asked := make(chan json.RawMessage, 4)
+	c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
+		if method != "elicitation/create" {
+			return "", `{"code":-32601,"message":"not here: ` + method + `"}`
+		}
+		asked <- params
+		return `{"action":"accept","content":{"name":"Ada"}}`, ""
+	}
+	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+
+	resp := c.mustRequest("tools/call", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}, "task": map[string]any{"ttl": 60000}})
+	require.Empty(t, string(resp.Error), "%s\nserver log:\n%s\naggregator log:\n%s", resp.Error, serverLog, a.log)
+	var created struct {
+		Task map[string]any `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &created), "%s", resp.Result)
+	id, _ := created.Task["taskId"].(string)
+	require.True(t, strings.HasPrefix(id, "task-") && len(id) > len("task-1"), "the aggregator's id: %s", resp.Result)
+	assert.Equal(t, float64(60000), created.Task["ttl"], "ttlMs becomes ttl: %s", resp.Result)
+	assert.NotContains(t, created.Task, "ttlMs")
+	assert.NotContains(t, created.Task, "resultType")
+
+	got := mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
+	assert.Equal(t, id, got["taskId"])
+	assert.Equal(t, "input_required", got["status"])
+	assert.NotContains(t, got, "inputRequests", "2025-11-25's Task carries no requests")
+
+	res := c.mustRequest("tasks/result", map[string]any{"taskId": id})
+	require.Empty(t, string(res.Error), "tasks/result: %s\naggregator log:\n%s", res.Error, a.log)
+	assert.Equal(t, "hello, Ada", resultText(t, res.Result), "the session's answer reached the task")
+	select {
+	case params := <-asked:
+		var p struct {
+			Meta map[string]struct {
+				TaskID string `json:"taskId"`
+			} `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(params, &p))
+		assert.Equal(t, id, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the elicitation names the task by the session's id")
+	default:
+		t.Fatal("the session was never asked")
+	}
+	got = mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
+	assert.Equal(t, "completed", got["status"])
+	listed := mustResult(t, c.mustRequest("tasks/list", map[string]any{}), "tasks/list")
+	require.Len(t, listed["tasks"], 1, "%v", listed)
+	item := listed["tasks"].([]any)[0].(map[string]any)
+	assert.Equal(t, id, item["taskId"])
+	assert.Equal(t, "completed", item["status"])
+	assert.NotContains(t, item, "result", "2025-11-25's Task: %v", item)
+
+	resp = c.mustRequest("tools/call", map[string]any{"name": "x_linger", "arguments": map[string]any{}, "task": map[string]any{}})
+	require.Empty(t, string(resp.Error), "%s", resp.Error)
+	require.NoError(t, json.Unmarshal(resp.Result, &created), "%s", resp.Result)
+	linger, _ := created.Task["taskId"].(string)
+	cancelled := mustResult(t, c.mustRequest("tasks/cancel", map[string]any{"taskId": linger}), "tasks/cancel")
+	assert.Equal(t, linger, cancelled["taskId"])
+	assert.Equal(t, "cancelled", cancelled["status"], "cancelled upstream: %v", cancelled)
+	assert.Contains(t, serverLog.String(), "taskextserver: tasks/cancel ", "the cancel went upstream")
 }

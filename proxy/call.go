@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
@@ -61,6 +62,9 @@ type invocation struct {
 	onTask *tasks.Entry
 	limit  timeLimit
 	hint   string
+	// ask answers the upstream's requests during a request the aggregator
+	// makes of its own accord (req nil); nil: none is answered.
+	ask upstream.ServerRequestHandler
 }
 
 // toolCall reports whether inv is a tools/call.
@@ -266,6 +270,16 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
 	if bridgedTask {
 		inv.task = json.RawMessage(`{}`) // the extension's task, as a 2025-11-25 task upstream
+		if params, ok := rawjson.Set(inv.params, "task", func([]byte) []byte { return inv.task }); ok {
+			inv.params = params // the params go up as the client sent them, edited where they stand
+		}
+	}
+	// A session's task on a server that speaks the tasks extension: the
+	// call goes up declaring the extension, without params.task.
+	extTask := call && grant != nil && len(inv.task) > 0 && !bridgedTask && inv.req != nil && !inv.req.Sessionless() &&
+		protocol.Modern(grant.Instance.Protocol()) && offersTasksExtension(rs)
+	if extTask {
+		inv.params = rawjson.Without(inv.params, "task")
 	}
 	slot, cached, hit := p.cachedResult(&inv, rs, grant)
 	if hit {
@@ -299,6 +313,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			p.inflight.add(grant.Instance, inv.req)
 			defer p.inflight.remove(grant.Instance, inv.req)
 		}
+	} else if inv.ask != nil && grant != nil {
+		up.OnServerRequest = inv.ask
 	}
 	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
@@ -333,7 +349,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
-	if call && grant != nil && declaresTasksExtension(inv.req) {
+	if call && grant != nil && (declaresTasksExtension(inv.req) || extTask) {
 		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
 	}
 	raw, derr := to.Do(upCtx, up)
@@ -384,6 +400,11 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if call && grant != nil && task == nil && isTaskHandle(raw) {
 		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
+	}
+	if extTask && task != nil && isTaskHandle(raw) {
+		tp.drop()
+		created, rpcErr := p.extensionTaskCreated(task, entry.Server, grant.Instance, inv.key, limit, raw)
+		return created, rpcErr, nil
 	}
 	if task != nil {
 		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {

@@ -97,6 +97,9 @@ type listenFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are tasks of the tasks extension whose notifications/tasks
+	// the stream gets: the listener's own (tasknotes.go).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 func (f listenFilter) wants(kind string) bool {

@@ -362,7 +362,11 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	if len(params.Notifications.ResourceSubscriptions) > 0 {
 		p.awaitLoad(ctx)
 	}
+	if n := len(params.Notifications.TaskIDs); n > maxListenTasks {
+		return failure(jsonrpc.CodeInvalidParams, "subscriptions/listen: params.notifications.taskIds names %d tasks, more than the %d one stream may; name fewer, or spread them over several streams", n, maxListenTasks)
+	}
 	filter := p.granted(req.Profile, params.Notifications)
+	filter.TaskIDs = p.grantedTasks(req, params.Notifications.TaskIDs)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
 	l := &listener{id: req.Msg.ID, client: req.Profile, filter: filter, send: req.Send, end: make(chan struct{})}

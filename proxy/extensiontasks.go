@@ -165,7 +165,8 @@ func (p *Proxy) ownerGone(key session.Key) bool {
 // tasks/get asks the upstream for the task and, once it ended, for its
 // result (tasks/result), which it carries as the extension's Task does;
 // tasks/cancel acknowledges empty. What the upstream asks during a task
-// (its input_required) is not bridged: tasks/update is refused for it.
+// shows among the task's inputRequests, and tasks/update answers it
+// (bridgedinput.go).
 
 // bridgesTask reports whether a call of req to entry, a tool of rs on
 // inst, runs as a 2025-11-25 task for the tasks extension.
@@ -184,12 +185,15 @@ func extensionHandle(created json.RawMessage) json.RawMessage {
 	return extensionTask(rawjson.Member(created, "task"), "task")
 }
 
-// extensionTask is a 2025-11-25 Task as the extension's: resultType set,
-// ttl as ttlMs and pollInterval as pollIntervalMs, every other member as
-// it is.
+// extensionTask is a 2025-11-25 Task as the extension's: resultType set
+// (left out when ""), ttl as ttlMs and pollInterval as pollIntervalMs,
+// every other member as it is.
 func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
-	out := []byte(`{"resultType":`)
-	out = rawjson.AppendString(out, resultType)
+	out := []byte{'{'}
+	if resultType != "" {
+		out = append(out, `"resultType":`...)
+		out = rawjson.AppendString(out, resultType)
+	}
 	obj := rawjson.NewObject(task)
 	for obj.Next() {
 		name := string(obj.Name())
@@ -201,7 +205,9 @@ func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
 		case "resultType":
 			continue
 		}
-		out = append(out, ',')
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
 		out = rawjson.AppendString(out, name)
 		out = append(out, ':')
 		out = append(out, obj.Value()...)
@@ -215,7 +221,12 @@ func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
 func (p *Proxy) bridgedTaskRequest(ctx context.Context, req *downstream.Request, e *tasks.Entry, params json.RawMessage, timeout timeLimit) *jsonrpc.Message {
 	method := req.Msg.Method
 	if method == "tasks/update" {
-		return failure(jsonrpc.CodeInvalidRequest, "tasks/update: task %q runs on server %q, which speaks the tasks of protocol 2025-11-25: the aggregator does not carry input to it; cancel the task (tasks/cancel) or call the tool again", e.ID, e.Server)
+		responses, bad := inputResponsesOf(req.Msg.Params)
+		if bad != "" {
+			return failure(jsonrpc.CodeInvalidParams, "%s", bad)
+		}
+		p.answerHeldInputs(e, responses)
+		return answer([]byte(`{}`))
 	}
 	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, false)
 	switch {
@@ -230,11 +241,27 @@ func (p *Proxy) bridgedTaskRequest(ctx context.Context, req *downstream.Request,
 	ended := tasks.Terminal(raw)
 	p.tasks.Touch(e, ended)
 	if method == "tasks/cancel" {
+		p.dropHeldInputs(e)
 		return answer([]byte(`{}`))
 	}
 	raw, _ = tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	out := extensionTask(raw, "complete")
-	if status, _ := tasks.StringAt(raw, []string{"status"}); ended && status != "cancelled" {
+	status, _ := tasks.StringAt(raw, []string{"status"})
+	if !ended {
+		// What the task waits on: the requests held for it, or, when the
+		// upstream says it waits on input and none came, those that a
+		// tasks/result brings.
+		held := p.heldInputRequests(e)
+		if held == nil && status == "input_required" {
+			p.drainTaskInput(e)
+			held = p.heldInputRequests(e)
+		}
+		if held != nil {
+			out, _ = rawjson.Replace(out, "status", func([]byte) ([]byte, bool) { return []byte(`"input_required"`), true })
+			out = rawjson.Add(out, "inputRequests", held)
+		}
+	}
+	if ended && status != "cancelled" {
 		// The extension's Task carries what tasks/result would return.
 		result, resErr, respond := p.onTaskInstance(ctx, req, e, "tasks/result", params, timeLimit{d: e.Timeout, setting: e.TimeoutSetting}, false)
 		switch {

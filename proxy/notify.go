@@ -118,6 +118,8 @@ func (p *Proxy) upstreamNotified(server string, inst *upstream.Instance, n upstr
 		p.resourceUpdated(server, inst, n.Params)
 	case "notifications/tasks/status":
 		p.taskStatus(inst, n.Params)
+	case "notifications/tasks":
+		p.extensionTaskNote(inst, n.Params)
 	default:
 		// Anything else that belongs to a request goes on its stream.
 		// One about a task is its owner's alone, under the owner's id.

@@ -129,6 +129,7 @@ type Proxy struct {
 	inflight   inflight          // downstream requests running on each instance
 	subOrder   subscriptionOrder // one subscribe/unsubscribe decision at a time per shared server and URI
 	tasks      tasks.Table       // the task ids clients see, mapped to the upstreams'
+	taskInputs taskInputs        // what bridged tasks of the tasks extension ask their clients (bridgedinput.go)
 	relists    relists           // per-server coalescing of upstream list_changed
 	notes      upstreamNotes     // notifications clients cause upstream, written off their reader goroutines
 	retiring   sync.WaitGroup

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/session"
 	"github.com/mcp-aggregator/mcp-aggregator/tasks"
@@ -128,9 +129,10 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 	out = p.relatedToClient(out, inst, e.Owner)
 	p.tasks.Touch(e, tasks.Terminal(rawjson.Member(raw, "task")))
 	tp.attach(e)
-	if rs := p.current().servers[server]; rs != nil && rs.pool.Stateless() {
+	if rs := p.current().servers[server]; rs != nil && (rs.pool.Stateless() || bridgedOwner(e)) {
 		// A shared instance's requests outside any call reach the session
-		// whose task they name.
+		// whose task they name; those about a task of the tasks extension
+		// (a conversation's, on its leased instance too) are held for it.
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
@@ -181,6 +183,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	var timeout timeLimit
 	if rs := p.current().servers[e.Server]; rs != nil {
 		timeout = requestLimit(rs.cfg)
+	}
+	if protocol.Modern(e.Inst.Protocol()) {
+		return p.sessionExtensionTaskRequest(ctx, req, e, timeout)
 	}
 	if method == "tasks/result" {
 		// It waits for the task to end: the tool's own call timeout.
@@ -350,6 +355,10 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks
 	}
 	params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 	params = append(params, '}')
+	modern := protocol.Modern(e.Inst.Protocol()) // a task of the tasks extension (extensionbridge.go)
+	if modern {
+		ctx = upstream.WithTasksExtension(ctx)
+	}
 	raw, rpcErr, ok := p.onTaskInstance(ctx, req, e, "tasks/get", params, timeout, false)
 	switch {
 	case !ok:
@@ -365,6 +374,9 @@ func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks
 	out, ok := tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
 	if !ok {
 		return nil // not a Task of this id: nothing to show
+	}
+	if modern {
+		out = legacyTask(out)
 	}
 	p.tasks.Touch(e, tasks.Terminal(raw))
 	return p.relatedToClient(out, e.Inst, e.Owner)
@@ -386,6 +398,13 @@ func (p *Proxy) taskStatus(inst *upstream.Instance, params json.RawMessage) {
 	}
 	e, _ := p.tasks.NoteFor(inst, id, "notifications/tasks/status", params)
 	if e == nil {
+		return
+	}
+	if bridgedOwner(e) {
+		// A task of the tasks extension: its listen streams hear of it.
+		out, _ := tasks.MapStringAt(params, tasks.IDPath, tasks.SetString(e.ID))
+		p.tasks.Touch(e, tasks.Terminal(params))
+		p.bridgedTaskNote(e, p.relatedToClient(out, inst, e.Owner))
 		return
 	}
 	s := p.clients.session(e.Owner)
@@ -448,6 +467,9 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 // anything, and the inner handler is only made when it does.
 func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
 	if req.Session == nil {
+		if declaresTasksExtension(req) && !protocol.Modern(inst.Protocol()) {
+			return p.bridgedRequests(p.serverRequests(req), inst)
+		}
 		return p.serverRequests(req)
 	}
 	owner := sessionLeaseKey(req.Session)
@@ -487,6 +509,9 @@ func (p *Proxy) taskOwnerRequests(inst *upstream.Instance) upstream.ServerReques
 		var s downstream.Session
 		if up, ok := tasks.StringAt(params, tasks.RelatedIDPath); ok {
 			if e, known := p.awaitTask(ctx, inst, up); known {
+				if bridgedOwner(e) {
+					return p.bridgedInputRequest(ctx, e, method, params)
+				}
 				s = p.clients.session(e.Owner)
 			}
 		}

@@ -18,7 +18,9 @@
 //   greet {"text": "..."}  with the extension declared on the request: a task, at once
 //                          input_required with inputRequests {name: elicitation/create};
 //                          tasks/update with inputResponses.name (accepted content
-//                          {name}) completes it with "<text>, <name>". Without the
+//                          {name}) completes it with "<text>, <name>" (and, on that
+//                          request's stream, notifications/tasks with the completed
+//                          Task). Without the
 //                          extension: "<text>, whoever you are" at once.
 //   linger {}              a task (the extension required, else error -32021) that stays
 //                          working until tasks/cancel, which cancels it.
@@ -110,6 +112,8 @@ function build() {
       const { inputRequests, ...rest } = task;
       tasks.set(taskId, rest);
       update(rest, { status: "completed", result: text(`${task.greetText}, ${name}`) });
+      const { greetText, ...shown } = rest;
+      await ctx.mcpReq.notify({ method: "notifications/tasks", params: shown });
     }
     return {};
   });
