@@ -128,11 +128,6 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 	out = p.relatedToClient(out, inst, e.Owner)
 	p.tasks.Touch(e, tasks.Terminal(rawjson.Member(raw, "task")))
 	tp.attach(e)
-	if rs := p.current().servers[server]; rs != nil && rs.pool.Stateless() {
-		// A shared instance's requests outside any call reach the session
-		// whose task they name.
-		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
-	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
 	if p.ownerGone(e.Owner) {
 		// The session ended while the call ran: its tasks went before this
