@@ -302,6 +302,15 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		defer p.tasks.Release(task)
 		defer p.tasks.Expect(grant.Instance)()
+		if rs != nil && (rs.pool.Stateless() || bridgedTask) {
+			// A shared instance's requests outside any call reach the
+			// session whose task they name (those about a bridged task of
+			// the tasks extension are held for its conversation). Set before the call goes out:
+			// the upstream may ask as soon as it has answered, and its
+			// request can be read before this call has recorded the task
+			// (it then waits for the mapping, see awaitTask).
+			grant.Instance.SetServerRequestHandler(p.taskOwnerRequests(grant.Instance))
+		}
 	}
 	if inv.req != nil {
 		up.Principal = principalOf(inv.req)

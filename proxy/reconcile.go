@@ -368,6 +368,11 @@ func (p *Proxy) Reconcile(ctx context.Context, ws *config.Workspace, loadProblem
 		settings.failed = maps.Clone(failed)
 		settings.starting = maps.Clone(starting)
 		seen = maps.Clone(next)
+		for _, rs := range retired {
+			// Their room is their successors' from the moment these are
+			// published; Close, after, only drains them.
+			rs.pool.Settle()
+		}
 		if p.commit(settings, cat, order, seen) {
 			report.Changed = true
 		}

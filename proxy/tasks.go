@@ -129,10 +129,10 @@ func (p *Proxy) taskCreated(res *tasks.Reservation, tp *taskProgress, server str
 	out = p.relatedToClient(out, inst, e.Owner)
 	p.tasks.Touch(e, tasks.Terminal(rawjson.Member(raw, "task")))
 	tp.attach(e)
-	if rs := p.current().servers[server]; rs != nil && (rs.pool.Stateless() || bridgedOwner(e)) {
-		// A shared instance's requests outside any call reach the session
-		// whose task they name; those about a task of the tasks extension
-		// (a conversation's, on its leased instance too) are held for it.
+	if bridgedOwner(e) {
+		// Requests about a task of the tasks extension (a conversation's,
+		// on its leased instance too) are held for it. (A shared instance
+		// was given its task owners' handler before the call went out.)
 		inst.SetServerRequestHandler(p.taskOwnerRequests(inst))
 	}
 	p.log.Debug("task created", "server", server, "task", e.ID)
@@ -627,7 +627,8 @@ func sameSession(a, b downstream.Session) bool {
 // CreateTaskResult, to the session that owns the task, until the task
 // ends (its token stays valid that long) or is forgotten. Progress that
 // names the task (related-task _meta) before its CreateTaskResult was
-// read is held, at most maxEarlyProgress, and delivered with it. A nil
+// read is held, and so is all that comes after it until then, in order, at
+// most maxEarlyProgress, and delivered with it. A nil
 // *taskProgress does nothing.
 type taskProgress struct {
 	p     *Proxy
@@ -653,8 +654,14 @@ func (tp *taskProgress) onProgress(params json.RawMessage) {
 	tp.mu.Lock()
 	e := tp.entry
 	if e == nil {
-		if tp.namesUnknownTask(params) && len(tp.early) < maxEarlyProgress {
-			tp.early = append(tp.early, append(json.RawMessage(nil), params...))
+		// Once one is held, every later one is held behind it: passed on
+		// now, it would reach the client before the one held, progress
+		// going backwards. Past the bound they are dropped, for the same
+		// reason.
+		if len(tp.early) > 0 || tp.namesUnknownTask(params) {
+			if len(tp.early) < maxEarlyProgress {
+				tp.early = append(tp.early, append(json.RawMessage(nil), params...))
+			}
 			tp.mu.Unlock()
 			return
 		}

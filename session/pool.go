@@ -203,7 +203,7 @@ type Pool struct {
 	starting      int           // spares being started
 	freed         chan struct{} // closed and replaced whenever a slot frees
 	closed        bool
-	settled       bool // Close began and gave every slot back to the ledger
+	settled       bool // Settle or Close gave every slot back to the ledger
 	drained       chan struct{}
 	cut           bool // Close closed the instances before their calls finished
 	inflight      int
@@ -531,8 +531,7 @@ func (p *Pool) Close(ctx context.Context) {
 	// new definition after a reload, or another server, may start
 	// instances beside them. (A slot taken while Close runs is given back
 	// at its end.)
-	p.ledger.give(p.live)
-	p.live, p.settled = 0, true
+	p.settleLocked()
 	// Every instance now only finishes its calls, and is listed so: a
 	// shared instance of a server a reload replaced is not counted as
 	// serving beside its successor.
@@ -591,6 +590,25 @@ func (p *Pool) Close(ctx context.Context) {
 	p.live = 0
 	p.mu.Unlock()
 	p.ledger.remove(p)
+}
+
+// Settle gives back to the ledger, at once, the slots of every instance
+// the pool runs, as Close does first: a reload settles the pool of a
+// server it replaces or removes before the new state is published, so that
+// the calls that reach the server's new definition at once find the room
+// under limits.max_instances that the old instances held, rather than
+// racing the Close that follows. The pool serves on until Close; an
+// instance it starts meanwhile takes a slot, given back when it closes.
+func (p *Pool) Settle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settleLocked()
+}
+
+// settleLocked gives back the slots held. Callers hold mu.
+func (p *Pool) settleLocked() {
+	p.ledger.give(p.live)
+	p.live, p.settled = 0, true
 }
 
 // startCtx is ctx, cancelled also when the pool closes, for starting an

@@ -191,10 +191,10 @@ func TestInitializeFailures(t *testing.T) {
 		reaper, tracked := newTrackedPGIDs(t)
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		began := time.Now()
 		_, err := Start(ctx, demoServer("quitter", "misbehave exit-init"), Options{Logger: newLogRecorder().Logger(), Supervisor: reaper})
 		require.Error(t, err)
-		assert.Less(t, time.Since(began), 5*time.Second)
+		// At once: on the server's exit, not at the deadline. How long that
+		// takes is the machine's (a loaded one starts a process slowly).
 		assert.NoError(t, ctx.Err(), "it failed before its deadline")
 		assert.Contains(t, err.Error(), `"quitter"`)
 		assert.Contains(t, err.Error(), "initialize")
