@@ -78,6 +78,9 @@ type flight struct {
 	handler   ServerRequestHandler
 	logs      Caller             // from ctx (WithCaller), or nil
 	principal identity.Principal // Request.Principal
+	// resultWait: the Request is a tasks/result, which waits on a task
+	// and answers the upstream's requests about it.
+	resultWait bool
 	// asking counts the upstream's requests attributed to this flight and
 	// not yet answered; guarded by flights.mu.
 	asking int
@@ -104,6 +107,10 @@ type serving struct {
 
 type flightKey struct{}
 
+// relatedTaskKey is the _meta key by which a request of the upstream names
+// the task it is about.
+const relatedTaskKey = "io.modelcontextprotocol/related-task"
+
 // flightOf is the id of the Do whose context ctx is, or 0.
 func flightOf(ctx context.Context) uint64 {
 	id, _ := ctx.Value(flightKey{}).(uint64)
@@ -115,7 +122,7 @@ func flightOf(ctx context.Context) uint64 {
 // context, for a transport that tells by it on which request's stream a
 // message came (over HTTP); over stdio nothing reads it, and the context
 // stays as it is.
-func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, principal identity.Principal, tag bool) (context.Context, uint64) {
+func (f *flights) begin(ctx context.Context, method string, handler ServerRequestHandler, principal identity.Principal, tag bool) (context.Context, uint64) {
 	id := f.next.Add(1)
 	if tag {
 		ctx = context.WithValue(ctx, flightKey{}, id)
@@ -128,7 +135,7 @@ func (f *flights) begin(ctx context.Context, handler ServerRequestHandler, princ
 	if f.byID == nil {
 		f.byID = map[uint64]*flight{}
 	}
-	f.byID[id] = &flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal}
+	f.byID[id] = &flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -152,12 +159,20 @@ func (f *flights) end(id uint64) {
 //
 // The chosen Request, for 1 and 2, counts the request as asking until
 // done is called; done is never nil.
-func (f *flights) attribute(id uint64) (handler ServerRequestHandler, flightCtx context.Context, done func()) {
+func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHandler, flightCtx context.Context, done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.byID[id]
 	switch {
 	case id != 0 && fl != nil && fl.handler != nil:
+	case id == 0 && namesTask && f.fallback != nil:
+		// A request about a task belongs to the task's owner: a tasks/result
+		// waiting on it, else the instance's handler, which finds the owner
+		// by the task. Never another call in flight: not even the one that
+		// created the task, which the upstream has answered already (its
+		// answer may just not have reached its caller yet), and which would
+		// take the request down with it as it ends.
+		fl = f.unlinkedWhere(func(fl *flight) bool { return fl.resultWait })
 	case id == 0:
 		fl = f.unlinked()
 	default:
@@ -184,9 +199,15 @@ func (f *flights) attribute(id uint64) (handler ServerRequestHandler, flightCtx 
 // answers. With several principals it is nil: any choice could hand one
 // client's question, or answer, to another. Called with f.mu held.
 func (f *flights) unlinked() *flight {
+	return f.unlinkedWhere(nil)
+}
+
+// unlinkedWhere is unlinked among the flights that pass keep (nil: all).
+// Called with f.mu held.
+func (f *flights) unlinkedWhere(keep func(*flight) bool) *flight {
 	var oldest, idle *flight
 	for _, fl := range f.byID {
-		if fl.handler == nil {
+		if fl.handler == nil || (keep != nil && !keep(fl)) {
 			continue
 		}
 		if oldest != nil && (fl.principal != oldest.principal || fl.principal.IsZero()) {
@@ -273,7 +294,10 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 // this handler; and
 // otherwise an error (CodeUnattributed) saying it cannot be attributed to
 // one downstream session. The proxy sets it on a leased instance to its
-// session's handler. nil removes it. ping is always answered by the
+// session's handler. nil removes it. A request that names a task in its
+// related-task _meta and arrived on no Request's stream goes to a
+// tasks/result in flight, else to this handler when one is set, never to
+// another Request: the task's owner is found by the task. ping is always answered by the
 // aggregator itself.
 func (i *Instance) SetServerRequestHandler(h ServerRequestHandler) {
 	i.flights.mu.Lock()
@@ -327,7 +351,7 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 	}
 	params = i.modernParams(ctx, params)
 	_, remote := i.conn.(*remoteConn)
-	ctx, flight := i.flights.begin(ctx, r.OnServerRequest, r.Principal, remote)
+	ctx, flight := i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
 	defer i.flights.end(flight)
 	var (
 		raw json.RawMessage
@@ -383,7 +407,7 @@ func (i *Instance) Notify(ctx context.Context, method string, params json.RawMes
 // maxServerRequests; ctx ends with the connection. flight is the Do on
 // whose stream it arrived, or 0.
 func (i *Instance) serverRequest(ctx context.Context, req *jsonrpc.Message, flight uint64) *jsonrpc.Message {
-	handler, flightCtx, done := i.flights.attribute(flight)
+	handler, flightCtx, done := i.flights.attribute(flight, rawjson.Mentions(req.Params, relatedTaskKey))
 	defer done()
 	if handler == nil {
 		return jsonrpc.Failure(req.ID, i.unattributed(req.Method))
