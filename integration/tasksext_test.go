@@ -579,11 +579,13 @@ servers:
 // tasks/get answers the upstream's Task as 2025-11-25's; tasks/result waits for
 // the task, asking the session what the task's inputRequests ask (an
 // elicitation naming the task by the session's id), and answers with the
-// result; tasks/cancel cancels a task upstream.
+// result; tasks/cancel cancels a task upstream. initialize offers the tasks
+// capability and tools/list gives the upstream's tools execution.taskSupport
+// "optional", as the bridge runs any of them as a task.
 func TestTasksExtensionForOlderSession(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
 servers:
   ext:
     url: %s
@@ -601,7 +603,33 @@ servers:
 		asked <- params
 		return `{"action":"accept","content":{"name":"Ada"}}`, ""
 	}
-	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	init := c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	var initRes struct {
+		Capabilities struct {
+			Tasks struct {
+				Requests struct {
+					Tools struct {
+						Call json.RawMessage `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(init, &initRes), "%s", init)
+	assert.JSONEq(t, `{}`, string(initRes.Capabilities.Tasks.Requests.Tools.Call), "initialize offers task-augmented tools/call: %s", init)
+	var toolList struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	lr := c.mustRequest("tools/list", map[string]any{})
+	require.Empty(t, string(lr.Error), "tools/list")
+	require.NoError(t, json.Unmarshal(lr.Result, &toolList), "%s", lr.Result)
+	require.NotEmpty(t, toolList.Tools)
+	for _, tool := range toolList.Tools {
+		if !strings.HasPrefix(string(tool["name"]), `"x_`) {
+			continue // the aggregator's own
+		}
+		assert.JSONEq(t, `{"taskSupport":"optional"}`, string(tool["execution"]), "%s runs as a task for a 2025-11-25 session", tool["name"])
+	}
 
 	resp := c.mustRequest("tools/call", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}, "task": map[string]any{"ttl": 60000}})
 	require.Empty(t, string(resp.Error), "%s\nserver log:\n%s\naggregator log:\n%s", resp.Error, serverLog, a.log)
