@@ -581,7 +581,9 @@ servers:
 // elicitation naming the task by the session's id), and answers with the
 // result; tasks/cancel cancels a task upstream. initialize offers the tasks
 // capability and tools/list gives the upstream's tools execution.taskSupport
-// "optional", as the bridge runs any of them as a task.
+// "optional", as the bridge runs any of them as a task. The upstream's
+// notifications/tasks of the task reach the session as
+// notifications/tasks/status, 2025-11-25's Task under the aggregator's id.
 func TestTasksExtensionForOlderSession(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
@@ -663,6 +665,18 @@ servers:
 	default:
 		t.Fatal("the session was never asked")
 	}
+	note, ok := c.waitNotification(func(n notification) bool {
+		return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), id)
+	}, callTimeout)
+	require.True(t, ok, "the upstream's notifications/tasks reaches the session as notifications/tasks/status")
+	var status map[string]any
+	require.NoError(t, json.Unmarshal(note.Params, &status), "%s", note.Params)
+	assert.Equal(t, id, status["taskId"])
+	assert.Equal(t, "completed", status["status"])
+	assert.NotContains(t, status, "result", "2025-11-25's Task: %s", note.Params)
+	assert.NotContains(t, status, "resultType")
+	assert.Equal(t, float64(60000), status["ttl"], "%s", note.Params)
+
 	got = mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
 	assert.Equal(t, "completed", got["status"])
 	listed := mustResult(t, c.mustRequest("tasks/list", map[string]any{}), "tasks/list")
