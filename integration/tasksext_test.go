@@ -579,11 +579,15 @@ servers:
 // tasks/get answers the upstream's Task as 2025-11-25's; tasks/result waits for
 // the task, asking the session what the task's inputRequests ask (an
 // elicitation naming the task by the session's id), and answers with the
-// result; tasks/cancel cancels a task upstream.
+// result; tasks/cancel cancels a task upstream. initialize offers the tasks
+// capability and tools/list gives the upstream's tools execution.taskSupport
+// "optional", as the bridge runs any of them as a task. The upstream's
+// notifications/tasks of the task reach the session as
+// notifications/tasks/status, 2025-11-25's Task under the aggregator's id.
 func TestTasksExtensionForOlderSession(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
 servers:
   ext:
     url: %s
@@ -601,7 +605,33 @@ servers:
 		asked <- params
 		return `{"action":"accept","content":{"name":"Ada"}}`, ""
 	}
-	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	init := c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	var initRes struct {
+		Capabilities struct {
+			Tasks struct {
+				Requests struct {
+					Tools struct {
+						Call json.RawMessage `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(init, &initRes), "%s", init)
+	assert.JSONEq(t, `{}`, string(initRes.Capabilities.Tasks.Requests.Tools.Call), "initialize offers task-augmented tools/call: %s", init)
+	var toolList struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	lr := c.mustRequest("tools/list", map[string]any{})
+	require.Empty(t, string(lr.Error), "tools/list")
+	require.NoError(t, json.Unmarshal(lr.Result, &toolList), "%s", lr.Result)
+	require.NotEmpty(t, toolList.Tools)
+	for _, tool := range toolList.Tools {
+		if !strings.HasPrefix(string(tool["name"]), `"x_`) {
+			continue // the aggregator's own
+		}
+		assert.JSONEq(t, `{"taskSupport":"optional"}`, string(tool["execution"]), "%s runs as a task for a 2025-11-25 session", tool["name"])
+	}
 
 	resp := c.mustRequest("tools/call", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}, "task": map[string]any{"ttl": 60000}})
 	require.Empty(t, string(resp.Error), "%s\nserver log:\n%s\naggregator log:\n%s", resp.Error, serverLog, a.log)
@@ -635,6 +665,18 @@ servers:
 	default:
 		t.Fatal("the session was never asked")
 	}
+	note, ok := c.waitNotification(func(n notification) bool {
+		return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), id)
+	}, callTimeout)
+	require.True(t, ok, "the upstream's notifications/tasks reaches the session as notifications/tasks/status")
+	var status map[string]any
+	require.NoError(t, json.Unmarshal(note.Params, &status), "%s", note.Params)
+	assert.Equal(t, id, status["taskId"])
+	assert.Equal(t, "completed", status["status"])
+	assert.NotContains(t, status, "result", "2025-11-25's Task: %s", note.Params)
+	assert.NotContains(t, status, "resultType")
+	assert.Equal(t, float64(60000), status["ttl"], "%s", note.Params)
+
 	got = mustResult(t, c.mustRequest("tasks/get", map[string]any{"taskId": id}), "tasks/get")
 	assert.Equal(t, "completed", got["status"])
 	listed := mustResult(t, c.mustRequest("tasks/list", map[string]any{}), "tasks/list")

@@ -151,6 +151,10 @@ func (p *Proxy) offeredTasks(client string) map[string]any {
 	if p.loading() {
 		return everyTaskOperation
 	}
+	if extensionServers(p.current(), client) != nil {
+		// Bridged to a server of the tasks extension (extensionbridge.go).
+		return everyTaskOperation
+	}
 	return p.tasksCapability(client)
 }
 
@@ -259,6 +263,11 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	st := p.current()
 	if st.profileOf(req.Profile) == nil {
+		if req.Session != nil {
+			if ext := extensionServers(st, req.Profile); ext != nil {
+				return answer(withExtensionTaskSupport(st, ext, st.toolsResult()))
+			}
+		}
 		return answer(st.toolsResult())
 	}
 	tools := p.listed(st, listTools, req.Profile)
@@ -266,6 +275,11 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 	body = append(body, catalog.ToolsResultPrefix...)
 	body = append(body, tools...)
 	body = append(body, '}')
+	if req.Session != nil {
+		// A 2025-11-25 session's tasks run on a server of the tasks
+		// extension too, bridged.
+		body = withExtensionTaskSupport(st, extensionServers(st, req.Profile), body)
+	}
 	return answer(body)
 }
 

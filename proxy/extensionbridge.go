@@ -231,3 +231,56 @@ func withRelatedTask(msg json.RawMessage, id string) json.RawMessage {
 	}
 	return out
 }
+
+// extensionServers is the servers of st that speak the tasks extension and
+// client's profile admits.
+func extensionServers(st *state, client string) map[string]bool {
+	pr := st.profileOf(client)
+	var out map[string]bool
+	for _, id := range st.order {
+		if rs := st.servers[id]; offersTasksExtension(rs) && pr.server(id) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// optionalTaskSupport is the execution member a 2025-11-25 session sees on
+// a tool of a server that speaks the tasks extension: any of its tools may
+// run as a task, which the bridge above carries.
+var optionalTaskSupport = []byte(`{"taskSupport":"optional"}`)
+
+// withExtensionTaskSupport is body, a tools/list result for a 2025-11-25
+// session, with execution.taskSupport "optional" on each tool of a server
+// in ext that says nothing of it; every other byte as it is.
+func withExtensionTaskSupport(st *state, ext map[string]bool, body []byte) []byte {
+	if len(ext) == 0 {
+		return body
+	}
+	out, _ := rawjson.EditItems(body, "tools", func(item []byte) ([]byte, bool) {
+		name, ok := rawjson.String(rawjson.Member(item, "name"))
+		if !ok {
+			return nil, false
+		}
+		entry, ok := st.catalog.Lookup(name)
+		if !ok || !ext[entry.Server] {
+			return nil, false
+		}
+		execution := rawjson.Member(item, "execution")
+		if rawjson.Has(execution, "taskSupport") {
+			return nil, false
+		}
+		if execution == nil || string(execution) == "null" {
+			edited, ok := rawjson.Set(item, "execution", func([]byte) []byte { return optionalTaskSupport })
+			return edited, ok
+		}
+		edited, ok := rawjson.Replace(item, "execution", func(old []byte) ([]byte, bool) {
+			return rawjson.Add(old, "taskSupport", []byte(`"optional"`)), true
+		})
+		return edited, ok
+	})
+	return out
+}

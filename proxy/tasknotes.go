@@ -98,10 +98,17 @@ func (p *Proxy) extensionTaskNote(inst *upstream.Instance, params json.RawMessag
 	if !ok {
 		return
 	}
-	if _, session := e.Owner.SessionID(); session {
-		return
-	}
 	out, _ := tasks.MapStringAt(params, tasks.IDPath, tasks.SetString(e.ID))
 	p.tasks.Touch(e, tasks.Terminal(params))
+	if _, session := e.Owner.SessionID(); session {
+		// A 2025-11-25 session's task, bridged: its owner hears
+		// notifications/tasks/status.
+		s := p.clients.session(e.Owner)
+		if s == nil || !p.admits(p.sessionClient(s), e.Server) {
+			return
+		}
+		s.Notify(&jsonrpc.Message{Method: "notifications/tasks/status", Params: p.relatedToClient(legacyTask(out), inst, e.Owner)})
+		return
+	}
 	p.clients.taskNote(e, p.relatedToClient(out, inst, e.Owner))
 }
