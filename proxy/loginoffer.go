@@ -259,6 +259,9 @@ func (p *Proxy) askLogin(ctx context.Context, req *downstream.Request, server st
 		case <-done.done:
 		case <-wait.C:
 		case <-ctx.Done():
+			if loginFinished(done) {
+				break // a finished login is not waited for, whatever else ended
+			}
 			return false, errorObject(codeInternal, "server %q: the call ended while it waited for your login", server), true
 		}
 	}
@@ -400,6 +403,9 @@ func (p *Proxy) askToolLogin(ctx context.Context, req *downstream.Request, st *s
 			case <-wait.C:
 				return true, nil, true // not done yet: offered again
 			case <-ctx.Done():
+				if loginFinished(done) {
+					break // a finished login is not waited for, whatever else ended
+				}
 				return false, errorObject(codeInternal, "unknown tool %q: the call ended while it waited for your login", tool), true
 			}
 			if !done.succeeded() {
@@ -437,5 +443,17 @@ func (p *Proxy) awaitStarted(ctx context.Context, client, tool string, servers [
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// loginFinished reports whether done has finished, without waiting: a
+// select that finds both the login done and the call's context ended may
+// pick either.
+func loginFinished(done *LoginDone) bool {
+	select {
+	case <-done.done:
+		return true
+	default:
+		return false
 	}
 }
