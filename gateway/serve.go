@@ -43,6 +43,10 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, https bool, loaded
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	_ = g.Edge.Shutdown(sctx)
+	// Shutdown closes the listeners the server serves on; ln is closed
+	// here too, should the server not have begun serving on it yet (a
+	// first load that fails at once).
+	_ = ln.Close()
 	pctx, cancelProxy := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancelProxy()
 	g.Proxy.Close(pctx)
