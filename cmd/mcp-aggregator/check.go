@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/listing"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
@@ -25,12 +26,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	src := resolveConfig(c.configs, os.Getenv)
+	src := c.source()
 	var notes []config.Problem
-	for _, n := range src.notes {
+	for _, n := range src.Notes {
 		notes = append(notes, config.Problem{Severity: config.SeverityWarning, Message: n})
 	}
-	ws, problems := src.load()
+	ws, problems := src.Load()
 	if ws != nil {
 		for _, s := range ws.Sources {
 			fmt.Fprintf(stdout, "%s: read as %s, %d server(s)\n", s.File, s.Dialect, s.Servers)
@@ -39,7 +40,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		problems = append(problems, upstream.MissingCommands(ws, os.Getenv("PATH"))...)
 		problems = append(problems, upstreamauth.MissingLogins(ws)...)
 	}
-	errs, warns := printProblems(stdout, append(notes, problems...))
+	errs, warns := listing.Problems(stdout, append(notes, problems...))
 	switch {
 	case errs > 0:
 		fmt.Fprintf(stdout, "%d error(s), %d warning(s)\n", errs, warns)

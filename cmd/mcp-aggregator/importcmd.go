@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/listing"
 )
 
 // importConfigs prints the config files given, of any dialect, as one commented
@@ -47,7 +48,7 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 		files = append(files, config.ImportFile{Name: name, Data: data})
 	}
 	out, problems := config.Import(files)
-	errs, _ := printProblems(stderr, problems)
+	errs, _ := listing.Problems(stderr, problems)
 	if out == nil {
 		return 1
 	}
@@ -71,7 +72,7 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(more) > 0 {
 		fmt.Fprintln(stderr, "checking the result:")
-		printProblems(stderr, more)
+		listing.Problems(stderr, more)
 	}
 	if errs > 0 {
 		return 1

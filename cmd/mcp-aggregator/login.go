@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/listing"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
 )
@@ -152,14 +153,14 @@ func parseServerArg(fs *flag.FlagSet, args []string, stderr io.Writer) (id strin
 // auth: {type: oauth}, and the token store; nil and an exit code when it
 // cannot, having said why on stderr.
 func oauthServer(cmd string, c *common, id string, stderr io.Writer) (*config.Server, *oauth.Store, int) {
-	src := resolveConfig(c.configs, os.Getenv)
-	for _, n := range src.notes {
+	src := c.source()
+	for _, n := range src.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	ws, problems := src.load()
+	ws, problems := src.Load()
 	srv, store, own, err := upstreamauth.LoginTarget(ws, problems, id)
 	if err != nil {
-		printProblems(stderr, own)
+		listing.Problems(stderr, own)
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, nil, 1
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcp-aggregator/mcp-aggregator/configsource"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
 	"github.com/mcp-aggregator/mcp-aggregator/supervise"
@@ -127,7 +128,7 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.Var(&c.configs, "config", "config `FILE` (repeatable; later files replace servers with the same id; default: $"+configEnvVar+", then ./mcp-aggregator.yaml or ./.minds/mcp.yaml)")
+	fs.Var(&c.configs, "config", "config `FILE` (repeatable; later files replace servers with the same id; default: $"+configsource.EnvVar+", then ./mcp-aggregator.yaml or ./.minds/mcp.yaml)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 }
@@ -148,8 +149,16 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-format %q: use text or json", c.logFormat)
 	}
 	// Every line, whatever it is about, is scrubbed of every secret the loaded
-	// configs hold (see source.load).
+	// configs hold (see source).
 	return slog.New(c.secrets.Handler(h)), nil
+}
+
+// source finds the config the command line and the environment name, its
+// loads teaching their secrets to the set the logger scrubs.
+func (c *common) source() configsource.Source {
+	src := configsource.Resolve(c.configs, os.Getenv)
+	src.Secrets = &c.secrets
+	return src
 }
 
 // flagSet reports whether the command line set the flag name.

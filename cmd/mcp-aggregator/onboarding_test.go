@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/configsource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,41 +36,6 @@ func TestVersionFlag(t *testing.T) {
 		assert.Equal(t, 0, code, arg)
 		assert.Regexp(t, `^mcp-aggregator \S+\ncommit: \S+.*\ngo: go\S+ \S+/\S+\n$`, out, arg)
 	}
-}
-
-func TestResolveConfig(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	t.Run("flags win", func(t *testing.T) {
-		src := resolveConfig([]string{"a.yaml"}, env(map[string]string{configEnvVar: "b.yaml"}))
-		assert.Equal(t, []string{"a.yaml"}, src.paths)
-	})
-	t.Run("the environment lists files like PATH", func(t *testing.T) {
-		list := "a.yaml" + string(filepath.ListSeparator) + string(filepath.ListSeparator) + " b.json "
-		src := resolveConfig(nil, env(map[string]string{configEnvVar: list}))
-		assert.Equal(t, []string{"a.yaml", "b.json"}, src.paths)
-		assert.Equal(t, configEnvVar, src.origin)
-	})
-	t.Run("both default files: the ignored one is named", func(t *testing.T) {
-		dir := t.TempDir()
-		write(t, filepath.Join(dir, "mcp-aggregator.yaml"), "version: 1\n")
-		write(t, filepath.Join(dir, ".minds/mcp.yaml"), "version: 1\n")
-		t.Chdir(dir)
-		src := resolveConfig(nil, env(nil))
-		assert.Equal(t, []string{"./mcp-aggregator.yaml"}, src.paths)
-		require.Len(t, src.notes, 1)
-		assert.Contains(t, src.notes[0], "ignoring ./.minds/mcp.yaml")
-	})
-	t.Run("the demo, saying where it looked and how to point elsewhere", func(t *testing.T) {
-		dir := t.TempDir()
-		t.Chdir(dir)
-		src := resolveConfig(nil, env(nil))
-		assert.True(t, src.demo)
-		require.Len(t, src.notes, 1)
-		wd, _ := os.Getwd()
-		for _, part := range []string{"no config found in " + wd, "--config FILE", configEnvVar + "=FILE"} {
-			assert.Contains(t, src.notes[0], part)
-		}
-	})
 }
 
 func TestCheck(t *testing.T) {
@@ -113,7 +79,7 @@ func TestCheck(t *testing.T) {
 	t.Run("MCP_AGGREGATOR_CONFIG is read", func(t *testing.T) {
 		dir := t.TempDir()
 		cfg := write(t, filepath.Join(dir, "elsewhere.yaml"), "version: 1\nservers:\n  s: {command: sh}\n")
-		t.Setenv(configEnvVar, cfg)
+		t.Setenv(configsource.EnvVar, cfg)
 		out, _, code := runIn(t, t.TempDir(), "check")
 		assert.Equal(t, 0, code, out)
 		assert.Contains(t, out, cfg+": read as mcp-aggregator YAML, 1 server(s)")
@@ -153,14 +119,14 @@ func TestClientConfig(t *testing.T) {
 	assert.Contains(t, out, `"type": "stdio"`)
 
 	out, _, _ = runIn(t, dir, "client-config", "claude-code")
-	assert.True(t, strings.HasPrefix(out, "claude mcp add --scope user mcp-aggregator -- "+shellQuote(exe)+" serve --config "), out)
+	assert.True(t, strings.HasPrefix(out, "claude mcp add --scope user mcp-aggregator -- "+exe+" serve --config "), out)
 
 	out, _, _ = runIn(t, dir, "client-config", "codex")
 	assert.Contains(t, out, "[mcp_servers.mcp-aggregator]\ncommand = ")
 	assert.Contains(t, out, `args = ["serve", "--config", `)
 
 	out, _, _ = runIn(t, dir, "client-config", "inspector")
-	assert.Contains(t, out, "npx @modelcontextprotocol/inspector -e "+configEnvVar+"=")
+	assert.Contains(t, out, "npx @modelcontextprotocol/inspector -e "+configsource.EnvVar+"=")
 	assert.NotContains(t, out, "--config", "the Inspector would take --config for itself")
 
 	_, errOut, code := runIn(t, dir, "client-config", "emacs")
@@ -236,9 +202,8 @@ func TestLoggerScrubsWhatConfigsHold(t *testing.T) {
 	var buf bytes.Buffer
 	log, err := c.logger(&buf)
 	require.NoError(t, err)
-	src := resolveConfig([]string{cfg}, os.Getenv)
-	src.secrets = &c.secrets
-	_, _ = src.load()
+	c.configs = configFlags{cfg}
+	_, _ = c.source().Load()
 	log.Info("upstream stderr", "server", "b", "line", "env: TOKEN=onboarding-host-secret")
 	assert.NotContains(t, buf.String(), "onboarding-host-secret")
 	assert.Contains(t, buf.String(), "TOKEN=<redacted>")
