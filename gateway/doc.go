@@ -1,5 +1,5 @@
 // Package gateway is the HTTP front of `serve --http` around the MCP
-// endpoint: which path serves what (the MCP endpoint, the probes, metrics
+// endpoint: the address it listens on, which path serves what (the MCP endpoint, the probes, metrics
 // and status page, the OAuth metadata, POST /drain), who may pass (the
 // http.auth guard, swapped whole when a reload changes it, never dropped
 // from a gateway other hosts can reach), and how a replica leaves a load
