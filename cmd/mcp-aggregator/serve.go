@@ -41,8 +41,9 @@ const recentReloads = 20
 // traceFlushGrace bounds the export of the spans still buffered at exit.
 const traceFlushGrace = 5 * time.Second
 
-// server is what serve builds, in the order it builds it. Everything of
-// the HTTP front is nil on stdio.
+// server is what serve builds. What only the HTTP front needs (the
+// certificate, the keys, the listener, the guard, the endpoint and the
+// drain) is nil on stdio.
 type server struct {
 	flags *serveFlags
 	log   *slog.Logger
