@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -100,14 +99,8 @@ func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 	defer cancel()
 	resp, err := modernPostAs(ctx, url, token, "tools/call", tool, params)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	raw, data := readReply(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	var data []byte = raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
 	var msg struct {
 		Result struct {
 			Structured struct {
