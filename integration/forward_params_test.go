@@ -27,9 +27,18 @@ func startParamsRecorder(t *testing.T) (url string, seen func() []json.RawMessag
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ok"), nil
 		})
+	url, params := startRecordingServer(t, up)
+	return url, func() []json.RawMessage { return params("tools/call") }
+}
+
+// startRecordingServer serves up over streamable HTTP and records the
+// params of every request it is sent, raw, as they came off the wire;
+// params returns those of the requests of method so far.
+func startRecordingServer(t *testing.T, up *server.MCPServer) (url string, params func(method string) []json.RawMessage) {
+	t.Helper()
 	var (
-		mu    sync.Mutex
-		calls []json.RawMessage
+		mu   sync.Mutex
+		seen = map[string][]json.RawMessage{}
 	)
 	handler := server.NewStreamableHTTPServer(up)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,19 +51,19 @@ func startParamsRecorder(t *testing.T) (url string, seen func() []json.RawMessag
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+		if json.Unmarshal(body, &m) == nil && m.Method != "" {
 			mu.Lock()
-			calls = append(calls, m.Params)
+			seen[m.Method] = append(seen[m.Method], m.Params)
 			mu.Unlock()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp", func() []json.RawMessage {
+	return srv.URL + "/mcp", func(method string) []json.RawMessage {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]json.RawMessage(nil), calls...)
+		return append([]json.RawMessage(nil), seen[method]...)
 	}
 }
 
