@@ -163,16 +163,7 @@ func TestOAuthLoginOfferedForMissingToolsSDK2Client(t *testing.T) {
 	as := startAuthServer(t, true, "")
 	up := startSecuredUpstream(t, as)
 	_, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	a, _ := startSecuredAggregator(t, up, env)
 	out := runInputClientAs(t, "2", a.url, downstreamToken, map[string]any{
 		"capabilities": []string{"elicitation-url"},
 		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},

@@ -1051,6 +1051,18 @@ func securedConfig(t *testing.T, url string) string {
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
 }
 
+// loggedInSecured starts a securedUpstream of as and logs in to it
+// (mustLogin) from a fresh login home; it returns the upstream, the home,
+// the environment that names it and the config file (securedConfig).
+func loggedInSecured(t *testing.T, as *authServer) (up *securedUpstream, home string, env []string, cfg string) {
+	t.Helper()
+	up = startSecuredUpstream(t, as)
+	home, env = loginHome(t)
+	cfg = securedConfig(t, up.url)
+	mustLogin(t, env, cfg)
+	return up, home, env, cfg
+}
+
 // storedGrant is what a token file holds, as far as the tests look.
 type storedGrant struct {
 	Issuer       string `json:"issuer"`
@@ -1127,11 +1139,7 @@ func runCommand(t *testing.T, env []string, args ...string) (string, int) {
 func TestOAuthLogoutRevokes(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	home, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-
-	mustLogin(t, env, cfg)
+	_, home, env, cfg := loggedInSecured(t, as)
 	g := onlyGrant(t, home)
 	require.NotEmpty(t, g.RefreshToken)
 	require.True(t, as.store.hasRefresh(g.RefreshToken), "the provider takes the refresh token before the logout")
@@ -1175,11 +1183,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	t.Parallel()
 	first := startAuthServer(t, true, "")
 	second := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, first)
-	home, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-
-	mustLogin(t, env, cfg)
+	up, home, env, cfg := loggedInSecured(t, first)
 	before := readGrants(t, home)
 	require.Len(t, before, 1)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
