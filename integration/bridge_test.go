@@ -274,15 +274,7 @@ func startModernNodeServer(t *testing.T, name string) (url string, log *logBuffe
 // upstream with the answers until the final result.
 func TestBridgeOldClientModernUpstream(t *testing.T) {
 	t.Parallel()
-	url, serverLog := startInputServer(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-servers:
-  modern:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-`, url))
-	a.waitLoaded()
+	a, serverLog := modernUpstream(t, "    truely-stateless: true\n")
 	out := runInputClient(t, "1", a.url, map[string]any{
 		"capabilities": []string{"elicitation", "sampling", "roots"},
 		"answers": map[string]any{

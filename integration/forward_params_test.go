@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,10 +21,7 @@ import (
 func startParamsRecorder(t *testing.T) (url string, seen func() []json.RawMessage) {
 	t.Helper()
 	up := server.NewMCPServer("params", "1.0.0")
-	up.AddTool(mcp.NewTool("t", mcp.WithDescription("Answers ok.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("ok"), nil
-		})
+	addTextTool(up, "t", "Answers ok.", "ok")
 	url, params := startRecordingServer(t, up)
 	return url, func() []json.RawMessage { return params("tools/call") }
 }

@@ -119,12 +119,7 @@ func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 // and calls without one share the anonymous lease, with one warning.
 func TestModernSessionlessLeases(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-servers:
-  counter:
-    %s
-    transform: [{prefix: c_}]
-`, demoServer("counter")))
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+demoEntry("counter", "c_", "counter"))
 	a.waitLoaded()
 	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", "conv-a"))
 	assert.Equal(t, 2, modernCall(t, a.url, "c_increment", "conv-a"))
@@ -140,12 +135,7 @@ servers:
 // one), though the connection initialized no session.
 func TestModernSessionlessLeasesOverStdio(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  counter:
-    %s
-    transform: [{prefix: c_}]
-`, demoServer("counter")))
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+demoEntry("counter", "c_", "counter"))
 	a.waitLoaded()
 	lines := bufio.NewReader(a.stdout)
 	id := 0

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -496,10 +495,7 @@ func TestTasksSDKClient(t *testing.T) {
 func taskServerHTTP(t *testing.T) string {
 	t.Helper()
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := freePort(t)
 	cmd := exec.Command("node", filepath.Join(nodeDir, "taskserver.mjs"), "--http")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	log, exited := startProcessGroup(t, cmd)
