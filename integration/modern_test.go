@@ -179,6 +179,24 @@ func TestModernSessionlessLeasesOverStdio(t *testing.T) {
 	assert.Equal(t, 3, call("conv-a"))
 }
 
+// listenToolsChanged opens a sessionless subscriptions/listen stream at url
+// for tools/list_changed, open until ctx ends, and returns the data of its
+// events, closed when the stream ends.
+func listenToolsChanged(t *testing.T, ctx context.Context, url string) <-chan string {
+	t.Helper()
+	resp, err := modernPost(ctx, url, "subscriptions/listen", "",
+		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
+	}()
+	return events
+}
+
 // TestModernListenerGetsListChanged: a 2026-07-28 client's subscriptions/listen
 // stream receives tools/list_changed when a reload changes the catalog.
 func TestModernListenerGetsListChanged(t *testing.T) {
@@ -186,17 +204,7 @@ func TestModernListenerGetsListChanged(t *testing.T) {
 	r := newReloadRig(t, httpTransport, reloadConfig("pid"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := modernPost(ctx, r.a.url, "subscriptions/listen", "",
-		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
-	}()
+	events := listenToolsChanged(t, ctx, r.a.url)
 	// The stream is open once the server acknowledged the subscription.
 	select {
 	case ack, ok := <-events:

@@ -309,23 +309,31 @@ func TestTasksListPages(t *testing.T) {
 	assert.Equal(t, want, listTasks(t, c))
 }
 
+// researchConfig fronts server-everything on stdio, shared by every session,
+// its tools prefixed ev_, with only its research task
+// (simulate-research-query), which asks for clarification while a requestor
+// waits in tasks/result.
+func researchConfig(t *testing.T) string {
+	return `version: 1
+servers:
+  every:
+    truely-stateless: true
+    command: node
+    args: [` + quoted(nodeEntry(t, everythingEntry)) + `, stdio]
+    transform: [{prefix: ev_}]
+    tools: {whitelist: [simulate-research-query]}
+`
+}
+
 // TestTasksElicitationDuringResult: server-everything's research task asks
 // for clarification while the client waits in tasks/result; the request
 // reaches the client naming the task by the client's id, and the answer
 // reaches the task.
 func TestTasksElicitationDuringResult(t *testing.T) {
 	t.Parallel()
-	entry := nodeEntry(t, everythingEntry)
+	config := researchConfig(t)
 	eachTransport(t, func(t *testing.T, tr transport) {
-		a := serveConfig(t, tr, `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: [simulate-research-query]}
-`)
+		a := serveConfig(t, tr, config)
 		a.waitLoaded()
 		c, asked := elicitedClient(a, func(json.RawMessage) string {
 			return `{"action":"accept","content":{"interpretation":"historical"}}`

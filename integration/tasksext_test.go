@@ -337,7 +337,6 @@ func pollTask(t *testing.T, ac *extCaller, id, lease string, until func(shape ma
 // tasks/result (server-everything's research task, input_required).
 func TestTasksExtensionBridgedInput(t *testing.T) {
 	t.Parallel()
-	everything := nodeEntry(t, everythingEntry)
 	cases := []struct {
 		name, config, tool string
 		args               map[string]any
@@ -363,16 +362,8 @@ func TestTasksExtensionBridgedInput(t *testing.T) {
 			assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
 		},
 	}, {
-		name: "asked during tasks/result",
-		config: `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(everything) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: [simulate-research-query]}
-`,
+		name:   "asked during tasks/result",
+		config: researchConfig(t),
 		tool:   "ev_simulate-research-query",
 		args:   map[string]any{"topic": "tea", "ambiguous": true},
 		answer: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "historical"}},
