@@ -221,6 +221,23 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	requireReaped(t, busyPID)
 }
 
+// acquireOverBusyCap leases pool's one instance (max_instances: 1) to
+// named("a"), whose call runs on until the test ends, then asks for
+// named("b"), which the cap refuses; it returns how long that took and the
+// refusal.
+func acquireOverBusyCap(t *testing.T, pool *Pool) (took time.Duration, refused error) {
+	t.Helper()
+	busy := acquire(t, pool, named("a"))
+	t.Cleanup(busy.Done)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	began := time.Now()
+	_, err := pool.Acquire(ctx, named("b"))
+	took = time.Since(began)
+	require.ErrorIs(t, err, ErrCapReached)
+	return took, err
+}
+
 func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Parallel()
 
@@ -228,15 +245,8 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1})
-		busy := acquire(t, pool, named("a")) // its call runs on
-		defer busy.Done()
-
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		began := time.Now()
-		_, err := pool.Acquire(ctx, named("b"))
-		require.ErrorIs(t, err, ErrCapReached)
-		assert.Less(t, time.Since(began), time.Second, "no waiting out the call's timeout")
+		took, err := acquireOverBusyCap(t, pool)
+		assert.Less(t, took, time.Second, "no waiting out the call's timeout")
 		assert.Contains(t, err.Error(), `server "counter"`)
 		assert.Contains(t, err.Error(), "lease.max_instances: 1")
 		assert.Contains(t, err.Error(), "lease.queue_timeout")
@@ -248,15 +258,8 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		const queue = 300 * time.Millisecond
 		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue})
-		busy := acquire(t, pool, named("a")) // its call runs on
-		defer busy.Done()
-
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		began := time.Now()
-		_, err := pool.Acquire(ctx, named("b"))
-		require.ErrorIs(t, err, ErrCapReached)
-		assert.GreaterOrEqual(t, time.Since(began), queue, "it waited for capacity")
+		took, err := acquireOverBusyCap(t, pool)
+		assert.GreaterOrEqual(t, took, queue, "it waited for capacity")
 		assert.Contains(t, err.Error(), "none freed within lease.queue_timeout (300ms)")
 		assert.Zero(t, f.callCount(), "nothing was started over the cap")
 
