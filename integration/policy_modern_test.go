@@ -12,6 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// askQuickConfig is policyConfig with one more rule, ask-quick, which asks
+// before echo runs with the text "quick" and waits 300ms for the answer.
+func askQuickConfig(auditPath string) string {
+	return strings.Replace(policyConfig(auditPath), "servers:\n",
+		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
+}
+
 // TestPolicyAsksModernClient: a sessionless 2026-07-28 request that an ask
 // rule stops is answered input_required, its inputRequests the question
 // (naming the tool and the principal, a secret argument redacted) and its
@@ -23,9 +30,7 @@ import (
 func TestPolicyAsksModernClient(t *testing.T) {
 	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	cfg := strings.Replace(policyConfig(auditPath), "servers:\n",
-		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
-	a := serveConfig(t, httpTransport, cfg)
+	a := serveConfig(t, httpTransport, askQuickConfig(auditPath))
 	a.waitLoaded()
 	call := func(lease string, args map[string]any, extra map[string]any) map[string]any {
 		p := map[string]any{"name": "demo_echo", "arguments": args}
@@ -156,9 +161,7 @@ func TestPolicyAsksSDK2Client(t *testing.T) {
 func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	cfg := strings.Replace(policyConfig(auditPath), "servers:\n",
-		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
-	a := serveConfig(t, stdioTransport, cfg)
+	a := serveConfig(t, stdioTransport, askQuickConfig(auditPath))
 	a.waitLoaded()
 	lines := bufio.NewReader(a.stdout)
 	id := 0
