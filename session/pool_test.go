@@ -30,6 +30,20 @@ func counterValue(t *testing.T, inst *upstream.Instance, tool string) int {
 	return res.Structured.Value
 }
 
+// watchedPool starts a pool of cfg on the demo server spec, its first
+// instance given (first), its events recorded in ev, closed when the test
+// ends.
+func watchedPool(t *testing.T, spec string, cfg Config) (pool *Pool, first *upstream.Instance, ev *events) {
+	t.Helper()
+	f := newDemoFactory(t, spec)
+	ev = newEvents()
+	first = f.first(t)
+	cfg.OnEvent = ev.add
+	pool = NewPool(cfg, f.start, first)
+	closePool(t, pool)
+	return pool, first, ev
+}
+
 func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "tools")
@@ -91,11 +105,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 
 func TestStatelessInstanceThatStopsAnsweringPingsIsReplaced(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "tools")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "tools", Stateless: true, PingInterval: 100 * time.Millisecond, OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	_, first, ev := watchedPool(t, "tools", Config{Server: "tools", Stateless: true, PingInterval: 100 * time.Millisecond})
 
 	// A stopped process keeps its pipes open but answers nothing.
 	require.NoError(t, syscall.Kill(first.PID(), syscall.SIGSTOP))
@@ -346,11 +356,7 @@ func TestPrewarmKeepsSparesReady(t *testing.T) {
 
 func TestLeaseWhoseInstanceDiedIsReplacedAndSaysSo(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "counter")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "counter", OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	pool, first, ev := watchedPool(t, "counter", Config{Server: "counter"})
 
 	g := acquire(t, pool, named("a"))
 	assert.Equal(t, 1, counterValue(t, g.Instance, "increment"))
@@ -525,11 +531,7 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 // first step for ever.
 func TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "tools")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "tools", Stateless: true, OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	_, first, ev := watchedPool(t, "tools", Config{Server: "tools", Stateless: true})
 
 	pid := first.PID()
 	seen := map[int]bool{pid: true}
