@@ -150,13 +150,7 @@ func (p *everythingPeer) do(t *testing.T, method string, params map[string]any) 
 // every, leased (an instance per session), its names unchanged, without the
 // lease reminder.
 func leasedEverythingConfig(entry string) string {
-	return `version: 1
-servers:
-  every:
-    command: node
-    args: [` + quoted(entry) + `, stdio]
-    lease_reminder: false
-`
+	return "version: 1\nservers:\n" + everythingYAML("every", entry, "lease_reminder: false")
 }
 
 // TestFidelityMoreEverythingRoundTrips compares, JSON for JSON, what a

@@ -314,15 +314,8 @@ func TestTasksListPages(t *testing.T) {
 // (simulate-research-query), which asks for clarification while a requestor
 // waits in tasks/result.
 func researchConfig(t *testing.T) string {
-	return `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(nodeEntry(t, everythingEntry)) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: [simulate-research-query]}
-`
+	return "version: 1\nservers:\n" + everythingYAML("every", nodeEntry(t, everythingEntry), statelessServer,
+		"transform: [{prefix: ev_}]", "tools: {whitelist: [simulate-research-query]}")
 }
 
 // TestTasksElicitationDuringResult: server-everything's research task asks
