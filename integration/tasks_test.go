@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -440,19 +439,8 @@ func TestTasksSDKClient(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, tasksConfig(t))
 	a.waitLoaded()
-	marker := newMarker()
-	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "taskclient.mjs"), "--http", a.url)
-	cmd.Dir = t.TempDir()
-	cmd.Env = markerEnv(marker)
-	cmd.Stdin = strings.NewReader(`{"tool":"b_countdown","arguments":{"label":"sdk","steps":2,"stepMs":50}}`)
-	var stdout bytes.Buffer
-	stderr := newLogBuffer()
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	assertNoSurvivors(t, marker)
+	stdout, stderr, err := runMarkedNode(t, newMarker(), strings.NewReader(`{"tool":"b_countdown","arguments":{"label":"sdk","steps":2,"stepMs":50}}`),
+		"taskclient.mjs", "--http", a.url)
 	require.NoError(t, err, "taskclient failed; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr)
 
 	var out struct {
