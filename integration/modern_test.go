@@ -101,17 +101,29 @@ func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 	require.NoError(t, err)
 	raw, data := readReply(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	var msg struct {
-		Result struct {
-			Structured struct {
-				Value int `json:"value"`
-			} `json:"structuredContent"`
-		} `json:"result"`
-		Error json.RawMessage `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	msg := decodeValueReply(t, data)
 	require.Empty(t, msg.Error, "%s", data)
 	return msg.Result.Structured.Value
+}
+
+// valueReply is a JSON-RPC response to a call of a tool whose result's
+// structuredContent has a value (the demo counter's).
+type valueReply struct {
+	ID     json.RawMessage `json:"id"`
+	Result struct {
+		Structured struct {
+			Value int `json:"value"`
+		} `json:"structuredContent"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+// decodeValueReply decodes data, a valueReply.
+func decodeValueReply(t *testing.T, data []byte) valueReply {
+	t.Helper()
+	var msg valueReply
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	return msg
 }
 
 // TestModernSessionlessLeases: sessionless clients name their conversation
@@ -154,16 +166,7 @@ func TestModernSessionlessLeasesOverStdio(t *testing.T) {
 		for {
 			line, err := lines.ReadBytes('\n')
 			require.NoError(t, err)
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Result struct {
-					Structured struct {
-						Value int `json:"value"`
-					} `json:"structuredContent"`
-				} `json:"result"`
-				Error json.RawMessage `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal(line, &msg), "%s", line)
+			msg := decodeValueReply(t, line)
 			if string(msg.ID) != fmt.Sprint(id) {
 				continue // not the answer (none other is expected, but a notification may come)
 			}
