@@ -19,10 +19,7 @@ import (
 // the unknown-tool error, which names the server and the login command.
 func TestOAuthLoginOfferedForMissingTools(t *testing.T) {
 	t.Parallel()
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	a, _ := startSecuredAggregator(t, up, env)
+	as, a := startAwaitingLogin(t)
 
 	plain := a.newClient()
 	plain.wire.(*httpWire).hc.Transport = withAuthorization{base: plain.wire.(*httpWire).hc.Transport}

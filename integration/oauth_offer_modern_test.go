@@ -60,10 +60,7 @@ func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]a
 // is still offered the login as -32042, with its elicitationId.
 func TestOAuthLoginOfferToModernClient(t *testing.T) {
 	t.Parallel()
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	a, _ := startSecuredAggregator(t, up, env)
+	as, a := startAwaitingLogin(t)
 
 	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
 	call := func(tool string, extra map[string]any) map[string]any {
@@ -160,10 +157,7 @@ func TestOAuthLoginOfferToModernClient(t *testing.T) {
 func TestOAuthLoginOfferedForMissingToolsSDK2Client(t *testing.T) {
 	t.Parallel()
 	nodeEntry(t, sdk2Entry)
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	a, _ := startSecuredAggregator(t, up, env)
+	as, a := startAwaitingLogin(t)
 	out := runInputClientAs(t, "2", a.url, downstreamToken, map[string]any{
 		"capabilities": []string{"elicitation-url"},
 		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},

@@ -996,8 +996,6 @@ func loginHome(t *testing.T) (string, []string) {
 	return home, []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
 }
 
-// securedConfig writes a config with one server, secured, at url, which
-// needs an OAuth login.
 // startSecuredAggregator starts an aggregator, with env as its environment
 // (loginHome's), whose one server "secured" is up, its tools prefixed sec_,
 // and needs an OAuth login; it returns the aggregator, loaded, and its
@@ -1015,6 +1013,17 @@ servers:
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
 	a.waitLoaded()
 	return a, cfg
+}
+
+// startAwaitingLogin starts an authorization server and an aggregator
+// (startSecuredAggregator) whose server "secured" waits for a login to it,
+// from a fresh login home.
+func startAwaitingLogin(t *testing.T) (*authServer, *aggregator) {
+	t.Helper()
+	as := startAuthServer(t, true, "")
+	_, env := loginHome(t)
+	a, _ := startSecuredAggregator(t, startSecuredUpstream(t, as), env)
+	return as, a
 }
 
 // newElicitingClient opens a 2025-11-25 session, with the downstream
@@ -1046,6 +1055,8 @@ func mustLogin(t *testing.T, env []string, cfg string) {
 	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
 }
 
+// securedConfig writes a config with one server, secured, at url, which
+// needs an OAuth login.
 func securedConfig(t *testing.T, url string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
