@@ -702,6 +702,24 @@ func TestTasksStatusBeforeResult(t *testing.T) {
 	})
 }
 
+// assertReporterAnswered checks result, the result of taskserver's reporter
+// task that asked, for the answer it got: accepted, naming the task by the
+// upstream's id (task-1).
+func assertReporterAnswered(t *testing.T, result json.RawMessage) {
+	t.Helper()
+	var r struct {
+		Structured struct {
+			Answer struct {
+				Action        string `json:"action"`
+				RelatedTaskID string `json:"relatedTaskId"`
+			} `json:"answer"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+	assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
+	assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+}
+
 // TestTasksRelatedRequest: after the CreateTaskResult, with no request of
 // the client in flight, the upstream asks the client (elicitation/create)
 // naming its task in _meta; the request reaches the task's owner under the
@@ -731,17 +749,7 @@ func TestTasksRelatedRequest(t *testing.T) {
 
 		res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
 		require.Empty(t, string(res.Error))
-		var result struct {
-			Structured struct {
-				Answer struct {
-					Action        string `json:"action"`
-					RelatedTaskID string `json:"relatedTaskId"`
-				} `json:"answer"`
-			} `json:"structuredContent"`
-		}
-		require.NoError(t, json.Unmarshal(res.Result, &result))
-		assert.Equal(t, "accept", result.Structured.Answer.Action, "the client's answer reached the upstream")
-		assert.Equal(t, "task-1", result.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+		assertReporterAnswered(t, res.Result)
 	})
 }
 

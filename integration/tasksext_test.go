@@ -348,19 +348,7 @@ func TestTasksExtensionBridgedInput(t *testing.T) {
 		tool:   "a_reporter",
 		args:   map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true},
 		answer: map[string]any{"action": "accept", "content": map[string]any{"keep": true}},
-		check: func(t *testing.T, result json.RawMessage) {
-			var r struct {
-				Structured struct {
-					Answer struct {
-						Action        string `json:"action"`
-						RelatedTaskID string `json:"relatedTaskId"`
-					} `json:"answer"`
-				} `json:"structuredContent"`
-			}
-			require.NoError(t, json.Unmarshal(result, &r), "%s", result)
-			assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
-			assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
-		},
+		check:  assertReporterAnswered,
 	}, {
 		name:   "asked during tasks/result",
 		config: researchConfig(t),
