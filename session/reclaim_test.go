@@ -59,6 +59,14 @@ func assertReclaimsUnconnected(t *testing.T, reclaimIdle time.Duration, settle f
 	assert.True(t, held)
 }
 
+// assertNoneReclaimed checks that ev recorded no reclaimed lease.
+func assertNoneReclaimed(t *testing.T, ev *events) {
+	t.Helper()
+	for _, e := range ev.all() {
+		assert.NotEqual(t, "reclaimed", e.Kind)
+	}
+}
+
 func TestReclaimAtTheCap(t *testing.T) {
 	t.Parallel()
 
@@ -162,9 +170,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		case <-time.After(waitTimeout):
 			t.Fatal("the new session waited on")
 		}
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("the wait ends with the caller's own deadline", func(t *testing.T) {
@@ -197,9 +203,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Less(t, time.Since(began), time.Second, "no waiting")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("a call in flight protects a lease however long ago it began", func(t *testing.T) {
@@ -212,9 +216,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 
 		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("a reclaimed session refused at the cap hears why its state is gone", func(t *testing.T) {
