@@ -137,20 +137,24 @@ type toolResult struct {
 func decodeResult(t *testing.T, raw json.RawMessage) toolResult {
 	t.Helper()
 	var res toolResult
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	require.NoError(t, dec.Decode(&res), "%s", raw)
+	decodeExact(t, raw, &res)
 	return res
 }
 
 // decodeNumbers decodes JSON keeping every number as written.
 func decodeNumbers(t *testing.T, raw []byte) any {
 	t.Helper()
+	var v any
+	decodeExact(t, raw, &v)
+	return v
+}
+
+// decodeExact decodes raw into v, keeping every number as written.
+func decodeExact(t *testing.T, raw []byte, v any) {
+	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	require.NoError(t, dec.Decode(&v), "%s", raw)
-	return v
+	require.NoError(t, dec.Decode(v), "%s", raw)
 }
 
 func compactJSON(t *testing.T, raw []byte) string {
