@@ -85,11 +85,16 @@ func reconcile(t *testing.T, p *Proxy, ws *config.Workspace) Report {
 }
 
 func newTestProxy(t *testing.T) *Proxy {
-	p := New(Options{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Version:  "test",
-		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
-	})
+	return newTestProxyWith(t, Options{})
+}
+
+// newTestProxyWith is a proxy of opts, with a silent log, the version
+// "test" and short upstream grace periods, closed when the test ends.
+func newTestProxyWith(t *testing.T, opts Options) *Proxy {
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.Version = "test"
+	opts.Upstream = upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}
+	p := New(opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
