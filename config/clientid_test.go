@@ -63,12 +63,7 @@ func TestClientIDURLProblems(t *testing.T) {
 			if tt.section == "" {
 				auth = "{type: oauth, client_id_url: 'https://gateway.example.com'}"
 			}
-			text := "version: 1\n" + tt.section + "\nservers:\n  s:\n    url: https://mcp.example.com/mcp\n    auth: " + auth + "\n"
-			_, problems := loadYAML(t, text, nil)
-			p := problemAt(t, problems, tt.field)
-			assert.Equal(t, SeverityError, p.Severity)
-			assert.Contains(t, p.Message, tt.want)
-			assert.NotZero(t, p.Line, "the problem names its line")
+			assertAuthError(t, "version: 1\n"+tt.section+"\n", auth, nil, tt.field, tt.want)
 		})
 	}
 }

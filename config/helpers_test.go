@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,6 +68,18 @@ func problemAt(t *testing.T, problems []Problem, field string) Problem {
 	}
 	require.Lenf(t, found, 1, "want one problem for %q, got %v", field, problems)
 	return found[0]
+}
+
+// assertAuthError loads head (the config's first lines) followed by one
+// remote server, s, with the auth given, in the environment env, and checks
+// for an error at field whose message contains want and names its line.
+func assertAuthError(t *testing.T, head, auth string, env map[string]string, field, want string) {
+	t.Helper()
+	_, problems := loadYAML(t, head+"servers:\n  s:\n    url: https://mcp.example.com/mcp\n    auth: "+auth+"\n", env)
+	p := problemAt(t, problems, field)
+	assert.Equal(t, SeverityError, p.Severity)
+	assert.Contains(t, p.Message, want)
+	assert.Positive(t, p.Line, "the problem names its line")
 }
 
 // render joins problems for failure messages and substring checks.

@@ -56,11 +56,7 @@ func TestTokenExchangeProblems(t *testing.T) {
 			if !tt.noGateway {
 				head += gatewayOAuth
 			}
-			_, problems := loadYAML(t, head+"servers:\n  s:\n    url: https://mcp.example.com/mcp\n    auth: "+tt.auth+"\n", nil)
-			p := problemAt(t, problems, tt.field)
-			assert.Equal(t, SeverityError, p.Severity)
-			assert.Contains(t, p.Message, tt.want)
-			assert.Positive(t, p.Line)
+			assertAuthError(t, head, tt.auth, nil, tt.field, tt.want)
 		})
 	}
 }
@@ -121,11 +117,7 @@ func TestPerUserLoginsProblems(t *testing.T) {
 			if tt.http != "" {
 				head += "http:\n" + tt.http
 			}
-			_, problems := loadYAML(t, head+"servers:\n  s:\n    url: https://mcp.example.com/mcp\n    auth: "+tt.auth+"\n", map[string]string{"T": "t0ken"})
-			p := problemAt(t, problems, tt.field)
-			assert.Equal(t, SeverityError, p.Severity)
-			assert.Contains(t, p.Message, tt.want)
-			assert.Positive(t, p.Line)
+			assertAuthError(t, head, tt.auth, map[string]string{"T": "t0ken"}, tt.field, tt.want)
 		})
 	}
 }

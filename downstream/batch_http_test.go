@@ -51,6 +51,24 @@ func (s *httpServer) batchPost(t *testing.T, session, body, accept string) *http
 	return s.post(t, body, map[string]string{headerSessionID: session, headerProtocol: batchProtocol, "Accept": accept})
 }
 
+// batchAnswers decodes body, a batch's array of answers, and returns the
+// ids answered and how many answers are results; refused checks each error.
+func batchAnswers(t *testing.T, body []byte, refused func(*jsonrpc.Error)) (ids map[string]bool, results int) {
+	t.Helper()
+	var answers []*jsonrpc.Message
+	require.NoError(t, json.Unmarshal(body, &answers), "%.200s", body)
+	ids = map[string]bool{}
+	for _, a := range answers {
+		ids[string(a.ID)] = true
+		if a.Error == nil {
+			results++
+			continue
+		}
+		refused(a.Error)
+	}
+	return ids, results
+}
+
 // The answers held for a JSON array stop at MaxBatchBytes: each answer
 // past it is an error naming the bound and the ways around it.
 func TestBatchHoldsAtMostMaxBatchBytes(t *testing.T) {
@@ -62,20 +80,12 @@ func TestBatchHoldsAtMostMaxBatchBytes(t *testing.T) {
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	var answers []*jsonrpc.Message
-	require.NoError(t, json.Unmarshal(body, &answers), "%.200s", body)
-	ids, results := map[string]bool{}, 0
-	for _, a := range answers {
-		ids[string(a.ID)] = true
-		if a.Error == nil {
-			results++
-			continue
-		}
-		assert.Equal(t, jsonrpc.CodeInternalError, a.Error.Code)
+	ids, results := batchAnswers(t, body, func(e *jsonrpc.Error) {
+		assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
 		for _, hint := range []string{"past 3500 bytes (http.max_batch_bytes)", "send the request on its own", "accept text/event-stream", "raise http.max_batch_bytes"} {
-			assert.Contains(t, a.Error.Message, hint)
+			assert.Contains(t, e.Message, hint)
 		}
-	}
+	})
 	assert.Len(t, ids, 10, "every request is answered")
 	assert.Equal(t, 3, results, "as many answers as fit")
 

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,18 +21,10 @@ func TestBatchStdioHoldsAtMostMaxBatchBytes(t *testing.T) {
 
 	p.send(t, batchOf(n))
 	require.True(t, p.out.Scan(), "no answer: %v", p.out.Err())
-	var answers []*jsonrpc.Message
-	require.NoError(t, json.Unmarshal(p.out.Bytes(), &answers))
-	ids, results := map[string]bool{}, 0
-	for _, a := range answers {
-		ids[string(a.ID)] = true
-		if a.Error == nil {
-			results++
-			continue
-		}
-		assert.Contains(t, a.Error.Message, "past 16777216 bytes")
-		assert.Contains(t, a.Error.Message, "send the request on its own")
-	}
+	ids, results := batchAnswers(t, p.out.Bytes(), func(e *jsonrpc.Error) {
+		assert.Contains(t, e.Message, "past 16777216 bytes")
+		assert.Contains(t, e.Message, "send the request on its own")
+	})
 	assert.Len(t, ids, n, "every request is answered")
 	assert.Positive(t, results, "the answers that fit are given")
 	assert.LessOrEqual(t, results*size, DefaultMaxBatchBytes, "no more than the bound of answers")

@@ -15,10 +15,7 @@ import (
 func TestHTTPInitializeDoesNotConfirmAnotherClientsSession(t *testing.T) {
 	h := newHTTPFake()
 	s := serveAuthenticated(t, h)
-	resp := s.post(t, initializeBody, map[string]string{"X-Client": "alice"})
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	readMessage(t, resp)
-	id := resp.Header.Get(headerSessionID)
+	id := openAs(t, s, "alice")
 	<-h.opened
 
 	unknown := s.post(t, initializeBody, map[string]string{"X-Client": "bob", headerSessionID: "no-such-session-0123456789"})

@@ -29,10 +29,7 @@ func serveAuthenticatedWith(t *testing.T, h *httpFake, opts HTTPOptions) *httpSe
 func TestHTTPSessionBelongsToItsClient(t *testing.T) {
 	h := newHTTPFake()
 	s := serveAuthenticated(t, h)
-	resp := s.post(t, initializeBody, map[string]string{"X-Client": "alice"})
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	readMessage(t, resp)
-	id := resp.Header.Get(headerSessionID)
+	id := openAs(t, s, "alice")
 	sess := <-h.opened
 	assert.Equal(t, identity.Client("alice"), sess.Principal())
 
@@ -52,7 +49,7 @@ func TestHTTPSessionBelongsToItsClient(t *testing.T) {
 			assert.Equal(t, want.Error, got.Error, "%s by client %q on alice's session", method, client)
 		}
 	}
-	resp = s.post(t, list, map[string]string{headerSessionID: id, "X-Client": "alice"})
+	resp := s.post(t, list, map[string]string{headerSessionID: id, "X-Client": "alice"})
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the session survived the attempts and serves its own client")
 	readMessage(t, resp)
 	assert.Equal(t, identity.Client("alice"), h.last().Principal)

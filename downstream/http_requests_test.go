@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -230,15 +229,7 @@ func TestHTTPPendingRequestsAreBounded(t *testing.T) {
 }
 
 func TestHTTPClientCapabilities(t *testing.T) {
-	h := newHTTPFake()
-	seen := make(chan *Request, 4)
-	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
-		seen <- req
-		if req.Msg.Method == "initialize" {
-			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
-		}
-		return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
-	}
+	h, seen := seeingFake()
 	s := serveHTTP(t, h, HTTPOptions{})
 
 	id, sess := s.initializeCaps(t)

@@ -351,18 +351,28 @@ func checkVersionHeader(r *http.Request) *httpError {
 	return nil
 }
 
+// refusedSessionMethod refuses r, a GET or DELETE, and reports so, when
+// its MCP-Protocol-Version is one the transport does not serve, or one
+// without sessions, which is told why with notPart (a format naming that
+// version).
+func (t *HTTP) refusedSessionMethod(w http.ResponseWriter, r *http.Request, notPart string) bool {
+	if e := checkVersionHeader(r); e != nil {
+		t.refuse(w, r, e)
+		return true
+	}
+	if v := r.Header.Get(headerProtocol); protocol.Modern(v) {
+		w.Header().Set("Allow", http.MethodPost)
+		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, notPart, v))
+		return true
+	}
+	return false
+}
+
 // serveGet serves a session's standalone stream: what Notify queues, as SSE
 // events in order, with heartbeats, until the client leaves, the session
 // ends, a write fails or the client falls a whole queue behind.
 func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
-	if e := checkVersionHeader(r); e != nil {
-		t.refuse(w, r, e)
-		return
-	}
-	if protocol.Modern(r.Header.Get(headerProtocol)) {
-		w.Header().Set("Allow", http.MethodPost)
-		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
-			"GET is not part of protocol %s: open a subscriptions/listen request for server notifications", r.Header.Get(headerProtocol)))
+	if t.refusedSessionMethod(w, r, "GET is not part of protocol %s: open a subscriptions/listen request for server notifications") {
 		return
 	}
 	if _, sse := accepts(r); !sse {
@@ -420,14 +430,7 @@ func (t *HTTP) serveGet(w http.ResponseWriter, r *http.Request) {
 
 // serveDelete ends the session the request names.
 func (t *HTTP) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if e := checkVersionHeader(r); e != nil {
-		t.refuse(w, r, e)
-		return
-	}
-	if protocol.Modern(r.Header.Get(headerProtocol)) {
-		w.Header().Set("Allow", http.MethodPost)
-		t.refuse(w, r, refusal(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest,
-			"DELETE is not part of protocol %s, which has no sessions", r.Header.Get(headerProtocol)))
+	if t.refusedSessionMethod(w, r, "DELETE is not part of protocol %s, which has no sessions") {
 		return
 	}
 	s, e := t.sessionOf(r)

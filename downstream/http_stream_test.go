@@ -269,10 +269,13 @@ func TestHTTPGetClientThatNeverReadsDoesNotBlockNotify(t *testing.T) {
 	assert.Equal(t, 1, s.tr.Sessions())
 }
 
-func TestHTTPCancelledNotificationCancelsTheRequest(t *testing.T) {
-	started := make(chan struct{}, 1)
-	cause := make(chan error, 1)
-	h := newHTTPFake()
+// holdingFake is a handler that answers initialize and holds every other
+// request until its context ends, saying on started that one came and on
+// cause why it ended; it answers those with nothing.
+func holdingFake() (h *httpFake, started chan struct{}, cause chan error) {
+	started = make(chan struct{}, 1)
+	cause = make(chan error, 1)
+	h = newHTTPFake()
 	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
 		if req.Msg.Method == "initialize" {
 			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
@@ -282,6 +285,11 @@ func TestHTTPCancelledNotificationCancelsTheRequest(t *testing.T) {
 		cause <- context.Cause(ctx)
 		return nil
 	}
+	return h, started, cause
+}
+
+func TestHTTPCancelledNotificationCancelsTheRequest(t *testing.T) {
+	h, started, cause := holdingFake()
 	s := serveHTTP(t, h, HTTPOptions{})
 	id := s.initialize(t)
 
@@ -334,18 +342,7 @@ func TestHTTPClientLeavingCancelsTheRequest(t *testing.T) {
 }
 
 func TestHTTPShutdownEndsEverything(t *testing.T) {
-	started := make(chan struct{}, 1)
-	cause := make(chan error, 1)
-	h := newHTTPFake()
-	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
-		if req.Msg.Method == "initialize" {
-			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
-		}
-		started <- struct{}{}
-		<-ctx.Done()
-		cause <- context.Cause(ctx)
-		return nil
-	}
+	h, started, cause := holdingFake()
 	s := serveHTTP(t, h, HTTPOptions{})
 	a, b := s.initialize(t), s.initialize(t)
 	stream, _ := s.openStream(t, a)

@@ -38,6 +38,22 @@ func newHTTPFake() *httpFake {
 	return &httpFake{opened: make(chan Session, 64), closed: make(chan Session, 64), notified: make(chan *jsonrpc.Message, 64)}
 }
 
+// seeingFake is a handler that passes every request it is given on seen
+// (which holds four) and answers initialize with protocol 2025-11-25, any
+// other with an empty result.
+func seeingFake() (h *httpFake, seen chan *Request) {
+	h = newHTTPFake()
+	seen = make(chan *Request, 4)
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		seen <- req
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
+		}
+		return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+	}
+	return h, seen
+}
+
 func (f *httpFake) Handle(ctx context.Context, req *Request) *jsonrpc.Message {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)

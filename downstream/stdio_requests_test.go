@@ -117,15 +117,7 @@ func TestStdioSessionRequestRoundTrip(t *testing.T) {
 }
 
 func TestStdioCapabilitiesAndNoRequestsWithoutASession(t *testing.T) {
-	h := newHTTPFake()
-	seen := make(chan *Request, 4)
-	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
-		seen <- req
-		if req.Msg.Method == "initialize" {
-			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
-		}
-		return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
-	}
+	h, seen := seeingFake()
 	p := startStdio(t, h, StdioOptions{})
 
 	// Before initialize: no Ask, and Session.Request fails at once.

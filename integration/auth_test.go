@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,10 +95,7 @@ type headerRecorder struct {
 func newHeaderRecorder(t *testing.T) *headerRecorder {
 	t.Helper()
 	up := server.NewMCPServer("recorder", "1.0.0", server.WithToolCapabilities(true))
-	up.AddTool(mcp.NewTool("hello", mcp.WithDescription("Says hello.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("hello"), nil
-		})
+	addTextTool(up, "hello", "Says hello.", "hello")
 	rec := &headerRecorder{}
 	inner := server.NewStreamableHTTPServer(up)
 	mux := http.NewServeMux()

@@ -235,6 +235,21 @@ func (c *oldClient) filtered(prefix string) []string {
 	return out
 }
 
+// progressAcrossInput calls inputserver's progress_input with the progress
+// token given and checks that it ends, greeting Ada, and that the client
+// heard its progress before and after the input round under that token;
+// failArgs say what to show when the call fails.
+func (c *oldClient) progressAcrossInput(t *testing.T, ctx context.Context, token string, failArgs ...any) {
+	t.Helper()
+	params := &mcp.CallToolParams{Name: "progress_input", Arguments: map[string]any{}}
+	params.SetProgressToken(token)
+	res, err := c.session.CallTool(ctx, params)
+	require.NoError(t, err, failArgs...)
+	assert.Equal(t, "hello Ada", toolText(t, res))
+	c.waitFor(t, "the progress after the input round", func(e string) bool { return e == "progress:"+token+":after" })
+	assert.Equal(t, []string{token + ":before", token + ":after"}, c.filtered("progress:"))
+}
+
 // startWaitingCall calls wait_after_input, whose upstream waits after the
 // client's input, and returns once the call reports it waits: cancel cancels
 // the call, and done gets what the call returned.
@@ -314,13 +329,7 @@ func TestBridgeOldClientProgressAndCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 
-	params := &mcp.CallToolParams{Name: "progress_input", Arguments: map[string]any{}}
-	params.SetProgressToken("mine")
-	res, err := c.session.CallTool(ctx, params)
-	require.NoError(t, err, "server log:\n%s\naggregator log:\n%s", serverLog, a.log)
-	assert.Equal(t, "hello Ada", toolText(t, res))
-	c.waitFor(t, "the progress after the input round", func(e string) bool { return e == "progress:mine:after" })
-	assert.Equal(t, []string{"mine:before", "mine:after"}, c.filtered("progress:"))
+	c.progressAcrossInput(t, ctx, "mine", "server log:\n%s\naggregator log:\n%s", serverLog, a.log)
 
 	// Cancellation after the input round, while the upstream waits.
 	callCancel, done := c.startWaitingCall(ctx, t)
@@ -501,16 +510,10 @@ servers:
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 
-	params := &mcp.CallToolParams{Name: "progress_input", Arguments: map[string]any{}}
-	params.SetProgressToken("stdio")
-	res, err := c.session.CallTool(ctx, params)
-	require.NoError(t, err, "%s", a.log)
-	assert.Equal(t, "hello Ada", toolText(t, res))
-	c.waitFor(t, "the progress after the input round", func(e string) bool { return e == "progress:stdio:after" })
-	assert.Equal(t, []string{"stdio:before", "stdio:after"}, c.filtered("progress:"))
+	c.progressAcrossInput(t, ctx, "stdio", "%s", a.log)
 
 	require.NoError(t, c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}))
-	_, err = c.session.CallTool(ctx, &mcp.CallToolParams{Name: "log_levels", Arguments: map[string]any{}})
+	_, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: "log_levels", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	c.waitFor(t, "the warning", func(e string) bool { return e == "log:w" })
 	assert.Equal(t, []string{"d", "i", "w"}, c.filtered("log:"))

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -249,24 +248,23 @@ func TestBridgeModernClientMissingCapability(t *testing.T) {
 // and returns its URL.
 func startInputServer(t *testing.T) (url string, log *logBuffer) {
 	t.Helper()
+	return startModernNodeServer(t, "inputserver")
+}
+
+// startModernNodeServer runs node/<name>.mjs, a server on the TypeScript SDK
+// v2 that listens on a port of its choosing and says so ("<name>: listening
+// <url>"), until the test ends; it returns that URL and the server's output.
+func startModernNodeServer(t *testing.T, name string) (url string, log *logBuffer) {
+	t.Helper()
 	nodeEntry(t, "@modelcontextprotocol/server/package.json")
-	log = newLogBuffer()
-	cmd := exec.Command("node", filepath.Join(nodeDir, "inputserver.mjs"))
-	stdin, err := cmd.StdinPipe() // the server ends when it closes
+	cmd := exec.Command("node", filepath.Join(nodeDir, name+".mjs"))
+	_, err := cmd.StdinPipe() // the server ends when it closes, as it does once the server has exited
 	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
-	line, ok := log.waitLine(func(line string) bool { return strings.HasPrefix(line, "inputserver: listening ") }, startTimeout, exited)
-	require.True(t, ok, "inputserver never said where it listens:\n%s", log)
-	return strings.TrimPrefix(line, "inputserver: listening "), log
+	log, exited := startProcessGroup(t, cmd)
+	listening := name + ": listening "
+	line, ok := log.waitLine(func(line string) bool { return strings.HasPrefix(line, listening) }, startTimeout, exited)
+	require.True(t, ok, "%s never said where it listens:\n%s", name, log)
+	return strings.TrimPrefix(line, listening), log
 }
 
 // TestBridgeOldClientModernUpstream: a 2026-07-28 upstream (TypeScript SDK v2
@@ -276,15 +274,7 @@ func startInputServer(t *testing.T) (url string, log *logBuffer) {
 // upstream with the answers until the final result.
 func TestBridgeOldClientModernUpstream(t *testing.T) {
 	t.Parallel()
-	url, serverLog := startInputServer(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-servers:
-  modern:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-`, url))
-	a.waitLoaded()
+	a, serverLog := modernUpstream(t, "    truely-stateless: true\n")
 	out := runInputClient(t, "1", a.url, map[string]any{
 		"capabilities": []string{"elicitation", "sampling", "roots"},
 		"answers": map[string]any{

@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -257,14 +255,8 @@ func modernRead(t *testing.T, url, token, uri string) json.RawMessage {
 	defer cancel()
 	resp, err := modernPostAs(ctx, url, token, "resources/read", uri, map[string]any{"uri": uri})
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	raw, data := readReply(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	data := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
 	var msg struct {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`

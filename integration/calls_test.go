@@ -29,6 +29,12 @@ servers:
 `
 }
 
+// demoCounterConfig is demoToolsConfig and the demo counter, leased (an
+// instance per session), its tools prefixed counter_.
+func demoCounterConfig() string {
+	return demoToolsConfig() + demoEntry("counter", "counter_", "counter")
+}
+
 // textPattern is what the demo big tool returns: "0123456789abcdef" repeated, cut to n bytes.
 func textPattern(n int) string {
 	const unit = "0123456789abcdef"

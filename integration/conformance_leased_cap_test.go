@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestConformanceLeasedAtDefaultCap runs the official conformance suite against
@@ -24,33 +23,16 @@ func TestConformanceLeasedAtDefaultCap(t *testing.T) {
 	server := buildConformanceServer(t)
 
 	modes := []conformanceMode{{name: "direct"}, {name: "leased, default lease settings", through: true}}
-	results := make([]map[string]scenarioResult, len(modes))
-	var a *aggregator
-	t.Run("modes", func(t *testing.T) {
-		for i, mode := range modes {
-			t.Run(mode.name, func(t *testing.T) {
-				t.Parallel()
-				url := startConformanceServer(t, server)
-				var tap *upstreamTap
-				if mode.through {
-					tap = startUpstreamTap(t, url)
-					// The aggregator outlives this subtest: the parent reads its log.
-					a = serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
+	results, aggregators := runConformanceModes(t, suite, scenarios, server, modes, func(url string, _ conformanceMode) string {
+		return fmt.Sprintf(`version: 1
 servers:
   conformance:
     transport: streamable_http
     url: %s
     truely-stateless: false
-`, quoted(tap.url)))
-					a.waitLoaded()
-					url = a.url
-				}
-				start := time.Now()
-				results[i] = runConformance(t, suite, scenarios, url, tap)
-				t.Logf("%s: %d scenarios in %s", mode.name, len(results[i]), time.Since(start).Round(time.Millisecond))
-			})
-		}
+`, quoted(url))
 	})
+	a := aggregators[1]
 	t.Logf("MCP conformance suite:\n%s", conformanceTable(scenarios, modes, results))
 
 	direct, through := results[0], results[1]

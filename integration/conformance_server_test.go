@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,10 +32,7 @@ func buildConformanceServer(t *testing.T) string {
 // the test ends and returns its streamable-HTTP endpoint.
 func startConformanceServer(t *testing.T, exe string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := freeAddr(t)
 
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "CONFORMANCE_ADDR="+addr)

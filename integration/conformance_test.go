@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -69,22 +70,8 @@ func TestConformance(t *testing.T) {
 	// The modes run in parallel, each against a conformance server of its own; each
 	// writes only its own slot, and t.Run returns after all of them.
 	modes := conformanceModes()
-	results := make([]map[string]scenarioResult, len(modes))
-	t.Run("modes", func(t *testing.T) {
-		for i, mode := range modes {
-			t.Run(mode.name, func(t *testing.T) {
-				t.Parallel()
-				url := startConformanceServer(t, server)
-				var tap *upstreamTap
-				if mode.through {
-					tap = startUpstreamTap(t, url)
-					a := serveConfig(t, httpTransport, conformanceConfig(tap.url, mode.shared))
-					a.waitLoaded()
-					url = a.url
-				}
-				results[i] = runConformance(t, suite, scenarios, url, tap)
-			})
-		}
+	results, _ := runConformanceModes(t, suite, scenarios, server, modes, func(url string, mode conformanceMode) string {
+		return conformanceConfig(url, mode.shared)
 	})
 
 	table := conformanceTable(scenarios, modes, results)
@@ -120,6 +107,37 @@ func TestConformance(t *testing.T) {
 	if passedDirectly == 0 {
 		t.Errorf("no scenario passes directly: the suite or mcp-go's conformance server is broken")
 	}
+}
+
+// runConformanceModes runs scenarios of suite in each of modes at once, each
+// against a conformance server (the binary server) of its own; a mode through
+// the aggregator has it in front of a tap of that server, configured by
+// config of the tap's URL. It returns each mode's results and aggregator (nil
+// for a direct mode), which outlives the run: the caller may read its log.
+func runConformanceModes(t *testing.T, suite *conformanceSuite, scenarios []string, server string, modes []conformanceMode,
+	config func(url string, mode conformanceMode) string) ([]map[string]scenarioResult, []*aggregator) {
+	t.Helper()
+	results := make([]map[string]scenarioResult, len(modes))
+	aggregators := make([]*aggregator, len(modes))
+	t.Run("modes", func(t *testing.T) {
+		for i, mode := range modes {
+			t.Run(mode.name, func(t *testing.T) {
+				t.Parallel()
+				url := startConformanceServer(t, server)
+				var tap *upstreamTap
+				if mode.through {
+					tap = startUpstreamTap(t, url)
+					a := serveConfig(t, httpTransport, config(tap.url, mode))
+					a.waitLoaded()
+					aggregators[i], url = a, a.url
+				}
+				start := time.Now()
+				results[i] = runConformance(t, suite, scenarios, url, tap)
+				t.Logf("%s: %d scenarios in %s", mode.name, len(results[i]), time.Since(start).Round(time.Millisecond))
+			})
+		}
+	})
+	return results, aggregators
 }
 
 // conformanceConfig is an aggregator config whose one server is the conformance

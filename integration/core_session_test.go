@@ -113,11 +113,7 @@ func TestCoreSessionIDs(t *testing.T) {
 		t.Parallel()
 		a := serveConfig(t, httpTransport, coreCounterConfig())
 		a.waitLoaded()
-		owner := leaseSession(t, a)
-		leaseValue(t, owner, "counter_increment")
-		pid := leaseHeld(t, owner, "counter")
-		require.NotZero(t, pid)
-		id := coreSessionOf(t, owner)
+		owner, id, pid := coreCounterSession(t, a)
 		require.NoError(t, owner.wire.close(), "DELETE")
 		leaseWaitEvent(t, a, "session-ended", "counter", pid)
 		waitGone(t, pid)
@@ -136,11 +132,7 @@ func TestCoreSessionIDs(t *testing.T) {
 			flags:   []string{"--session-idle-ttl", "2s"},
 		})
 		a.waitLoaded()
-		owner := leaseSession(t, a)
-		leaseValue(t, owner, "counter_increment")
-		pid := leaseHeld(t, owner, "counter")
-		require.NotZero(t, pid)
-		id := coreSessionOf(t, owner)
+		_, id, pid := coreCounterSession(t, a)
 		// The session's end is announced by its lease ending.
 		leaseWaitEvent(t, a, "session-ended", "counter", pid)
 		waitGone(t, pid)
@@ -149,6 +141,17 @@ func TestCoreSessionIDs(t *testing.T) {
 		leased, _ := coreCounterStatus(t, a)
 		assert.Zero(t, leased, "mcp_status: no lease after the session expired")
 	})
+}
+
+// coreCounterSession opens a session of a that leases the counter (one
+// increment), and returns it, its session id and its counter's pid.
+func coreCounterSession(t *testing.T, a *aggregator) (owner *client, id string, pid int) {
+	t.Helper()
+	owner = leaseSession(t, a)
+	leaseValue(t, owner, "counter_increment")
+	pid = leaseHeld(t, owner, "counter")
+	require.NotZero(t, pid)
+	return owner, coreSessionOf(t, owner), pid
 }
 
 // TestCoreLeaseEndsWithSession: a lease never outlives its session. DELETE stops the

@@ -134,22 +134,8 @@ func TestTokenExchange(t *testing.T) {
 	as.store.addConfidentialClient("mcp-gateway", gwSecret)
 	up := newWhoami(t)
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := startAggregator(t, httpTransport, aggregatorOptions{env: []string{"GW_SECRET=" + gwSecret}, configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
-audit: {to: %q}
-http:
-  auth:
-    oauth:
-      issuer: %s
-      audience: %s
-servers:
-  crm:
-    url: %s
-    auth:
-      type: token_exchange
-      client_id: mcp-gateway
-      client_secret: {env: GW_SECRET}
-      audience: https://crm.example.com
-`, auditPath, as.issuer, gatewayAudience, up.url))}})
+	a := startAggregator(t, httpTransport, aggregatorOptions{env: []string{"GW_SECRET=" + gwSecret}, configs: []string{writeConfig(t,
+		crmConfig(as.issuer, up.url, exchangeAuth()...)+fmt.Sprintf("audit: {to: %q}\n", auditPath))}})
 	a.waitLoaded()
 
 	// upstreamToken is the bearer token the upstream saw for caller c,

@@ -86,23 +86,8 @@ func TestTokenExchangeServiceCredential(t *testing.T) {
 		return true
 	}, nil)
 
-	a := startAggregator(t, httpTransport, aggregatorOptions{env: []string{"GW_SECRET=" + gwSecret}, configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
-http:
-  auth:
-    oauth:
-      issuer: %s
-      audience: %s
-servers:
-  crm:
-    url: %s
-    auth:
-      type: token_exchange
-      client_id: mcp-gateway
-      client_secret: {env: GW_SECRET}
-      audience: https://crm.example.com
-      service: client_credentials
-    truely-stateless: true
-`, as.issuer, gatewayAudience, up.url))}})
+	a := startAggregator(t, httpTransport, aggregatorOptions{env: []string{"GW_SECRET=" + gwSecret}, configs: []string{writeConfig(t,
+		crmConfig(as.issuer, up.url, append(exchangeAuth("service: client_credentials"), "truely-stateless: true")...))}})
 	a.waitLoaded()
 
 	aliceToken, bobToken := mintFor(t, as, "alice", "agent-a"), mintFor(t, as, "bob", "agent-a")

@@ -82,6 +82,31 @@ func (w *whoami) seen(t *testing.T, c *client, tool string) map[string][]string 
 	return out
 }
 
+// crmConfig is a config whose gateway takes the tokens issuer issues for
+// gatewayAudience, in front of one server, crm, at url, with the settings
+// given (each a line of YAML under the server).
+func crmConfig(issuer, url string, settings ...string) string {
+	return fmt.Sprintf(`version: 1
+http:
+  auth:
+    oauth:
+      issuer: %s
+      audience: %s
+servers:
+`, issuer, gatewayAudience) + serverYAML("crm", append([]string{"url: " + url}, settings...)...)
+}
+
+// exchangeAuth is the auth of crm (crmConfig) by token exchange at the
+// gateway's issuer, as the client mcp-gateway, its secret in GW_SECRET,
+// for the audience https://crm.example.com; more are further settings of it.
+func exchangeAuth(more ...string) []string {
+	auth := []string{"auth:", "  type: token_exchange", "  client_id: mcp-gateway", "  client_secret: {env: GW_SECRET}", "  audience: https://crm.example.com"}
+	for _, line := range more {
+		auth = append(auth, "  "+line)
+	}
+	return auth
+}
+
 // TestPrincipalHeaders: a server's X-User-Id header is each caller's own
 // subject, on a shared connection; a caller's claim goes in another
 // header; requests no caller made carry neither.
@@ -89,19 +114,10 @@ func TestPrincipalHeaders(t *testing.T) {
 	t.Parallel()
 	is := newIssuer(t)
 	up := newWhoami(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-http:
-  auth:
-    oauth:
-      issuer: %s
-      audience: %s
-servers:
-  crm:
-    url: %s
-    headers:
-      X-User-Id: {principal: subject}
-      X-Email: {principal: "claim:email"}
-`, is.url, gatewayAudience, up.url))
+	a := serveConfig(t, httpTransport, crmConfig(is.url, up.url,
+		"headers:",
+		"  X-User-Id: {principal: subject}",
+		`  X-Email: {principal: "claim:email"}`))
 	a.waitLoaded()
 
 	aliceToken := is.mint(t, jwt.MapClaims{"sub": "alice", "client_id": "agent-a", "email": "alice@example.com"})

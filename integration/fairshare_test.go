@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -37,13 +36,7 @@ type shareReply struct {
 func readShareReply(t *testing.T, resp *http.Response, err error) shareReply {
 	t.Helper()
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	data := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
+	raw, data := readReply(t, resp)
 	r := shareReply{status: resp.StatusCode}
 	require.NoError(t, json.Unmarshal(data, &r), "%s", raw)
 	return r

@@ -146,6 +146,13 @@ func (p *everythingPeer) do(t *testing.T, method string, params map[string]any) 
 	return out
 }
 
+// leasedEverythingConfig fronts server-everything at entry on stdio as
+// every, leased (an instance per session), its names unchanged, without the
+// lease reminder.
+func leasedEverythingConfig(entry string) string {
+	return "version: 1\nservers:\n" + everythingYAML("every", entry, "lease_reminder: false")
+}
+
 // TestFidelityMoreEverythingRoundTrips compares, JSON for JSON, what a
 // client of server-everything gets directly and through the aggregator
 // (one leased instance, names unchanged) for the surface beyond listing:
@@ -157,13 +164,7 @@ func TestFidelityMoreEverythingRoundTrips(t *testing.T) {
 	entry := nodeEntry(t, everythingEntry)
 	eachTransport(t, func(t *testing.T, tr transport) {
 		direct := newEverythingPeer(t, connectDirect(t, nil, "node", entry, "stdio"))
-		a := serveConfig(t, tr, `version: 1
-servers:
-  every:
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    lease_reminder: false
-`)
+		a := serveConfig(t, tr, leasedEverythingConfig(entry))
 		a.waitLoaded()
 		through := newEverythingPeer(t, a.newClient())
 		if tr == httpTransport {
@@ -258,13 +259,7 @@ func TestFidelityMoreEverythingTask(t *testing.T) {
 		box := newInbox()
 		wire := newHTTPWire(remoteEverything(t, "streamableHttp")+"/mcp", box)
 		direct := newEverythingPeer(t, &client{t: t, wire: wire, inbox: box})
-		a := serveConfig(t, tr, `version: 1
-servers:
-  every:
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    lease_reminder: false
-`)
+		a := serveConfig(t, tr, leasedEverythingConfig(entry))
 		a.waitLoaded()
 		through := newEverythingPeer(t, a.newClient())
 

@@ -29,13 +29,7 @@ func TestFidelityMoreLeasedListsStayTheSessions(t *testing.T) {
 	wantList := mustResult(t, direct.mustRequest("resources/list", map[string]any{}), "direct resources/list")
 	wantRead := mustResult(t, direct.mustRequest("resources/read", map[string]any{"uri": uri}), "direct read")
 
-	a := serveConfig(t, httpTransport, `version: 1
-servers:
-  every:
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    lease_reminder: false
-`)
+	a := serveConfig(t, httpTransport, leasedEverythingConfig(entry))
 	a.waitLoaded()
 	alice, bob := a.connect(), a.connect()
 	for _, c := range []*client{alice, bob} {

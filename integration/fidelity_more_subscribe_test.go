@@ -21,13 +21,7 @@ const everythingUpdatesURI = "demo://resource/dynamic/text/1"
 
 // sharedEverythingConfig fronts one shared instance of server-everything.
 func sharedEverythingConfig(entry string) string {
-	return `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(entry) + `, stdio]
-`
+	return "version: 1\nservers:\n" + everythingYAML("every", entry, statelessServer)
 }
 
 // isUpdated matches notifications/resources/updated for uri.

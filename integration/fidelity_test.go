@@ -26,6 +26,12 @@ func fidelityTools(t testing.TB) []json.RawMessage {
 	return fixture.Tools
 }
 
+// fidelityConfig fronts the fidelity demo server as fid, shared by every
+// session, its tools prefixed fx_.
+func fidelityConfig() string {
+	return "version: 1\nservers:\n" + demoEntry("fid", "fx_", "fidelity", statelessServer)
+}
+
 // TestFidelity checks that what a client receives through the aggregator equals what
 // the upstream sent, byte-level details included: every tool definition (only the name
 // differs, by the configured prefix), a result with every kind of content, a JSON-RPC
@@ -34,13 +40,7 @@ func TestFidelity(t *testing.T) {
 	t.Parallel()
 	fixtureTools := fidelityTools(t)
 	eachTransport(t, func(t *testing.T, tr transport) {
-		a := serveConfig(t, tr, `version: 1
-servers:
-  fid:
-    truely-stateless: true
-    `+demoServer("fidelity")+`
-    transform: [{prefix: fx_}]
-`)
+		a := serveConfig(t, tr, fidelityConfig())
 		a.waitLoaded()
 		c := a.connect()
 
@@ -115,13 +115,7 @@ func TestUpstreamListChanged(t *testing.T) {
 	t.Parallel()
 	// Over stdio, server notifications share the one connection; over HTTP they would
 	// need a standing GET stream, which this client does not open.
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  fid:
-    truely-stateless: true
-    `+demoServer("fidelity")+`
-    transform: [{prefix: fx_}]
-`)
+	a := serveConfig(t, stdioTransport, fidelityConfig())
 	a.waitLoaded()
 	c := a.connect()
 	require.NotContains(t, toolNames(t, c.listTools()), "fx_added_1")

@@ -1,14 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,15 +15,24 @@ import (
 // metaRecorder is an mcp-go streamable-HTTP server with one prompt and one
 // resource that records the _meta of every request it is sent, by method.
 type metaRecorder struct {
-	url  string
-	mu   sync.Mutex
-	meta map[string][]json.RawMessage
+	t      *testing.T
+	url    string
+	params func(method string) []json.RawMessage
 }
 
+// seen is the _meta of each request of method so far, nil where it had none.
 func (r *metaRecorder) seen(method string) []json.RawMessage {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]json.RawMessage(nil), r.meta[method]...)
+	var metas []json.RawMessage
+	for _, params := range r.params(method) {
+		var p struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
+		if len(params) > 0 {
+			require.NoError(r.t, json.Unmarshal(params, &p), "%s", params)
+		}
+		metas = append(metas, p.Meta)
+	}
+	return metas
 }
 
 func startMetaRecorder(t *testing.T) *metaRecorder {
@@ -42,31 +46,8 @@ func startMetaRecorder(t *testing.T) *metaRecorder {
 		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "demo://meta", MIMEType: "text/plain", Text: "meta"}}, nil
 		})
-	rec := &metaRecorder{meta: map[string][]json.RawMessage{}}
-	handler := server.NewStreamableHTTPServer(up)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Meta json.RawMessage `json:"_meta"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &m) == nil && m.Method != "" {
-			rec.mu.Lock()
-			rec.meta[m.Method] = append(rec.meta[m.Method], m.Params.Meta)
-			rec.mu.Unlock()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	rec.url = srv.URL + "/mcp"
-	return rec
+	url, params := startRecordingServer(t, up)
+	return &metaRecorder{t: t, url: url, params: params}
 }
 
 // TestForwardedMetaKeepsTheAggregatorsKeys: a client's _meta on a request the

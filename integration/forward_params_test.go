@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,13 +21,19 @@ import (
 func startParamsRecorder(t *testing.T) (url string, seen func() []json.RawMessage) {
 	t.Helper()
 	up := server.NewMCPServer("params", "1.0.0")
-	up.AddTool(mcp.NewTool("t", mcp.WithDescription("Answers ok.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("ok"), nil
-		})
+	addTextTool(up, "t", "Answers ok.", "ok")
+	url, params := startRecordingServer(t, up)
+	return url, func() []json.RawMessage { return params("tools/call") }
+}
+
+// startRecordingServer serves up over streamable HTTP and records the
+// params of every request it is sent, raw, as they came off the wire;
+// params returns those of the requests of method so far.
+func startRecordingServer(t *testing.T, up *server.MCPServer) (url string, params func(method string) []json.RawMessage) {
+	t.Helper()
 	var (
-		mu    sync.Mutex
-		calls []json.RawMessage
+		mu   sync.Mutex
+		seen = map[string][]json.RawMessage{}
 	)
 	handler := server.NewStreamableHTTPServer(up)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,19 +46,19 @@ func startParamsRecorder(t *testing.T) (url string, seen func() []json.RawMessag
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+		if json.Unmarshal(body, &m) == nil && m.Method != "" {
 			mu.Lock()
-			calls = append(calls, m.Params)
+			seen[m.Method] = append(seen[m.Method], m.Params)
 			mu.Unlock()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp", func() []json.RawMessage {
+	return srv.URL + "/mcp", func(method string) []json.RawMessage {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]json.RawMessage(nil), calls...)
+		return append([]json.RawMessage(nil), seen[method]...)
 	}
 }
 

@@ -48,11 +48,5 @@ servers:
 	}
 	assert.Equal(t, first, pid(), "the lease survived")
 	assert.False(t, a.log.containsLine("lease session-ended"), "the busy session was swept as idle")
-	var res struct {
-		Structured struct {
-			Value int `json:"value"`
-		} `json:"structuredContent"`
-	}
-	require.NoError(t, json.Unmarshal(c.callToolResult("c_get", map[string]any{}), &res))
-	assert.Equal(t, calls, res.Structured.Value, "every increment landed on the same instance")
+	assert.Equal(t, calls, counterOf(t, c.callToolResult("c_get", map[string]any{})), "every increment landed on the same instance")
 }

@@ -39,7 +39,7 @@ profiles:
 %s`, issuer, gatewayAudience, profiles, demoServer("tools"), demoServer("counter"), extra)
 }
 
-// counterOf reads the counter_increment result's value.
+// counterOf reads the value of a demo counter tool's result.
 func counterOf(t *testing.T, raw json.RawMessage) int {
 	t.Helper()
 	var res struct {

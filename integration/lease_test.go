@@ -831,14 +831,8 @@ func TestLeaseReleaseDuringCall(t *testing.T) {
 func TestLeaseReminderAfterARead(t *testing.T) {
 	t.Parallel()
 	entry := nodeEntry(t, everythingEntry)
-	a := serveConfig(t, stdioTransport, `version: 1
-servers:
-  every:
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: ['echo']}
-`)
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+
+		everythingYAML("every", entry, "transform: [{prefix: ev_}]", "tools: {whitelist: ['echo']}"))
 	a.waitLoaded()
 	c := a.connect()
 	list := mustResult(t, c.mustRequest("resources/list", map[string]any{}), "list")["resources"].([]any)

@@ -162,16 +162,7 @@ func TestModernListenEndsGracefullyOnShutdown(t *testing.T) {
 	a.waitLoaded()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := modernPost(ctx, a.url, "subscriptions/listen", "",
-		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
-	}()
+	events := listenToolsChanged(t, ctx, a.url)
 	ack, ok := <-events
 	require.True(t, ok, "the listen stream closed")
 	require.Contains(t, ack, "notifications/subscriptions/acknowledged")

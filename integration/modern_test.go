@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -100,25 +99,31 @@ func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 	defer cancel()
 	resp, err := modernPostAs(ctx, url, token, "tools/call", tool, params)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	raw, data := readReply(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	var data []byte = raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
-	var msg struct {
-		Result struct {
-			Structured struct {
-				Value int `json:"value"`
-			} `json:"structuredContent"`
-		} `json:"result"`
-		Error json.RawMessage `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	msg := decodeValueReply(t, data)
 	require.Empty(t, msg.Error, "%s", data)
 	return msg.Result.Structured.Value
+}
+
+// valueReply is a JSON-RPC response to a call of a tool whose result's
+// structuredContent has a value (the demo counter's).
+type valueReply struct {
+	ID     json.RawMessage `json:"id"`
+	Result struct {
+		Structured struct {
+			Value int `json:"value"`
+		} `json:"structuredContent"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+// decodeValueReply decodes data, a valueReply.
+func decodeValueReply(t *testing.T, data []byte) valueReply {
+	t.Helper()
+	var msg valueReply
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	return msg
 }
 
 // TestModernSessionlessLeases: sessionless clients name their conversation
@@ -126,12 +131,7 @@ func modernCallAs(t *testing.T, url, token, tool, lease string) int {
 // and calls without one share the anonymous lease, with one warning.
 func TestModernSessionlessLeases(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-servers:
-  counter:
-    %s
-    transform: [{prefix: c_}]
-`, demoServer("counter")))
+	a := serveConfig(t, httpTransport, "version: 1\nservers:\n"+demoEntry("counter", "c_", "counter"))
 	a.waitLoaded()
 	assert.Equal(t, 1, modernCall(t, a.url, "c_increment", "conv-a"))
 	assert.Equal(t, 2, modernCall(t, a.url, "c_increment", "conv-a"))
@@ -147,12 +147,7 @@ servers:
 // one), though the connection initialized no session.
 func TestModernSessionlessLeasesOverStdio(t *testing.T) {
 	t.Parallel()
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  counter:
-    %s
-    transform: [{prefix: c_}]
-`, demoServer("counter")))
+	a := serveConfig(t, stdioTransport, "version: 1\nservers:\n"+demoEntry("counter", "c_", "counter"))
 	a.waitLoaded()
 	lines := bufio.NewReader(a.stdout)
 	id := 0
@@ -171,16 +166,7 @@ servers:
 		for {
 			line, err := lines.ReadBytes('\n')
 			require.NoError(t, err)
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Result struct {
-					Structured struct {
-						Value int `json:"value"`
-					} `json:"structuredContent"`
-				} `json:"result"`
-				Error json.RawMessage `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal(line, &msg), "%s", line)
+			msg := decodeValueReply(t, line)
 			if string(msg.ID) != fmt.Sprint(id) {
 				continue // not the answer (none other is expected, but a notification may come)
 			}
@@ -196,6 +182,24 @@ servers:
 	assert.Equal(t, 3, call("conv-a"))
 }
 
+// listenToolsChanged opens a sessionless subscriptions/listen stream at url
+// for tools/list_changed, open until ctx ends, and returns the data of its
+// events, closed when the stream ends.
+func listenToolsChanged(t *testing.T, ctx context.Context, url string) <-chan string {
+	t.Helper()
+	resp, err := modernPost(ctx, url, "subscriptions/listen", "",
+		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
+	}()
+	return events
+}
+
 // TestModernListenerGetsListChanged: a 2026-07-28 client's subscriptions/listen
 // stream receives tools/list_changed when a reload changes the catalog.
 func TestModernListenerGetsListChanged(t *testing.T) {
@@ -203,17 +207,7 @@ func TestModernListenerGetsListChanged(t *testing.T) {
 	r := newReloadRig(t, httpTransport, reloadConfig("pid"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := modernPost(ctx, r.a.url, "subscriptions/listen", "",
-		map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		_ = readSSE(resp.Body, func(d []byte) bool { events <- string(d); return true })
-	}()
+	events := listenToolsChanged(t, ctx, r.a.url)
 	// The stream is open once the server acknowledged the subscription.
 	select {
 	case ack, ok := <-events:

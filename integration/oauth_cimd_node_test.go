@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,18 +32,9 @@ import (
 func startCIMDProvider(t *testing.T, caFile string) (string, *logBuffer) {
 	t.Helper()
 	nodeEntry(t, "oidc-provider/package.json")
-	log := newLogBuffer()
 	cmd := exec.Command("node", filepath.Join(nodeDir, "cimdprovider.mjs"))
 	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
+	log, exited := startProcessGroup(t, cmd)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("cimdprovider output:\n%s", log)

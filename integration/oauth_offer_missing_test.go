@@ -2,9 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,10 +16,7 @@ import (
 // the unknown-tool error, which names the server and the login command.
 func TestOAuthLoginOfferedForMissingTools(t *testing.T) {
 	t.Parallel()
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	a, _ := startSecuredAggregator(t, up, env)
+	as, a := startAwaitingLogin(t)
 
 	plain := a.newClient()
 	plain.wire.(*httpWire).hc.Transport = withAuthorization{base: plain.wire.(*httpWire).hc.Transport}
@@ -40,34 +34,12 @@ func TestOAuthLoginOfferedForMissingTools(t *testing.T) {
 	listen(t, a, e)
 	assert.ElementsMatch(t, []string{"mcp_release", "mcp_status"}, toolNames(t, e.listTools()))
 
-	offer := e.callTool("sec_whoami", map[string]any{})
-	var rpcErr struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    struct {
-			Elicitations []struct {
-				Mode, ElicitationID, URL, Message string
-			} `json:"elicitations"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(offer.Error, &rpcErr), "the call of a missing tool fails: %s", offer.Result)
-	assert.Equal(t, -32042, rpcErr.Code, "URLElicitationRequiredError: %s", offer.Error)
-	assert.Contains(t, rpcErr.Message, `unknown tool "sec_whoami"`)
-	assert.Contains(t, rpcErr.Message, `MCP server "secured" needs you to log in`)
-	require.Len(t, rpcErr.Data.Elicitations, 1, "%s", offer.Error)
-	el := rpcErr.Data.Elicitations[0]
-	assert.Equal(t, "url", el.Mode)
-	assert.NotEmpty(t, el.ElicitationID)
-	require.True(t, strings.HasPrefix(el.URL, as.issuer+"/authorize?"), "the authorization URL: %s", el.URL)
+	message, el := loginOfferOf(t, e.callTool("sec_whoami", map[string]any{}), as.issuer)
+	assert.Contains(t, message, `unknown tool "sec_whoami"`)
+	assert.Contains(t, message, `MCP server "secured" needs you to log in`)
 
-	resp, err := http.Get(el.URL) // the person approves in the browser
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	complete, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/elicitation/complete" }, startTimeout)
-	require.True(t, ok, "no notifications/elicitation/complete after the login; stderr:\n%s", a.log)
-	assert.JSONEq(t, fmt.Sprintf(`{"elicitationId":%q}`, el.ElicitationID), string(complete.Params))
-	_, ok = e.waitNotification(func(n notification) bool { return n.Method == "notifications/tools/list_changed" }, startTimeout)
+	approveLogin(t, a, e, el) // the person approves in the browser
+	_, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/tools/list_changed" }, startTimeout)
 	require.True(t, ok, "no tools/list_changed once the server started; stderr:\n%s", a.log)
 	assert.Contains(t, toolNames(t, e.listTools()), "sec_whoami")
 	assert.Equal(t, oauthSubject, firstText(t, e.callToolResult("sec_whoami", map[string]any{})))

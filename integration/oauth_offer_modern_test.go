@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,13 +38,7 @@ func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]a
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	data := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
+	raw, data := readReply(t, resp)
 	var msg struct {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
@@ -68,10 +60,7 @@ func modernCallAnswerIn(t *testing.T, url, token, tool string, caps map[string]a
 // is still offered the login as -32042, with its elicitationId.
 func TestOAuthLoginOfferToModernClient(t *testing.T) {
 	t.Parallel()
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	a, _ := startSecuredAggregator(t, up, env)
+	as, a := startAwaitingLogin(t)
 
 	urlCaps := map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
 	call := func(tool string, extra map[string]any) map[string]any {
@@ -168,19 +157,7 @@ func TestOAuthLoginOfferToModernClient(t *testing.T) {
 func TestOAuthLoginOfferedForMissingToolsSDK2Client(t *testing.T) {
 	t.Parallel()
 	nodeEntry(t, sdk2Entry)
-	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	cfg := writeConfig(t, fmt.Sprintf(`version: 1
-servers:
-  secured:
-    truely-stateless: true
-    url: %s
-    auth: {type: oauth}
-    transform: [{prefix: sec_}]
-`, up.url))
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
+	as, a := startAwaitingLogin(t)
 	out := runInputClientAs(t, "2", a.url, downstreamToken, map[string]any{
 		"capabilities": []string{"elicitation-url"},
 		"answers":      map[string]any{"elicitation": []any{map[string]any{"browse": true, "action": "accept"}}},

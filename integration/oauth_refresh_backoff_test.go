@@ -11,6 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// serveLoggedIn starts the aggregator on cfg with env (loggedInSecured's),
+// loaded, and an initialized session of it.
+func serveLoggedIn(t *testing.T, cfg string, env []string) (*aggregator, *client) {
+	t.Helper()
+	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
+	a.waitLoaded()
+	c := a.newClient()
+	c.initialize()
+	return a, c
+}
+
 // TestOAuthRefreshBacksOff: while the provider's token endpoint answers
 // 503, the calls that need a new token do not each send a refresh. Without
 // Retry-After the attempts back off exponentially from a second; with
@@ -19,15 +30,8 @@ import (
 func TestOAuthRefreshBacksOff(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	home, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-	mustLogin(t, env, cfg)
-
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
-	c := a.newClient()
-	c.initialize()
+	up, home, env, cfg := loggedInSecured(t, as)
+	a, c := serveLoggedIn(t, cfg, env)
 	require.Equal(t, oauthSubject, firstText(t, c.callToolResult("whoami", map[string]any{})))
 	refreshes := func() int { return len(as.store.notesOf("refresh_token")) }
 	failingCall := func() {
@@ -92,15 +96,8 @@ func TestOAuthShortLivedToken(t *testing.T) {
 	as.store.mu.Lock()
 	as.store.lifetime = 2 * time.Second // the token response says expires_in: 1
 	as.store.mu.Unlock()
-	up := startSecuredUpstream(t, as)
-	_, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-	mustLogin(t, env, cfg)
-
-	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
-	a.waitLoaded()
-	c := a.newClient()
-	c.initialize()
+	_, _, env, cfg := loggedInSecured(t, as)
+	_, c := serveLoggedIn(t, cfg, env)
 	was := len(as.store.notesOf("refresh_token"))
 	start := time.Now()
 	for range 100 {

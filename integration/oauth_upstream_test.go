@@ -891,35 +891,13 @@ func TestOAuthUpstream(t *testing.T) {
 	// finishes in the browser, and the same call then goes through.
 	e := newElicitingClient(t, a, "form", "url")
 	listen(t, a, e) // the stream notifications/elicitation/complete comes on
-	offer := e.callTool("sec_whoami", map[string]any{})
-	require.NotEmpty(t, offer.Error, "a call that needs a login fails: %s", offer.Result)
-	var rpcErr struct {
-		Code int `json:"code"`
-		Data struct {
-			Elicitations []struct {
-				Mode, ElicitationID, URL, Message string
-			} `json:"elicitations"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.Unmarshal(offer.Error, &rpcErr))
-	assert.Equal(t, -32042, rpcErr.Code, "URLElicitationRequiredError: %s", offer.Error)
-	require.Len(t, rpcErr.Data.Elicitations, 1, "%s", offer.Error)
-	el := rpcErr.Data.Elicitations[0]
-	assert.Equal(t, "url", el.Mode)
-	assert.NotEmpty(t, el.ElicitationID)
+	_, el := loginOfferOf(t, e.callTool("sec_whoami", map[string]any{}), as.issuer)
 	assert.Contains(t, el.Message, "secured")
-	require.True(t, strings.HasPrefix(el.URL, as.issuer+"/authorize?"), "the authorization URL: %s", el.URL)
 	again := e.callTool("sec_whoami", map[string]any{})
 	assert.Contains(t, string(again.Error), el.URL, "a second call while the login is under way offers the same URL")
-	resp, err := http.Get(el.URL)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	// The client is told the elicitation is complete (2025-11-25), and
 	// retries by itself.
-	complete, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/elicitation/complete" }, startTimeout)
-	require.True(t, ok, "no notifications/elicitation/complete after the login; stderr:\n%s", a.log)
-	assert.JSONEq(t, fmt.Sprintf(`{"elicitationId":%q}`, el.ElicitationID), string(complete.Params))
+	approveLogin(t, a, e, el)
 	_, ok = a.log.waitLine(func(line string) bool { return strings.Contains(line, "logged in through a client's browser") }, startTimeout, a.exited)
 	require.True(t, ok, "the offered login did not complete:\n%s", a.log)
 	assert.Equal(t, oauthSubject, firstText(t, e.callToolResult("sec_whoami", map[string]any{})))
@@ -996,8 +974,6 @@ func loginHome(t *testing.T) (string, []string) {
 	return home, []string{"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "HOME=" + home}
 }
 
-// securedConfig writes a config with one server, secured, at url, which
-// needs an OAuth login.
 // startSecuredAggregator starts an aggregator, with env as its environment
 // (loginHome's), whose one server "secured" is up, its tools prefixed sec_,
 // and needs an OAuth login; it returns the aggregator, loaded, and its
@@ -1015,6 +991,60 @@ servers:
 	a := startAggregator(t, httpTransport, aggregatorOptions{configs: []string{cfg}, env: env})
 	a.waitLoaded()
 	return a, cfg
+}
+
+// loginOffer is a URL-mode elicitation offering a login.
+type loginOffer struct {
+	Mode, ElicitationID, URL, Message string
+}
+
+// loginOfferOf is what offer, the answer to a call that needs a login, says:
+// the message of its error, URLElicitationRequiredError (-32042), and the
+// one URL-mode elicitation it carries, whose URL is issuer's authorization
+// endpoint.
+func loginOfferOf(t *testing.T, offer *response, issuer string) (message string, el loginOffer) {
+	t.Helper()
+	require.NotEmpty(t, offer.Error, "a call that needs a login fails: %s", offer.Result)
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    struct {
+			Elicitations []loginOffer `json:"elicitations"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(offer.Error, &rpcErr), "%s", offer.Error)
+	assert.Equal(t, -32042, rpcErr.Code, "URLElicitationRequiredError: %s", offer.Error)
+	require.Len(t, rpcErr.Data.Elicitations, 1, "%s", offer.Error)
+	el = rpcErr.Data.Elicitations[0]
+	assert.Equal(t, "url", el.Mode)
+	assert.NotEmpty(t, el.ElicitationID)
+	require.True(t, strings.HasPrefix(el.URL, issuer+"/authorize?"), "the authorization URL: %s", el.URL)
+	return rpcErr.Message, el
+}
+
+// approveLogin opens el's URL as the person's browser would, which the test
+// authorization server approves at once, and waits for e, the client it
+// was offered to, to be told the elicitation is complete.
+func approveLogin(t *testing.T, a *aggregator, e *client, el loginOffer) {
+	t.Helper()
+	resp, err := http.Get(el.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	complete, ok := e.waitNotification(func(n notification) bool { return n.Method == "notifications/elicitation/complete" }, startTimeout)
+	require.True(t, ok, "no notifications/elicitation/complete after the login; stderr:\n%s", a.log)
+	assert.JSONEq(t, fmt.Sprintf(`{"elicitationId":%q}`, el.ElicitationID), string(complete.Params))
+}
+
+// startAwaitingLogin starts an authorization server and an aggregator
+// (startSecuredAggregator) whose server "secured" waits for a login to it,
+// from a fresh login home.
+func startAwaitingLogin(t *testing.T) (*authServer, *aggregator) {
+	t.Helper()
+	as := startAuthServer(t, true, "")
+	_, env := loginHome(t)
+	a, _ := startSecuredAggregator(t, startSecuredUpstream(t, as), env)
+	return as, a
 }
 
 // newElicitingClient opens a 2025-11-25 session, with the downstream
@@ -1046,9 +1076,23 @@ func mustLogin(t *testing.T, env []string, cfg string) {
 	require.Equal(t, 0, code, "login; stdout:\n%s\nstderr:\n%s", stdout, stderr)
 }
 
+// securedConfig writes a config with one server, secured, at url, which
+// needs an OAuth login.
 func securedConfig(t *testing.T, url string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf("version: 1\nservers:\n  secured:\n    url: %s\n    auth: {type: oauth}\n", url))
+}
+
+// loggedInSecured starts a securedUpstream of as and logs in to it
+// (mustLogin) from a fresh login home; it returns the upstream, the home,
+// the environment that names it and the config file (securedConfig).
+func loggedInSecured(t *testing.T, as *authServer) (up *securedUpstream, home string, env []string, cfg string) {
+	t.Helper()
+	up = startSecuredUpstream(t, as)
+	home, env = loginHome(t)
+	cfg = securedConfig(t, up.url)
+	mustLogin(t, env, cfg)
+	return up, home, env, cfg
 }
 
 // storedGrant is what a token file holds, as far as the tests look.
@@ -1127,11 +1171,7 @@ func runCommand(t *testing.T, env []string, args ...string) (string, int) {
 func TestOAuthLogoutRevokes(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, as)
-	home, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-
-	mustLogin(t, env, cfg)
+	_, home, env, cfg := loggedInSecured(t, as)
 	g := onlyGrant(t, home)
 	require.NotEmpty(t, g.RefreshToken)
 	require.True(t, as.store.hasRefresh(g.RefreshToken), "the provider takes the refresh token before the logout")
@@ -1175,11 +1215,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	t.Parallel()
 	first := startAuthServer(t, true, "")
 	second := startAuthServer(t, true, "")
-	up := startSecuredUpstream(t, first)
-	home, env := loginHome(t)
-	cfg := securedConfig(t, up.url)
-
-	mustLogin(t, env, cfg)
+	up, home, env, cfg := loggedInSecured(t, first)
 	before := readGrants(t, home)
 	require.Len(t, before, 1)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)

@@ -160,16 +160,7 @@ servers:
 func TestOnboardingNoListChangedForFirstLoad(t *testing.T) {
 	t.Parallel()
 	// The client initializes and lists at once, while the upstreams start.
-	config := writeConfig(t, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-  counter:
-    `+demoServer("counter")+`
-    transform: [{prefix: counter_}]
-`)
+	config := writeConfig(t, demoCounterConfig())
 	a := startAggregator(t, stdioTransport, aggregatorOptions{configs: []string{config}})
 	c := a.connect()
 	names := toolNames(t, c.listTools())

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"net/http"
 	"testing"
 
@@ -16,16 +15,7 @@ import (
 // method, name and parameter headers of the upstream's own tool name.
 func TestParamHeaders(t *testing.T) {
 	t.Parallel()
-	url, _ := startInputServer(t)
-	a := serveConfig(t, httpTransport, fmt.Sprintf(`version: 1
-servers:
-  modern:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-    transform: [{prefix: m_}]
-`, url))
-	a.waitLoaded()
+	a, _ := modernUpstream(t, "    truely-stateless: true\n", "    transform: [{prefix: m_}]\n")
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	call := func(region string) string {
 		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"m_in_region","arguments":{"region":` + quoted(region) + `,"query":"q"},` + meta + `}}`

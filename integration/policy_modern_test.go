@@ -12,6 +12,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// askQuickConfig is policyConfig with one more rule, ask-quick, which asks
+// before echo runs with the text "quick" and waits 300ms for the answer.
+func askQuickConfig(auditPath string) string {
+	return strings.Replace(policyConfig(auditPath), "servers:\n",
+		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
+}
+
+// completeResult is the result of resp, a 2026-07-28 response, which must be
+// complete.
+func completeResult(t *testing.T, resp map[string]any) json.RawMessage {
+	t.Helper()
+	result, ok := resp["result"].(map[string]any)
+	require.True(t, ok, "%v", resp)
+	assert.Equal(t, "complete", result["resultType"], "%v", resp)
+	return mustJSON(t, result)
+}
+
 // TestPolicyAsksModernClient: a sessionless 2026-07-28 request that an ask
 // rule stops is answered input_required, its inputRequests the question
 // (naming the tool and the principal, a secret argument redacted) and its
@@ -23,9 +40,7 @@ import (
 func TestPolicyAsksModernClient(t *testing.T) {
 	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	cfg := strings.Replace(policyConfig(auditPath), "servers:\n",
-		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
-	a := serveConfig(t, httpTransport, cfg)
+	a := serveConfig(t, httpTransport, askQuickConfig(auditPath))
 	a.waitLoaded()
 	call := func(lease string, args map[string]any, extra map[string]any) map[string]any {
 		p := map[string]any{"name": "demo_echo", "arguments": args}
@@ -33,13 +48,6 @@ func TestPolicyAsksModernClient(t *testing.T) {
 			p[k] = v
 		}
 		return bridgePost(t, a.url, "tools/call", "demo_echo", lease, p)
-	}
-	resultOf := func(resp map[string]any) json.RawMessage {
-		t.Helper()
-		result, ok := resp["result"].(map[string]any)
-		require.True(t, ok, "%v", resp)
-		assert.Equal(t, "complete", result["resultType"], "%v", resp)
-		return mustJSON(t, result)
 	}
 	accept := func(key string) map[string]any { return map[string]any{key: map[string]any{"action": "accept"}} }
 
@@ -63,7 +71,7 @@ func TestPolicyAsksModernClient(t *testing.T) {
 	assert.Contains(t, refusedBecause(t, call("conv-2", args, map[string]any{"requestState": state, "inputResponses": accept(key)})), "another caller")
 
 	// Accepted: the call goes ahead.
-	text, isErr := policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": accept(key)})))
+	text, isErr := policyText(t, completeResult(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": accept(key)})))
 	assert.False(t, isErr, text)
 	assert.Equal(t, "ask me", text)
 
@@ -72,7 +80,7 @@ func TestPolicyAsksModernClient(t *testing.T) {
 
 	// Declined: the denial names the rule.
 	state, key = inputState(t, call("conv-1", map[string]any{"text": "ask again"}, nil))
-	text, isErr = policyText(t, resultOf(call("conv-1", map[string]any{"text": "ask again"},
+	text, isErr = policyText(t, completeResult(t, call("conv-1", map[string]any{"text": "ask again"},
 		map[string]any{"requestState": state, "inputResponses": map[string]any{key: map[string]any{"action": "decline"}}})))
 	assert.True(t, isErr)
 	assert.Contains(t, text, `policy rule "ask-first"`)
@@ -84,7 +92,7 @@ func TestPolicyAsksModernClient(t *testing.T) {
 	lines := auditLines(t, auditPath, 3)
 	assert.Equal(t, "timeout", lines[2]["outcome"], "%v", lines[2])
 	assert.Equal(t, "ask-quick", lines[2]["rule"])
-	text, isErr = policyText(t, resultOf(call("conv-1", map[string]any{"text": "quick"},
+	text, isErr = policyText(t, completeResult(t, call("conv-1", map[string]any{"text": "quick"},
 		map[string]any{"requestState": state, "inputResponses": accept(key)})))
 	assert.True(t, isErr)
 	assert.Contains(t, text, `policy rule "ask-quick": no answer came within 300ms`)
@@ -156,9 +164,7 @@ func TestPolicyAsksSDK2Client(t *testing.T) {
 func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	cfg := strings.Replace(policyConfig(auditPath), "servers:\n",
-		"  - {name: ask-quick, when: 'original == \"echo\" && has(args.text) && args.text == \"quick\"', action: ask, timeout: 300ms}\nservers:\n", 1)
-	a := serveConfig(t, stdioTransport, cfg)
+	a := serveConfig(t, stdioTransport, askQuickConfig(auditPath))
 	a.waitLoaded()
 	lines := bufio.NewReader(a.stdout)
 	id := 0
@@ -204,13 +210,6 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 		t.Helper()
 		return callTool("demo_echo", lease, args, extra)
 	}
-	resultOf := func(resp map[string]any) json.RawMessage {
-		t.Helper()
-		result, ok := resp["result"].(map[string]any)
-		require.True(t, ok, "%v", resp)
-		assert.Equal(t, "complete", result["resultType"], "%v", resp)
-		return mustJSON(t, result)
-	}
 	answer := func(key, action string) map[string]any {
 		return map[string]any{key: map[string]any{"action": action}}
 	}
@@ -224,7 +223,7 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	assert.Contains(t, message, "Allow demo_echo for local?")
 
 	// Accepted: the call goes ahead, once.
-	text, isErr := policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	text, isErr := policyText(t, completeResult(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
 	assert.False(t, isErr, text)
 	assert.Equal(t, "ask me", text)
 	assert.Contains(t, refusedBecause(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})), "no longer held")
@@ -232,7 +231,7 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	// Declined: the denial names the rule.
 	args = map[string]any{"text": "ask again"}
 	state, key = inputState(t, call("conv-1", args, nil))
-	text, isErr = policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "decline")})))
+	text, isErr = policyText(t, completeResult(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "decline")})))
 	assert.True(t, isErr)
 	assert.Contains(t, text, `policy rule "ask-first"`)
 	assert.Contains(t, text, "declined")
@@ -240,14 +239,14 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	// Without a conversation (the anonymous lease) alike.
 	args = map[string]any{"text": "ask anonymously"}
 	state, key = inputState(t, call("", args, nil))
-	text, isErr = policyText(t, resultOf(call("", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	text, isErr = policyText(t, completeResult(t, call("", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
 	assert.False(t, isErr, text)
 	assert.Equal(t, "ask anonymously", text)
 
 	// Through mcp_call_tool (discovery in search mode) alike.
 	viaArgs := map[string]any{"name": "demo_echo", "arguments": map[string]any{"text": "ask through search"}}
 	state, key = inputState(t, callTool("mcp_call_tool", "conv-1", viaArgs, nil))
-	text, isErr = policyText(t, resultOf(callTool("mcp_call_tool", "conv-1", viaArgs, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	text, isErr = policyText(t, completeResult(t, callTool("mcp_call_tool", "conv-1", viaArgs, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
 	assert.False(t, isErr, text)
 	assert.Equal(t, "ask through search", text)
 
@@ -259,10 +258,10 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	state2, key2 := inputState(t, answerTo(id2))
 	id2 = send("demo_echo", "conv-2", two, map[string]any{"requestState": state2, "inputResponses": answer(key2, "decline")})
 	id1 = send("demo_echo", "conv-1", one, map[string]any{"requestState": state1, "inputResponses": answer(key1, "accept")})
-	text, isErr = policyText(t, resultOf(answerTo(id1)))
+	text, isErr = policyText(t, completeResult(t, answerTo(id1)))
 	assert.False(t, isErr, text)
 	assert.Equal(t, "ask one", text)
-	text, isErr = policyText(t, resultOf(answerTo(id2)))
+	text, isErr = policyText(t, completeResult(t, answerTo(id2)))
 	assert.True(t, isErr)
 	assert.Contains(t, text, "declined")
 
@@ -271,7 +270,7 @@ func TestPolicyAsksModernClientOverStdio(t *testing.T) {
 	state, key = inputState(t, call("conv-1", args, nil))
 	audit := auditLines(t, auditPath, 7)
 	assert.Equal(t, "timeout", audit[6]["outcome"], "%v", audit[6])
-	text, isErr = policyText(t, resultOf(call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
+	text, isErr = policyText(t, completeResult(t, call("conv-1", args, map[string]any{"requestState": state, "inputResponses": answer(key, "accept")})))
 	assert.True(t, isErr)
 	assert.Contains(t, text, `policy rule "ask-quick": no answer came within 300ms`)
 

@@ -9,21 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// relFreePort returns a loopback port that nothing listens on at the moment.
-func relFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
-}
 
 // relHTTPUpstream is a one-tool streamable-HTTP MCP server run by the test itself.
 type relHTTPUpstream struct {
@@ -35,10 +24,7 @@ type relHTTPUpstream struct {
 func relStartHTTPUpstream(t *testing.T, port int) *relHTTPUpstream {
 	t.Helper()
 	s := server.NewMCPServer("reliability-remote", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("Says hello.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("hello from the late server"), nil
-		})
+	addTextTool(s, "hello", "Says hello.", "hello from the late server")
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(s))
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
@@ -66,7 +52,7 @@ func (u *relHTTPUpstream) relStop(t *testing.T) {
 // connecting is safe to repeat, so the aggregator retries it within connect_timeout.
 func TestReliabilityConnectRetried(t *testing.T) {
 	t.Parallel()
-	port := relFreePort(t)
+	port := freePort(t)
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 	var up *relHTTPUpstream
 	// Registered before the aggregator's cleanup, so it runs after it.

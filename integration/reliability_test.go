@@ -219,19 +219,29 @@ func relRunning(pid int) bool {
 // relWaitGone waits until none of the named processes runs any more.
 func relWaitGone(t testing.TB, pids map[string]int, timeout time.Duration) {
 	t.Helper()
+	relWaitNone(t, pids, timeout, "still running %s after the aggregator ended: %v", func(name string, pid int) (string, bool) {
+		return fmt.Sprintf("%s (pid %d)", name, pid), relRunning(pid)
+	})
+}
+
+// relWaitNone waits until left says of none of the named processes that it
+// is left (and how to name it); after timeout it reports those left with
+// failure, a format of the timeout and their names.
+func relWaitNone(t testing.TB, pids map[string]int, timeout time.Duration, failure string, left func(name string, pid int) (string, bool)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var left []string
+		var still []string
 		for name, pid := range pids {
-			if relRunning(pid) {
-				left = append(left, fmt.Sprintf("%s (pid %d)", name, pid))
+			if named, ok := left(name, pid); ok {
+				still = append(still, named)
 			}
 		}
-		if len(left) == 0 {
+		if len(still) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("still running %s after the aggregator ended: %v", timeout, left)
+			t.Errorf(failure, timeout, still)
 			return
 		}
 		time.Sleep(25 * time.Millisecond) // polling the process table: no event to wait on

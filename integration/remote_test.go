@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,14 +46,23 @@ func remoteEverything(t *testing.T, mode string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
+// addTextTool adds to s the tool name, described as description, whose
+// every call answers text.
+func addTextTool(s *server.MCPServer, name, description, text string) {
+	s.AddTool(mcp.NewTool(name, mcp.WithDescription(description)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(text), nil
+		})
+}
+
 // freePort is a loopback port no one listened on a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(freeAddr(t))
 	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
+	n, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return n
 }
 
 // everythingOn runs server-everything in mode on port until the test ends or
@@ -212,10 +222,7 @@ func TestHTTPRejectsDNSRebinding(t *testing.T) {
 func TestHTTPUpstreamListChanged(t *testing.T) {
 	t.Parallel()
 	up := server.NewMCPServer("growing", "1.0.0", server.WithToolCapabilities(true))
-	up.AddTool(mcp.NewTool("alpha", mcp.WithDescription("The first tool.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("alpha"), nil
-		})
+	addTextTool(up, "alpha", "The first tool.", "alpha")
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(up))
 	// Served (and shut down at cleanup) before the aggregator starts, so its
@@ -234,10 +241,7 @@ servers:
 	// The aggregator's upstream session opens its GET stream right after
 	// initialize; wait until the upstream knows a session to notify.
 	require.Eventually(t, func() bool {
-		up.AddTool(mcp.NewTool("beta", mcp.WithDescription("Added at run time.")),
-			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText("beta"), nil
-			})
+		addTextTool(up, "beta", "Added at run time.", "beta")
 		return r.listChanged() > 0
 	}, reloadWait, 200*time.Millisecond, "no tools/list_changed reached the client")
 	assert.Contains(t, r.names(), "g_beta", "the aggregator re-listed the upstream")

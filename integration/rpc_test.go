@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -473,6 +474,21 @@ func readSSE(body io.Reader, handle func(data []byte) bool) error {
 			return err
 		}
 	}
+}
+
+// readReply reads the body of resp, a reply to one request, and closes it;
+// data is its JSON-RPC message: the body itself, or the last event's data
+// when it is an event stream.
+func readReply(t testing.TB, resp *http.Response) (raw, data []byte) {
+	t.Helper()
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	data = raw
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
+	}
+	return raw, data
 }
 
 func (w *httpWire) send(ctx context.Context, body []byte) error {

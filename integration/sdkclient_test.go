@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,20 +27,8 @@ const sdkTimeout = 90 * time.Second
 // tree is marked with marker and must be gone once it exits.
 func runSDKClient(t *testing.T, marker string, steps []map[string]any, args ...string) []json.RawMessage {
 	t.Helper()
-	script := filepath.Join(nodeDir, "sdkclient.mjs")
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = markerEnv(marker)
-	cmd.Stdin = bytes.NewReader(mustJSON(t, steps))
-	var stdout bytes.Buffer
-	stderr := newLogBuffer()
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	assertNoSurvivors(t, marker)
+	stdout, stderr, err := runMarkedNode(t, marker, bytes.NewReader(mustJSON(t, steps)), "sdkclient.mjs", args...)
 	require.NoError(t, err, "sdkclient failed; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -55,6 +44,25 @@ func runSDKClient(t *testing.T, marker string, steps []map[string]any, args ...s
 	require.Empty(t, out.Fatal, "sdkclient could not run its script")
 	require.Len(t, out.Results, len(steps))
 	return out.Results
+}
+
+// runMarkedNode runs node/<script> with args, its process tree marked with
+// marker, stdin its input, within sdkTimeout; it returns its output and how
+// it ended, once it has exited and no process of its tree is left.
+func runMarkedNode(t *testing.T, marker string, stdin io.Reader, script string, args ...string) (stdout *bytes.Buffer, stderr *logBuffer, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(nodeDir, script)}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = markerEnv(marker)
+	cmd.Stdin = stdin
+	stdout, stderr = new(bytes.Buffer), newLogBuffer()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 10 * time.Second
+	err = cmd.Run()
+	assertNoSurvivors(t, marker)
+	return stdout, stderr, err
 }
 
 // TestSDKClient drives the aggregator with the official TypeScript SDK client, in front

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -368,10 +366,7 @@ func TestSecretAtTheCutOfAnErrorBodyNeverShown(t *testing.T) {
 	t.Parallel()
 	const token = "bodytok-93e1c7a05f2d8b"
 	up := server.NewMCPServer("refuser", "1.0.0", server.WithToolCapabilities(true))
-	up.AddTool(mcp.NewTool("work", mcp.WithDescription("Fails over HTTP.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("never"), nil
-		})
+	addTextTool(up, "work", "Fails over HTTP.", "never")
 	inner := server.NewStreamableHTTPServer(up)
 	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

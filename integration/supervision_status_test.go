@@ -43,16 +43,7 @@ func supInstances(t *testing.T, c *client) []supInstance {
 func TestSupervisionStatusListsEveryInstance(t *testing.T) {
 	t.Parallel()
 	eachSupervisionPath(t, func(t *testing.T, path supervisionPath) {
-		a := startAggregator(t, httpTransport, aggregatorOptions{flags: path.flags, configs: []string{writeConfig(t, `version: 1
-servers:
-  demo:
-    truely-stateless: true
-    `+demoServer("tools")+`
-    transform: [{prefix: demo_}]
-  counter:
-    `+demoServer("counter")+`
-    transform: [{prefix: counter_}]
-`)}})
+		a := startAggregator(t, httpTransport, aggregatorOptions{flags: path.flags, configs: []string{writeConfig(t, demoCounterConfig())}})
 		a.waitLoaded()
 		mine, other := a.connect(), a.connect()
 		supervisionMode(t, mine, path)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,24 +139,13 @@ func supKillReaper(t *testing.T, a *aggregator, reaper int) int {
 // daemon is the aggregator's child once orphaned, so the aggregator must reap it.
 func supWaitReaped(t *testing.T, pids relTree) {
 	t.Helper()
-	deadline := time.Now().Add(survivorTimeout)
-	for {
-		var left []string
-		for name, pid := range pids {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-				state, _, _ := relProcStat(pid)
-				left = append(left, fmt.Sprintf("%s (pid %d, state %c)", name, pid, state))
-			}
+	relWaitNone(t, pids, survivorTimeout, "not reaped %s later: %v", func(name string, pid int) (string, bool) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return "", false
 		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("not reaped %s later: %v", survivorTimeout, left)
-			return
-		}
-		time.Sleep(25 * time.Millisecond) // polling the process table: no event to wait on
-	}
+		state, _, _ := relProcStat(pid)
+		return fmt.Sprintf("%s (pid %d, state %c)", name, pid, state), true
+	})
 }
 
 // supEnd is how a scenario ends the daemon's instance.

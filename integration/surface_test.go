@@ -28,21 +28,10 @@ func (c *client) initializeWith(capabilities map[string]any) json.RawMessage {
 // "twin", whose resources are the same URIs and whose prompts get the same
 // exported names, so every one of them collides and stays with "every".
 func surfaceConfig(entry string) string {
-	return `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(entry) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: ['echo', 'trigger-sampling-request', 'trigger-elicitation-request']}
-  twin:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(entry) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: ['get-sum']}
-`
+	return "version: 1\nservers:\n" +
+		everythingYAML("every", entry, statelessServer, "transform: [{prefix: ev_}]",
+			"tools: {whitelist: ['echo', 'trigger-sampling-request', 'trigger-elicitation-request']}") +
+		everythingYAML("twin", entry, statelessServer, "transform: [{prefix: ev_}]", "tools: {whitelist: ['get-sum']}")
 }
 
 // result decodes a successful response's result.

@@ -1,18 +1,14 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +34,14 @@ func taskServerEntry(name, prefix string, settings ...string) string {
 // no other request; the params come on the channel returned, which holds
 // four (a fifth waits until one is read).
 func elicitedClient(a *aggregator, answer func(params json.RawMessage) string) (*client, <-chan json.RawMessage) {
+	c, asked := elicitingClient(a, answer)
+	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
+	return c, asked
+}
+
+// elicitingClient is elicitedClient's client before its initialize, which
+// is the caller's to send.
+func elicitingClient(a *aggregator, answer func(params json.RawMessage) string) (*client, <-chan json.RawMessage) {
 	c := a.newClient()
 	asked := make(chan json.RawMessage, 4)
 	c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
@@ -47,7 +51,6 @@ func elicitedClient(a *aggregator, answer func(params json.RawMessage) string) (
 		asked <- params
 		return answer(params), ""
 	}
-	c.initializeWith(map[string]any{"elicitation": map[string]any{}})
 	return c, asked
 }
 
@@ -273,13 +276,7 @@ func TestTasksRouted(t *testing.T) {
 	httpResp, err := modernPost(ctx, a.url, "tools/call", "a_countdown",
 		map[string]any{"name": "a_countdown", "arguments": map[string]any{"label": "x"}, "task": map[string]any{}})
 	require.NoError(t, err)
-	defer httpResp.Body.Close()
-	raw, err := io.ReadAll(httpResp.Body)
-	require.NoError(t, err)
-	data := raw
-	if strings.HasPrefix(httpResp.Header.Get("Content-Type"), "text/event-stream") {
-		_ = readSSE(bytes.NewReader(raw), func(d []byte) bool { data = d; return true })
-	}
+	_, data := readReply(t, httpResp)
 	var sessionless struct {
 		Error *taskError `json:"error"`
 	}
@@ -311,23 +308,24 @@ func TestTasksListPages(t *testing.T) {
 	assert.Equal(t, want, listTasks(t, c))
 }
 
+// researchConfig fronts server-everything on stdio, shared by every session,
+// its tools prefixed ev_, with only its research task
+// (simulate-research-query), which asks for clarification while a requestor
+// waits in tasks/result.
+func researchConfig(t *testing.T) string {
+	return "version: 1\nservers:\n" + everythingYAML("every", nodeEntry(t, everythingEntry), statelessServer,
+		"transform: [{prefix: ev_}]", "tools: {whitelist: [simulate-research-query]}")
+}
+
 // TestTasksElicitationDuringResult: server-everything's research task asks
 // for clarification while the client waits in tasks/result; the request
 // reaches the client naming the task by the client's id, and the answer
 // reaches the task.
 func TestTasksElicitationDuringResult(t *testing.T) {
 	t.Parallel()
-	entry := nodeEntry(t, everythingEntry)
+	config := researchConfig(t)
 	eachTransport(t, func(t *testing.T, tr transport) {
-		a := serveConfig(t, tr, `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [`+quoted(entry)+`, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: [simulate-research-query]}
-`)
+		a := serveConfig(t, tr, config)
 		a.waitLoaded()
 		c, asked := elicitedClient(a, func(json.RawMessage) string {
 			return `{"action":"accept","content":{"interpretation":"historical"}}`
@@ -441,19 +439,8 @@ func TestTasksSDKClient(t *testing.T) {
 	t.Parallel()
 	a := serveConfig(t, httpTransport, tasksConfig(t))
 	a.waitLoaded()
-	marker := newMarker()
-	ctx, cancel := context.WithTimeout(context.Background(), sdkTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(nodeDir, "taskclient.mjs"), "--http", a.url)
-	cmd.Dir = t.TempDir()
-	cmd.Env = markerEnv(marker)
-	cmd.Stdin = strings.NewReader(`{"tool":"b_countdown","arguments":{"label":"sdk","steps":2,"stepMs":50}}`)
-	var stdout bytes.Buffer
-	stderr := newLogBuffer()
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	assertNoSurvivors(t, marker)
+	stdout, stderr, err := runMarkedNode(t, newMarker(), strings.NewReader(`{"tool":"b_countdown","arguments":{"label":"sdk","steps":2,"stepMs":50}}`),
+		"taskclient.mjs", "--http", a.url)
 	require.NoError(t, err, "taskclient failed; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr)
 
 	var out struct {
@@ -497,25 +484,31 @@ func TestTasksSDKClient(t *testing.T) {
 func taskServerHTTP(t *testing.T) string {
 	t.Helper()
 	nodeEntry(t, "@modelcontextprotocol/sdk/package.json")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	log := newLogBuffer()
+	port := freePort(t)
 	cmd := exec.Command("node", filepath.Join(nodeDir, "taskserver.mjs"), "--http")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
+	log, exited := startProcessGroup(t, cmd)
 	_, ok := log.waitLine(func(line string) bool { return strings.Contains(line, fmt.Sprintf("listening on 127.0.0.1:%d", port)) }, startTimeout, exited)
 	require.True(t, ok, "taskserver --http never said it listens on %d:\n%s", port, log)
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// forEachTaskUpstream runs test in a parallel subtest for each of
+// taskUpstreams whose name starts with prefix, with the aggregator serving it
+// over tr, loaded.
+func forEachTaskUpstream(t *testing.T, tr transport, prefix string, test func(t *testing.T, a *aggregator)) {
+	t.Helper()
+	for _, up := range taskUpstreams() {
+		if !strings.HasPrefix(up.name, prefix) {
+			continue
+		}
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			a := serveConfig(t, tr, up.config(t))
+			a.waitLoaded()
+			test(t, a)
+		})
+	}
 }
 
 // taskUpstream is one way to run node/taskserver.mjs behind the aggregator,
@@ -677,41 +670,54 @@ func testTaskProgressAfterResult(t *testing.T, up taskUpstream, early bool) {
 // CreateTaskResult: the status reaches the owner under the client's id.
 func TestTasksStatusBeforeResult(t *testing.T) {
 	t.Parallel()
-	for _, up := range taskUpstreams() {
-		t.Run(up.name, func(t *testing.T) {
-			t.Parallel()
-			a := serveConfig(t, httpTransport, up.config(t))
-			a.waitLoaded()
-			owner, other := a.newClient(), a.newClient()
-			for _, c := range []*client{owner, other} {
-				c.initializeWith(map[string]any{})
-				listen(t, a, c)
-			}
-			resp := owner.mustRequest("tools/call", map[string]any{
-				"name": "a_eager", "arguments": map[string]any{"label": "eager", "stepMs": 200}, "task": map[string]any{"ttl": 60000},
-			})
-			require.Empty(t, string(resp.Error))
-			var created struct {
-				Task json.RawMessage `json:"task"`
-			}
-			require.NoError(t, json.Unmarshal(resp.Result, &created))
-			var task taskObject
-			require.NoError(t, json.Unmarshal(created.Task, &task))
-			require.Equal(t, "accepted", task.StatusMessage)
-			n, ok := owner.waitNotification(func(n notification) bool {
-				return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), `"accepted"`)
-			}, callTimeout)
-			require.True(t, ok, "the status sent before the CreateTaskResult reached the owner; got %s", notesText(owner.inboxNotes()))
-			assert.JSONEq(t, string(created.Task), string(n.Params), "the same Task, under the client's id")
-
-			res := owner.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
-			require.Empty(t, string(res.Error))
-			assert.Equal(t, "eager done", firstText(t, res.Result))
-			for _, n := range other.inboxNotes() {
-				assert.NotEqual(t, "notifications/tasks/status", n.Method, "another session hears nothing: %s", n.Params)
-			}
+	forEachTaskUpstream(t, httpTransport, "", func(t *testing.T, a *aggregator) {
+		owner, other := a.newClient(), a.newClient()
+		for _, c := range []*client{owner, other} {
+			c.initializeWith(map[string]any{})
+			listen(t, a, c)
+		}
+		resp := owner.mustRequest("tools/call", map[string]any{
+			"name": "a_eager", "arguments": map[string]any{"label": "eager", "stepMs": 200}, "task": map[string]any{"ttl": 60000},
 		})
+		require.Empty(t, string(resp.Error))
+		var created struct {
+			Task json.RawMessage `json:"task"`
+		}
+		require.NoError(t, json.Unmarshal(resp.Result, &created))
+		var task taskObject
+		require.NoError(t, json.Unmarshal(created.Task, &task))
+		require.Equal(t, "accepted", task.StatusMessage)
+		n, ok := owner.waitNotification(func(n notification) bool {
+			return n.Method == "notifications/tasks/status" && strings.Contains(string(n.Params), `"accepted"`)
+		}, callTimeout)
+		require.True(t, ok, "the status sent before the CreateTaskResult reached the owner; got %s", notesText(owner.inboxNotes()))
+		assert.JSONEq(t, string(created.Task), string(n.Params), "the same Task, under the client's id")
+
+		res := owner.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
+		require.Empty(t, string(res.Error))
+		assert.Equal(t, "eager done", firstText(t, res.Result))
+		for _, n := range other.inboxNotes() {
+			assert.NotEqual(t, "notifications/tasks/status", n.Method, "another session hears nothing: %s", n.Params)
+		}
+	})
+}
+
+// assertReporterAnswered checks result, the result of taskserver's reporter
+// task that asked, for the answer it got: accepted, naming the task by the
+// upstream's id (task-1).
+func assertReporterAnswered(t *testing.T, result json.RawMessage) {
+	t.Helper()
+	var r struct {
+		Structured struct {
+			Answer struct {
+				Action        string `json:"action"`
+				RelatedTaskID string `json:"relatedTaskId"`
+			} `json:"answer"`
+		} `json:"structuredContent"`
 	}
+	require.NoError(t, json.Unmarshal(result, &r), "%s", result)
+	assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
+	assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
 }
 
 // TestTasksRelatedRequest: after the CreateTaskResult, with no request of
@@ -722,44 +728,29 @@ func TestTasksStatusBeforeResult(t *testing.T) {
 // upstream under the upstream's.
 func TestTasksRelatedRequest(t *testing.T) {
 	t.Parallel()
-	for _, up := range taskUpstreams() {
-		t.Run(up.name, func(t *testing.T) {
-			t.Parallel()
-			a := serveConfig(t, stdioTransport, up.config(t))
-			a.waitLoaded()
-			c, asked := elicitedClient(a, func(params json.RawMessage) string {
-				var p struct {
-					Meta map[string]json.RawMessage `json:"_meta"`
-				}
-				_ = json.Unmarshal(params, &p)
-				related := p.Meta["io.modelcontextprotocol/related-task"]
-				return `{"action":"accept","content":{"keep":true},"_meta":{"io.modelcontextprotocol/related-task":` + string(related) + `}}`
-			})
-			task := startTask(t, c, "a_reporter", map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true})
-
-			var params json.RawMessage
-			select {
-			case params = <-asked:
-			case <-time.After(callTimeout):
-				t.Fatal("the client was never asked")
+	forEachTaskUpstream(t, stdioTransport, "", func(t *testing.T, a *aggregator) {
+		c, asked := elicitedClient(a, func(params json.RawMessage) string {
+			var p struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
 			}
-			assert.Equal(t, task.TaskID, relatedTaskID(t, params), "the request names the task by the client's id")
-
-			res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
-			require.Empty(t, string(res.Error))
-			var result struct {
-				Structured struct {
-					Answer struct {
-						Action        string `json:"action"`
-						RelatedTaskID string `json:"relatedTaskId"`
-					} `json:"answer"`
-				} `json:"structuredContent"`
-			}
-			require.NoError(t, json.Unmarshal(res.Result, &result))
-			assert.Equal(t, "accept", result.Structured.Answer.Action, "the client's answer reached the upstream")
-			assert.Equal(t, "task-1", result.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
+			_ = json.Unmarshal(params, &p)
+			related := p.Meta["io.modelcontextprotocol/related-task"]
+			return `{"action":"accept","content":{"keep":true},"_meta":{"io.modelcontextprotocol/related-task":` + string(related) + `}}`
 		})
-	}
+		task := startTask(t, c, "a_reporter", map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true})
+
+		var params json.RawMessage
+		select {
+		case params = <-asked:
+		case <-time.After(callTimeout):
+			t.Fatal("the client was never asked")
+		}
+		assert.Equal(t, task.TaskID, relatedTaskID(t, params), "the request names the task by the client's id")
+
+		res := c.mustRequest("tasks/result", map[string]any{"taskId": task.TaskID})
+		require.Empty(t, string(res.Error))
+		assertReporterAnswered(t, res.Result)
+	})
 }
 
 // TestTasksHTTPProgressFidelity: an ordinary call's progress from a
@@ -768,36 +759,28 @@ func TestTasksRelatedRequest(t *testing.T) {
 // in particular no empty "_meta" is added.
 func TestTasksHTTPProgressFidelity(t *testing.T) {
 	t.Parallel()
-	for _, up := range taskUpstreams() {
-		if !strings.HasPrefix(up.name, "http-") {
-			continue
-		}
-		t.Run(up.name, func(t *testing.T) {
-			t.Parallel()
-			a := serveConfig(t, httpTransport, up.config(t))
-			a.waitLoaded()
-			c := a.newClient()
-			c.initializeWith(map[string]any{})
-			const steps = 5
-			resp := c.mustRequest("tools/call", map[string]any{
-				"name": "a_ticker", "arguments": map[string]any{"steps": steps}, "_meta": map[string]any{"progressToken": 42},
-			})
-			require.Empty(t, string(resp.Error), "tools/call a_ticker")
-			upstreamSent := sentByUpstream(t, resp.Result)
-			require.Len(t, upstreamSent, steps, "%s", resp.Result)
-			var want, got []string
-			for _, raw := range upstreamSent {
-				want = append(want, aggProgressToken.ReplaceAllString(string(raw), `"progressToken":42`))
-			}
-			for _, n := range c.inboxNotes() {
-				if n.Method == "notifications/progress" {
-					got = append(got, string(n.Params))
-				}
-			}
-			assert.Equal(t, want, got, "progress passes byte for byte but for the token")
-			for _, p := range got {
-				assert.NotContains(t, p, `"_meta"`, "no _meta is added")
-			}
+	forEachTaskUpstream(t, httpTransport, "http-", func(t *testing.T, a *aggregator) {
+		c := a.newClient()
+		c.initializeWith(map[string]any{})
+		const steps = 5
+		resp := c.mustRequest("tools/call", map[string]any{
+			"name": "a_ticker", "arguments": map[string]any{"steps": steps}, "_meta": map[string]any{"progressToken": 42},
 		})
-	}
+		require.Empty(t, string(resp.Error), "tools/call a_ticker")
+		upstreamSent := sentByUpstream(t, resp.Result)
+		require.Len(t, upstreamSent, steps, "%s", resp.Result)
+		var want, got []string
+		for _, raw := range upstreamSent {
+			want = append(want, aggProgressToken.ReplaceAllString(string(raw), `"progressToken":42`))
+		}
+		for _, n := range c.inboxNotes() {
+			if n.Method == "notifications/progress" {
+				got = append(got, string(n.Params))
+			}
+		}
+		assert.Equal(t, want, got, "progress passes byte for byte but for the token")
+		for _, p := range got {
+			assert.NotContains(t, p, `"_meta"`, "no _meta is added")
+		}
+	})
 }

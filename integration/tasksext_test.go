@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,24 +19,46 @@ const tasksExtension = "io.modelcontextprotocol/tasks"
 // TypeScript SDK v2 that serves the tasks extension, and returns its URL and log.
 func startTaskExtServer(t *testing.T) (url string, log *logBuffer) {
 	t.Helper()
-	nodeEntry(t, "@modelcontextprotocol/server/package.json")
-	log = newLogBuffer()
-	cmd := exec.Command("node", filepath.Join(nodeDir, "taskextserver.mjs"))
-	stdin, err := cmd.StdinPipe() // the server ends when it closes
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
+	return startModernNodeServer(t, "taskextserver")
+}
+
+// taskExtConfig fronts taskextserver at url as the server ext, its tools
+// prefixed x_, its instance shared by every session when stateless.
+func taskExtConfig(url string, stateless bool) string {
+	return fmt.Sprintf(`version: 1
+servers:
+  ext:
+    url: %s
+    protocol: "2026-07-28"
+    truely-stateless: %t
+    transform: [{prefix: x_}]
+`, url, stateless)
+}
+
+// startExtAggregator serves config over streamable HTTP to the clients named
+// (alice, bob, ...), each known by a bearer token of its own, and returns it
+// loaded, with a caller for each name in order.
+func startExtAggregator(t *testing.T, config string, names ...string) (*aggregator, []*extCaller) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(config, "version: 1\n"), "%s", config)
+	var entries, env []string
+	tokens := make([]string, len(names))
+	for i, name := range names {
+		tokens[i] = randomToken(t)
+		entries = append(entries, fmt.Sprintf("%s: {env: %s_TOKEN}", name, strings.ToUpper(name)))
+		env = append(env, strings.ToUpper(name)+"_TOKEN="+tokens[i])
+	}
+	auth := "version: 1\nhttp: {auth: {tokens: {" + strings.Join(entries, ", ") + "}}}\n"
+	a := startAggregator(t, httpTransport, aggregatorOptions{
+		configs: []string{writeConfig(t, strings.Replace(config, "version: 1\n", auth, 1))},
+		env:     env,
 	})
-	line, ok := log.waitLine(func(line string) bool { return strings.HasPrefix(line, "taskextserver: listening ") }, startTimeout, exited)
-	require.True(t, ok, "taskextserver never said where it listens:\n%s", log)
-	return strings.TrimPrefix(line, "taskextserver: listening "), log
+	a.waitLoaded()
+	callers := make([]*extCaller, len(names))
+	for i, token := range tokens {
+		callers[i] = &extCaller{t: t, url: a.url, token: token}
+	}
+	return a, callers
 }
 
 // extCaller sends 2026-07-28 requests to the aggregator as one http.auth client.
@@ -55,6 +74,20 @@ type extCaller struct {
 func (c *extCaller) do(method, name string, params map[string]any, ext bool, lease string) message {
 	c.t.Helper()
 	c.id++
+	p := map[string]any{"_meta": requestMeta(ext, lease)}
+	for k, v := range params {
+		p[k] = v
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": p})
+	require.NoError(c.t, err)
+	r := modernRaw(c.t, c.url, method, name, string(body), http.Header{"Authorization": {"Bearer " + c.token}})
+	return coreMessage(c.t, r)
+}
+
+// requestMeta is the _meta of a 2026-07-28 request of the test client,
+// declaring the tasks extension when ext, in the conversation lease ("" names
+// none).
+func requestMeta(ext bool, lease string) map[string]any {
 	caps := map[string]any{}
 	if ext {
 		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
@@ -64,14 +97,35 @@ func (c *extCaller) do(method, name string, params map[string]any, ext bool, lea
 	if lease != "" {
 		meta["mcp-aggregator/lease"] = lease
 	}
-	p := map[string]any{"_meta": meta}
-	for k, v := range params {
-		p[k] = v
+	return meta
+}
+
+// call calls tool with args, declaring the tasks extension, in the
+// conversation lease.
+func (c *extCaller) call(tool string, args map[string]any, lease string) message {
+	c.t.Helper()
+	return c.do("tools/call", tool, map[string]any{"name": tool, "arguments": args}, true, lease)
+}
+
+// onTask sends method (tasks/get, tasks/cancel) naming the task id, declaring
+// the tasks extension, in the conversation lease.
+func (c *extCaller) onTask(method, id, lease string) message {
+	c.t.Helper()
+	return c.do(method, id, map[string]any{"taskId": id}, true, lease)
+}
+
+// extensions are the extensions server/discover offers a client that declares
+// the tasks extension, and the raw result they came in.
+func (c *extCaller) extensions() (map[string]json.RawMessage, json.RawMessage) {
+	c.t.Helper()
+	discover := c.do("server/discover", "", nil, true, "")
+	var disc struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
 	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": p})
-	require.NoError(c.t, err)
-	r := modernRaw(c.t, c.url, method, name, string(body), http.Header{"Authorization": {"Bearer " + c.token}})
-	return coreMessage(c.t, r)
+	require.NoError(c.t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
+	return disc.Capabilities.Extensions, discover.Result
 }
 
 // task is the aggregator's answer as a task (a CreateTaskResult or tasks/get's
@@ -93,6 +147,16 @@ func errorCode(t *testing.T, m message) int {
 	return coreErrorCode(m.Error)
 }
 
+// assertAcknowledged asserts that m is the extension's empty acknowledgement.
+func assertAcknowledged(t *testing.T, m message, msgAndArgs ...any) {
+	t.Helper()
+	require.Empty(t, m.Error, "%s", m.Error)
+	var ack map[string]any
+	require.NoError(t, json.Unmarshal(m.Result, &ack), "%s", m.Result)
+	delete(ack, "_meta")
+	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, msgAndArgs...)
+}
+
 // TestTasksExtensionRelayed: a 2026-07-28 upstream on the TypeScript SDK v2 serving
 // the tasks extension (node/taskextserver.mjs) behind the aggregator. A sessionless
 // client that declares the extension is offered it (server/discover), the upstream
@@ -105,52 +169,32 @@ func errorCode(t *testing.T, m message) int {
 func TestTasksExtensionRelayed(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	alice, bob := randomToken(t), randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{
-		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
-http: {auth: {tokens: {alice: {env: ALICE_TOKEN}, bob: {env: BOB_TOKEN}}}}
-servers:
-  ext:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-    transform: [{prefix: x_}]
-`, url))},
-		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
-	})
-	a.waitLoaded()
-	ac, bc := &extCaller{t: t, url: a.url, token: alice}, &extCaller{t: t, url: a.url, token: bob}
+	a, callers := startExtAggregator(t, taskExtConfig(url, true), "alice", "bob")
+	ac, bc := callers[0], callers[1]
 	fail := func(m message) string {
 		return fmt.Sprintf("%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
 	}
 
-	discover := ac.do("server/discover", "", nil, true, "")
-	var disc struct {
-		Capabilities struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"capabilities"`
-	}
-	require.NoError(t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
-	assert.JSONEq(t, `{}`, string(disc.Capabilities.Extensions[tasksExtension]), "the extension is offered: %s", discover.Result)
+	extensions, discovered := ac.extensions()
+	assert.JSONEq(t, `{}`, string(extensions[tasksExtension]), "the extension is offered: %s", discovered)
 
 	// Without the extension the upstream is not told of it, and answers at once.
 	plain := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hi"}}, false, "conv-1")
 	require.Empty(t, plain.Error, fail(plain))
 	assert.Equal(t, "hi, whoever you are", resultText(t, plain.Result))
 
-	created := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hi"}}, true, "conv-1")
+	created := ac.call("x_greet", map[string]any{"text": "hi"}, "conv-1")
 	require.Empty(t, created.Error, fail(created))
 	id, shape := taskShape(t, created)
 	assert.Equal(t, map[string]any{"resultType": "task", "status": "input_required", "ttlMs": float64(60000), "pollIntervalMs": float64(50), "content": []any{}}, shape)
 	require.True(t, strings.HasPrefix(id, "task-"), "the aggregator's id, not the upstream's: %q", id)
 
 	// Another principal, and another conversation of alice, do not find it.
-	get := map[string]any{"taskId": id}
-	assert.Equal(t, -32602, errorCode(t, bc.do("tasks/get", id, get, true, "conv-1")), "bob does not find alice's task")
-	assert.Equal(t, -32602, errorCode(t, bc.do("tasks/cancel", id, get, true, "")))
-	assert.Equal(t, -32602, errorCode(t, ac.do("tasks/get", id, get, true, "conv-2")), "another conversation does not find it")
+	assert.Equal(t, -32602, errorCode(t, bc.onTask("tasks/get", id, "conv-1")), "bob does not find alice's task")
+	assert.Equal(t, -32602, errorCode(t, bc.onTask("tasks/cancel", id, "")))
+	assert.Equal(t, -32602, errorCode(t, ac.onTask("tasks/get", id, "conv-2")), "another conversation does not find it")
 
-	polled := ac.do("tasks/get", id, get, true, "conv-1")
+	polled := ac.onTask("tasks/get", id, "conv-1")
 	gotID, shape := taskShape(t, polled)
 	assert.Equal(t, id, gotID)
 	assert.Equal(t, map[string]any{"resultType": "complete", "status": "input_required", "ttlMs": float64(60000), "pollIntervalMs": float64(50),
@@ -159,24 +203,21 @@ servers:
 
 	updated := ac.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}}, true, "conv-1")
 	require.Empty(t, updated.Error, fail(updated))
-	var ack map[string]any
-	require.NoError(t, json.Unmarshal(updated.Result, &ack))
-	delete(ack, "_meta")
-	assert.Equal(t, map[string]any{"resultType": "complete"}, ack)
+	assertAcknowledged(t, updated)
 
 	// A request that names no conversation finds any task of its principal.
-	done := ac.do("tasks/get", id, get, true, "")
+	done := ac.onTask("tasks/get", id, "")
 	gotID, shape = taskShape(t, done)
 	assert.Equal(t, id, gotID)
 	assert.Equal(t, map[string]any{"resultType": "complete", "status": "completed", "ttlMs": float64(60000), "pollIntervalMs": float64(50),
 		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "hi, Ada"}}}}, shape)
 
-	lingering := ac.do("tools/call", "x_linger", map[string]any{"name": "x_linger", "arguments": map[string]any{}}, true, "conv-1")
+	lingering := ac.call("x_linger", map[string]any{}, "conv-1")
 	lingerID, shape := taskShape(t, lingering)
 	assert.Equal(t, "working", shape["status"])
-	cancelled := ac.do("tasks/cancel", lingerID, map[string]any{"taskId": lingerID}, true, "conv-1")
+	cancelled := ac.onTask("tasks/cancel", lingerID, "conv-1")
 	require.Empty(t, cancelled.Error, fail(cancelled))
-	_, shape = taskShape(t, ac.do("tasks/get", lingerID, map[string]any{"taskId": lingerID}, true, "conv-1"))
+	_, shape = taskShape(t, ac.onTask("tasks/get", lingerID, "conv-1"))
 	assert.Equal(t, "cancelled", shape["status"])
 
 	// The upstream heard of its own ids only, each request naming one.
@@ -202,38 +243,25 @@ servers:
 func TestTasksExtensionEndsWithItsConversation(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	alice := randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{
-		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
-http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
-servers:
-  ext:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: false
-    transform: [{prefix: x_}]
-`, url))},
-		env: []string{"ALICE_TOKEN=" + alice},
-	})
-	a.waitLoaded()
-	ac := &extCaller{t: t, url: a.url, token: alice}
+	a, callers := startExtAggregator(t, taskExtConfig(url, false), "alice")
+	ac := callers[0]
 	start := func(lease string) string {
 		t.Helper()
-		m := ac.do("tools/call", "x_linger", map[string]any{"name": "x_linger", "arguments": map[string]any{}}, true, lease)
+		m := ac.call("x_linger", map[string]any{}, lease)
 		require.Empty(t, m.Error, "%s\nserver log:\n%s\naggregator log:\n%s", m.Error, serverLog, a.log)
 		id, shape := taskShape(t, m)
 		require.Equal(t, "working", shape["status"])
 		return id
 	}
 	mine, other := start("conv-1"), start("conv-2")
-	_, shape := taskShape(t, ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1"))
+	_, shape := taskShape(t, ac.onTask("tasks/get", mine, "conv-1"))
 	assert.Equal(t, "working", shape["status"])
 
-	released := ac.do("tools/call", "mcp_release", map[string]any{"name": "mcp_release", "arguments": map[string]any{"serverId": "ext"}}, true, "conv-1")
+	released := ac.call("mcp_release", map[string]any{"serverId": "ext"}, "conv-1")
 	require.Empty(t, released.Error, "%s", released.Error)
 	assert.Contains(t, resultText(t, released.Result), "released")
 
-	gone := ac.do("tasks/get", mine, map[string]any{"taskId": mine}, true, "conv-1")
+	gone := ac.onTask("tasks/get", mine, "conv-1")
 	assert.Equal(t, -32602, errorCode(t, gone))
 	var e struct {
 		Message string `json:"message"`
@@ -241,7 +269,7 @@ servers:
 	require.NoError(t, json.Unmarshal(gone.Error, &e))
 	assert.Contains(t, e.Message, "not found", "the conversation's Session ended with its lease, and its tasks with it")
 
-	_, shape = taskShape(t, ac.do("tasks/get", other, map[string]any{"taskId": other}, true, "conv-2"))
+	_, shape = taskShape(t, ac.onTask("tasks/get", other, "conv-2"))
 	assert.Equal(t, "working", shape["status"], "another conversation's task goes on")
 }
 
@@ -254,26 +282,15 @@ servers:
 // tasks/update is refused, naming why.
 func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	t.Parallel()
-	alice := randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{
-		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
-		env:     []string{"ALICE_TOKEN=" + alice},
-	})
-	a.waitLoaded()
-	ac := &extCaller{t: t, url: a.url, token: alice}
+	a, callers := startExtAggregator(t, tasksConfig(t), "alice")
+	ac := callers[0]
 
-	var disc struct {
-		Capabilities struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"capabilities"`
-	}
-	discover := ac.do("server/discover", "", nil, true, "")
-	require.NoError(t, json.Unmarshal(discover.Result, &disc), "%s", discover.Result)
-	assert.Contains(t, disc.Capabilities.Extensions, tasksExtension, "the servers' 2025-11-25 tasks are offered as the extension: %s", discover.Result)
+	extensions, discovered := ac.extensions()
+	assert.Contains(t, extensions, tasksExtension, "the servers' 2025-11-25 tasks are offered as the extension: %s", discovered)
 
 	call := func(tool string, args map[string]any) string {
 		t.Helper()
-		m := ac.do("tools/call", tool, map[string]any{"name": tool, "arguments": args}, true, "conv-1")
+		m := ac.call(tool, args, "conv-1")
 		require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
 		id, shape := taskShape(t, m)
 		assert.Equal(t, "task", shape["resultType"], "%s", m.Result)
@@ -283,14 +300,7 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 		return id
 	}
 	id := call("a_countdown", map[string]any{"label": "bridged", "steps": 2, "stepMs": 20})
-	var shape map[string]any
-	for deadline := time.Now().Add(callTimeout); ; {
-		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "conv-1"))
-		if shape["status"] != "working" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Duration(shape["pollIntervalMs"].(float64)) * time.Millisecond) // as the task asks
-	}
+	shape := pollTask(t, ac, id, "conv-1", func(shape map[string]any) bool { return shape["status"] != "working" })
 	require.Equal(t, "completed", shape["status"], "%v", shape)
 	result, _ := json.Marshal(shape["result"])
 	assert.Equal(t, "bridged done after 2 steps", resultText(t, result))
@@ -298,13 +308,8 @@ func TestTasksExtensionBridgedToOlderUpstream(t *testing.T) {
 	long := call("a_countdown", map[string]any{"label": "long", "steps": 1000, "stepMs": 100})
 	update := ac.do("tasks/update", long, map[string]any{"taskId": long, "inputResponses": map[string]any{"never-asked": map[string]any{}}}, true, "conv-1")
 	require.Empty(t, update.Error, "a response to nothing asked is ignored: %s", update.Error)
-	cancelled := ac.do("tasks/cancel", long, map[string]any{"taskId": long}, true, "conv-1")
-	require.Empty(t, cancelled.Error, "%s", cancelled.Error)
-	var ack map[string]any
-	require.NoError(t, json.Unmarshal(cancelled.Result, &ack))
-	delete(ack, "_meta")
-	assert.Equal(t, map[string]any{"resultType": "complete"}, ack, "an empty acknowledgement")
-	_, shape = taskShape(t, ac.do("tasks/get", long, map[string]any{"taskId": long}, true, "conv-1"))
+	assertAcknowledged(t, ac.onTask("tasks/cancel", long, "conv-1"), "an empty acknowledgement")
+	_, shape = taskShape(t, ac.onTask("tasks/get", long, "conv-1"))
 	assert.Equal(t, "cancelled", shape["status"])
 }
 
@@ -314,7 +319,7 @@ func pollTask(t *testing.T, ac *extCaller, id, lease string, until func(shape ma
 	t.Helper()
 	var shape map[string]any
 	for deadline := time.Now().Add(callTimeout); ; {
-		_, shape = taskShape(t, ac.do("tasks/get", id, map[string]any{"taskId": id}, true, lease))
+		_, shape = taskShape(t, ac.onTask("tasks/get", id, lease))
 		if until(shape) || time.Now().After(deadline) {
 			return shape
 		}
@@ -332,7 +337,6 @@ func pollTask(t *testing.T, ac *extCaller, id, lease string, until func(shape ma
 // tasks/result (server-everything's research task, input_required).
 func TestTasksExtensionBridgedInput(t *testing.T) {
 	t.Parallel()
-	everything := nodeEntry(t, everythingEntry)
 	cases := []struct {
 		name, config, tool string
 		args               map[string]any
@@ -344,30 +348,10 @@ func TestTasksExtensionBridgedInput(t *testing.T) {
 		tool:   "a_reporter",
 		args:   map[string]any{"label": "ask", "steps": 1, "stepMs": 10, "ask": true},
 		answer: map[string]any{"action": "accept", "content": map[string]any{"keep": true}},
-		check: func(t *testing.T, result json.RawMessage) {
-			var r struct {
-				Structured struct {
-					Answer struct {
-						Action        string `json:"action"`
-						RelatedTaskID string `json:"relatedTaskId"`
-					} `json:"answer"`
-				} `json:"structuredContent"`
-			}
-			require.NoError(t, json.Unmarshal(result, &r), "%s", result)
-			assert.Equal(t, "accept", r.Structured.Answer.Action, "the client's answer reached the upstream: %s", result)
-			assert.Equal(t, "task-1", r.Structured.Answer.RelatedTaskID, "the answer names the task by the upstream's id")
-		},
+		check:  assertReporterAnswered,
 	}, {
-		name: "asked during tasks/result",
-		config: `version: 1
-servers:
-  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(everything) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: [simulate-research-query]}
-`,
+		name:   "asked during tasks/result",
+		config: researchConfig(t),
 		tool:   "ev_simulate-research-query",
 		args:   map[string]any{"topic": "tea", "ambiguous": true},
 		answer: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "historical"}},
@@ -378,14 +362,9 @@ servers:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			alice := randomToken(t)
-			a := startAggregator(t, httpTransport, aggregatorOptions{
-				configs: []string{writeConfig(t, strings.Replace(tc.config, "version: 1\n", "version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}\n", 1))},
-				env:     []string{"ALICE_TOKEN=" + alice},
-			})
-			a.waitLoaded()
-			ac := &extCaller{t: t, url: a.url, token: alice}
-			m := ac.do("tools/call", tc.tool, map[string]any{"name": tc.tool, "arguments": tc.args}, true, "conv-1")
+			a, callers := startExtAggregator(t, tc.config, "alice")
+			ac := callers[0]
+			m := ac.call(tc.tool, tc.args, "conv-1")
 			require.Empty(t, m.Error, "%s\naggregator log:\n%s", m.Error, a.log)
 			id, shape := taskShape(t, m)
 			require.Equal(t, "task", shape["resultType"], "%s", m.Result)
@@ -403,7 +382,7 @@ servers:
 			related, _ := request["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/related-task"].(map[string]any)
 			assert.Equal(t, id, related["taskId"], "the request names the task by the client's id: %v", request)
 
-			again := ac.do("tasks/get", id, map[string]any{"taskId": id}, true, "other-conv")
+			again := ac.onTask("tasks/get", id, "other-conv")
 			assert.Equal(t, -32602, errorCode(t, again), "another conversation does not find the task")
 
 			answer := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": id}}}
@@ -433,12 +412,8 @@ servers:
 func (c *extCaller) listenTasks(ctx context.Context, lease string, taskIDs []string) (granted []string, events chan message) {
 	c.t.Helper()
 	c.id++
-	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": modernVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}},
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasksext-test", "version": "1"},
-		"mcp-aggregator/lease":                       lease}
 	body := mustJSON(c.t, map[string]any{"jsonrpc": "2.0", "id": c.id, "method": "subscriptions/listen",
-		"params": map[string]any{"_meta": meta, "notifications": map[string]any{"taskIds": taskIDs}}})
+		"params": map[string]any{"_meta": requestMeta(true, lease), "notifications": map[string]any{"taskIds": taskIDs}}})
 	req := modernHTTPRequest(c.t, ctx, c.url, "subscriptions/listen", "", string(body), http.Header{"Authorization": {"Bearer " + c.token}})
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
@@ -479,16 +454,9 @@ func (c *extCaller) listenTasks(ctx context.Context, lease string, taskIDs []str
 // conversation or of another client, or one that never was, is not granted.
 func TestTasksExtensionNotifications(t *testing.T) {
 	t.Parallel()
-	alice, bob := randomToken(t), randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{
-		configs: []string{writeConfig(t, strings.Replace(tasksConfig(t), "version: 1\n",
-			"version: 1\nhttp: {auth: {tokens: {alice: {env: ALICE_TOKEN}, bob: {env: BOB_TOKEN}}}}\n", 1))},
-		env: []string{"ALICE_TOKEN=" + alice, "BOB_TOKEN=" + bob},
-	})
-	a.waitLoaded()
-	ac := &extCaller{t: t, url: a.url, token: alice}
-	bc := &extCaller{t: t, url: a.url, token: bob}
-	m := ac.do("tools/call", "a_countdown", map[string]any{"name": "a_countdown", "arguments": map[string]any{"label": "heard", "steps": 20, "stepMs": 100}}, true, "conv-1")
+	a, callers := startExtAggregator(t, tasksConfig(t), "alice", "bob")
+	ac, bc := callers[0], callers[1]
+	m := ac.call("a_countdown", map[string]any{"label": "heard", "steps": 20, "stepMs": 100}, "conv-1")
 	id, _ := taskShape(t, m)
 	require.NotEmpty(t, id, "%s\naggregator log:\n%s", m.Result, a.log)
 
@@ -532,22 +500,9 @@ func TestTasksExtensionNotifications(t *testing.T) {
 func TestTasksExtensionNotificationsFromUpstream(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	alice := randomToken(t)
-	a := startAggregator(t, httpTransport, aggregatorOptions{
-		configs: []string{writeConfig(t, fmt.Sprintf(`version: 1
-http: {auth: {tokens: {alice: {env: ALICE_TOKEN}}}}
-servers:
-  ext:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-    transform: [{prefix: x_}]
-`, url))},
-		env: []string{"ALICE_TOKEN=" + alice},
-	})
-	a.waitLoaded()
-	ac := &extCaller{t: t, url: a.url, token: alice}
-	m := ac.do("tools/call", "x_greet", map[string]any{"name": "x_greet", "arguments": map[string]any{"text": "hello"}}, true, "conv-1")
+	a, callers := startExtAggregator(t, taskExtConfig(url, true), "alice")
+	ac := callers[0]
+	m := ac.call("x_greet", map[string]any{"text": "hello"}, "conv-1")
 	id, _ := taskShape(t, m)
 	require.NotEmpty(t, id, "%s", m.Result)
 
@@ -587,24 +542,9 @@ servers:
 func TestTasksExtensionForOlderSession(t *testing.T) {
 	t.Parallel()
 	url, serverLog := startTaskExtServer(t)
-	a := serveConfig(t, stdioTransport, fmt.Sprintf(`version: 1
-servers:
-  ext:
-    url: %s
-    protocol: "2026-07-28"
-    truely-stateless: true
-    transform: [{prefix: x_}]
-`, url))
+	a := serveConfig(t, stdioTransport, taskExtConfig(url, true))
 	a.waitLoaded()
-	c := a.newClient()
-	asked := make(chan json.RawMessage, 4)
-	c.inbox.onRequest = func(method string, params json.RawMessage) (string, string) {
-		if method != "elicitation/create" {
-			return "", `{"code":-32601,"message":"not here: ` + method + `"}`
-		}
-		asked <- params
-		return `{"action":"accept","content":{"name":"Ada"}}`, ""
-	}
+	c, asked := elicitingClient(a, func(json.RawMessage) string { return `{"action":"accept","content":{"name":"Ada"}}` })
 	init := c.initializeWith(map[string]any{"elicitation": map[string]any{}})
 	var initRes struct {
 		Capabilities struct {
@@ -655,13 +595,7 @@ servers:
 	assert.Equal(t, "hello, Ada", resultText(t, res.Result), "the session's answer reached the task")
 	select {
 	case params := <-asked:
-		var p struct {
-			Meta map[string]struct {
-				TaskID string `json:"taskId"`
-			} `json:"_meta"`
-		}
-		require.NoError(t, json.Unmarshal(params, &p))
-		assert.Equal(t, id, p.Meta["io.modelcontextprotocol/related-task"].TaskID, "the elicitation names the task by the session's id")
+		assert.Equal(t, id, relatedTaskID(t, params), "the elicitation names the task by the session's id")
 	default:
 		t.Fatal("the session was never asked")
 	}

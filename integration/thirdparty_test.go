@@ -17,13 +17,13 @@ var everythingWhitelist = []string{"echo", "get-*", "trigger-*"}
 // everythingConfig is the server entry (under id "every", prefix ev_) for the pinned
 // server-everything.
 func everythingConfig(entry string) string {
-	return `  every:
-    truely-stateless: true
-    command: node
-    args: [` + quoted(entry) + `, stdio]
-    transform: [{prefix: ev_}]
-    tools: {whitelist: ['echo', 'get-*', 'trigger-*']}
-`
+	return everythingYAML("every", entry, statelessServer, "transform: [{prefix: ev_}]", "tools: {whitelist: ['echo', 'get-*', 'trigger-*']}")
+}
+
+// everythingYAML is the config of the server name under servers: the
+// settings given, one a line, and server-everything at entry on stdio.
+func everythingYAML(name, entry string, settings ...string) string {
+	return serverYAML(name, append(settings, "command: node", "args: ["+quoted(entry)+", stdio]")...)
 }
 
 // matchesAny reports whether name matches one of the wildcard patterns.

@@ -38,17 +38,7 @@ func TestKeyringBacksOffAfterAFailedRefresh(t *testing.T) {
 	}
 	assert.Equal(t, 1, r.te.refreshes(), "50 sequential calls while the endpoint fails")
 
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 25 {
-				_, _ = r.token(t, "")
-			}
-		}()
-	}
-	wg.Wait()
+	r.tokensAtOnce(t, 4, 25)
 	assert.Equal(t, 1, r.te.refreshes(), "4 workers × 25 calls within the backoff")
 
 	r.advance(time.Second) // the first wait is over
@@ -143,18 +133,24 @@ func TestKeyringShortLivedTokenRefreshedOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, r.te.refreshes(), "100 calls within the token's first half second")
 	r.advance(600 * time.Millisecond) // into the last part of its life
+	r.tokensAtOnce(t, 4, 25)
+	assert.Equal(t, 2, r.te.refreshes(), "the calls in the window share one refresh")
+}
+
+// tokensAtOnce asks for a token calls times on each of workers goroutines
+// at once, and returns when all have their answers, whatever they are.
+func (r *keyringRig) tokensAtOnce(t *testing.T, workers, calls int) {
 	var wg sync.WaitGroup
-	for range 4 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 25 {
+			for range calls {
 				_, _ = r.token(t, "")
 			}
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, 2, r.te.refreshes(), "the calls in the window share one refresh")
 }
 
 func TestParseRetryAfter(t *testing.T) {

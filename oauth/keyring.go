@@ -444,15 +444,7 @@ func (c *credential) ids() []string {
 // of it): it is refreshed before a request could fail with it, and a token
 // that lives a second is not due for a refresh the moment it arrives.
 func (k *Keyring) expiring(g *Grant) bool {
-	if g.Expiry.IsZero() {
-		return false
-	}
-	margin := 30 * time.Second
-	if !g.Obtained.IsZero() && g.Expiry.After(g.Obtained) {
-		life := g.Expiry.Sub(g.Obtained)
-		margin = min(max(life/5, time.Second), time.Minute, life/2)
-	}
-	return !k.opts.Now().Add(margin).Before(g.Expiry)
+	return due(g, k.opts.Now())
 }
 
 // expired reports whether g's access token is past its expiry at now.

@@ -55,24 +55,13 @@ func refresh(ctx context.Context, client *http.Client, g *Grant, now time.Time) 
 	if resource := canonicalResource(g.Resource); resource != "" {
 		form.Set("resource", resource)
 	}
-	basic := clientAuth(form, g)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenURL, strings.NewReader(form.Encode()))
+	req, err := clientPost(ctx, g.TokenURL, form, g)
 	if err != nil {
 		return nil, fmt.Errorf("refresh: token endpoint: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if basic {
-		// RFC 6749 §2.3.1: both are form-encoded before Basic encoding.
-		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
-	}
 	resp, err := noRedirects(client).Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the *url.Error would repeat the endpoint's URL
-		}
-		return nil, fmt.Errorf("refresh: %w", err)
+		return nil, fmt.Errorf("refresh: %w", plainErr(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse+1))

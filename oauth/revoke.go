@@ -62,15 +62,9 @@ func Revoke(ctx context.Context, client *http.Client, g *Grant) error {
 // at the token endpoint.
 func revokeOne(ctx context.Context, client *http.Client, endpoint string, g *Grant, token, hint string) error {
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}
-	basic := clientAuth(form, g)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	req, err := clientPost(ctx, endpoint, form, g)
 	if err != nil {
 		return fmt.Errorf("revocation endpoint: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if basic {
-		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
 	}
 	resp, err := noRedirects(client).Do(req)
 	if err != nil {
@@ -88,6 +82,23 @@ func revokeOne(ctx context.Context, client *http.Client, endpoint string, g *Gra
 		return fmt.Errorf("the revocation endpoint answered HTTP %d with error %s", resp.StatusCode, safeCode(e.Error))
 	}
 	return fmt.Errorf("the revocation endpoint answered HTTP %d", resp.StatusCode)
+}
+
+// clientPost is a POST of form to endpoint, a JSON answer accepted, with the
+// credentials of g's client in form or in a Basic header (clientAuth).
+func clientPost(ctx context.Context, endpoint string, form url.Values, g *Grant) (*http.Request, error) {
+	basic := clientAuth(form, g)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if basic {
+		// RFC 6749 §2.3.1: both are form-encoded before Basic encoding.
+		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
+	}
+	return req, nil
 }
 
 // clientAuth puts the client's credentials in form, as g's token endpoint

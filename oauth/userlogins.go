@@ -265,8 +265,9 @@ func (u *UserLogins) load(e cred.VaultEntry) (*Grant, error) {
 	return g, nil
 }
 
-// due reports whether g's access token should be renewed before use: past
-// or within a fifth of its lifetime (at most a minute) of its expiry.
+// due reports whether g's access token should be renewed before use at now:
+// past or within a fifth of its lifetime of its expiry (at most a minute,
+// at least a second, but never more than half of it).
 func due(g *Grant, now time.Time) bool {
 	if g.Expiry.IsZero() {
 		return false

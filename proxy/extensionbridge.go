@@ -41,26 +41,41 @@ func offersTasksExtension(rs *runningServer) bool {
 // pollIntervalMs as pollInterval, without resultType and the state the
 // extension inlines (result, error, inputRequests).
 func legacyTask(task json.RawMessage) json.RawMessage {
-	out := []byte{'{'}
-	obj := rawjson.NewObject(task)
-	for obj.Next() {
-		name := string(obj.Name())
+	return appendRenamed([]byte{'{'}, task, func(name string) (string, bool) {
 		switch name {
 		case "ttlMs":
-			name = "ttl"
+			return "ttl", true
 		case "pollIntervalMs":
-			name = "pollInterval"
+			return "pollInterval", true
 		case "resultType", "result", "error", "inputRequests", "_meta":
-			continue
+			return "", false
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
+		return name, true
+	})
+}
+
+// appendRenamed appends to out, an object begun ('{' and the members it
+// has so far), each member of obj under the name rename gives it, less
+// those it drops, and closes the object.
+func appendRenamed(out []byte, obj json.RawMessage, rename func(name string) (string, bool)) []byte {
+	members := rawjson.NewObject(obj)
+	for members.Next() {
+		if name, keep := rename(string(members.Name())); keep {
+			out = appendMember(out, name, members.Value())
 		}
-		out = rawjson.AppendString(out, name)
-		out = append(out, ':')
-		out = append(out, obj.Value()...)
 	}
 	return append(out, '}')
+}
+
+// appendMember appends the member name: value to out, an object begun
+// ('{' and the members it has so far).
+func appendMember(out []byte, name string, value []byte) []byte {
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = rawjson.AppendString(out, name)
+	out = append(out, ':')
+	return append(out, value...)
 }
 
 // extensionTaskCreated records the task of handle, an upstream's task
@@ -199,12 +214,7 @@ func (p *Proxy) answerInputRequests(ctx context.Context, req *downstream.Request
 		if rpcErr != nil {
 			return &jsonrpc.Message{Error: rpcErr}
 		}
-		if len(responses) > 1 {
-			responses = append(responses, ',')
-		}
-		responses = rawjson.AppendString(responses, key)
-		responses = append(responses, ':')
-		responses = append(responses, rawjson.Without(result, "_meta")...)
+		responses = appendMember(responses, key, rawjson.Without(result, "_meta"))
 	}
 	responses = append(responses, '}')
 	update := rawjson.Add(params, "inputResponses", responses)

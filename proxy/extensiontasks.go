@@ -69,10 +69,7 @@ func (p *Proxy) taskHandle(inv invocation, server string, inst *upstream.Instanc
 		return fail("%s: the server answered with a task, and it was cancelled: %v", inv.subject(server), err)
 	}
 	defer p.tasks.Release(res)
-	var timeout timeLimit
-	if rs := p.current().servers[server]; rs != nil {
-		timeout = requestLimit(rs.cfg)
-	}
+	timeout := p.serverRequestLimit(server)
 	ttl, hasTTL := tasks.TTLMs(raw)
 	e, err := p.tasks.Add(res, &tasks.Entry{UpstreamID: upID, Server: server, Inst: inst, Lease: inv.key,
 		Timeout: timeout.d, TimeoutSetting: timeout.setting, Keep: tasks.KeepFor(ttl, hasTTL)})
@@ -117,22 +114,13 @@ func (p *Proxy) extensionTaskRequest(ctx context.Context, req *downstream.Reques
 		return failure(jsonrpc.CodeInvalidParams, "%s: task %q not found: no task of this client has that id (it may have expired, or the conversation that created it ended)", method, id)
 	}
 	params, _ := tasks.MapStringAt(upstreamParams(req.Msg.Params, meta), tasks.IDPath, tasks.SetString(e.UpstreamID))
-	var timeout timeLimit
-	if rs := p.current().servers[e.Server]; rs != nil {
-		timeout = requestLimit(rs.cfg)
-	}
+	timeout := p.serverRequestLimit(e.Server)
 	if !protocol.Modern(e.Inst.Protocol()) {
 		return p.bridgedTaskRequest(ctx, req, e, params, timeout)
 	}
-	raw, rpcErr, respond := p.onTaskInstance(upstream.WithTasksExtension(ctx), req, e, method, params, timeout, false)
-	switch {
-	case !respond:
-		return nil
-	case rpcErr != nil:
-		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
-			p.tasks.Remove(e) // the upstream no longer has it
-		}
-		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
+	raw, reply, ok := p.forwardTaskRequest(upstream.WithTasksExtension(ctx), req, e, method, params, timeout, false)
+	if !ok {
+		return reply
 	}
 	p.tasks.Touch(e, tasks.Terminal(raw))
 	raw, _ = tasks.MapStringAt(raw, tasks.IDPath, func(old string) (string, bool) { return e.ID, old == e.UpstreamID })
@@ -194,25 +182,17 @@ func extensionTask(task json.RawMessage, resultType string) json.RawMessage {
 		out = append(out, `"resultType":`...)
 		out = rawjson.AppendString(out, resultType)
 	}
-	obj := rawjson.NewObject(task)
-	for obj.Next() {
-		name := string(obj.Name())
+	return appendRenamed(out, task, func(name string) (string, bool) {
 		switch name {
 		case "ttl":
-			name = "ttlMs"
+			return "ttlMs", true
 		case "pollInterval":
-			name = "pollIntervalMs"
+			return "pollIntervalMs", true
 		case "resultType":
-			continue
+			return "", false
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = rawjson.AppendString(out, name)
-		out = append(out, ':')
-		out = append(out, obj.Value()...)
-	}
-	return append(out, '}')
+		return name, true
+	})
 }
 
 // bridgedTaskRequest serves tasks/get, tasks/update and tasks/cancel of the
@@ -228,15 +208,9 @@ func (p *Proxy) bridgedTaskRequest(ctx context.Context, req *downstream.Request,
 		p.answerHeldInputs(e, responses)
 		return answer([]byte(`{}`))
 	}
-	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, false)
-	switch {
-	case !respond:
-		return nil
-	case rpcErr != nil:
-		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
-			p.tasks.Remove(e)
-		}
-		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
+	raw, reply, ok := p.forwardTaskRequest(ctx, req, e, method, params, timeout, false)
+	if !ok {
+		return reply
 	}
 	ended := tasks.Terminal(raw)
 	p.tasks.Touch(e, ended)

@@ -3,8 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
-	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // observed is an Observer that keeps what it is told.
@@ -56,17 +53,7 @@ func (o *observed) InstanceEvent(server, kind string) {
 
 func TestObserverSeesCallsAndReloads(t *testing.T) {
 	obs := &observed{}
-	p := New(Options{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Version:  "test",
-		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
-		Observer: obs,
-	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		p.Close(ctx)
-	})
+	p := newTestProxyWith(t, Options{Observer: obs})
 	report := reconcile(t, p, load(t, t.TempDir(), baseServers()))
 	require.Empty(t, report.Failed)
 	c := connect(t, p)

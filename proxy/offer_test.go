@@ -146,12 +146,7 @@ func TestInitializeDuringTheFirstLoad(t *testing.T) {
 			}
 			ask := func() string {
 				t.Helper()
-				msg := &jsonrpc.Message{ID: json.RawMessage(`1`), Method: method}
-				if params != "" {
-					msg.Params = json.RawMessage(params)
-				}
-				resp := p.Handle(context.Background(), &downstream.Request{Msg: msg, Protocol: protocol, Send: func(*jsonrpc.Message) bool { return true }})
-				require.NotNil(t, resp)
+				resp := handle(t, p, protocol, method, params)
 				require.Nil(t, resp.Error)
 				return string(members(t, resp.Result)["capabilities"])
 			}

@@ -85,11 +85,16 @@ func reconcile(t *testing.T, p *Proxy, ws *config.Workspace) Report {
 }
 
 func newTestProxy(t *testing.T) *Proxy {
-	p := New(Options{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Version:  "test",
-		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
-	})
+	return newTestProxyWith(t, Options{})
+}
+
+// newTestProxyWith is a proxy of opts, with a silent log, the version
+// "test" and short upstream grace periods, closed when the test ends.
+func newTestProxyWith(t *testing.T, opts Options) *Proxy {
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.Version = "test"
+	opts.Upstream = upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}
+	p := New(opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
@@ -137,20 +142,24 @@ type toolResult struct {
 func decodeResult(t *testing.T, raw json.RawMessage) toolResult {
 	t.Helper()
 	var res toolResult
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	require.NoError(t, dec.Decode(&res), "%s", raw)
+	decodeExact(t, raw, &res)
 	return res
 }
 
 // decodeNumbers decodes JSON keeping every number as written.
 func decodeNumbers(t *testing.T, raw []byte) any {
 	t.Helper()
+	var v any
+	decodeExact(t, raw, &v)
+	return v
+}
+
+// decodeExact decodes raw into v, keeping every number as written.
+func decodeExact(t *testing.T, raw []byte, v any) {
+	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	require.NoError(t, dec.Decode(&v), "%s", raw)
-	return v
+	require.NoError(t, dec.Decode(v), "%s", raw)
 }
 
 func compactJSON(t *testing.T, raw []byte) string {

@@ -14,14 +14,11 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
-// TestSlowStartHoldsUpNeitherRelistNorClose: fidelity changes its tools at
-// run time (add_tool); hang never answers initialize. While hang's start
-// hangs
-// (up to its connect_timeout of a minute), another server's list_changed is
-// applied (the client hears of it and lists the new tool), and Close
-// returns within its own bound, ending the reconcile with it.
-func TestSlowStartHoldsUpNeitherRelistNorClose(t *testing.T) {
-	p := newTestProxy(t)
+// fidelityAndHang is a workspace of two demo servers: fidelity, its tools
+// prefixed with prefix, and, unless hangTimeout is "", hang, which never
+// answers initialize and gives up at its connect_timeout of hangTimeout.
+func fidelityAndHang(t *testing.T, prefix, hangTimeout string) *config.Workspace {
+	t.Helper()
 	yaml := fmt.Sprintf(`version: 1
 servers:
   fidelity:
@@ -30,15 +27,30 @@ servers:
     env: { %[2]s: fidelity }
     connect_timeout: 20s
     transform:
-      - prefix: 'fid_'
-  hang:
+      - prefix: '%[3]s'
+`, os.Args[0], demoEnv, prefix)
+	if hangTimeout != "" {
+		yaml += fmt.Sprintf(`  hang:
     truely-stateless: true
-    command: '%[1]s'
-    env: { %[2]s: 'misbehave hang-init' }
-    connect_timeout: 60s
-`, os.Args[0], demoEnv)
+    command: '%s'
+    env: { %s: 'misbehave hang-init' }
+    connect_timeout: %s
+`, os.Args[0], demoEnv, hangTimeout)
+	}
 	ws, problems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
 	require.NotNil(t, ws, "problems: %v", problems)
+	return ws
+}
+
+// TestSlowStartHoldsUpNeitherRelistNorClose: fidelity changes its tools at
+// run time (add_tool); hang never answers initialize. While hang's start
+// hangs
+// (up to its connect_timeout of a minute), another server's list_changed is
+// applied (the client hears of it and lists the new tool), and Close
+// returns within its own bound, ending the reconcile with it.
+func TestSlowStartHoldsUpNeitherRelistNorClose(t *testing.T) {
+	p := newTestProxy(t)
+	ws := fidelityAndHang(t, "fid_", "60s")
 
 	c := connect(t, p)
 	c.call("tools/list", map[string]any{}) // a client that listed hears of changes
@@ -83,33 +95,13 @@ servers:
 // when the other start fails, keeps it rather than the list it began with.
 func TestRelistDuringReconcileIsKept(t *testing.T) {
 	p := newTestProxy(t)
-	workspace := func(prefix, more string) *config.Workspace {
-		yaml := fmt.Sprintf(`version: 1
-servers:
-  fidelity:
-    truely-stateless: true
-    command: '%[1]s'
-    env: { %[2]s: fidelity }
-    connect_timeout: 20s
-    transform:
-      - prefix: '%[3]s'
-%[4]s`, os.Args[0], demoEnv, prefix, more)
-		ws, problems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
-		require.NotNil(t, ws, "problems: %v", problems)
-		return ws
-	}
-	reconcile(t, p, workspace("fid_", ""))
+	reconcile(t, p, fidelityAndHang(t, "fid_", ""))
 	c := connect(t, p)
 	require.Contains(t, toolNames(t, c.call("tools/list", map[string]any{}).Result), "fid_add_tool")
 
 	reconciled := make(chan Report, 1)
 	go func() {
-		reconciled <- p.Reconcile(context.Background(), workspace("fx_", fmt.Sprintf(`  hang:
-    truely-stateless: true
-    command: '%s'
-    env: { %s: 'misbehave hang-init' }
-    connect_timeout: 10s
-`, os.Args[0], demoEnv)), nil)
+		reconciled <- p.Reconcile(context.Background(), fidelityAndHang(t, "fx_", "10s"), nil)
 	}()
 	c.waitNotifications("notifications/tools/list_changed", 1) // the new prefix
 	require.Contains(t, toolNames(t, c.call("tools/list", map[string]any{}).Result), "fx_add_tool")

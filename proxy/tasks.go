@@ -180,10 +180,7 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	// A requestor's related-task _meta is to be ignored here; it is mapped
 	// all the same, so that no aggregator id reaches the upstream.
 	params = p.relatedToUpstream(params, e.Owner, e.Inst)
-	var timeout timeLimit
-	if rs := p.current().servers[e.Server]; rs != nil {
-		timeout = requestLimit(rs.cfg)
-	}
+	timeout := p.serverRequestLimit(e.Server)
 	if protocol.Modern(e.Inst.Protocol()) {
 		return p.sessionExtensionTaskRequest(ctx, req, e, timeout)
 	}
@@ -191,15 +188,9 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 		// It waits for the task to end: the tool's own call timeout.
 		timeout = timeLimit{d: e.Timeout, setting: e.TimeoutSetting}
 	}
-	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, true)
-	switch {
-	case !respond:
-		return nil
-	case rpcErr != nil:
-		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
-			p.tasks.Remove(e) // the upstream no longer has it
-		}
-		return &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}
+	raw, reply, ok := p.forwardTaskRequest(ctx, req, e, method, params, timeout, true)
+	if !ok {
+		return reply
 	}
 	// A result means the task ended; so does a terminal status.
 	p.tasks.Touch(e, method == "tasks/result" || tasks.Terminal(raw))
@@ -208,6 +199,34 @@ func (p *Proxy) taskRequest(ctx context.Context, req *downstream.Request) *jsonr
 	}
 	raw = p.relatedToClient(raw, e.Inst, e.Owner)
 	return answer(raw)
+}
+
+// forwardTaskRequest is onTaskInstance for a client's request about task e: when
+// the upstream gave no result, ok is false and reply is what the client is
+// to get instead (nil: nothing, the request having gone). A tasks/get the
+// upstream refuses as invalid means it no longer has the task, which is
+// then forgotten here too.
+func (p *Proxy) forwardTaskRequest(ctx context.Context, req *downstream.Request, e *tasks.Entry, method string, params json.RawMessage, timeout timeLimit, relay bool) (raw json.RawMessage, reply *jsonrpc.Message, ok bool) {
+	raw, rpcErr, respond := p.onTaskInstance(ctx, req, e, method, params, timeout, relay)
+	switch {
+	case !respond:
+		return nil, nil, false
+	case rpcErr != nil:
+		if method == "tasks/get" && rpcErr.Code == jsonrpc.CodeInvalidParams {
+			p.tasks.Remove(e) // the upstream no longer has it
+		}
+		return nil, &jsonrpc.Message{Error: taskIDsToClient(rpcErr, e)}, false
+	}
+	return raw, nil, true
+}
+
+// serverRequestLimit is the request timeout of the running server named,
+// none when it is not running.
+func (p *Proxy) serverRequestLimit(server string) timeLimit {
+	if rs := p.current().servers[server]; rs != nil {
+		return requestLimit(rs.cfg)
+	}
+	return timeLimit{}
 }
 
 // onTaskInstance sends a request about task e to the instance that runs
@@ -349,10 +368,7 @@ func (p *Proxy) tasksList(ctx context.Context, req *downstream.Request) *jsonrpc
 // taskState asks e's instance for the task's state, for tasks/list; nil
 // when it cannot be had.
 func (p *Proxy) taskState(ctx context.Context, req *downstream.Request, e *tasks.Entry) json.RawMessage {
-	var timeout timeLimit
-	if rs := p.current().servers[e.Server]; rs != nil {
-		timeout = requestLimit(rs.cfg)
-	}
+	timeout := p.serverRequestLimit(e.Server)
 	params := rawjson.AppendString([]byte(`{"taskId":`), e.UpstreamID)
 	params = append(params, '}')
 	modern := protocol.Modern(e.Inst.Protocol()) // a task of the tasks extension (extensionbridge.go)

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
-	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
 // TestTracedRequests runs requests through a proxy that traces, against the
@@ -29,18 +25,12 @@ import (
 func TestTracedRequests(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tracer := telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
-	p := New(Options{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Version:  "test",
-		Upstream: upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond},
-		Tracer:   tracer,
-	})
-	t.Cleanup(func() {
+	t.Cleanup(func() { // after the proxy's close, registered later
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		p.Close(ctx)
 		_ = tracer.Shutdown(ctx)
 	})
+	p := newTestProxyWith(t, Options{Tracer: tracer})
 	yaml := fmt.Sprintf("version: 1\nservers:\n  surface:\n    truely-stateless: true\n    command: '%s'\n    env: { %s: surface }\n", os.Args[0], demoEnv)
 	ws, problems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
 	require.NotNil(t, ws, "problems: %v", problems)

@@ -75,8 +75,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		cfg := Config{Server: "counter", MaxInstances: 1}
-		pool := NewPool(cfg, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, cfg)
 		a := acquire(t, pool, named("a")) // its call runs on, until the cap is raised
 		counterValue(t, a.Instance, "increment")
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -105,8 +104,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		cfg := Config{Server: "counter", MaxInstances: 1, QueueTimeout: waitTimeout}
-		pool := NewPool(cfg, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, cfg)
 		acquire(t, pool, named("a")).Done()
 
 		got := make(chan error, 1)
@@ -141,8 +139,7 @@ func TestAdjustMaxInstances(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		ev := newEvents()
 		cfg := Config{Server: "counter", MaxInstances: 4, Prewarm: 2, OnEvent: ev.add}
-		pool := NewPool(cfg, f.start, f.first(t))
-		closePool(t, pool)
+		pool := startPool(t, f, cfg)
 		a, b := acquire(t, pool, named("a")), acquire(t, pool, named("b"))
 		a.Done()
 		b.Done()
@@ -174,8 +171,7 @@ func TestAdjustPrewarm(t *testing.T) {
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
 	cfg := Config{Server: "counter", OnEvent: ev.add}
-	pool := NewPool(cfg, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, cfg)
 	a := acquire(t, pool, named("a")) // takes the first instance
 	a.Done()
 
@@ -208,8 +204,7 @@ func TestAdjustIdleTTL(t *testing.T) {
 	f := newDemoFactory(t, "counter")
 	ev := newEvents()
 	cfg := Config{Server: "counter", OnEvent: ev.add}
-	pool := NewPool(cfg, f.start, f.first(t))
-	closePool(t, pool)
+	pool := startPool(t, f, cfg)
 	a := acquire(t, pool, named("a"))
 	a.Done()
 	waitLooked(t, pool, 1) // expiry runs, with nothing to expire

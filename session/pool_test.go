@@ -30,6 +30,20 @@ func counterValue(t *testing.T, inst *upstream.Instance, tool string) int {
 	return res.Structured.Value
 }
 
+// watchedPool starts a pool of cfg on the demo server spec, its first
+// instance given (first), its events recorded in ev, closed when the test
+// ends.
+func watchedPool(t *testing.T, spec string, cfg Config) (pool *Pool, first *upstream.Instance, ev *events) {
+	t.Helper()
+	f := newDemoFactory(t, spec)
+	ev = newEvents()
+	first = f.first(t)
+	cfg.OnEvent = ev.add
+	pool = NewPool(cfg, f.start, first)
+	closePool(t, pool)
+	return pool, first, ev
+}
+
 func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 	t.Parallel()
 	f := newDemoFactory(t, "tools")
@@ -91,11 +105,7 @@ func TestStatelessSharesOneInstanceAndRestartsIt(t *testing.T) {
 
 func TestStatelessInstanceThatStopsAnsweringPingsIsReplaced(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "tools")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "tools", Stateless: true, PingInterval: 100 * time.Millisecond, OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	_, first, ev := watchedPool(t, "tools", Config{Server: "tools", Stateless: true, PingInterval: 100 * time.Millisecond})
 
 	// A stopped process keeps its pipes open but answers nothing.
 	require.NoError(t, syscall.Kill(first.PID(), syscall.SIGSTOP))
@@ -221,6 +231,23 @@ func TestIdleLeasesExpireButNotDuringACall(t *testing.T) {
 	requireReaped(t, busyPID)
 }
 
+// acquireOverBusyCap leases pool's one instance (max_instances: 1) to
+// named("a"), whose call runs on until the test ends, then asks for
+// named("b"), which the cap refuses; it returns how long that took and the
+// refusal.
+func acquireOverBusyCap(t *testing.T, pool *Pool) (took time.Duration, refused error) {
+	t.Helper()
+	busy := acquire(t, pool, named("a"))
+	t.Cleanup(busy.Done)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	began := time.Now()
+	_, err := pool.Acquire(ctx, named("b"))
+	took = time.Since(began)
+	require.ErrorIs(t, err, ErrCapReached)
+	return took, err
+}
+
 func TestMaxInstancesCapsLeases(t *testing.T) {
 	t.Parallel()
 
@@ -228,15 +255,8 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		t.Parallel()
 		f := newDemoFactory(t, "counter")
 		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1})
-		busy := acquire(t, pool, named("a")) // its call runs on
-		defer busy.Done()
-
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		began := time.Now()
-		_, err := pool.Acquire(ctx, named("b"))
-		require.ErrorIs(t, err, ErrCapReached)
-		assert.Less(t, time.Since(began), time.Second, "no waiting out the call's timeout")
+		took, err := acquireOverBusyCap(t, pool)
+		assert.Less(t, took, time.Second, "no waiting out the call's timeout")
 		assert.Contains(t, err.Error(), `server "counter"`)
 		assert.Contains(t, err.Error(), "lease.max_instances: 1")
 		assert.Contains(t, err.Error(), "lease.queue_timeout")
@@ -248,15 +268,8 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		f := newDemoFactory(t, "counter")
 		const queue = 300 * time.Millisecond
 		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 1, QueueTimeout: queue})
-		busy := acquire(t, pool, named("a")) // its call runs on
-		defer busy.Done()
-
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		began := time.Now()
-		_, err := pool.Acquire(ctx, named("b"))
-		require.ErrorIs(t, err, ErrCapReached)
-		assert.GreaterOrEqual(t, time.Since(began), queue, "it waited for capacity")
+		took, err := acquireOverBusyCap(t, pool)
+		assert.GreaterOrEqual(t, took, queue, "it waited for capacity")
 		assert.Contains(t, err.Error(), "none freed within lease.queue_timeout (300ms)")
 		assert.Zero(t, f.callCount(), "nothing was started over the cap")
 
@@ -343,11 +356,7 @@ func TestPrewarmKeepsSparesReady(t *testing.T) {
 
 func TestLeaseWhoseInstanceDiedIsReplacedAndSaysSo(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "counter")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "counter", OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	pool, first, ev := watchedPool(t, "counter", Config{Server: "counter"})
 
 	g := acquire(t, pool, named("a"))
 	assert.Equal(t, 1, counterValue(t, g.Instance, "increment"))
@@ -522,11 +531,7 @@ func TestReleaseLetsACallInFlightFinish(t *testing.T) {
 // first step for ever.
 func TestSharedInstanceThatKeepsCrashingIsRestartedEverMoreSlowly(t *testing.T) {
 	t.Parallel()
-	f := newDemoFactory(t, "tools")
-	ev := newEvents()
-	first := f.first(t)
-	pool := NewPool(Config{Server: "tools", Stateless: true, OnEvent: ev.add}, f.start, first)
-	closePool(t, pool)
+	_, first, ev := watchedPool(t, "tools", Config{Server: "tools", Stateless: true})
 
 	pid := first.PID()
 	seen := map[int]bool{pid: true}

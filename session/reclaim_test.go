@@ -37,6 +37,36 @@ func tryAcquire(p *Pool, key Key) (*Grant, error) {
 	return p.Acquire(ctx, key)
 }
 
+// assertReclaimsUnconnected leases the two instances of a pool (lease.max_instances 2,
+// lease.reclaim_idle reclaimIdle) to "listening", whose client is connected,
+// then, after settle, to "gone", whose client left, each lease idle; a third
+// session then reclaims gone's lease, not listening's.
+func assertReclaimsUnconnected(t *testing.T, reclaimIdle time.Duration, settle func()) {
+	t.Helper()
+	f := newDemoFactory(t, "counter")
+	ev := newEvents()
+	var conn connectedKeys
+	pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: reclaimIdle, OnEvent: ev.add,
+		Connected: conn.connected})
+	conn.set(named("listening"), true)
+	acquire(t, pool, named("listening")).Done()
+	settle()
+	acquire(t, pool, named("gone")).Done() // used later, but its client left
+
+	acquire(t, pool, named("c")).Done()
+	assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
+	_, held := pool.Held(named("listening"))
+	assert.True(t, held)
+}
+
+// assertNoneReclaimed checks that ev recorded no reclaimed lease.
+func assertNoneReclaimed(t *testing.T, ev *events) {
+	t.Helper()
+	for _, e := range ev.all() {
+		assert.NotEqual(t, "reclaimed", e.Kind)
+	}
+}
+
 func TestReclaimAtTheCap(t *testing.T) {
 	t.Parallel()
 
@@ -80,19 +110,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 
 	t.Run("a session without a connection goes before one with", func(t *testing.T) {
 		t.Parallel()
-		f := newDemoFactory(t, "counter")
-		ev := newEvents()
-		var conn connectedKeys
-		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: time.Nanosecond, OnEvent: ev.add,
-			Connected: conn.connected})
-		conn.set(named("listening"), true)
-		acquire(t, pool, named("listening")).Done()
-		acquire(t, pool, named("gone")).Done() // used later, but its client left
-
-		acquire(t, pool, named("c")).Done()
-		assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held(named("listening"))
-		assert.True(t, held)
+		assertReclaimsUnconnected(t, time.Nanosecond, func() {})
 	})
 
 	t.Run("a lease used recently is not reclaimed yet: the new session waits until it is idle long enough", func(t *testing.T) {
@@ -119,22 +137,9 @@ func TestReclaimAtTheCap(t *testing.T) {
 
 	t.Run("waiting, it waits for a session without a connection rather than reclaim one with", func(t *testing.T) {
 		t.Parallel()
-		f := newDemoFactory(t, "counter")
-		ev := newEvents()
-		var conn connectedKeys
-		pool := startPool(t, f, Config{Server: "counter", MaxInstances: 2, ReclaimIdle: 300 * time.Millisecond, OnEvent: ev.add,
-			Connected: conn.connected})
-		conn.set(named("listening"), true)
-		acquire(t, pool, named("listening")).Done() // turns reclaimable first
 		// Past its ReclaimIdle: the connected lease is reclaimable when c
 		// comes, the unconnected one (most likely) not yet, and is waited for.
-		time.Sleep(350 * time.Millisecond)
-		acquire(t, pool, named("gone")).Done()
-
-		acquire(t, pool, named("c")).Done()
-		assert.Equal(t, named("gone"), ev.wait(t, "reclaimed", nil).Key)
-		_, held := pool.Held(named("listening"))
-		assert.True(t, held)
+		assertReclaimsUnconnected(t, 300*time.Millisecond, func() { time.Sleep(350 * time.Millisecond) })
 	})
 
 	t.Run("a call that starts on the lease waited for keeps it: the new session looks again", func(t *testing.T) {
@@ -165,9 +170,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		case <-time.After(waitTimeout):
 			t.Fatal("the new session waited on")
 		}
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("the wait ends with the caller's own deadline", func(t *testing.T) {
@@ -200,9 +203,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.Less(t, time.Since(began), time.Second, "no waiting")
 		assert.Contains(t, err.Error(), "lease.max_instances: 2")
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("a call in flight protects a lease however long ago it began", func(t *testing.T) {
@@ -215,9 +216,7 @@ func TestReclaimAtTheCap(t *testing.T) {
 
 		_, err := tryAcquire(pool, named("c"))
 		require.ErrorIs(t, err, ErrCapReached)
-		for _, e := range ev.all() {
-			assert.NotEqual(t, "reclaimed", e.Kind)
-		}
+		assertNoneReclaimed(t, ev)
 	})
 
 	t.Run("a reclaimed session refused at the cap hears why its state is gone", func(t *testing.T) {

@@ -67,6 +67,23 @@ func askResponse(t *testing.T, raw json.RawMessage) string {
 	return string(res.Structured.Response)
 }
 
+// startHeldAsk runs run, an ask whose server request goes to first, in the
+// background: first holds the request until hold is closed, then answers
+// {"first":true}; done has the ask's result.
+func startHeldAsk(run func(h ServerRequestHandler) (json.RawMessage, error)) (first *serverRequests, hold chan struct{}, done <-chan callResult) {
+	first, hold = newServerRequests(), make(chan struct{})
+	first.answer = func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		<-hold
+		return json.RawMessage(`{"first":true}`), nil
+	}
+	result := make(chan callResult, 1)
+	go func() {
+		raw, err := run(first.handle)
+		result <- callResult{raw, err}
+	}()
+	return first, hold, result
+}
+
 // ask calls the surface server's ask tool through Do.
 func ask(ctx context.Context, inst *Instance, args string, h ServerRequestHandler) (json.RawMessage, error) {
 	return inst.Do(ctx, Request{Method: "tools/call", Params: json.RawMessage(`{"name":"ask","arguments":` + args + `}`), OnServerRequest: h})
@@ -158,16 +175,9 @@ func TestServerRequestAttributionOverStdio(t *testing.T) {
 			}
 			// The first ask's request reaches its handler (it is alone),
 			// which holds it: the first ask stays in flight.
-			first, hold := newServerRequests(), make(chan struct{})
-			first.answer = func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-				<-hold
-				return json.RawMessage(`{"first":true}`), nil
-			}
-			firstDone := make(chan callResult, 1)
-			go func() {
-				raw, err := ask(ctx, inst, `{}`, first.handle)
-				firstDone <- callResult{raw, err}
-			}()
+			first, hold, firstDone := startHeldAsk(func(h ServerRequestHandler) (json.RawMessage, error) {
+				return ask(ctx, inst, `{}`, h)
+			})
 			first.waitCall(t)
 
 			second := newServerRequests()
@@ -352,16 +362,9 @@ func TestServerRequestAttributionByPrincipal(t *testing.T) {
 			ctx := testContext(t)
 			// The first ask's request reaches its handler (it is alone),
 			// which holds it: the first ask stays in flight, waiting.
-			first, hold := newServerRequests(), make(chan struct{})
-			first.answer = func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-				<-hold
-				return json.RawMessage(`{"first":true}`), nil
-			}
-			firstDone := make(chan callResult, 1)
-			go func() {
-				raw, err := askAs(ctx, inst, `{}`, first.handle, "alice")
-				firstDone <- callResult{raw, err}
-			}()
+			first, hold, firstDone := startHeldAsk(func(h ServerRequestHandler) (json.RawMessage, error) {
+				return askAs(ctx, inst, `{}`, h, "alice")
+			})
 			first.waitCall(t)
 
 			second := newServerRequests()

@@ -186,10 +186,7 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 	rounds := min(callRounds, b.N)
 	b.ResetTimer()
 	for round := range rounds {
-		n := b.N / rounds
-		if round == rounds-1 {
-			n = b.N - n*(rounds-1)
-		}
+		n := roundShare(b.N, rounds, round)
 		for k := range routes {
 			i := (round + k) % len(routes) // each route goes first in some rounds
 			r, t := routes[i], &tallies[i]
@@ -301,3 +298,13 @@ var policyRules = func() string {
 	}
 	return c.String()
 }()
+
+// roundShare is how many of n ops round (of rounds) runs: an even share,
+// the last round taking what the division leaves.
+func roundShare(n, rounds, round int) int {
+	share := n / rounds
+	if round == rounds-1 {
+		return n - share*(rounds-1)
+	}
+	return share
+}

@@ -92,10 +92,7 @@ func BenchmarkReplicas(b *testing.B) {
 	rounds := min(callRounds, b.N)
 	b.ResetTimer()
 	for round := range rounds {
-		n := b.N / rounds
-		if round == rounds-1 {
-			n = b.N - n*(rounds-1)
-		}
+		n := roundShare(b.N, rounds, round)
 		for k := range setups {
 			i := (round + k) % len(setups)
 			s, t := setups[i], &tallies[i]

@@ -39,9 +39,9 @@
 //   add_tool {}              registers tool "extra_tool" from now on and publishes
 //                            notifications/tools/list_changed on subscriptions/listen
 
-import http from "node:http";
 import { McpServer, createMcpHandler, inputRequired, acceptedContent, inputResponse } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { serveHTTP } from "./httpfront.mjs";
 
 const nameSchema = { type: "object", properties: { name: { type: "string" } }, required: ["name"] };
 
@@ -200,37 +200,5 @@ if (process.argv.includes("--stdio")) {
   serveStdio(() => build(), { legacy: "reject", onerror });
 } else {
   handler = createMcpHandler(() => build(), { legacy: "reject", onerror });
-
-  // node:http in front of the web-standard handler.
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      const chunks = [];
-      for await (const c of req) chunks.push(c);
-      const body = Buffer.concat(chunks);
-      const abort = new AbortController();
-      res.on("close", () => abort.abort());
-      const request = new Request(`http://${req.headers.host}${req.url}`, {
-        method: req.method,
-        headers: Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]])),
-        body: ["GET", "HEAD"].includes(req.method) ? undefined : body,
-        signal: abort.signal,
-      });
-      const response = await handler.fetch(request);
-      res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-      if (response.body) {
-        for await (const chunk of response.body) res.write(chunk);
-      }
-      res.end();
-    } catch (err) {
-      process.stderr.write(`inputserver: ${err?.stack ?? err}\n`);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    }
-  });
-
-  httpServer.listen(0, "127.0.0.1", () => {
-    process.stdout.write(`inputserver: listening http://127.0.0.1:${httpServer.address().port}/mcp\n`);
-  });
-  process.stdin.on("end", () => process.exit(0));
-  process.stdin.resume();
+  serveHTTP("inputserver", handler);
 }

@@ -25,10 +25,10 @@
 //   linger {}              a task (the extension required, else error -32021) that stays
 //                          working until tasks/cancel, which cancels it.
 
-import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer, createMcpHandler, ProtocolError } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { serveHTTP } from "./httpfront.mjs";
 
 const EXT = "io.modelcontextprotocol/tasks";
 const CAPS = "io.modelcontextprotocol/clientCapabilities";
@@ -131,36 +131,4 @@ function build() {
 
 const onerror = (e) => process.stderr.write(`taskextserver: ${e?.message ?? e}\n`);
 const handler = createMcpHandler(() => build(), { legacy: "reject", onerror });
-
-// node:http in front of the web-standard handler.
-const httpServer = http.createServer(async (req, res) => {
-  try {
-    const chunks = [];
-    for await (const c of req) chunks.push(c);
-    const body = Buffer.concat(chunks);
-    const abort = new AbortController();
-    res.on("close", () => abort.abort());
-    const request = new Request(`http://${req.headers.host}${req.url}`, {
-      method: req.method,
-      headers: Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]])),
-      body: ["GET", "HEAD"].includes(req.method) ? undefined : body,
-      signal: abort.signal,
-    });
-    const response = await handler.fetch(request);
-    res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-    if (response.body) {
-      for await (const chunk of response.body) res.write(chunk);
-    }
-    res.end();
-  } catch (err) {
-    process.stderr.write(`taskextserver: ${err?.stack ?? err}\n`);
-    if (!res.headersSent) res.writeHead(500);
-    res.end();
-  }
-});
-
-httpServer.listen(0, "127.0.0.1", () => {
-  process.stdout.write(`taskextserver: listening http://127.0.0.1:${httpServer.address().port}/mcp\n`);
-});
-process.stdin.on("end", () => process.exit(0));
-process.stdin.resume();
+serveHTTP("taskextserver", handler);

@@ -306,9 +306,7 @@ func (c *testClient) callTool(name string, args map[string]any) toolResult {
 func decodeToolResult(t *testing.T, raw json.RawMessage) toolResult {
 	t.Helper()
 	var r toolResult
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	require.NoError(t, dec.Decode(&r), "result: %s", raw)
+	decodeExact(t, raw, &r)
 	return r
 }
 
@@ -316,10 +314,16 @@ func decodeToolResult(t *testing.T, raw json.RawMessage) toolResult {
 func decodeAny(t *testing.T, raw []byte) any {
 	t.Helper()
 	var v any
+	decodeExact(t, raw, &v)
+	return v
+}
+
+// decodeExact decodes raw into v, keeping numbers exact.
+func decodeExact(t *testing.T, raw []byte, v any) {
+	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	require.NoError(t, dec.Decode(&v), "json: %s", raw)
-	return v
+	require.NoError(t, dec.Decode(v), "json: %s", raw)
 }
 
 func decodeMap(t *testing.T, raw []byte) map[string]any {

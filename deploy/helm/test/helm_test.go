@@ -138,23 +138,17 @@ func decode(stream string) (manifest, error) {
 		var into any
 		switch tm.APIVersion + " " + tm.Kind {
 		case "apps/v1 Deployment":
-			m.Deployments = append(m.Deployments, appsv1.Deployment{})
-			into = &m.Deployments[len(m.Deployments)-1]
+			into = grow(&m.Deployments)
 		case "v1 Service":
-			m.Services = append(m.Services, corev1.Service{})
-			into = &m.Services[len(m.Services)-1]
+			into = grow(&m.Services)
 		case "v1 ConfigMap":
-			m.ConfigMaps = append(m.ConfigMaps, corev1.ConfigMap{})
-			into = &m.ConfigMaps[len(m.ConfigMaps)-1]
+			into = grow(&m.ConfigMaps)
 		case "v1 Secret":
-			m.Secrets = append(m.Secrets, corev1.Secret{})
-			into = &m.Secrets[len(m.Secrets)-1]
+			into = grow(&m.Secrets)
 		case "policy/v1 PodDisruptionBudget":
-			m.Budgets = append(m.Budgets, policyv1.PodDisruptionBudget{})
-			into = &m.Budgets[len(m.Budgets)-1]
+			into = grow(&m.Budgets)
 		case "monitoring.coreos.com/v1 ServiceMonitor":
-			m.Monitors = append(m.Monitors, serviceMonitor{})
-			into = &m.Monitors[len(m.Monitors)-1]
+			into = grow(&m.Monitors)
 		default:
 			errs = append(errs, fmt.Errorf("document %d: unexpected %s %s", i, tm.APIVersion, tm.Kind))
 			continue
@@ -196,3 +190,10 @@ func component[T any](objs []T, meta func(*T) *metav1.ObjectMeta, c string) []T 
 func deploymentMeta(d *appsv1.Deployment) *metav1.ObjectMeta { return &d.ObjectMeta }
 func serviceMeta(s *corev1.Service) *metav1.ObjectMeta       { return &s.ObjectMeta }
 func configMapMeta(c *corev1.ConfigMap) *metav1.ObjectMeta   { return &c.ObjectMeta }
+
+// grow appends a zero T to s and returns the new element, for a document
+// to be decoded into.
+func grow[T any](s *[]T) *T {
+	*s = append(*s, *new(T))
+	return &(*s)[len(*s)-1]
+}
