@@ -89,10 +89,11 @@ type stdioConn struct {
 	failure    error     // why the connection failed; set before closed is closed
 }
 
-// reply is what a pending call receives: a response, or why there is none.
+// reply is what a pending call receives: a result, or why there is none
+// (the upstream's *jsonrpc.Error among others).
 type reply struct {
-	msg *jsonrpc.Message
-	err error
+	result json.RawMessage
+	err    error
 }
 
 // stdioOptions are the settings of a stdio connection.
@@ -413,9 +414,10 @@ func (c *stdioConn) dispatchBatch(line []byte) {
 
 // dispatchOne handles one message; line may be reused once it returns.
 func (c *stdioConn) dispatchOne(line []byte) {
-	// The reader reuses line for the next one; Decode copies what it keeps.
-	msg, err := jsonrpc.Decode(line)
-	if err != nil {
+	// The reader reuses line for the next one: msg borrows it, and what is
+	// handed on is copied (for an answer, its result alone).
+	var msg jsonrpc.Message
+	if err := jsonrpc.DecodeBorrowed(&msg, line); err != nil {
 		if c.malformedAnswer(line, err) {
 			return
 		}
@@ -426,10 +428,13 @@ func (c *stdioConn) dispatchOne(line []byte) {
 	switch {
 	case msg.IsNotification():
 		if c.onNotify != nil {
-			c.onNotify(Notification{Method: msg.Method, Params: msg.Params})
+			c.onNotify(Notification{Method: msg.Method, Params: bytes.Clone(msg.Params)})
 		}
 	case msg.IsRequest():
-		c.admit(msg)
+		// Decoded again from a copy of its own, which its handler keeps.
+		if req, err := jsonrpc.DecodeOwned(bytes.Clone(line)); err == nil {
+			c.admit(req)
+		}
 	default:
 		var ch chan reply
 		if key, ok := sentID(msg.ID); ok {
@@ -457,7 +462,11 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			c.junk("upstream answered a request id we never sent; ignored", "server", c.server, "id", string(msg.ID))
 			return
 		}
-		ch <- reply{msg: msg}
+		if msg.Error != nil {
+			ch <- reply{err: msg.Error}
+			return
+		}
+		ch <- reply{result: bytes.Clone(msg.Result)}
 	}
 }
 
@@ -652,13 +661,10 @@ func (c *stdioConn) roundTrip(ctx context.Context, id int64, line []byte, buf *[
 			return nil, c.closedErr()
 		}
 		replies.Put(ch)
-		switch {
-		case r.err != nil:
+		if r.err != nil {
 			return nil, r.err
-		case r.msg.Error != nil:
-			return nil, r.msg.Error
 		}
-		return r.msg.Result, nil
+		return r.result, nil
 	case <-ctx.Done():
 		c.abandon(key)
 		c.cancelled(id, context.Cause(ctx))
