@@ -90,9 +90,11 @@ type flight struct {
 // OnServerRequest, by flight id; every Do has an id, carried in its context
 // so that a transport can tell on which request's stream a message came.
 type flights struct {
-	next     atomic.Uint64
-	mu       sync.Mutex
-	byID     map[uint64]*flight
+	next atomic.Uint64
+	mu   sync.Mutex
+	// byID holds the flights by value, so that a call allocates none (a
+	// value of up to 128 bytes is kept in the map itself).
+	byID     map[uint64]flight
 	fallback ServerRequestHandler
 	// serving are the upstream's requests being answered, by id key, so
 	// that the upstream's notifications/cancelled can end them.
@@ -133,9 +135,9 @@ func (f *flights) begin(ctx context.Context, method string, handler ServerReques
 	}
 	f.mu.Lock()
 	if f.byID == nil {
-		f.byID = map[uint64]*flight{}
+		f.byID = map[uint64]flight{}
 	}
-	f.byID[id] = &flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
+	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -162,9 +164,9 @@ func (f *flights) end(id uint64) {
 func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHandler, flightCtx context.Context, done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl := f.byID[id]
+	fl, ok := f.byID[id]
 	switch {
-	case id != 0 && fl != nil && fl.handler != nil:
+	case id != 0 && ok && fl.handler != nil:
 	case id == 0 && namesTask && f.fallback != nil:
 		// A request about a task belongs to the task's owner: a tasks/result
 		// waiting on it, else the instance's handler, which finds the owner
@@ -172,19 +174,24 @@ func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHan
 		// created the task, which the upstream has answered already (its
 		// answer may just not have reached its caller yet), and which would
 		// take the request down with it as it ends.
-		fl = f.unlinkedWhere(func(fl *flight) bool { return fl.resultWait })
+		fl, ok = f.unlinkedWhere(func(fl flight) bool { return fl.resultWait })
 	case id == 0:
-		fl = f.unlinked()
+		fl, ok = f.unlinked()
 	default:
-		fl = nil
+		ok = false
 	}
-	if fl == nil {
+	if !ok {
 		return f.fallback, nil, func() {}
 	}
 	fl.asking++
+	f.byID[fl.id] = fl
+	chosen := fl.id
 	return fl.handler, fl.ctx, func() {
 		f.mu.Lock()
-		fl.asking--
+		if fl, ok := f.byID[chosen]; ok { // not when its Do has ended
+			fl.asking--
+			f.byID[chosen] = fl
+		}
 		f.mu.Unlock()
 	}
 }
@@ -198,32 +205,32 @@ func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHan
 // comes from that principal and goes back to the upstream's request it
 // answers. With several principals it is nil: any choice could hand one
 // client's question, or answer, to another. Called with f.mu held.
-func (f *flights) unlinked() *flight {
+func (f *flights) unlinked() (flight, bool) {
 	return f.unlinkedWhere(nil)
 }
 
 // unlinkedWhere is unlinked among the flights that pass keep (nil: all).
 // Called with f.mu held.
-func (f *flights) unlinkedWhere(keep func(*flight) bool) *flight {
-	var oldest, idle *flight
+func (f *flights) unlinkedWhere(keep func(flight) bool) (flight, bool) {
+	var oldest, idle flight // id 0: none yet (flight ids start at 1)
 	for _, fl := range f.byID {
 		if fl.handler == nil || (keep != nil && !keep(fl)) {
 			continue
 		}
-		if oldest != nil && (fl.principal != oldest.principal || fl.principal.IsZero()) {
-			return nil
+		if oldest.id != 0 && (fl.principal != oldest.principal || fl.principal.IsZero()) {
+			return flight{}, false
 		}
-		if oldest == nil || fl.id < oldest.id {
+		if oldest.id == 0 || fl.id < oldest.id {
 			oldest = fl
 		}
-		if fl.asking == 0 && (idle == nil || fl.id < idle.id) {
+		if fl.asking == 0 && (idle.id == 0 || fl.id < idle.id) {
 			idle = fl
 		}
 	}
-	if idle != nil {
-		return idle
+	if idle.id != 0 {
+		return idle, true
 	}
-	return oldest
+	return oldest, oldest.id != 0
 }
 
 // askers counts the flights that answer the upstream's requests, and the
@@ -276,12 +283,12 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 		return false
 	}
 	i.flights.mu.Lock()
-	fl := i.flights.byID[flight]
+	logs := i.flights.byID[flight].logs
 	i.flights.mu.Unlock()
-	if fl == nil || fl.logs == nil {
+	if logs == nil {
 		return false
 	}
-	fl.logs.Log(i, params)
+	logs.Log(i, params)
 	return true
 }
 
