@@ -161,15 +161,3 @@ func FuzzCallParamsOnePass(f *testing.F) {
 		}
 	})
 }
-
-// A tools/call's params cost one allocation: the params written.
-func TestCallParamsAllocations(t *testing.T) {
-	call := Call{Name: "echo", Params: json.RawMessage(`{"name":"srv_echo","arguments":{"text":"hi"},"_meta":{"k":1}}`),
-		Arguments: json.RawMessage(`{"text":"hi"}`), Withhold: withheldForTest}
-	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := encodeCallParams(call); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.Equal(t, 1.0, allocs)
-}
