@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,6 +90,74 @@ func FuzzCallParams(f *testing.F) {
 			if string(after[k]) != string(v) {
 				t.Fatalf("Request(%q): member %q changed from %q to %q", params, k, v, after[k])
 			}
+		}
+	})
+}
+
+// encodeCallParamsByEdits is encodeCallParams written with rawjson.Edits,
+// which it replaced: the two must agree byte for byte.
+func encodeCallParamsByEdits(call Call) (json.RawMessage, error) {
+	params := call.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	obj := rawjson.NewObject(params)
+	for obj.Next() {
+	}
+	if err := obj.Err(); err != nil {
+		return nil, err
+	}
+	name := rawjson.AppendString(nil, call.Name)
+	return rawjson.Edits(params,
+		rawjson.Edit{Name: "name", Value: func([]byte) []byte { return name }},
+		rawjson.Edit{Name: "arguments", Value: func([]byte) []byte { return call.Arguments }},
+		rawjson.Edit{Name: "_meta", Value: func(meta []byte) []byte {
+			if meta == nil || string(meta) == "null" {
+				return nil
+			}
+			if call.Withhold == nil {
+				return meta
+			}
+			kept := rawjson.WithoutFunc(meta, call.Withhold)
+			if rawjson.Empty(kept) && !rawjson.Empty(meta) {
+				return nil
+			}
+			return kept
+		}},
+		rawjson.Edit{Name: "task", Value: func(task []byte) []byte {
+			if string(task) == "null" {
+				return nil
+			}
+			return task
+		}},
+	), nil
+}
+
+// FuzzCallParamsOnePass: the one pass of encodeCallParams writes what the
+// edits it replaced wrote, and refuses what they refused.
+func FuzzCallParamsOnePass(f *testing.F) {
+	f.Add([]byte(`{"name":"a","arguments":{"x":1},"_meta":{"progressToken":1,"k":2},"task":null,"z":[1]}`), "tool", true, true)
+	f.Add([]byte(` { "_meta" : {"io.modelcontextprotocol/a":1} , "name":"b","name":"c" } `), "t\u00e9", false, true)
+	f.Add([]byte(`{}`), "", true, false)
+	f.Add([]byte(`{"_meta":null,"task":{},"arguments":1,"name":2}`), "x", true, false)
+	f.Add([]byte(`{"task":null}`), "x", false, false)
+	f.Add([]byte(`[1]`), "x", false, false)
+	f.Add([]byte(``), "x", true, true)
+	f.Fuzz(func(t *testing.T, params []byte, name string, args, withhold bool) {
+		call := Call{Name: name, Params: params}
+		if args {
+			call.Arguments = json.RawMessage(`{"q":1}`)
+		}
+		if withhold {
+			call.Withhold = withheldForTest
+		}
+		want, wantErr := encodeCallParamsByEdits(call)
+		got, err := encodeCallParams(call)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("encodeCallParams(%q): error %v, the edits' %v", params, err, wantErr)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("encodeCallParams(%q) = %q, the edits wrote %q", params, got, want)
 		}
 	})
 }

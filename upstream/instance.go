@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -371,43 +372,145 @@ func (call Call) Request() (Request, error) {
 }
 
 // encodeCallParams edits the caller's params into the params of call's
-// request, in one pass of rawjson.Edits: nothing the caller sent is
-// encoded again.
+// request (see Call.Params) in one pass over them, which also validates
+// them: the members to change are found, then written with the rest
+// copied around them. Nothing the caller sent is encoded again.
 func encodeCallParams(call Call) (json.RawMessage, error) {
 	params := call.Params
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	// A name that fits is encoded on the stack: it is copied into the
+	// params below.
+	var nameBuf [64]byte
+	name := rawjson.AppendString(nameBuf[:0], call.Name)
+	// The members changed: a name repeated is changed at each place, so
+	// there may be more than four; few params have any repeated.
+	var editBuf [4]paramEdit
+	edits := editBuf[:0]
+	hasName, hasArgs, dropped, count := false, false, false, 0
 	obj := rawjson.NewObject(params)
 	for obj.Next() {
+		count++
+		var value []byte
+		isName := false
+		switch string(obj.Name()) {
+		case "name":
+			hasName, isName = true, true
+		case "arguments":
+			hasArgs, value = true, call.Arguments
+		case "_meta":
+			meta := obj.Value()
+			switch {
+			case string(meta) == "null":
+			case call.Withhold == nil:
+				continue
+			default:
+				// WithoutFunc returns meta itself when it withholds nothing,
+				// and a shorter object when it does.
+				if value = rawjson.WithoutFunc(meta, call.Withhold); len(value) == len(meta) {
+					continue
+				}
+				if rawjson.Empty(value) {
+					value = nil // _meta of withheld keys alone goes
+				}
+			}
+		case "task":
+			if string(obj.Value()) != "null" {
+				continue
+			}
+		default:
+			continue
+		}
+		e := paramEdit{value: value, name: isName}
+		e.start, e.end = obj.MemberSpan()
+		e.valueStart, e.valueEnd = obj.ValueSpan()
+		dropped = dropped || e.drops()
+		edits = append(edits, e)
 	}
 	if err := obj.Err(); err != nil {
 		return nil, fmt.Errorf("tools/call params: %w", err)
 	}
-	name := rawjson.AppendString(nil, call.Name)
-	return rawjson.Edits(params,
-		rawjson.Edit{Name: "name", Value: func([]byte) []byte { return name }},
-		rawjson.Edit{Name: "arguments", Value: func([]byte) []byte { return call.Arguments }},
-		rawjson.Edit{Name: "_meta", Value: func(meta []byte) []byte {
-			if meta == nil || string(meta) == "null" {
-				return nil
-			}
-			if call.Withhold == nil {
-				return meta
-			}
-			kept := rawjson.WithoutFunc(meta, call.Withhold)
-			if rawjson.Empty(kept) && !rawjson.Empty(meta) {
-				return nil
-			}
-			return kept
-		}},
-		rawjson.Edit{Name: "task", Value: func(task []byte) []byte {
-			if string(task) == "null" {
-				return nil
-			}
-			return task
-		}},
-	), nil
+	size := len(params) + len(`"name":,"arguments":,`) + len(name) + len(call.Arguments)
+	for _, e := range edits {
+		size += len(e.newValue(name))
+	}
+	out := make([]byte, 0, size)
+	open := bytes.IndexByte(params, '{') + 1
+	out = append(out, params[:open]...)
+	// What the params lack is added before their own members.
+	added := 0
+	if !hasName {
+		out = append(append(out, `"name":`...), name...)
+		added++
+	}
+	if !hasArgs && call.Arguments != nil {
+		if added > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(out, `"arguments":`...), call.Arguments...)
+		added++
+	}
+	if !dropped {
+		// Every member stays where it is: the new values are spliced in.
+		if added > 0 && count > 0 {
+			out = append(out, ',')
+		}
+		last := open
+		for _, e := range edits {
+			out = append(out, params[last:e.valueStart]...)
+			out = append(out, e.newValue(name)...)
+			last = e.valueEnd
+		}
+		return append(out, params[last:]...), nil
+	}
+	// A member goes: the members are written again one after another,
+	// without the whitespace between them.
+	first := added == 0
+	next := 0
+	obj = rawjson.NewObject(params)
+	for obj.Next() {
+		start, end := obj.MemberSpan()
+		edited := next < len(edits) && edits[next].start == start
+		if edited && edits[next].drops() {
+			next++
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		if !edited {
+			out = append(out, params[start:end]...)
+			continue
+		}
+		e := edits[next]
+		next++
+		out = append(out, params[start:e.valueStart]...)
+		out = append(out, e.newValue(name)...)
+		out = append(out, params[e.valueEnd:end]...)
+	}
+	return append(out, '}'), nil
+}
+
+// paramEdit is a member of a tools/call's params that encodeCallParams
+// changes: where it lies, and its new value: the tool's name, or value
+// (nil: it goes). The name is not kept in value, so that the name encoded
+// on encodeCallParams's stack stays there.
+type paramEdit struct {
+	start, end           int
+	valueStart, valueEnd int
+	value                []byte
+	name                 bool
+}
+
+func (e paramEdit) drops() bool { return e.value == nil && !e.name }
+
+func (e paramEdit) newValue(name []byte) []byte {
+	if e.name {
+		return name
+	}
+	return e.value
 }
 
 // retoken replaces progressToken in a progress notification's params,

@@ -90,9 +90,11 @@ type flight struct {
 // OnServerRequest, by flight id; every Do has an id, carried in its context
 // so that a transport can tell on which request's stream a message came.
 type flights struct {
-	next     atomic.Uint64
-	mu       sync.Mutex
-	byID     map[uint64]*flight
+	next atomic.Uint64
+	mu   sync.Mutex
+	// byID holds the flights by value, so that a call allocates none (a
+	// value of up to 128 bytes is kept in the map itself).
+	byID     map[uint64]flight
 	fallback ServerRequestHandler
 	// serving are the upstream's requests being answered, by id key, so
 	// that the upstream's notifications/cancelled can end them.
@@ -133,9 +135,9 @@ func (f *flights) begin(ctx context.Context, method string, handler ServerReques
 	}
 	f.mu.Lock()
 	if f.byID == nil {
-		f.byID = map[uint64]*flight{}
+		f.byID = map[uint64]flight{}
 	}
-	f.byID[id] = &flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
+	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -162,9 +164,9 @@ func (f *flights) end(id uint64) {
 func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHandler, flightCtx context.Context, done func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl := f.byID[id]
+	fl, ok := f.byID[id]
 	switch {
-	case id != 0 && fl != nil && fl.handler != nil:
+	case id != 0 && ok && fl.handler != nil:
 	case id == 0 && namesTask && f.fallback != nil:
 		// A request about a task belongs to the task's owner: a tasks/result
 		// waiting on it, else the instance's handler, which finds the owner
@@ -172,19 +174,24 @@ func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHan
 		// created the task, which the upstream has answered already (its
 		// answer may just not have reached its caller yet), and which would
 		// take the request down with it as it ends.
-		fl = f.unlinkedWhere(func(fl *flight) bool { return fl.resultWait })
+		fl, ok = f.unlinkedWhere(func(fl flight) bool { return fl.resultWait })
 	case id == 0:
-		fl = f.unlinked()
+		fl, ok = f.unlinked()
 	default:
-		fl = nil
+		ok = false
 	}
-	if fl == nil {
+	if !ok {
 		return f.fallback, nil, func() {}
 	}
 	fl.asking++
+	f.byID[fl.id] = fl
+	chosen := fl.id
 	return fl.handler, fl.ctx, func() {
 		f.mu.Lock()
-		fl.asking--
+		if fl, ok := f.byID[chosen]; ok { // not when its Do has ended
+			fl.asking--
+			f.byID[chosen] = fl
+		}
 		f.mu.Unlock()
 	}
 }
@@ -198,32 +205,32 @@ func (f *flights) attribute(id uint64, namesTask bool) (handler ServerRequestHan
 // comes from that principal and goes back to the upstream's request it
 // answers. With several principals it is nil: any choice could hand one
 // client's question, or answer, to another. Called with f.mu held.
-func (f *flights) unlinked() *flight {
+func (f *flights) unlinked() (flight, bool) {
 	return f.unlinkedWhere(nil)
 }
 
 // unlinkedWhere is unlinked among the flights that pass keep (nil: all).
 // Called with f.mu held.
-func (f *flights) unlinkedWhere(keep func(*flight) bool) *flight {
-	var oldest, idle *flight
+func (f *flights) unlinkedWhere(keep func(flight) bool) (flight, bool) {
+	var oldest, idle flight // id 0: none yet (flight ids start at 1)
 	for _, fl := range f.byID {
 		if fl.handler == nil || (keep != nil && !keep(fl)) {
 			continue
 		}
-		if oldest != nil && (fl.principal != oldest.principal || fl.principal.IsZero()) {
-			return nil
+		if oldest.id != 0 && (fl.principal != oldest.principal || fl.principal.IsZero()) {
+			return flight{}, false
 		}
-		if oldest == nil || fl.id < oldest.id {
+		if oldest.id == 0 || fl.id < oldest.id {
 			oldest = fl
 		}
-		if fl.asking == 0 && (idle == nil || fl.id < idle.id) {
+		if fl.asking == 0 && (idle.id == 0 || fl.id < idle.id) {
 			idle = fl
 		}
 	}
-	if idle != nil {
-		return idle
+	if idle.id != 0 {
+		return idle, true
 	}
-	return oldest
+	return oldest, oldest.id != 0
 }
 
 // askers counts the flights that answer the upstream's requests, and the
@@ -276,12 +283,12 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 		return false
 	}
 	i.flights.mu.Lock()
-	fl := i.flights.byID[flight]
+	logs := i.flights.byID[flight].logs
 	i.flights.mu.Unlock()
-	if fl == nil || fl.logs == nil {
+	if logs == nil {
 		return false
 	}
-	fl.logs.Log(i, params)
+	logs.Log(i, params)
 	return true
 }
 
@@ -313,18 +320,95 @@ func (i *Instance) SetServerRequestHandler(h ServerRequestHandler) {
 // response over Options.MaxMessage fails the request at once (the error
 // wraps *jsonrpc.TooLongError).
 func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
-	if r.Method == "" {
-		return nil, errors.New("upstream: a request needs a method")
+	o, err := i.prepare(ctx, &r)
+	if err != nil {
+		return nil, err
 	}
-	params := r.Params
-	var release func() // ends the progress registration; nil: none
+	if o.subscription() {
+		defer o.end()
+		return i.subscription(o.ctx, r.Method, o.params)
+	}
+	var raw json.RawMessage
+	switch sc, direct := i.conn.(*stdioConn); {
+	case o.rounds():
+		raw, err = i.rounds(o.ctx, r, o.params)
+	case direct:
+		// The params as they are, not boxed in an interface (an allocation
+		// per call); none at all rather than "params":null.
+		raw, err = sc.callRaw(o.ctx, r.Method, o.params)
+	case len(o.params) > 0:
+		raw, err = i.conn.call(o.ctx, r.Method, o.params)
+	default:
+		raw, err = i.conn.call(o.ctx, r.Method, nil)
+	}
+	return o.settle(raw, err)
+}
+
+// Send is Do without the wait for the answer: it returns once the request
+// is written (or could not be), and done receives what Do would have
+// returned, once. Over stdio, done runs on the goroutine that reads the
+// upstream (the answer; so do the request's KeepProgress and its last
+// progress notifications before it, in order), on the goroutine that fails
+// the connection, on one of ctx's (ctx ended after the request went out:
+// the upstream is sent notifications/cancelled, as Do does), or on the
+// caller's before Send returns (the request could not be written). done
+// must not block: every other message of the instance waits while it runs
+// on the reader. Over HTTP, and for requests of several rounds, Do runs on
+// a goroutine of its own and done after it.
+//
+// Send saves the caller the goroutine that waits for the answer, and the
+// wake-up of it: what the caller does with the result it does on the
+// reader, at once.
+func (i *Instance) Send(ctx context.Context, r Request, done func(json.RawMessage, error)) {
+	sc, direct := i.conn.(*stdioConn)
+	if !direct || (protocol.Modern(i.protocol) && (multiRound(r.Method) || subscriptionMethod(r.Method))) {
+		go i.doThen(ctx, r, done)
+		return
+	}
+	o, err := i.prepare(ctx, &r)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	sc.callFunc(o.ctx, r.Method, o.params, func(raw json.RawMessage, err error) {
+		done(o.settle(raw, err))
+	})
+}
+
+// doThen is Send on a goroutine of its own: Do, then done.
+func (i *Instance) doThen(ctx context.Context, r Request, done func(json.RawMessage, error)) {
+	done(i.Do(ctx, r))
+}
+
+// outgoing is a Request on its way upstream: what Do and Send set up
+// before it goes out and settle once its answer came.
+type outgoing struct {
+	i      *Instance
+	method string
+	keep   func(result json.RawMessage, release func()) bool // Request.KeepProgress
+	ctx    context.Context                                   // the caller's, tagged with the flight over HTTP
+	params json.RawMessage                                   // as they go out
+	flight uint64
+	// release ends the progress registration; nil: none, or the caller's
+	// (KeepProgress).
+	release func()
+}
+
+// prepare sets r up to go out: its progress token registered, _meta's
+// members spliced in, its flight begun. The caller ends it with settle (or
+// end).
+func (i *Instance) prepare(ctx context.Context, r *Request) (outgoing, error) {
+	if r.Method == "" {
+		return outgoing{}, errors.New("upstream: a request needs a method")
+	}
+	o := outgoing{i: i, method: r.Method, keep: r.KeepProgress, params: r.Params}
 	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
 		// Each request gets a token unique on this instance, so progress
 		// from a shared upstream can never reach another session's request.
 		token := "agg-" + strconv.FormatInt(i.nextToken.Add(1), 10)
 		rawToken, _ := rawjson.Marshal(token)
-		if p, ok := withProgressToken(params, rawToken); ok {
-			params = p
+		if p, ok := withProgressToken(o.params, rawToken); ok {
+			o.params = p
 			downstream, onProgress := r.ProgressToken, r.OnProgress
 			i.progMu.Lock()
 			gate := &progressGate{}
@@ -332,56 +416,62 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 				gate.pass(params, func() { onProgress(retoken(params, downstream)) })
 			}
 			i.progMu.Unlock()
-			release = func() {
+			o.release = func() {
 				i.progMu.Lock()
 				delete(i.progress, token)
 				i.progMu.Unlock()
 			}
-			defer func() {
-				if release != nil {
-					release()
-				}
-			}()
 		}
 	}
 	if len(r.Meta) > 0 {
-		if p, ok := withMeta(params, r.Meta); ok {
-			params = p
+		if p, ok := withMeta(o.params, r.Meta); ok {
+			o.params = p
 		}
 	}
-	params = i.modernParams(ctx, params)
+	o.params = i.modernParams(ctx, o.params)
 	_, remote := i.conn.(*remoteConn)
-	ctx, flight := i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
-	defer i.flights.end(flight)
-	var (
-		raw json.RawMessage
-		err error
-	)
-	if protocol.Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
-		return i.subscription(ctx, r.Method, params)
-	}
-	switch sc, direct := i.conn.(*stdioConn); {
-	case protocol.Modern(i.protocol) && multiRound(r.Method):
-		raw, err = i.rounds(ctx, r, params)
-	case direct:
-		// The params as they are, not boxed in an interface (an allocation
-		// per call); none at all rather than "params":null.
-		raw, err = sc.callRaw(ctx, r.Method, params)
-	case len(params) > 0:
-		raw, err = i.conn.call(ctx, r.Method, params)
-	default:
-		raw, err = i.conn.call(ctx, r.Method, nil)
-	}
+	o.ctx, o.flight = i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
+	return o, nil
+}
+
+// subscription reports whether the request is a resource subscription of
+// a sessionless upstream, which goes on the listen stream (modern.go).
+func (o *outgoing) subscription() bool {
+	return protocol.Modern(o.i.protocol) && subscriptionMethod(o.method)
+}
+
+func subscriptionMethod(method string) bool {
+	return method == "resources/subscribe" || method == "resources/unsubscribe"
+}
+
+// rounds reports whether the request may take several rounds (modern.go).
+func (o *outgoing) rounds() bool {
+	return protocol.Modern(o.i.protocol) && multiRound(o.method)
+}
+
+// settle checks the upstream's answer, hands a kept progress token to the
+// caller, and ends the request.
+func (o *outgoing) settle(raw json.RawMessage, err error) (json.RawMessage, error) {
+	defer o.end()
 	if err == nil && !isObject(raw) {
 		// Every MCP result is an object; what is not cannot be relayed as
 		// one, and a client would fail on it without naming the server.
 		return nil, violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
-			i.server, r.Method, jsonKind(raw))
+			o.i.server, o.method, jsonKind(raw))
 	}
-	if err == nil && release != nil && r.KeepProgress != nil && r.KeepProgress(raw, release) {
-		release = nil // the caller's now
+	if err == nil && o.release != nil && o.keep != nil && o.keep(raw, o.release) {
+		o.release = nil // the caller's now
 	}
 	return raw, err
+}
+
+// end forgets the request's flight and its progress token (unless the
+// caller keeps it).
+func (o *outgoing) end() {
+	if o.release != nil {
+		o.release()
+	}
+	o.i.flights.end(o.flight)
 }
 
 // Notify sends the upstream a notification, its params byte for byte (nil

@@ -18,10 +18,25 @@ func validText(data []byte) []byte {
 	if !utf8.Valid(data) {
 		data = validUTF8(data)
 	}
-	if bytes.Contains(data, []byte(`\ud`)) || bytes.Contains(data, []byte(`\uD`)) {
+	if surrogateEscape(data) {
 		data = pairedSurrogates(data)
 	}
 	return data
+}
+
+// surrogateEscape reports whether data may hold a \u escape of a surrogate
+// (\ud... or \uD...), in one pass over it: every answer is looked at.
+func surrogateEscape(data []byte) bool {
+	for {
+		i := bytes.Index(data, []byte(`\u`))
+		if i < 0 || i+2 >= len(data) {
+			return false
+		}
+		if data[i+2] == 'd' || data[i+2] == 'D' {
+			return true
+		}
+		data = data[i+2:]
+	}
 }
 
 // validUTF8 is data with each byte that starts no valid sequence as U+FFFD.

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,5 +36,18 @@ func TestValidTextReadsAsEncodingJSONDoes(t *testing.T) {
 	for _, in := range []string{`{"text":"café \ud83d\ude00 \uD83D\uDE00"}`, `{"path":"C:\\udata\\d800"}`, `{"t":"\\\ud83d\ude00"}`} {
 		valid := []byte(in)
 		assert.Same(t, &valid[0], &validText(valid)[0], "%s", in)
+	}
+}
+
+func BenchmarkValidText(b *testing.B) {
+	for name, line := range map[string][]byte{
+		"echo":    []byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"hello from the benchmark"}],"isError":false}}`),
+		"escaped": []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat(`caf\u00e9 and more text; `, 100) + `"}]}}`),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				_ = validText(line)
+			}
+		})
 	}
 }

@@ -20,3 +20,22 @@ func TestAppendLineAllocatesOnce(t *testing.T) {
 	allocs = testing.AllocsPerRun(100, func() { _ = AppendLine(nil, resp) })
 	assert.Equal(t, 1.0, allocs)
 }
+
+// DecodeBorrowed allocates nothing for a valid message but an error
+// object: the upstream's reader decodes every answer with it.
+func TestDecodeBorrowedAllocatesNothing(t *testing.T) {
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"hello"}]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"agg-1","progress":1}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"ping"}`,
+	} {
+		data := []byte(line)
+		var m Message
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := DecodeBorrowed(&m, data); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Equal(t, 0.0, allocs, line)
+	}
+}

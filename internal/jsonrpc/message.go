@@ -144,21 +144,34 @@ func knownMethod(raw []byte) (string, bool) {
 // for this message alone: the message's members point into data itself,
 // which the caller must neither change nor reuse, and no copy is made.
 func DecodeOwned(data []byte) (*Message, error) {
+	var m Message
+	if err := DecodeBorrowed(&m, data); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// DecodeBorrowed is Decode into m, whose members borrow data: they point
+// into it, valid only as long as data is left unchanged, and nothing is
+// allocated for a valid message but the error object of an error response.
+// A reader that reuses its buffer copies what it keeps of m before it reads
+// on; m is left as it was when data is not a valid message.
+func DecodeBorrowed(m *Message, data []byte) error {
 	var members [6][]byte
 	err := rawjson.Members(data, []string{"jsonrpc", "id", "method", "params", "result", "error"}, members[:])
 	version, id, method, params, result, errRaw := members[0], members[1], members[2], members[3], members[4], members[5]
 	switch {
 	case errors.Is(err, rawjson.ErrNotObject) && rawjson.Valid(data):
-		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
+		return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}
 	case errors.Is(err, rawjson.ErrTooDeep):
-		return nil, &DecodeError{Code: CodeParseError, Reason: fmt.Sprintf("parse error: the message is nested more than %d levels deep", rawjson.MaxDepth)}
+		return &DecodeError{Code: CodeParseError, Reason: fmt.Sprintf("parse error: the message is nested more than %d levels deep", rawjson.MaxDepth)}
 	case err != nil:
-		return nil, &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
+		return &DecodeError{Code: CodeParseError, Reason: "parse error: the message is not valid JSON"}
 	}
 	if string(version) != `"2.0"` && !isString(version, "2.0") {
-		return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "jsonrpc" must be "2.0"`}
+		return &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "jsonrpc" must be "2.0"`}
 	}
-	m := &Message{Params: nonNull(params), Result: result}
+	out := Message{Params: nonNull(params), Result: result}
 	if method != nil && !isNull(method) {
 		name, ok := knownMethod(method)
 		if !ok {
@@ -166,40 +179,42 @@ func DecodeOwned(data []byte) (*Message, error) {
 		}
 		switch {
 		case !ok:
-			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must be a string`}
+			return &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must be a string`}
 		case name == "":
-			return nil, &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must not be empty`}
+			return &DecodeError{Code: CodeInvalidRequest, ID: validIDOrNil(id), Reason: `invalid request: "method" must not be empty`}
 		}
-		m.Method = name
+		out.Method = name
 		if id != nil {
 			if !ValidID(id) {
-				return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the id must be a string or an integer"}
+				return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the id must be a string or an integer"}
 			}
-			m.ID = id
+			out.ID = id
 		}
-		if len(m.Params) > 0 && m.Params[0] != '{' && m.Params[0] != '[' {
-			return nil, &DecodeError{Code: CodeInvalidRequest, ID: m.ID, Reason: `invalid request: "params" must be an object or an array`}
+		if len(out.Params) > 0 && out.Params[0] != '{' && out.Params[0] != '[' {
+			return &DecodeError{Code: CodeInvalidRequest, ID: out.ID, Reason: `invalid request: "params" must be an object or an array`}
 		}
-		return m, nil
+		*m = out
+		return nil
 	}
 	// A response.
 	if id == nil || !(ValidID(id) || isNull(id)) {
-		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: the id must be a string, an integer or null"}
+		return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: the id must be a string, an integer or null"}
 	}
-	m.ID = id
+	out.ID = id
 	switch {
 	case errRaw != nil && !isNull(errRaw):
 		var e Error
 		if err := json.Unmarshal(errRaw, &e); err != nil {
-			return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: malformed error object"}
+			return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid response: malformed error object"}
 		}
 		e.Data = trim(e.Data)
-		m.Error = &e
-		m.Result = nil
-	case m.Result == nil:
-		return nil, &DecodeError{Code: CodeInvalidRequest, Reason: "invalid message: neither a request (method) nor a response (result or error)"}
+		out.Error = &e
+		out.Result = nil
+	case out.Result == nil:
+		return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid message: neither a request (method) nor a response (result or error)"}
 	}
-	return m, nil
+	*m = out
+	return nil
 }
 
 // ValidID reports whether raw is a JSON string or a JSON integer.
@@ -208,8 +223,7 @@ func ValidID(raw json.RawMessage) bool {
 		return false
 	}
 	if raw[0] == '"' {
-		var s string
-		return json.Unmarshal(raw, &s) == nil
+		return rawjson.Valid(raw) // what is valid JSON and starts with a quote is a string
 	}
 	i := 0
 	if raw[0] == '-' {

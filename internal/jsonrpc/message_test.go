@@ -183,3 +183,26 @@ func TestDecodeKnownMethod(t *testing.T) {
 		assert.Equal(t, want, m.Method, raw)
 	}
 }
+
+// DecodeBorrowed reads what Decode reads, borrowing the input, and leaves
+// the message as it was when the input is not a valid message.
+func TestDecodeBorrowed(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":7,"result":{"a":1}}`)
+	var m Message
+	require.NoError(t, DecodeBorrowed(&m, line))
+	assert.Equal(t, "7", string(m.ID))
+	assert.Equal(t, `{"a":1}`, string(m.Result))
+	line[len(line)-3] = '2'
+	assert.Equal(t, `{"a":2}`, string(m.Result), "the result points into the input")
+
+	err := DecodeBorrowed(&m, []byte(`{"jsonrpc":"2.0","id":8}`))
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, CodeInvalidRequest, de.Code)
+	assert.Equal(t, "7", string(m.ID), "a refused message leaves m alone")
+
+	require.NoError(t, DecodeBorrowed(&m, []byte(`{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"no","data":{"x":1}}}`)))
+	require.NotNil(t, m.Error)
+	assert.Nil(t, m.Result)
+	assert.Equal(t, `{"x":1}`, string(m.Error.Data))
+}

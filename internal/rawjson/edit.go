@@ -196,8 +196,15 @@ func Edits(obj []byte, edits ...Edit) []byte {
 		valueStart, valueEnd int
 		value                []byte // the new value; nil: dropped
 	}
-	var members []member
-	seen := make([]bool, len(edits))
+	// The bookkeeping of the few edits a caller makes stays on the stack.
+	var memberBuf [8]member
+	var seenBuf [8]bool
+	members := memberBuf[:0]
+	seen := seenBuf[:0]
+	if len(edits) > len(seenBuf) {
+		seen = make([]bool, len(edits))
+	}
+	seen = seen[:len(edits)]
 	dropped, count := false, 0
 	o := NewObject(obj)
 	for o.Next() {
@@ -218,17 +225,23 @@ func Edits(obj []byte, edits ...Edit) []byte {
 	if o.Err() != nil {
 		return obj
 	}
-	var added [][]byte
+	// The members added: their values, at the index of their edit (nil:
+	// none).
+	var addedBuf [8][]byte
+	added := addedBuf[:0]
+	if len(edits) > len(addedBuf) {
+		added = make([][]byte, 0, len(edits))
+	}
+	added = added[:len(edits)]
+	adding := 0
 	size := len(obj)
 	for i, e := range edits {
 		if seen[i] {
 			continue
 		}
-		if v := e.Value(nil); v != nil {
-			m := append(AppendString(nil, e.Name), ':')
-			m = append(m, v...)
-			added = append(added, m)
-			size += len(m) + 1
+		if added[i] = e.Value(nil); added[i] != nil {
+			size += len(e.Name) + len(added[i]) + 4 // quotes, colon, comma; more for a name with escapes
+			adding++
 		}
 	}
 	for _, m := range members {
@@ -237,15 +250,21 @@ func Edits(obj []byte, edits ...Edit) []byte {
 	out := make([]byte, 0, size)
 	open := skipSpace(obj, 0) + 1
 	out = append(out, obj[:open]...)
-	for i, a := range added {
-		if i > 0 {
+	first := true
+	for i, v := range added {
+		if v == nil {
+			continue
+		}
+		if !first {
 			out = append(out, ',')
 		}
-		out = append(out, a...)
+		first = false
+		out = append(AppendString(out, edits[i].Name), ':')
+		out = append(out, v...)
 	}
 	if !dropped {
 		// Every member stays where it is: splice the new values in.
-		if len(added) > 0 && count > 0 {
+		if adding > 0 && count > 0 {
 			out = append(out, ',')
 		}
 		last := open
@@ -257,25 +276,29 @@ func Edits(obj []byte, edits ...Edit) []byte {
 		return append(out, obj[last:]...)
 	}
 	// A member goes: write the members again, one after the other.
-	first := len(added) == 0
+	first = adding == 0
 	next := 0
 	o = NewObject(obj)
 	for o.Next() {
 		start, end := o.MemberSpan()
-		piece := obj[start:end]
-		if next < len(members) && members[next].start == start {
-			m := members[next]
+		edited := next < len(members) && members[next].start == start
+		if edited && members[next].value == nil {
 			next++
-			if m.value == nil {
-				continue
-			}
-			piece = append(append(append([]byte(nil), obj[start:m.valueStart]...), m.value...), obj[m.valueEnd:end]...)
+			continue
 		}
 		if !first {
 			out = append(out, ',')
 		}
 		first = false
-		out = append(out, piece...)
+		if !edited {
+			out = append(out, obj[start:end]...)
+			continue
+		}
+		m := members[next]
+		next++
+		out = append(out, obj[start:m.valueStart]...)
+		out = append(out, m.value...)
+		out = append(out, obj[m.valueEnd:end]...)
 	}
 	return append(out, '}')
 }

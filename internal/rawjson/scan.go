@@ -2,8 +2,10 @@ package rawjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 )
 
 // maxDepth is the deepest nesting Valid and Object accept, encoding/json's
@@ -91,7 +93,7 @@ func (o *Object) Next() bool {
 		return o.fail(errSyntax)
 	}
 	o.nameStart = i
-	end, _, ok := skipString(d, i)
+	end, ok := skipString(d, i)
 	if !ok {
 		return o.fail(errSyntax)
 	}
@@ -291,7 +293,7 @@ func skipValue(d []byte, i, depth int) (int, bool) {
 	}
 	switch c := d[i]; {
 	case c == '"':
-		end, _, ok := skipString(d, i)
+		end, ok := skipString(d, i)
 		return end, ok
 	case c == '{':
 		if depth >= recurseDepth {
@@ -351,7 +353,7 @@ func skipNested(d []byte, i, depth int) (int, bool) {
 			}
 			continue
 		case c == '"':
-			if i, _, ok = skipString(d, i); !ok {
+			if i, ok = skipString(d, i); !ok {
 				return i, false
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
@@ -413,7 +415,7 @@ func skipKey(d []byte, i int) (int, bool) {
 	if i == len(d) || d[i] != '"' {
 		return i, false
 	}
-	end, _, ok := skipString(d, i)
+	end, ok := skipString(d, i)
 	if !ok {
 		return end, false
 	}
@@ -432,38 +434,61 @@ func skipLiteral(d []byte, i int, lit string) (int, bool) {
 }
 
 // skipString returns the end of the string that starts at d[i] (just after
-// its closing quote) and whether it has escapes.
-func skipString(d []byte, i int) (end int, escaped, ok bool) {
-	for i++; i < len(d); i++ {
+// its closing quote) and whether it is valid. It goes eight bytes at a time
+// over runs without a quote, a backslash or a control character: the text
+// of a tool's result is most of the bytes of a call.
+func skipString(d []byte, i int) (int, bool) {
+	for i++; ; i++ {
+		for len(d)-i >= 8 {
+			if m := stringSpecials(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8 // the first of them
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
+			return i, false
+		}
 		switch c := d[i]; {
 		case c == '"':
-			return i + 1, escaped, true
+			return i + 1, true
 		case c < 0x20:
-			return i, false, false
+			return i, false
 		case c == '\\':
-			escaped = true
 			i++
 			if i == len(d) {
-				return i, false, false
+				return i, false
 			}
 			switch d[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if len(d)-i <= 4 {
-					return i, false, false
+					return i, false
 				}
 				for _, h := range d[i+1 : i+5] {
 					if !isHex(h) {
-						return i, false, false
+						return i, false
 					}
 				}
 				i += 4
 			default:
-				return i, false, false
+				return i, false
 			}
 		}
 	}
-	return i, false, false
+}
+
+// stringSpecials marks the bytes of x (eight, little-endian) that a string
+// scan must look at: a quote, a backslash or a control character (below
+// 0x20). Each test is the classic one for a zero byte (or one below n),
+// (v - 0x01...) &^ v & 0x80...: it sets the high bit of the first such
+// byte, and of no byte when there is none (above the first it may mark
+// others that are not).
+func stringSpecials(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (x-ones*0x20)&^x) & highs
 }
 
 func isHex(c byte) bool {

@@ -150,3 +150,23 @@ func TestMembers(t *testing.T) {
 		})
 	}
 }
+
+// A string is scanned eight bytes at a time: every byte a scan must stop
+// at is found wherever it falls in a block, and none next to them is
+// taken for one.
+func TestStringBlocks(t *testing.T) {
+	for _, c := range []byte{'"', '\\', 0x00, 0x01, 0x1f, 0x20, 0x21, '#', '[', ']', 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff} {
+		for at := 0; at < 20; at++ {
+			for _, tail := range []string{`"`, `x"`, `\n"`, `0123456789abcdef"`} {
+				inner := []byte(strings.Repeat("a", at))
+				inner = append(inner, c)
+				data := append(append([]byte{'"'}, inner...), tail...)
+				assert.Equal(t, json.Valid(data), Valid(data), "%q", data)
+				end, ok := skipString(data, 0)
+				if ok {
+					assert.True(t, json.Valid(data[:end]), "%q ends at %d", data, end)
+				}
+			}
+		}
+	}
+}
