@@ -495,7 +495,15 @@ func (c *stdioCall) serve() {
 		// request the moment it reads it.
 		s.openOnce.Do(func() { s.h.SessionOpened(s) })
 	}
-	c.reply(resp.Encode())
+	if c.batch != nil {
+		c.batch.reply(msg.ID, resp.Encode())
+		return
+	}
+	// Encoded into a buffer of the queue's, which takes it back once the
+	// line is written.
+	line := s.ob.line()
+	line.b = resp.Append(line.b[:0])
+	s.ob.pushLine(line)
 }
 
 // end takes the call out of the session's calls and ends its context.
@@ -629,6 +637,31 @@ type lineQueue struct {
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
 	done func(response bool)
+	// lines are buffers for responses (see line), back once written.
+	lines sync.Pool
+}
+
+// lineBuf is a buffer of lineQueue.lines.
+type lineBuf struct{ b []byte }
+
+// maxPooledLine is the largest buffer kept for another line: a rare large
+// answer's buffer is left to the collector rather than held.
+const maxPooledLine = 64 << 10
+
+// line returns a buffer to encode a response into, for pushLine.
+func (o *lineQueue) line() *lineBuf {
+	if l, ok := o.lines.Get().(*lineBuf); ok {
+		return l
+	}
+	return &lineBuf{b: make([]byte, 0, 512)}
+}
+
+// release takes back a line's buffer once it is written.
+func (o *lineQueue) release(l *lineBuf) {
+	if l != nil && cap(l.b) <= maxPooledLine {
+		l.b = l.b[:0]
+		o.lines.Put(l)
+	}
 }
 
 // tryWriter is an output that can write without waiting (internal/pipeio).
@@ -639,6 +672,7 @@ type tryWriter interface {
 
 type queuedLine struct {
 	data     []byte
+	buf      *lineBuf // data's buffer, to release once written; nil: data is not pooled
 	response bool
 	rest     bool // the rest of a line written in part: no newline to add
 }
@@ -649,6 +683,17 @@ func newLineQueue(limit int) *lineQueue {
 
 // push queues data; it never blocks.
 func (o *lineQueue) push(data []byte, response bool) bool {
+	return o.add(data, nil, response)
+}
+
+// pushLine queues a response encoded into a buffer of line's; it never
+// blocks.
+func (o *lineQueue) pushLine(l *lineBuf) {
+	o.add(l.b, l, true)
+}
+
+// add queues data (in buf, if pooled).
+func (o *lineQueue) add(data []byte, buf *lineBuf, response bool) bool {
 	o.mu.Lock()
 	if o.closed || (!response && (o.notes >= o.limit || (o.notes > 0 && o.bytes+len(data) > maxQueuedBytes))) {
 		if !o.closed {
@@ -658,10 +703,10 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 		return false
 	}
 	if response && o.try != nil && !o.writing && len(o.queue) == 0 && !o.gather() {
-		o.writeNow(data)
+		o.writeNow(data, buf)
 		return true
 	}
-	o.queue = append(o.queue, queuedLine{data: data, response: response})
+	o.queue = append(o.queue, queuedLine{data: data, buf: buf, response: response})
 	if !response {
 		o.notes++
 		o.bytes += len(data)
@@ -681,16 +726,20 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 // once is queued first in line, for the writer to wait on; so is the
 // response when the write fails, and the writer reports why. Called with
 // o.mu held; returns with it released.
-func (o *lineQueue) writeNow(data []byte) {
+func (o *lineQueue) writeNow(data []byte, buf *lineBuf) {
 	o.writing = true
 	o.mu.Unlock()
 	line := append(data, '\n')
+	if buf != nil {
+		buf.b = line
+	}
 	n, _ := o.try(line)
 	o.mu.Lock()
 	o.writing = false
 	if n == len(line) {
 		wake := len(o.queue) > 0 || o.closed
 		o.mu.Unlock()
+		o.release(buf)
 		o.done(true)
 		if wake {
 			o.signal()
@@ -699,7 +748,7 @@ func (o *lineQueue) writeNow(data []byte) {
 	}
 	o.queue = append(o.queue, queuedLine{})
 	copy(o.queue[1:], o.queue)
-	o.queue[0] = queuedLine{data: line[n:], response: true, rest: true}
+	o.queue[0] = queuedLine{data: line[n:], buf: buf, response: true, rest: true}
 	o.mu.Unlock()
 	o.signal()
 }
@@ -757,6 +806,7 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 		o.mu.Unlock()
 		// A response's slot frees once it is on the wire, not in a buffer.
 		for i, m := range batch {
+			o.release(m.buf)
 			done(m.response)
 			batch[i] = queuedLine{}
 		}
