@@ -453,22 +453,22 @@ func (c *stdioCall) serve() {
 			"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
 		return
 	}
-	meta := metaVersion(msg.Params)
-	if meta != "" && !protocol.Supported(meta) && !initialize {
+	meta := readMeta(msg.Params)
+	if v := meta.version; v != "" && !protocol.Supported(v) && !initialize {
 		// As over HTTP: a request that names a generation the
 		// server does not speak is refused, with those it does.
-		c.reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode())
+		c.reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
 		return
 	}
-	if protocol.Modern(meta) && !initialize {
-		if err := checkModernRequest(msg); err != nil {
+	if protocol.Modern(meta.version) && !initialize {
+		if err := checkModernRequest(msg, meta); err != nil {
 			c.reply(jsonrpc.Failure(msg.ID, err).Encode())
 			return
 		}
 	}
 	req := &c.Request
-	req.Protocol = s.version(meta)
-	req.ClientCapabilities = s.capabilities(req)
+	req.Protocol = s.version(meta.version)
+	req.ClientCapabilities = s.capabilities(req, meta)
 	if usesRequests(req) {
 		req.Ask = c.ask
 	}
@@ -545,13 +545,13 @@ func (s *stdioSession) notified(ctx context.Context, msg *jsonrpc.Message) {
 }
 
 // capabilities are the client capabilities a request carries: its own at
-// initialize, its _meta ones when sessionless, else the session's.
-func (s *stdioSession) capabilities(req *Request) json.RawMessage {
+// initialize, its _meta ones (meta) when sessionless, else the session's.
+func (s *stdioSession) capabilities(req *Request, meta requestMeta) json.RawMessage {
 	switch {
 	case req.Msg.Method == "initialize":
 		return initCapabilities(req.Msg.Params)
 	case protocol.Modern(req.Protocol):
-		return metaCapabilities(req.Msg.Params)
+		return meta.capabilities()
 	}
 	return s.ClientCapabilities()
 }
