@@ -74,7 +74,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]*stdioCall{},
+		slots: make(chan struct{}, opts.MaxInFlight), calls: map[callKey]*stdioCall{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
@@ -142,7 +142,7 @@ type stdioSession struct {
 	initialized atomic.Int32
 
 	mu    sync.Mutex
-	calls map[string]*stdioCall // in-flight requests by id
+	calls map[callKey]*stdioCall // in-flight requests by id
 	wg    sync.WaitGroup
 
 	// in is read by one goroutine at a time (see read), which sends why
@@ -384,7 +384,7 @@ type stdioCall struct {
 	Request
 	s      *stdioSession
 	ctx    context.Context // ended by Request.Cancel
-	key    string          // in s.calls
+	key    callKey         // in s.calls
 	listen bool            // a subscriptions/listen stream
 	// batch is the batch the request came in, which takes its response;
 	// nil for a request on its own.
@@ -396,7 +396,7 @@ type stdioCall struct {
 // response, or nil when none is due, goes to batch, or when that is nil
 // to the client's queue.
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *batchAnswer) *stdioCall {
-	c := &stdioCall{s: s, key: jsonrpc.IDKey(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
+	c := &stdioCall{s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
 	c.Msg, c.Session, c.Send, c.Principal = msg, s, s.send, identity.Local()
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
@@ -574,7 +574,7 @@ func (s *stdioSession) cancel(params []byte) {
 		return
 	}
 	s.mu.Lock()
-	call, ok := s.calls[jsonrpc.IDKey(id)]
+	call, ok := s.calls[keyOf(id)]
 	s.mu.Unlock()
 	if ok {
 		call.Cancel(cancelCause(params))
