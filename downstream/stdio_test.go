@@ -356,3 +356,33 @@ func TestStdioContextEndCancelsRequests(t *testing.T) {
 	}
 	assert.ErrorIs(t, <-served, context.Canceled)
 }
+
+// TestWorkersExitWhenIdle checks that the workers a burst of requests
+// started exit once nothing is run for a while, that a worker is reused
+// while requests come, and that a request after they exited is run.
+func TestWorkersExitWhenIdle(t *testing.T) {
+	w := &workers{idle: make(chan func()), idleFor: 20 * time.Millisecond}
+	var wg sync.WaitGroup
+	release, started := make(chan struct{}), make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		w.run(func() { defer wg.Done(); started <- struct{}{}; <-release })
+	}
+	for range 4 {
+		<-started
+	}
+	assert.Equal(t, int32(4), w.live.Load(), "four requests at once run on four workers")
+	close(release)
+	wg.Wait()
+	for range 20 {
+		wg.Add(1)
+		w.run(wg.Done) // one at a time: an idle worker takes each
+		wg.Wait()
+	}
+	assert.LessOrEqual(t, w.live.Load(), int32(4), "idle workers are reused")
+	require.Eventually(t, func() bool { return w.live.Load() == 0 }, 10*time.Second, time.Millisecond,
+		"idle workers exit")
+	wg.Add(1)
+	w.run(wg.Done) // a request after the workers exited starts one
+	wg.Wait()
+}
