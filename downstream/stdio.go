@@ -154,7 +154,17 @@ type stdioSession struct {
 
 func (s *stdioSession) Key() string { return stdioKey }
 
-func (s *stdioSession) Notify(msg *jsonrpc.Message) bool { return s.ob.push(msg.Encode(), false) }
+// Notify implements Session; the message is encoded into a buffer of the
+// queue's, as a response is.
+func (s *stdioSession) Notify(msg *jsonrpc.Message) bool {
+	line := s.ob.line()
+	line.b = msg.Append(line.b[:0])
+	if !s.ob.add(line.b, line, false) {
+		s.ob.release(line)
+		return false
+	}
+	return true
+}
 
 // ClientCapabilities implements Session.
 func (s *stdioSession) ClientCapabilities() json.RawMessage {
