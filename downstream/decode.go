@@ -46,3 +46,50 @@ func decodeClient(data []byte, owned bool) (*jsonrpc.Message, *jsonrpc.DecodeErr
 	}
 	return msg, nil
 }
+
+// callKey is a request id's key among the requests in flight: the integer,
+// for an id whose jsonrpc.IDKey is one written as strconv.FormatInt writes
+// it (the usual kind of id, which so costs no string), else IDKey itself.
+// Two ids have the same callKey exactly when they have the same IDKey.
+type callKey struct {
+	n int64
+	s string // "" for an integer; never "" otherwise
+}
+
+func keyOf(id []byte) callKey {
+	if len(id) > 0 && id[0] != '"' { // IDKey is the id as it is
+		if n, ok := canonicalInt(id); ok {
+			return callKey{n: n}
+		}
+	}
+	k := jsonrpc.IDKey(id)
+	if n, ok := canonicalInt(k); ok {
+		return callKey{n: n}
+	}
+	return callKey{s: k}
+}
+
+// canonicalInt reads s when it is an integer of at most 18 digits written
+// as strconv.FormatInt writes it: no sign but a minus, no leading zero, no
+// "-0".
+func canonicalInt[T string | []byte](s T) (int64, bool) {
+	digits := s
+	if len(s) > 0 && s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || digits[0] == '0' && (len(digits) > 1 || len(s) > 1) {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(s) {
+		n = -n
+	}
+	return n, true
+}

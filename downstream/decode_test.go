@@ -3,6 +3,7 @@ package downstream
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,41 @@ func TestHTTPRefusesInvalidUTF8AndIgnoresByteOrderMark(t *testing.T) {
 	msg = readMessage(t, resp)
 	assert.JSONEq(t, `6`, string(msg.ID))
 	assert.Equal(t, []string{"initialize", "tools/list"}, h.seen())
+}
+
+var callKeyIDs = []string{`0`, `-0`, `7`, `-7`, `"7"`, `"07"`, `"-0"`, `"+7"`, `"x"`, `"s:x"`, `""`, `"\u0037"`,
+	`123456789012345678`, `1234567890123456789`, `-123456789012345678`, `"1234567890123456789"`, `9223372036854775807`}
+
+// TestCallKey checks that ids share a callKey exactly when they share an
+// IDKey: the requests in flight are told apart as before.
+func TestCallKey(t *testing.T) {
+	for _, a := range callKeyIDs {
+		for _, b := range callKeyIDs {
+			checkCallKey(t, []byte(a), []byte(b))
+		}
+	}
+	assert.Equal(t, callKey{n: 7}, keyOf([]byte(`7`)))
+	assert.Equal(t, callKey{n: 7}, keyOf([]byte(`"7"`)))
+	assert.Equal(t, callKey{s: "07"}, keyOf([]byte(`"07"`)))
+}
+
+func FuzzCallKey(f *testing.F) {
+	for _, a := range callKeyIDs {
+		f.Add([]byte(a), []byte(`7`))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if !jsonrpc.ValidID(a) || !jsonrpc.ValidID(b) {
+			return // the decoder takes no such id
+		}
+		checkCallKey(t, a, b)
+	})
+}
+
+func checkCallKey(t *testing.T, a, b []byte) {
+	t.Helper()
+	ka := keyOf(a)
+	if ka.s == "" {
+		assert.Equal(t, jsonrpc.IDKey(a), strconv.FormatInt(ka.n, 10), "the integer key of %s", a)
+	}
+	assert.Equal(t, jsonrpc.IDKey(a) == jsonrpc.IDKey(b), ka == keyOf(b), "%s and %s", a, b)
 }

@@ -43,7 +43,8 @@ func (t *HTTP) postModern(p *post) {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
 	}
-	if err := checkModernRequest(msg); err != nil {
+	meta := readMeta(msg.Params)
+	if err := checkModernRequest(msg, meta); err != nil {
 		status := http.StatusBadRequest
 		if err.Code == jsonrpc.CodeMethodNotFound {
 			status = http.StatusNotFound
@@ -62,7 +63,7 @@ func (t *HTTP) postModern(p *post) {
 		t.refuseDraining(p, "requests without a lease held here")
 		return
 	}
-	t.serveRequest(p, &Request{Msg: msg, Protocol: metaVersion(msg.Params), ClientCapabilities: metaCapabilities(msg.Params), ParamHeader: headerLookup(p.r.Header)}, nil, nil)
+	t.serveRequest(p, &Request{Msg: msg, Protocol: meta.version, ClientCapabilities: meta.capabilities(), ParamHeader: headerLookup(p.r.Header)}, nil, nil)
 }
 
 // checkModern checks a sessionless request's headers against its body
@@ -186,17 +187,16 @@ var modernInstead = map[string]string{
 // checkModernRequest checks what a sessionless (2026-07-28) request must
 // carry besides its version, over every transport: a method of the
 // generation (else -32601), and the client capabilities in _meta, an
-// object, {} when it declares none (else -32602).
-func checkModernRequest(msg *jsonrpc.Message) *jsonrpc.Error {
+// object, {} when it declares none (else -32602). meta is the request's
+// _meta (readMeta).
+func checkModernRequest(msg *jsonrpc.Message, meta requestMeta) *jsonrpc.Error {
 	if !modernMethods[msg.Method] {
 		if instead, ok := modernInstead[msg.Method]; ok {
 			return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s is not part of protocol 2026-07-28: %s", clip(msg.Method), instead)
 		}
 		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: %s is not part of protocol 2026-07-28", clip(msg.Method))
 	}
-	caps := members(msg.Params)["_meta"]
-	raw, ok := members(caps)[protocol.MetaClientCapabilities]
-	if !ok || members(raw) == nil && string(raw) != "{}" {
+	if len(meta.caps) == 0 || meta.caps[0] != '{' {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
 			"params._meta[%q] is required: an object of the capabilities the client has for this request ({} when none)", protocol.MetaClientCapabilities)
 	}

@@ -22,6 +22,36 @@ func metaVersion(params json.RawMessage) string {
 	return v
 }
 
+// requestMeta is what a request's params._meta tells the transport: the
+// protocol version and client capabilities of the sessionless generation.
+type requestMeta struct {
+	version string          // "" when absent or not a string (metaVersion)
+	caps    json.RawMessage // the client capabilities as they came; nil when absent
+}
+
+// readMeta reads params._meta once for all the transport asks of it. Every
+// request asks, so the members are found by scanning, not decoded: a
+// request that does not mention _meta costs one byte search.
+func readMeta(params json.RawMessage) requestMeta {
+	if !rawjson.Mentions(params, "_meta") {
+		return requestMeta{}
+	}
+	meta := rawjson.Member(params, "_meta")
+	if meta == nil {
+		return requestMeta{}
+	}
+	var values [2][]byte
+	if rawjson.Members(meta, []string{protocol.MetaProtocolVersion, protocol.MetaClientCapabilities}, values[:]) != nil {
+		return requestMeta{}
+	}
+	v, _ := rawjson.String(values[0])
+	return requestMeta{version: v, caps: values[1]}
+}
+
+// capabilities are the client capabilities the request declares in its
+// _meta, kept raw (nil when absent or null).
+func (m requestMeta) capabilities() json.RawMessage { return present(m.caps) }
+
 // negotiated reads protocolVersion from an initialize result.
 func negotiated(result json.RawMessage) string {
 	var r struct {
@@ -74,12 +104,6 @@ func cancelCause(params json.RawMessage) error {
 // absent or null), kept raw.
 func initCapabilities(params json.RawMessage) json.RawMessage {
 	return present(members(params)["capabilities"])
-}
-
-// metaCapabilities reads the client capabilities a sessionless request
-// declares in its _meta (nil when absent or null), kept raw.
-func metaCapabilities(params json.RawMessage) json.RawMessage {
-	return present(members(members(params)["_meta"])[protocol.MetaClientCapabilities])
 }
 
 func present(raw json.RawMessage) json.RawMessage {

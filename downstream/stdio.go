@@ -74,10 +74,10 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: make(chan struct{}, opts.MaxInFlight), calls: map[string]inFlight{},
+		slots: make(chan struct{}, opts.MaxInFlight), calls: map[callKey]*stdioCall{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
-	s.send, s.replyAlone = s.Notify, s.reply
+	s.send = s.Notify
 	s.detached = context.WithoutCancel(ctx)
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
@@ -135,16 +135,14 @@ type stdioSession struct {
 	openOnce sync.Once
 	asks     *outgoing                   // server-to-client requests awaiting the client
 	send     func(*jsonrpc.Message) bool // Notify, made once
-	// replyAlone is reply, made once, for requests served alone.
-	replyAlone func(line []byte)
-	detached   context.Context // the session's context without its end, for requests (see start)
+	detached context.Context             // the session's context without its end, for requests (see start)
 
 	// initialized is where the connection's one initialize stands: none
 	// yet (or only failed ones), one being served, or one that succeeded.
 	initialized atomic.Int32
 
 	mu    sync.Mutex
-	calls map[string]inFlight // in-flight requests by id
+	calls map[callKey]*stdioCall // in-flight requests by id
 	wg    sync.WaitGroup
 
 	// in is read by one goroutine at a time (see read), which sends why
@@ -156,7 +154,17 @@ type stdioSession struct {
 
 func (s *stdioSession) Key() string { return stdioKey }
 
-func (s *stdioSession) Notify(msg *jsonrpc.Message) bool { return s.ob.push(msg.Encode(), false) }
+// Notify implements Session; the message is encoded into a buffer of the
+// queue's, as a response is.
+func (s *stdioSession) Notify(msg *jsonrpc.Message) bool {
+	line := s.ob.line()
+	line.b = msg.Append(line.b[:0])
+	if !s.ob.add(line.b, line, false) {
+		s.ob.release(line)
+		return false
+	}
+	return true
+}
 
 // ClientCapabilities implements Session.
 func (s *stdioSession) ClientCapabilities() json.RawMessage {
@@ -228,9 +236,9 @@ func (s *stdioSession) read(ctx context.Context) {
 				s.refuseBusy(msg.ID, busy)
 				continue // refused: reading goes on
 			}
-			if serve := s.start(ctx, msg, s.replyAlone); serve != nil {
+			if call := s.start(ctx, msg, nil); call != nil {
 				s.workers.run(s.follow)
-				serve()
+				call.serve()
 				return
 			}
 		default:
@@ -364,8 +372,8 @@ func (s *stdioSession) batch(ctx context.Context, line []byte) bool {
 	b.pending = len(requests)
 	b.done = func(array []byte) { s.reply(array) }
 	for _, msg := range requests {
-		if serve := s.start(ctx, msg, func(line []byte) { b.reply(msg.ID, line) }); serve != nil {
-			go serve()
+		if call := s.start(ctx, msg, b); call != nil {
+			go call.serve()
 		}
 	}
 	return true
@@ -380,95 +388,140 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 	s.ob.push(jsonrpc.Failure(id, &jsonrpc.Error{Code: code, Message: reason}).Encode(), false)
 }
 
-// start registers a request and returns the function that serves it, or
-// nil when its id is in use by a request in flight (it is answered so).
-// Its response, or nil when none is due, goes to reply.
-func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, reply func(line []byte)) func() {
-	key := jsonrpc.IDKey(msg.ID)
+// stdioCall is one request being served: the Request the Handler sees and
+// what serving it needs, in one allocation.
+type stdioCall struct {
+	Request
+	s      *stdioSession
+	ctx    context.Context // ended by Request.Cancel
+	key    callKey         // in s.calls
+	listen bool            // a subscriptions/listen stream
+	// batch is the batch the request came in, which takes its response;
+	// nil for a request on its own.
+	batch *batchAnswer
+}
+
+// start registers a request and returns the call that serves it, or nil
+// when its id is in use by a request in flight (it is answered so). Its
+// response, or nil when none is due, goes to batch, or when that is nil
+// to the client's queue.
+func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *batchAnswer) *stdioCall {
+	c := &stdioCall{s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
+	c.Msg, c.Session, c.Send, c.Principal = msg, s, s.send, identity.Local()
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
 	// requests itself when it ends (cancelAll), and one that starts after
 	// ctx ended is cancelled here.
-	rctx, cancel := context.WithCancelCause(s.detached)
+	c.ctx, c.Cancel = context.WithCancelCause(s.detached)
 	s.mu.Lock()
-	if _, dup := s.calls[key]; dup {
+	if _, dup := s.calls[c.key]; dup {
 		s.mu.Unlock()
-		cancel(nil)
+		c.Cancel(nil)
 		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
 		s.log.Warn("invalid message from the client", "reason", clip(reason))
-		reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
+		c.reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
 		return nil
 	}
-	s.calls[key] = inFlight{cancel: cancel, listen: msg.Method == "subscriptions/listen"}
+	s.calls[c.key] = c
 	s.wg.Add(1)
 	if ctx.Err() != nil { // ServeStdio ends ctx before cancelAll takes mu
-		cancel(context.Cause(ctx))
+		c.Cancel(context.Cause(ctx))
 	}
 	s.mu.Unlock()
-	return func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.calls, key)
-			s.mu.Unlock()
-			cancel(nil)
-		}()
-		initialize := msg.Method == "initialize"
-		if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
-			// As over HTTP: a session is initialized once; a second
-			// initialize would change its version and capabilities under
-			// the requests already made with them.
-			reply(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-				"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
-			return
-		}
-		meta := metaVersion(msg.Params)
-		if meta != "" && !protocol.Supported(meta) && !initialize {
-			// As over HTTP: a request that names a generation the
-			// server does not speak is refused, with those it does.
-			reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, meta).err).Encode())
-			return
-		}
-		if protocol.Modern(meta) && !initialize {
-			if err := checkModernRequest(msg); err != nil {
-				reply(jsonrpc.Failure(msg.ID, err).Encode())
-				return
-			}
-		}
-		req := &Request{Msg: msg, Session: s, Protocol: s.version(meta), Send: s.send, Cancel: cancel, Principal: identity.Local()}
-		req.ClientCapabilities = s.capabilities(req)
-		if usesRequests(req) {
-			req.Ask = func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-				ctx, stop := within(ctx, rctx)
-				defer stop()
-				return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
-			}
-		}
-		resp := s.handle(rctx, req)
-		if initialize {
-			if resp != nil && resp.Error == nil {
-				s.initialized.Store(initDone)
-			} else {
-				s.initialized.Store(initNone) // the client may try again
-			}
-		}
-		if resp == nil {
-			reply(nil)
-			return
-		}
-		resp.ID = msg.ID
-		if initialize && resp.Error == nil {
-			if v := negotiated(resp.Result); v != "" {
-				s.protocol.Store(&v)
-			}
-			caps := req.ClientCapabilities
-			s.caps.Store(&caps)
-			// Open before the answer goes out: a client may send its next
-			// request the moment it reads it.
-			s.openOnce.Do(func() { s.h.SessionOpened(s) })
-		}
-		reply(resp.Encode())
+	return c
+}
+
+// reply sends the call's response (nil: none is due).
+func (c *stdioCall) reply(line []byte) {
+	if c.batch != nil {
+		c.batch.reply(c.Msg.ID, line)
+		return
 	}
+	c.s.reply(line)
+}
+
+// ask is the call's Request.Ask: a server-to-client request that ends with
+// the call.
+func (c *stdioCall) ask(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	ctx, stop := within(ctx, c.ctx)
+	defer stop()
+	s := c.s
+	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
+}
+
+// serve serves the call and sends its response.
+func (c *stdioCall) serve() {
+	s, msg := c.s, c.Msg
+	defer s.wg.Done()
+	defer c.end()
+	initialize := msg.Method == "initialize"
+	if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
+		// As over HTTP: a session is initialized once; a second
+		// initialize would change its version and capabilities under
+		// the requests already made with them.
+		c.reply(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
+		return
+	}
+	meta := readMeta(msg.Params)
+	if v := meta.version; v != "" && !protocol.Supported(v) && !initialize {
+		// As over HTTP: a request that names a generation the
+		// server does not speak is refused, with those it does.
+		c.reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
+		return
+	}
+	if protocol.Modern(meta.version) && !initialize {
+		if err := checkModernRequest(msg, meta); err != nil {
+			c.reply(jsonrpc.Failure(msg.ID, err).Encode())
+			return
+		}
+	}
+	req := &c.Request
+	req.Protocol = s.version(meta.version)
+	req.ClientCapabilities = s.capabilities(req, meta)
+	if usesRequests(req) {
+		req.Ask = c.ask
+	}
+	resp := s.handle(c.ctx, req)
+	if initialize {
+		if resp != nil && resp.Error == nil {
+			s.initialized.Store(initDone)
+		} else {
+			s.initialized.Store(initNone) // the client may try again
+		}
+	}
+	if resp == nil {
+		c.reply(nil)
+		return
+	}
+	resp.ID = msg.ID
+	if initialize && resp.Error == nil {
+		if v := negotiated(resp.Result); v != "" {
+			s.protocol.Store(&v)
+		}
+		caps := req.ClientCapabilities
+		s.caps.Store(&caps)
+		// Open before the answer goes out: a client may send its next
+		// request the moment it reads it.
+		s.openOnce.Do(func() { s.h.SessionOpened(s) })
+	}
+	if c.batch != nil {
+		c.batch.reply(msg.ID, resp.Encode())
+		return
+	}
+	// Encoded into a buffer of the queue's, which takes it back once the
+	// line is written.
+	line := s.ob.line()
+	line.b = resp.Append(line.b[:0])
+	s.ob.pushLine(line)
+}
+
+// end takes the call out of the session's calls and ends its context.
+func (c *stdioCall) end() {
+	c.s.mu.Lock()
+	delete(c.s.calls, c.key)
+	c.s.mu.Unlock()
+	c.Cancel(nil)
 }
 
 // Where a stdio connection's initialize stands (stdioSession.initialized).
@@ -502,13 +555,13 @@ func (s *stdioSession) notified(ctx context.Context, msg *jsonrpc.Message) {
 }
 
 // capabilities are the client capabilities a request carries: its own at
-// initialize, its _meta ones when sessionless, else the session's.
-func (s *stdioSession) capabilities(req *Request) json.RawMessage {
+// initialize, its _meta ones (meta) when sessionless, else the session's.
+func (s *stdioSession) capabilities(req *Request, meta requestMeta) json.RawMessage {
 	switch {
 	case req.Msg.Method == "initialize":
 		return initCapabilities(req.Msg.Params)
 	case protocol.Modern(req.Protocol):
-		return metaCapabilities(req.Msg.Params)
+		return meta.capabilities()
 	}
 	return s.ClientCapabilities()
 }
@@ -531,17 +584,17 @@ func (s *stdioSession) cancel(params []byte) {
 		return
 	}
 	s.mu.Lock()
-	call, ok := s.calls[jsonrpc.IDKey(id)]
+	call, ok := s.calls[keyOf(id)]
 	s.mu.Unlock()
 	if ok {
-		call.cancel(cancelCause(params))
+		call.Cancel(cancelCause(params))
 	}
 }
 
 func (s *stdioSession) cancelAll() {
 	s.mu.Lock()
 	for _, call := range s.calls {
-		call.cancel(nil)
+		call.Cancel(nil)
 	}
 	s.mu.Unlock()
 }
@@ -550,16 +603,10 @@ func (s *stdioSession) cancelListens() {
 	s.mu.Lock()
 	for _, call := range s.calls {
 		if call.listen {
-			call.cancel(nil)
+			call.Cancel(nil)
 		}
 	}
 	s.mu.Unlock()
-}
-
-// inFlight is a request being served.
-type inFlight struct {
-	cancel context.CancelCauseFunc
-	listen bool // a subscriptions/listen stream
 }
 
 // idle waits until no request is in flight, up to limit.
@@ -600,6 +647,31 @@ type lineQueue struct {
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
 	done func(response bool)
+	// lines are buffers for responses (see line), back once written.
+	lines sync.Pool
+}
+
+// lineBuf is a buffer of lineQueue.lines.
+type lineBuf struct{ b []byte }
+
+// maxPooledLine is the largest buffer kept for another line: a rare large
+// answer's buffer is left to the collector rather than held.
+const maxPooledLine = 64 << 10
+
+// line returns a buffer to encode a response into, for pushLine.
+func (o *lineQueue) line() *lineBuf {
+	if l, ok := o.lines.Get().(*lineBuf); ok {
+		return l
+	}
+	return &lineBuf{b: make([]byte, 0, 512)}
+}
+
+// release takes back a line's buffer once it is written.
+func (o *lineQueue) release(l *lineBuf) {
+	if l != nil && cap(l.b) <= maxPooledLine {
+		l.b = l.b[:0]
+		o.lines.Put(l)
+	}
 }
 
 // tryWriter is an output that can write without waiting (internal/pipeio).
@@ -610,6 +682,7 @@ type tryWriter interface {
 
 type queuedLine struct {
 	data     []byte
+	buf      *lineBuf // data's buffer, to release once written; nil: data is not pooled
 	response bool
 	rest     bool // the rest of a line written in part: no newline to add
 }
@@ -620,6 +693,17 @@ func newLineQueue(limit int) *lineQueue {
 
 // push queues data; it never blocks.
 func (o *lineQueue) push(data []byte, response bool) bool {
+	return o.add(data, nil, response)
+}
+
+// pushLine queues a response encoded into a buffer of line's; it never
+// blocks.
+func (o *lineQueue) pushLine(l *lineBuf) {
+	o.add(l.b, l, true)
+}
+
+// add queues data (in buf, if pooled).
+func (o *lineQueue) add(data []byte, buf *lineBuf, response bool) bool {
 	o.mu.Lock()
 	if o.closed || (!response && (o.notes >= o.limit || (o.notes > 0 && o.bytes+len(data) > maxQueuedBytes))) {
 		if !o.closed {
@@ -629,10 +713,10 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 		return false
 	}
 	if response && o.try != nil && !o.writing && len(o.queue) == 0 && !o.gather() {
-		o.writeNow(data)
+		o.writeNow(data, buf)
 		return true
 	}
-	o.queue = append(o.queue, queuedLine{data: data, response: response})
+	o.queue = append(o.queue, queuedLine{data: data, buf: buf, response: response})
 	if !response {
 		o.notes++
 		o.bytes += len(data)
@@ -652,16 +736,20 @@ func (o *lineQueue) push(data []byte, response bool) bool {
 // once is queued first in line, for the writer to wait on; so is the
 // response when the write fails, and the writer reports why. Called with
 // o.mu held; returns with it released.
-func (o *lineQueue) writeNow(data []byte) {
+func (o *lineQueue) writeNow(data []byte, buf *lineBuf) {
 	o.writing = true
 	o.mu.Unlock()
 	line := append(data, '\n')
+	if buf != nil {
+		buf.b = line
+	}
 	n, _ := o.try(line)
 	o.mu.Lock()
 	o.writing = false
 	if n == len(line) {
 		wake := len(o.queue) > 0 || o.closed
 		o.mu.Unlock()
+		o.release(buf)
 		o.done(true)
 		if wake {
 			o.signal()
@@ -670,7 +758,7 @@ func (o *lineQueue) writeNow(data []byte) {
 	}
 	o.queue = append(o.queue, queuedLine{})
 	copy(o.queue[1:], o.queue)
-	o.queue[0] = queuedLine{data: line[n:], response: true, rest: true}
+	o.queue[0] = queuedLine{data: line[n:], buf: buf, response: true, rest: true}
 	o.mu.Unlock()
 	o.signal()
 }
@@ -728,6 +816,7 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 		o.mu.Unlock()
 		// A response's slot frees once it is on the wire, not in a buffer.
 		for i, m := range batch {
+			o.release(m.buf)
 			done(m.response)
 			batch[i] = queuedLine{}
 		}

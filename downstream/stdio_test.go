@@ -48,6 +48,10 @@ func (h *stdioHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Messag
 	case "big":
 		body, _ := json.Marshal(map[string]string{"method": "big", "text": strings.Repeat("b", 1<<20)})
 		return &jsonrpc.Message{Result: body}
+	case "id":
+		// Its own id, padded to a length that varies with it.
+		body, _ := json.Marshal(map[string]string{"id": string(req.Msg.ID), "pad": strings.Repeat("p", len(req.Msg.ID)*997%5000)})
+		return &jsonrpc.Message{Result: body}
 	case "progress":
 		for i := 1; i <= 3; i++ {
 			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progress":` + string(rune('0'+i)) + `}`)})
@@ -355,4 +359,63 @@ func TestStdioContextEndCancelsRequests(t *testing.T) {
 		}
 	}
 	assert.ErrorIs(t, <-served, context.Canceled)
+}
+
+// TestWorkersExitWhenIdle checks that the workers a burst of requests
+// started exit once nothing is run for a while, that a worker is reused
+// while requests come, and that a request after they exited is run.
+func TestWorkersExitWhenIdle(t *testing.T) {
+	w := &workers{idle: make(chan func()), idleFor: 20 * time.Millisecond}
+	var wg sync.WaitGroup
+	release, started := make(chan struct{}), make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		w.run(func() { defer wg.Done(); started <- struct{}{}; <-release })
+	}
+	for range 4 {
+		<-started
+	}
+	assert.Equal(t, int32(4), w.live.Load(), "four requests at once run on four workers")
+	close(release)
+	wg.Wait()
+	for range 20 {
+		wg.Add(1)
+		w.run(wg.Done) // one at a time: an idle worker takes each
+		wg.Wait()
+	}
+	assert.LessOrEqual(t, w.live.Load(), int32(4), "idle workers are reused")
+	require.Eventually(t, func() bool { return w.live.Load() == 0 }, 10*time.Second, time.Millisecond,
+		"idle workers exit")
+	wg.Add(1)
+	w.run(wg.Done) // a request after the workers exited starts one
+	wg.Wait()
+}
+
+// Responses are encoded into buffers that are used again once written:
+// every response the client reads is whole and its own, while many are
+// written at once, some alone and some together.
+func TestStdioResponseBuffersAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	const n = 2000
+	go func() {
+		for i := range n {
+			if _, err := io.WriteString(p.in, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"id"}`+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	seen := map[string]bool{}
+	for i := range n {
+		m := p.next(t)
+		var result struct{ ID, Pad string }
+		require.NoError(t, json.Unmarshal(m["result"], &result))
+		require.Equal(t, string(m["id"]), result.ID, "response %d carries another's result", i)
+		require.Len(t, result.Pad, len(result.ID)*997%5000)
+		seen[result.ID] = true
+	}
+	assert.Len(t, seen, n)
+	p.in.Close()
+	require.NoError(t, <-p.served)
 }

@@ -1,13 +1,23 @@
 package downstream
 
-import "time"
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
 
 // workers runs requests on goroutines that outlive one request: a fresh
 // goroutine starts with a small stack and grows it on every request's JSON
 // work, which costs more than the request's own bookkeeping. Idle workers
 // wait a while for the next request (between workerIdle and twice that),
 // then exit.
-type workers struct{ idle chan func() }
+type workers struct {
+	idle chan func() // nil: the worker that takes it exits
+	// idleFor is how long a worker waits with nothing run before one
+	// idle worker exits; zero means workerIdle.
+	idleFor time.Duration
+	live    atomic.Int32 // workers running, for tests
+}
 
 const workerIdle = 30 * time.Second
 
@@ -19,26 +29,42 @@ func (w *workers) run(f func()) {
 	}
 }
 
-// work runs f and then what run hands it, until it waits a whole
-// workerIdle with nothing run since the last tick. The timer is reset once
-// a tick, not once a request: a reset per request costs a timer operation
-// (a lock of the timer heap) on every call's path.
+// work runs f and then what run hands it, until it is handed nil. A worker
+// waits for work with a plain receive: a select with a timer's channel
+// would put the timer in the runtime's heap, and take it out, around every
+// wait, on every call's path. Its timer instead ticks on its own, every
+// idleFor: at a tick with nothing run since the last, it hands nil to an
+// idle worker (itself, or another, each as idle as the pool's need of it).
 func (w *workers) work(f func()) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for ran := true; ; {
-		if f != nil {
-			f()
-			ran = true
+	w.live.Add(1)
+	defer w.live.Add(-1)
+	period := w.idleFor
+	if period <= 0 {
+		period = workerIdle
+	}
+	var ran, exited atomic.Bool
+	// Made stopped, so that the function never sees t unset.
+	var t *time.Timer
+	t = time.AfterFunc(math.MaxInt64, func() {
+		if exited.Load() {
+			return
 		}
-		select {
-		case f = <-w.idle:
-		case <-t.C:
-			if !ran {
-				return
+		if !ran.Swap(false) {
+			select {
+			case w.idle <- nil:
+			default:
 			}
-			ran, f = false, nil
-			t.Reset(workerIdle)
 		}
+		t.Reset(period)
+	})
+	t.Reset(period)
+	defer func() {
+		exited.Store(true)
+		t.Stop()
+	}()
+	for f != nil {
+		f()
+		ran.Store(true)
+		f = <-w.idle
 	}
 }
