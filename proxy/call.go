@@ -358,6 +358,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
+	if call && grant != nil {
+		upCtx = p.callerFor(upCtx, inv.req, rs, grant.Instance)
+	}
 	if call && grant != nil && (declaresTasksExtension(inv.req) || extTask) {
 		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
 	}
