@@ -137,8 +137,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			// The session ended while the request ran: a lease it took
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
-			// not the session's.)
-			if !p.sessions.alive(inv.req.Session) {
+			// not the session's.) A stateless server's call takes none.
+			if (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
 				p.sessionEnded(inv.key)
 			}
 		}()
