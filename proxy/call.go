@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
@@ -328,9 +329,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
 		// Locals, so that inv itself stays on the stack.
-		progress, session, inst := inv.progress, inv.session(), grant.Instance
+		progress, session, inst, use := inv.progress, inv.session(), grant.Instance, deadline.uses()
 		up.OnProgress = func(params json.RawMessage) {
-			deadline.reset() // progress proves the call is alive
+			deadline.pushBack(use) // progress proves the call is alive
 			progress(p.relatedOut(params, inst, session))
 		}
 		if task != nil {
@@ -566,30 +567,86 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 }
 
 // deadline is a timeout that progress notifications push back.
+//
+// A call's deadline (callDeadline) is pooled with its timer, so that a call
+// allocates neither: it goes back to the pool when the call stops it, and
+// its fields are then guarded by mu, its timer armed and stopped under mu
+// too. Its timer may still fire for an earlier use, and a progress
+// notification of an earlier use (a late one, or a task's, whose progress
+// outlives its call) may still push it back: a timeout cancels only the
+// request of the current use, and only once its time has come; a push back
+// counts only for the use it was made for (uses, pushBack).
 type deadline struct {
 	timeout time.Duration
 	timer   *time.Timer
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // newDeadline's
+
+	pooled bool // callDeadline's: the fields below are under mu
+	mu     sync.Mutex
+	req    *downstream.Request // the request a timeout cancels; nil once stopped
+	when   time.Time           // when it times out; zero while paused
+	use    uint64              // counts its uses, each a call's
 }
+
+// untimed is the deadline of a request without a time limit: every method
+// does nothing.
+var untimed = &deadline{}
+
+// callDeadlines are the stopped deadlines of calls, for the next ones.
+var callDeadlines = sync.Pool{New: func() any { return &deadline{pooled: true} }}
 
 // callDeadline is newDeadline for a call that is its request's whole work:
 // a timeout ends the request's own context (with ErrTimeout as the cause),
 // and the call needs no context of its own. The caller's ctx must come from
-// req's. stop then only stops the timer: the request's context is the
-// transport's to end.
+// req's. stop then only stops the timer, and hands the deadline back to
+// the pool: the request's context is the transport's to end.
 func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Duration) (context.Context, *deadline) {
 	if req == nil || req.Cancel == nil {
 		return newDeadline(ctx, timeout)
 	}
-	d := &deadline{timeout: timeout}
-	if timeout > 0 {
-		d.timer = time.AfterFunc(timeout, func() { req.Cancel(ErrTimeout) })
+	if timeout <= 0 {
+		return ctx, untimed
 	}
+	d := callDeadlines.Get().(*deadline)
+	d.arm(req, timeout)
 	return ctx, d
 }
 
+// arm starts a pooled deadline's next use: req is cancelled unless it is
+// stopped (or pushed back) within timeout.
+func (d *deadline) arm(req *downstream.Request, timeout time.Duration) {
+	d.mu.Lock()
+	d.timeout, d.req, d.use = timeout, req, d.use+1
+	d.when = time.Now().Add(timeout)
+	if d.timer == nil {
+		d.timer = time.AfterFunc(timeout, d.expire)
+	} else {
+		d.timer.Reset(timeout)
+	}
+	d.mu.Unlock()
+}
+
+// expire is a pooled deadline's timer function: it cancels the request
+// of the current use once its time has come, and waits on for a use that
+// was pushed back (or began) after the timer was set.
+func (d *deadline) expire() {
+	d.mu.Lock()
+	req := d.req
+	if req == nil || d.when.IsZero() {
+		d.mu.Unlock()
+		return // stopped, or paused
+	}
+	if left := time.Until(d.when); left > 0 {
+		d.timer.Reset(left)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	req.Cancel(ErrTimeout)
+}
+
 // noDeadline is the deadline of a request without a time limit.
-func noDeadline() *deadline { return &deadline{} }
+func noDeadline() *deadline { return untimed }
 
 func newDeadline(parent context.Context, timeout time.Duration) (context.Context, *deadline) {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -600,26 +657,91 @@ func newDeadline(parent context.Context, timeout time.Duration) (context.Context
 	return ctx, d
 }
 
+// reset restarts the timeout, on the call's own goroutine.
 func (d *deadline) reset() {
+	if d.pooled {
+		d.mu.Lock()
+		d.restartLocked()
+		d.mu.Unlock()
+		return
+	}
 	if d.timer != nil {
 		d.timer.Reset(d.timeout)
 	}
 }
 
+// uses is what pushBack takes: the current use.
+func (d *deadline) uses() uint64 {
+	if !d.pooled {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.use
+}
+
+// pushBack restarts the timeout for a progress notification of use
+// (uses): a pooled deadline stopped or in use by another call since is
+// left as it is.
+func (d *deadline) pushBack(use uint64) {
+	if !d.pooled {
+		d.reset()
+		return
+	}
+	d.mu.Lock()
+	if d.use == use {
+		d.restartLocked()
+	}
+	d.mu.Unlock()
+}
+
+// restartLocked restarts a pooled deadline's timeout unless it was
+// stopped. Callers hold mu.
+func (d *deadline) restartLocked() {
+	if d.req == nil {
+		return
+	}
+	d.when = time.Now().Add(d.timeout)
+	d.timer.Reset(d.timeout)
+}
+
 // pause stops the timer until reset.
 func (d *deadline) pause() {
+	if d.pooled {
+		d.mu.Lock()
+		d.when = time.Time{}
+		d.timer.Stop()
+		d.mu.Unlock()
+		return
+	}
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 }
 
 func (d *deadline) stop() {
+	if d.pooled {
+		if d.halt() {
+			callDeadlines.Put(d)
+		}
+		return
+	}
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 	if d.cancel != nil {
 		d.cancel(context.Canceled)
 	}
+}
+
+// halt ends a pooled deadline's use, and reports whether it was in use.
+func (d *deadline) halt() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	live := d.req != nil
+	d.req, d.when = nil, time.Time{}
+	d.timer.Stop()
+	return live
 }
 
 func (p *Proxy) sessionEnded(key session.Key) {
