@@ -570,12 +570,16 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 //
 // A call's deadline (callDeadline) is pooled with its timer, so that a call
 // allocates neither: it goes back to the pool when the call stops it, and
-// its fields are then guarded by mu, its timer armed and stopped under mu
-// too. Its timer may still fire for an earlier use, and a progress
-// notification of an earlier use (a late one, or a task's, whose progress
-// outlives its call) may still push it back: a timeout cancels only the
-// request of the current use, and only once its time has come; a push back
-// counts only for the use it was made for (uses, pushBack).
+// its fields are then guarded by mu, its timer set under mu too. The timer
+// is not stopped with a use, nor set again for the next one when it is
+// already set to fire no later than that use's time: when it fires early
+// (for an earlier use, or before a push back), it is set again for what is
+// left. So most calls touch no timer at all, only a lock, and a timer fires
+// at most once per timeout for nothing. A progress notification of an
+// earlier use (a late one, or a task's, whose progress outlives its call)
+// may still push the deadline back: a push back counts only for the use it
+// was made for (uses, pushBack), and a timeout cancels only the request of
+// the current use, once its time has come.
 type deadline struct {
 	timeout time.Duration
 	timer   *time.Timer
@@ -584,9 +588,19 @@ type deadline struct {
 	pooled bool // callDeadline's: the fields below are under mu
 	mu     sync.Mutex
 	req    *downstream.Request // the request a timeout cancels; nil once stopped
-	when   time.Time           // when it times out; zero while paused
+	when   time.Duration       // when it times out (monoNow); 0 while paused
 	use    uint64              // counts its uses, each a call's
+	set    bool                // the timer is set to fire, at fires
+	fires  time.Duration
 }
+
+// monoBase is what monoNow counts from.
+var monoBase = time.Now()
+
+// monoNow is the time on the monotonic clock since monoBase, for pooled
+// deadlines: one clock read, where time.Now makes two (the wall clock's
+// too), each of them costly on some virtual machines.
+func monoNow() time.Duration { return time.Since(monoBase) }
 
 // untimed is the deadline of a request without a time limit: every method
 // does nothing.
@@ -617,13 +631,25 @@ func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Dur
 func (d *deadline) arm(req *downstream.Request, timeout time.Duration) {
 	d.mu.Lock()
 	d.timeout, d.req, d.use = timeout, req, d.use+1
-	d.when = time.Now().Add(timeout)
+	d.when = monoNow() + timeout
 	if d.timer == nil {
 		d.timer = time.AfterFunc(timeout, d.expire)
+		d.set, d.fires = true, d.when
 	} else {
-		d.timer.Reset(timeout)
+		d.setLocked(timeout)
 	}
 	d.mu.Unlock()
+}
+
+// setLocked makes sure a pooled deadline's timer fires by when, timeout
+// from now: it is set again only when it is not set, or set for later.
+// Callers hold mu.
+func (d *deadline) setLocked(timeout time.Duration) {
+	if d.set && d.when >= d.fires {
+		return
+	}
+	d.timer.Reset(timeout)
+	d.set, d.fires = true, d.when
 }
 
 // expire is a pooled deadline's timer function: it cancels the request
@@ -631,13 +657,14 @@ func (d *deadline) arm(req *downstream.Request, timeout time.Duration) {
 // was pushed back (or began) after the timer was set.
 func (d *deadline) expire() {
 	d.mu.Lock()
+	d.set = false
 	req := d.req
-	if req == nil || d.when.IsZero() {
+	if req == nil || d.when == 0 {
 		d.mu.Unlock()
 		return // stopped, or paused
 	}
-	if left := time.Until(d.when); left > 0 {
-		d.timer.Reset(left)
+	if left := d.when - monoNow(); left > 0 {
+		d.setLocked(left)
 		d.mu.Unlock()
 		return
 	}
@@ -701,16 +728,15 @@ func (d *deadline) restartLocked() {
 	if d.req == nil {
 		return
 	}
-	d.when = time.Now().Add(d.timeout)
-	d.timer.Reset(d.timeout)
+	d.when = monoNow() + d.timeout
+	d.setLocked(d.timeout)
 }
 
 // pause stops the timer until reset.
 func (d *deadline) pause() {
 	if d.pooled {
 		d.mu.Lock()
-		d.when = time.Time{}
-		d.timer.Stop()
+		d.when = 0 // the timer, should it fire, finds nothing due
 		d.mu.Unlock()
 		return
 	}
@@ -739,8 +765,7 @@ func (d *deadline) halt() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	live := d.req != nil
-	d.req, d.when = nil, time.Time{}
-	d.timer.Stop()
+	d.req, d.when = nil, 0 // the timer is left as it is (setLocked)
 	return live
 }
 

@@ -87,7 +87,7 @@ func TestPooledDeadlineIgnoresEarlierUses(t *testing.T) {
 	assert.Empty(t, second.cancelled())
 	d.pushBack(d.uses()) // its own progress counts
 	d.mu.Lock()
-	assert.True(t, d.when.After(when), "the second call's own progress did not push back its timeout")
+	assert.Greater(t, d.when, when, "the second call's own progress did not push back its timeout")
 	d.mu.Unlock()
 	require.True(t, d.halt())
 
