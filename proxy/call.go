@@ -122,16 +122,25 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		limit    timeLimit
 	)
 	var decided verdict // the policy's and rate limits', for the audit log
+	// start is when a tools/call came, on the monotonic clock (monoNow): one
+	// clock read, which its deadline shares when nothing could wait between
+	// them (armedAt). A clock read is not cheap on every machine.
+	var start time.Duration
 	if call {
-		defer func(start time.Time) {
+		start = monoNow()
+		defer func() {
 			if counted == nil {
 				counted = entry
 			}
-			p.observeCall(counted, start, callCtx, result, rpcErr, err)
-			if l := p.audit.Load(); l != nil {
-				p.auditCall(l, entry, inv.name, inv, decided, start, result, rpcErr, err)
+			if p.opts.Observer == nil && p.audit.Load() == nil {
+				return
 			}
-		}(time.Now())
+			elapsed := monoNow() - start
+			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err)
+			if l := p.audit.Load(); l != nil {
+				p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
+			}
+		}()
 	}
 	if inv.req != nil && !inv.req.Sessionless() {
 		defer func() {
@@ -146,7 +155,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	}
 	awaited, admitted := false, false
 	loginOffers := 0 // to a 2026-07-28 client (askLogin)
+	passes := 0
 	for retries := 0; ; {
+		passes++
 		st = p.current()
 		server = inv.server
 		if call {
@@ -201,7 +212,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		if call {
 			limit = toolLimit(rs.cfg, entry)
-			callCtx, deadline = callDeadline(ctx, inv.req, limit.d)
+			callCtx, deadline = callDeadline(ctx, inv.req, limit.d, armedAt(start, passes, st))
 		} else {
 			// Not necessarily its request's whole work (a listen stream
 			// subscribes on its own request): a context of its own.
@@ -566,6 +577,17 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 	return out
 }
 
+// armedAt is when the deadline of a tools/call that came at start starts
+// (callDeadline): start itself when nothing could wait between the two,
+// on the first pass of send's loop without a policy (which may ask the
+// user); else 0, for now.
+func armedAt(start time.Duration, passes int, st *state) time.Duration {
+	if passes == 1 && st.policy == nil {
+		return start
+	}
+	return 0
+}
+
 // deadline is a timeout that progress notifications push back.
 //
 // A call's deadline (callDeadline) is pooled with its timer, so that a call
@@ -613,25 +635,31 @@ var callDeadlines = sync.Pool{New: func() any { return &deadline{pooled: true} }
 // a timeout ends the request's own context (with ErrTimeout as the cause),
 // and the call needs no context of its own. The caller's ctx must come from
 // req's. stop then only stops the timer, and hands the deadline back to
-// the pool: the request's context is the transport's to end.
-func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Duration) (context.Context, *deadline) {
+// the pool: the request's context is the transport's to end. at is when
+// the call came (monoNow), a moment ago at most (0: now); the timer is set
+// for timeout from now, so that the timeout never fires before it did when
+// each call read the clock for it.
+func callDeadline(ctx context.Context, req *downstream.Request, timeout, at time.Duration) (context.Context, *deadline) {
 	if req == nil || req.Cancel == nil {
 		return newDeadline(ctx, timeout)
 	}
 	if timeout <= 0 {
 		return ctx, untimed
 	}
+	if at == 0 {
+		at = monoNow()
+	}
 	d := callDeadlines.Get().(*deadline)
-	d.arm(req, timeout)
+	d.arm(req, timeout, at)
 	return ctx, d
 }
 
-// arm starts a pooled deadline's next use: req is cancelled unless it is
-// stopped (or pushed back) within timeout.
-func (d *deadline) arm(req *downstream.Request, timeout time.Duration) {
+// arm starts a pooled deadline's next use at at (monoNow): req is
+// cancelled unless it is stopped (or pushed back) within timeout.
+func (d *deadline) arm(req *downstream.Request, timeout, at time.Duration) {
 	d.mu.Lock()
 	d.timeout, d.req, d.use = timeout, req, d.use+1
-	d.when = monoNow() + timeout
+	d.when = at + timeout
 	if d.timer == nil {
 		d.timer = time.AfterFunc(timeout, d.expire)
 		d.set, d.fires = true, d.when

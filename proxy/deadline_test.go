@@ -52,7 +52,7 @@ func (r *cancelRecorder) awaitCancel(t *testing.T) {
 // request's context.
 func TestCallDeadlineTimesOut(t *testing.T) {
 	rec, req := newCancelRecorder()
-	ctx, d := callDeadline(context.Background(), req, time.Millisecond)
+	ctx, d := callDeadline(context.Background(), req, time.Millisecond, 0)
 	defer d.stop()
 	assert.Equal(t, context.Background(), ctx, "the call uses its request's own context")
 	rec.awaitCancel(t)
@@ -66,7 +66,7 @@ func TestCallDeadlineTimesOut(t *testing.T) {
 func TestPooledDeadlineIgnoresEarlierUses(t *testing.T) {
 	d := &deadline{pooled: true} // out of the pool: no other test can take it
 	first, req1 := newCancelRecorder()
-	d.arm(req1, time.Hour)
+	d.arm(req1, time.Hour, monoNow())
 	use1 := d.uses()
 	require.True(t, d.halt())
 	require.False(t, d.halt(), "stopped once")
@@ -75,7 +75,7 @@ func TestPooledDeadlineIgnoresEarlierUses(t *testing.T) {
 	assert.Empty(t, first.cancelled(), "a stopped use is not cancelled")
 
 	second, req2 := newCancelRecorder()
-	d.arm(req2, time.Hour)
+	d.arm(req2, time.Hour, monoNow())
 	d.mu.Lock()
 	when := d.when
 	d.mu.Unlock()
@@ -92,7 +92,7 @@ func TestPooledDeadlineIgnoresEarlierUses(t *testing.T) {
 	require.True(t, d.halt())
 
 	third, req3 := newCancelRecorder()
-	d.arm(req3, time.Millisecond)
+	d.arm(req3, time.Millisecond, monoNow())
 	third.awaitCancel(t)
 	assert.True(t, errors.Is(third.cancelled()[0], ErrTimeout))
 	d.halt()
@@ -105,7 +105,7 @@ func TestPooledDeadlineIgnoresEarlierUses(t *testing.T) {
 func TestPooledDeadlinePause(t *testing.T) {
 	d := &deadline{pooled: true}
 	rec, req := newCancelRecorder()
-	d.arm(req, time.Hour)
+	d.arm(req, time.Hour, monoNow())
 	d.pause()
 	d.expire() // a fire that raced the pause
 	assert.Empty(t, rec.cancelled(), "a paused deadline timed out")
@@ -122,13 +122,13 @@ func TestPooledDeadlinePause(t *testing.T) {
 // deadline no other call shares.
 func TestCallDeadlineWithoutLimit(t *testing.T) {
 	_, req := newCancelRecorder()
-	_, d := callDeadline(context.Background(), req, 0)
+	_, d := callDeadline(context.Background(), req, 0, 0)
 	assert.Same(t, untimed, d)
 	d.reset()
 	d.pause()
 	d.stop()
 
-	ctx, d := callDeadline(context.Background(), &downstream.Request{}, time.Hour)
+	ctx, d := callDeadline(context.Background(), &downstream.Request{}, time.Hour, 0)
 	assert.False(t, d.pooled, "a request the transport cannot cancel gets a context of its own")
 	d.stop()
 	assert.True(t, errors.Is(context.Cause(ctx), context.Canceled))
@@ -141,7 +141,7 @@ func BenchmarkCallDeadline(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_, d := callDeadline(ctx, req, time.Minute)
+			_, d := callDeadline(ctx, req, time.Minute, 0)
 			d.stop()
 		}
 	})

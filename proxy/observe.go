@@ -83,12 +83,13 @@ func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrp
 	return CallOK
 }
 
-// observeCall reports one call to the observer, if there is one.
-func (p *Proxy) observeCall(e *catalog.Entry, start time.Time, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+// observeCall reports one call, which took elapsed, to the observer, if
+// there is one.
+func (p *Proxy) observeCall(e *catalog.Entry, elapsed time.Duration, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	if p.opts.Observer == nil {
 		return
 	}
-	p.opts.Observer.ToolCalled(e, callOutcome(callCtx, result, rpcErr, err), time.Since(start))
+	p.opts.Observer.ToolCalled(e, callOutcome(callCtx, result, rpcErr, err), elapsed)
 }
 
 // Reload outcomes.
