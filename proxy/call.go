@@ -126,6 +126,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	// clock read, which its deadline shares when nothing could wait between
 	// them (armedAt). A clock read is not cheap on every machine.
 	var start time.Duration
+	isError := unread // of the result returned, when send read it
 	if call {
 		start = monoNow()
 		defer func() {
@@ -136,7 +137,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 				return
 			}
 			elapsed := monoNow() - start
-			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err)
+			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
 			if l := p.audit.Load(); l != nil {
 				p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
 			}
@@ -421,11 +422,18 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
 		}
 	}
-	if call && grant != nil && task == nil && isTaskHandle(raw) {
+	taskHandle, rawIsError := false, unread
+	if call && grant != nil {
+		taskHandle, rawIsError = resultHead(raw)
+		if rawIsError == unread {
+			taskHandle = isTaskHandle(raw)
+		}
+	}
+	if call && grant != nil && task == nil && taskHandle {
 		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
 	}
-	if extTask && task != nil && isTaskHandle(raw) {
+	if extTask && task != nil && taskHandle {
 		tp.drop()
 		created, rpcErr := p.extensionTaskCreated(task, entry.Server, grant.Instance, inv.key, limit, raw)
 		return created, rpcErr, nil
@@ -439,7 +447,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req))
+		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req)) // text added to content: isError stays
+		isError = rawIsError
 	}
 	p.keepResult(slot, raw)
 	return raw, nil, nil
