@@ -84,10 +84,11 @@ func AuditPrincipal(c identity.Caller) audit.Principal { return auditPrincipal(c
 
 // auditCall writes the audit record of one tool call. Without an audit
 // log it is never called (a nil check at the call site).
-func (p *Proxy) auditCall(l *audit.Log, e *catalog.Entry, name string, inv invocation, v verdict, start time.Time,
+// The call ended at end, elapsed after it came.
+func (p *Proxy) auditCall(l *audit.Log, e *catalog.Entry, name string, inv invocation, v verdict, end time.Time, elapsed time.Duration,
 	result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
-	r := audit.Record{Time: start.UTC(), Event: "tools/call", Method: "tools/call", Tool: name, Rule: v.rule,
-		DurationMS: float64(time.Since(start).Microseconds()) / 1000, BytesIn: len(inv.args)}
+	r := audit.Record{Time: end.Add(-elapsed).UTC(), Event: "tools/call", Method: "tools/call", Tool: name, Rule: v.rule,
+		DurationMS: float64(elapsed.Microseconds()) / 1000, BytesIn: len(inv.args)}
 	if e != nil {
 		r.Server, r.Tool, r.Original = e.Server, e.Exported, e.Original
 	}

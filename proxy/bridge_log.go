@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcp-aggregator/mcp-aggregator/bridge"
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
@@ -49,12 +52,27 @@ func (c *requestCaller) Log(inst *upstream.Instance, params json.RawMessage) {
 // withCallerLogLevel returns ctx whose upstream requests serve req: they
 // carry the log level the caller of req wants, and their log messages go
 // to req.
+//
+// A tools/call the bridge does not hold is named its caller by send, and
+// only when it goes to an upstream that reads it (readsCaller): most calls
+// go to one that does not, and the caller costs two allocations and three
+// locks.
 func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request) context.Context {
 	switch req.Msg.Method {
-	case "tools/call", "prompts/get", "resources/read", "completion/complete", "tasks/result":
+	case "tools/call":
+		if !bridge.Bridgeable(req) {
+			return ctx // send's (callerFor)
+		}
+	case "prompts/get", "resources/read", "completion/complete", "tasks/result":
 	default:
 		return ctx // served here, or not long enough to log for
 	}
+	return p.withCaller(ctx, req)
+}
+
+// withCaller returns ctx whose upstream requests serve req
+// (withCallerLogLevel), whatever its method.
+func (p *Proxy) withCaller(ctx context.Context, req *downstream.Request) context.Context {
 	c := &requestCaller{p: p, req: req}
 	if req.Sessionless() {
 		c.level = metaString(req.Msg.Params, downstream.MetaLogLevel)
@@ -63,6 +81,26 @@ func (p *Proxy) withCallerLogLevel(ctx context.Context, req *downstream.Request)
 		c.level = levelNames[s.logLevel()]
 	}
 	return upstream.WithCaller(ctx, c)
+}
+
+// callerFor is ctx for a tools/call's request to inst, an instance of rs:
+// named the caller of req (withCaller) when inst reads it and ctx names
+// none yet (the bridge names its own). An upstream reads the caller to ask
+// a sessionless (2026-07-28) upstream for the caller's log level, and, over
+// HTTP, to hand it the log messages sent on the request's response stream;
+// an older upstream over stdio reads neither (its log messages are
+// attributed in notify.go).
+func (p *Proxy) callerFor(ctx context.Context, req *downstream.Request, rs *runningServer, inst *upstream.Instance) context.Context {
+	if req == nil || !readsCaller(rs, inst) || upstream.CallerOf(ctx) != nil {
+		return ctx
+	}
+	return p.withCaller(ctx, req)
+}
+
+// readsCaller reports whether inst, an instance of rs, reads the caller of
+// its requests (callerFor).
+func readsCaller(rs *runningServer, inst *upstream.Instance) bool {
+	return rs == nil || rs.cfg.Transport != config.TransportStdio || protocol.Modern(inst.Protocol())
 }
 
 // logNotification is an upstream's log message as the aggregator relays it

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
@@ -121,31 +122,43 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		limit    timeLimit
 	)
 	var decided verdict // the policy's and rate limits', for the audit log
+	// start is when a tools/call came, on the monotonic clock (monoNow): one
+	// clock read, which its deadline shares when nothing could wait between
+	// them (armedAt). A clock read is not cheap on every machine.
+	var start time.Duration
+	isError := unread // of the result returned, when send read it
 	if call {
-		defer func(start time.Time) {
+		start = monoNow()
+		defer func() {
 			if counted == nil {
 				counted = entry
 			}
-			p.observeCall(counted, start, callCtx, result, rpcErr, err)
-			if l := p.audit.Load(); l != nil {
-				p.auditCall(l, entry, inv.name, inv, decided, start, result, rpcErr, err)
+			if p.opts.Observer == nil && p.audit.Load() == nil {
+				return
 			}
-		}(time.Now())
+			elapsed := monoNow() - start
+			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
+			if l := p.audit.Load(); l != nil {
+				p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
+			}
+		}()
 	}
 	if inv.req != nil && !inv.req.Sessionless() {
 		defer func() {
 			// The session ended while the request ran: a lease it took
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
-			// not the session's.)
-			if !p.sessions.alive(inv.req.Session) {
+			// not the session's.) A stateless server's call takes none.
+			if (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
 				p.sessionEnded(inv.key)
 			}
 		}()
 	}
 	awaited, admitted := false, false
 	loginOffers := 0 // to a 2026-07-28 client (askLogin)
+	passes := 0
 	for retries := 0; ; {
+		passes++
 		st = p.current()
 		server = inv.server
 		if call {
@@ -200,7 +213,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		if call {
 			limit = toolLimit(rs.cfg, entry)
-			callCtx, deadline = callDeadline(ctx, inv.req, limit.d)
+			callCtx, deadline = callDeadline(ctx, inv.req, limit.d, armedAt(start, passes, st))
 		} else {
 			// Not necessarily its request's whole work (a listen stream
 			// subscribes on its own request): a context of its own.
@@ -328,9 +341,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
 		// Locals, so that inv itself stays on the stack.
-		progress, session, inst := inv.progress, inv.session(), grant.Instance
+		progress, session, inst, use := inv.progress, inv.session(), grant.Instance, deadline.uses()
 		up.OnProgress = func(params json.RawMessage) {
-			deadline.reset() // progress proves the call is alive
+			deadline.pushBack(use) // progress proves the call is alive
 			progress(p.relatedOut(params, inst, session))
 		}
 		if task != nil {
@@ -358,6 +371,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
+	if call && grant != nil {
+		upCtx = p.callerFor(upCtx, inv.req, rs, grant.Instance)
+	}
 	if call && grant != nil && (declaresTasksExtension(inv.req) || extTask) {
 		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
 	}
@@ -406,11 +422,18 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
 		}
 	}
-	if call && grant != nil && task == nil && isTaskHandle(raw) {
+	taskHandle, rawIsError := false, unread
+	if call && grant != nil {
+		taskHandle, rawIsError = resultHead(raw)
+		if rawIsError == unread {
+			taskHandle = isTaskHandle(raw)
+		}
+	}
+	if call && grant != nil && task == nil && taskHandle {
 		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
 	}
-	if extTask && task != nil && isTaskHandle(raw) {
+	if extTask && task != nil && taskHandle {
 		tp.drop()
 		created, rpcErr := p.extensionTaskCreated(task, entry.Server, grant.Instance, inv.key, limit, raw)
 		return created, rpcErr, nil
@@ -424,7 +447,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req))
+		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req)) // text added to content: isError stays
+		isError = rawIsError
 	}
 	p.keepResult(slot, raw)
 	return raw, nil, nil
@@ -562,31 +586,131 @@ func appendText(result json.RawMessage, texts []string) json.RawMessage {
 	return out
 }
 
+// armedAt is when the deadline of a tools/call that came at start starts
+// (callDeadline): start itself when nothing could wait between the two,
+// on the first pass of send's loop without a policy (which may ask the
+// user); else 0, for now.
+func armedAt(start time.Duration, passes int, st *state) time.Duration {
+	if passes == 1 && st.policy == nil {
+		return start
+	}
+	return 0
+}
+
 // deadline is a timeout that progress notifications push back.
+//
+// A call's deadline (callDeadline) is pooled with its timer, so that a call
+// allocates neither: it goes back to the pool when the call stops it, and
+// its fields are then guarded by mu, its timer set under mu too. The timer
+// is not stopped with a use, nor set again for the next one when it is
+// already set to fire no later than that use's time: when it fires early
+// (for an earlier use, or before a push back), it is set again for what is
+// left. So most calls touch no timer at all, only a lock, and a timer fires
+// at most once per timeout for nothing. A progress notification of an
+// earlier use (a late one, or a task's, whose progress outlives its call)
+// may still push the deadline back: a push back counts only for the use it
+// was made for (uses, pushBack), and a timeout cancels only the request of
+// the current use, once its time has come.
 type deadline struct {
 	timeout time.Duration
 	timer   *time.Timer
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // newDeadline's
+
+	pooled bool // callDeadline's: the fields below are under mu
+	mu     sync.Mutex
+	req    *downstream.Request // the request a timeout cancels; nil once stopped
+	when   time.Duration       // when it times out (monoNow); 0 while paused
+	use    uint64              // counts its uses, each a call's
+	set    bool                // the timer is set to fire, at fires
+	fires  time.Duration
 }
+
+// monoBase is what monoNow counts from.
+var monoBase = time.Now()
+
+// monoNow is the time on the monotonic clock since monoBase, for pooled
+// deadlines: one clock read, where time.Now makes two (the wall clock's
+// too), each of them costly on some virtual machines.
+func monoNow() time.Duration { return time.Since(monoBase) }
+
+// untimed is the deadline of a request without a time limit: every method
+// does nothing.
+var untimed = &deadline{}
+
+// callDeadlines are the stopped deadlines of calls, for the next ones.
+var callDeadlines = sync.Pool{New: func() any { return &deadline{pooled: true} }}
 
 // callDeadline is newDeadline for a call that is its request's whole work:
 // a timeout ends the request's own context (with ErrTimeout as the cause),
 // and the call needs no context of its own. The caller's ctx must come from
-// req's. stop then only stops the timer: the request's context is the
-// transport's to end.
-func callDeadline(ctx context.Context, req *downstream.Request, timeout time.Duration) (context.Context, *deadline) {
+// req's. stop then only stops the timer, and hands the deadline back to
+// the pool: the request's context is the transport's to end. at is when
+// the call came (monoNow), a moment ago at most (0: now); the timer is set
+// for timeout from now, so that the timeout never fires before it did when
+// each call read the clock for it.
+func callDeadline(ctx context.Context, req *downstream.Request, timeout, at time.Duration) (context.Context, *deadline) {
 	if req == nil || req.Cancel == nil {
 		return newDeadline(ctx, timeout)
 	}
-	d := &deadline{timeout: timeout}
-	if timeout > 0 {
-		d.timer = time.AfterFunc(timeout, func() { req.Cancel(ErrTimeout) })
+	if timeout <= 0 {
+		return ctx, untimed
 	}
+	if at == 0 {
+		at = monoNow()
+	}
+	d := callDeadlines.Get().(*deadline)
+	d.arm(req, timeout, at)
 	return ctx, d
 }
 
+// arm starts a pooled deadline's next use at at (monoNow): req is
+// cancelled unless it is stopped (or pushed back) within timeout.
+func (d *deadline) arm(req *downstream.Request, timeout, at time.Duration) {
+	d.mu.Lock()
+	d.timeout, d.req, d.use = timeout, req, d.use+1
+	d.when = at + timeout
+	if d.timer == nil {
+		d.timer = time.AfterFunc(timeout, d.expire)
+		d.set, d.fires = true, d.when
+	} else {
+		d.setLocked(timeout)
+	}
+	d.mu.Unlock()
+}
+
+// setLocked makes sure a pooled deadline's timer fires by when, timeout
+// from now: it is set again only when it is not set, or set for later.
+// Callers hold mu.
+func (d *deadline) setLocked(timeout time.Duration) {
+	if d.set && d.when >= d.fires {
+		return
+	}
+	d.timer.Reset(timeout)
+	d.set, d.fires = true, d.when
+}
+
+// expire is a pooled deadline's timer function: it cancels the request
+// of the current use once its time has come, and waits on for a use that
+// was pushed back (or began) after the timer was set.
+func (d *deadline) expire() {
+	d.mu.Lock()
+	d.set = false
+	req := d.req
+	if req == nil || d.when == 0 {
+		d.mu.Unlock()
+		return // stopped, or paused
+	}
+	if left := d.when - monoNow(); left > 0 {
+		d.setLocked(left)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	req.Cancel(ErrTimeout)
+}
+
 // noDeadline is the deadline of a request without a time limit.
-func noDeadline() *deadline { return &deadline{} }
+func noDeadline() *deadline { return untimed }
 
 func newDeadline(parent context.Context, timeout time.Duration) (context.Context, *deadline) {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -597,26 +721,89 @@ func newDeadline(parent context.Context, timeout time.Duration) (context.Context
 	return ctx, d
 }
 
+// reset restarts the timeout, on the call's own goroutine.
 func (d *deadline) reset() {
+	if d.pooled {
+		d.mu.Lock()
+		d.restartLocked()
+		d.mu.Unlock()
+		return
+	}
 	if d.timer != nil {
 		d.timer.Reset(d.timeout)
 	}
 }
 
+// uses is what pushBack takes: the current use.
+func (d *deadline) uses() uint64 {
+	if !d.pooled {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.use
+}
+
+// pushBack restarts the timeout for a progress notification of use
+// (uses): a pooled deadline stopped or in use by another call since is
+// left as it is.
+func (d *deadline) pushBack(use uint64) {
+	if !d.pooled {
+		d.reset()
+		return
+	}
+	d.mu.Lock()
+	if d.use == use {
+		d.restartLocked()
+	}
+	d.mu.Unlock()
+}
+
+// restartLocked restarts a pooled deadline's timeout unless it was
+// stopped. Callers hold mu.
+func (d *deadline) restartLocked() {
+	if d.req == nil {
+		return
+	}
+	d.when = monoNow() + d.timeout
+	d.setLocked(d.timeout)
+}
+
 // pause stops the timer until reset.
 func (d *deadline) pause() {
+	if d.pooled {
+		d.mu.Lock()
+		d.when = 0 // the timer, should it fire, finds nothing due
+		d.mu.Unlock()
+		return
+	}
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 }
 
 func (d *deadline) stop() {
+	if d.pooled {
+		if d.halt() {
+			callDeadlines.Put(d)
+		}
+		return
+	}
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 	if d.cancel != nil {
 		d.cancel(context.Canceled)
 	}
+}
+
+// halt ends a pooled deadline's use, and reports whether it was in use.
+func (d *deadline) halt() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	live := d.req != nil
+	d.req, d.when = nil, 0 // the timer is left as it is (setLocked)
+	return live
 }
 
 func (p *Proxy) sessionEnded(key session.Key) {

@@ -70,25 +70,61 @@ func (o CallOutcome) String() string {
 // callCtx is the call's own context, whose cause tells a timeout from
 // other errors.
 func callOutcome(callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) CallOutcome {
+	return outcomeOf(callCtx, result, rpcErr, err, unread)
+}
+
+// toolErrorFlag is what the forwarder read of a result's isError, if it
+// did (resultHead): the result then needs no scan of its own for it.
+type toolErrorFlag uint8
+
+const (
+	unread toolErrorFlag = iota
+	readFalse
+	readTrue
+)
+
+// outcomeOf is callOutcome, with what the forwarder read of the result's
+// isError.
+func outcomeOf(callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error, isError toolErrorFlag) CallOutcome {
 	switch {
 	case err != nil:
 		return CallCancelled
-	case callCtx != nil && errors.Is(context.Cause(callCtx), ErrTimeout):
+	case callCtx != nil && callCtx.Err() != nil && errors.Is(context.Cause(callCtx), ErrTimeout):
 		return CallTimeout
 	case rpcErr != nil:
 		return CallError
-	case rawjson.IsTrue(result, "isError"):
+	case isError == readTrue, isError == unread && rawjson.IsTrue(result, "isError"):
 		return CallToolError
 	}
 	return CallOK
 }
 
-// observeCall reports one call to the observer, if there is one.
-func (p *Proxy) observeCall(e *catalog.Entry, start time.Time, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+// observeCall reports one call, which took elapsed, to the observer, if
+// there is one. isError is what send read of the result's.
+func (p *Proxy) observeCall(e *catalog.Entry, elapsed time.Duration, callCtx context.Context, result json.RawMessage, rpcErr *jsonrpc.Error, err error, isError toolErrorFlag) {
 	if p.opts.Observer == nil {
 		return
 	}
-	p.opts.Observer.ToolCalled(e, callOutcome(callCtx, result, rpcErr, err), time.Since(start))
+	p.opts.Observer.ToolCalled(e, outcomeOf(callCtx, result, rpcErr, err, isError), elapsed)
+}
+
+// resultHeadNames are the members resultHead reads.
+var resultHeadNames = [...]string{"resultType", "isError"}
+
+// resultHead reads, in one pass over a tools/call result, whether it is a
+// task handle of the tasks extension (as isTaskHandle) and whether it says
+// isError: true (as callOutcome).
+func resultHead(raw json.RawMessage) (taskHandle bool, isError toolErrorFlag) {
+	var values [len(resultHeadNames)][]byte
+	if rawjson.Members(raw, resultHeadNames[:], values[:]) != nil {
+		return false, unread // not an object: each asks on its own
+	}
+	kind, _ := rawjson.String(values[0])
+	isError = readFalse
+	if v := values[1]; len(v) >= 4 && string(v[:4]) == "true" {
+		isError = readTrue
+	}
+	return kind == "task", isError
 }
 
 // Reload outcomes.

@@ -142,3 +142,27 @@ func TestIsToolError(t *testing.T) {
 		assert.Equal(t, want, isToolError(json.RawMessage(raw)), raw)
 	}
 }
+
+// resultHead reads in one pass what isTaskHandle and callOutcome read in
+// a pass each, and agrees with both.
+func TestResultHead(t *testing.T) {
+	for _, result := range []string{
+		`{"content":[]}`,
+		`{"content":[],"isError":false}`,
+		`{"isError":true,"content":[]}`,
+		`{"isError" : true}`,
+		`{"isError":false,"isError":true}`,
+		`{"content":[{"type":"text","text":"x","isError":true}]}`,
+		`{"resultType":"task","taskId":"x"}`,
+		`{"resultType":"complete","task":{"taskId":"x"}}`,
+		`{"resultType":"task","isError":true}`,
+	} {
+		taskHandle, isError := resultHead(json.RawMessage(result))
+		require.NotEqual(t, unread, isError, result)
+		assert.Equal(t, isTaskHandle(json.RawMessage(result)), taskHandle, result)
+		assert.Equal(t, callOutcome(context.Background(), []byte(result), nil, nil),
+			outcomeOf(context.Background(), nil, nil, nil, isError), result)
+	}
+	_, isError := resultHead(json.RawMessage(`[1]`))
+	assert.Equal(t, unread, isError, "not an object: read on its own")
+}

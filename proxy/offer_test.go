@@ -192,7 +192,7 @@ func TestLogMessagesOnlyForSessionsOfferedLogging(t *testing.T) {
 		req := &downstream.Request{Msg: call, Session: s, Protocol: "2025-11-25",
 			Send: func(m *jsonrpc.Message) bool { sent = append(sent, m); return true }}
 		p.logToRequest(req, logLevels["error"], msg)
-		level := upstream.CallerOf(p.withCallerLogLevel(context.Background(), req)).LogLevel()
+		level := upstream.CallerOf(p.withCaller(context.Background(), req)).LogLevel()
 		if s == bare {
 			assert.Empty(t, sent, "a session not offered logging got a log message")
 			assert.Empty(t, level, "a session not offered logging asks for log messages")

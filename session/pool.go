@@ -100,7 +100,10 @@ var ErrSessionEnded = errors.New("the session ended; initialize a new one")
 // ErrClosed is returned by a Pool that is shutting down.
 var ErrClosed = errors.New("server is being removed")
 
-// Grant is one use of an instance for one call.
+// Grant is one use of an instance for one call. A shared instance's calls
+// are all handed one Grant, made with its record (none of its fields
+// changes after that), so that a call allocates nothing to take it: a
+// Grant is read, never written, by its holders.
 type Grant struct {
 	Instance *upstream.Instance
 	// First is true on a session's first lease of this server (and after a
@@ -148,6 +151,7 @@ type record struct {
 	inflight int
 	restarts int
 	idle     chan struct{} // while draining: closed when inflight reaches 0
+	grant    *Grant        // a shared instance's one Grant (useShared); nil until its first call
 }
 
 func newRecord(inst *upstream.Instance, role string) *record {
@@ -287,6 +291,18 @@ func (p *Pool) use(rec *record) *Grant {
 	rec.inflight++
 	p.inflight++
 	return &Grant{Instance: rec.inst, pool: p, rec: rec}
+}
+
+// useShared is use for the shared instance rec, whose calls all get one
+// Grant: none of its fields is set per call. Callers hold mu.
+func (p *Pool) useShared(rec *record) *Grant {
+	rec.calls++
+	rec.inflight++
+	p.inflight++
+	if rec.grant == nil {
+		rec.grant = &Grant{Instance: rec.inst, pool: p, rec: rec}
+	}
+	return rec.grant
 }
 
 func (p *Pool) callDone(rec *record) {
