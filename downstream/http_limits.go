@@ -28,8 +28,7 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
-	body, err := readAtMost(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	var tooBig *http.MaxBytesError
+	body, err := readAtMost(t.limitBody(w, r, limit), r.ContentLength)
 	switch {
 	case err == nil:
 		// A read deadline left in place would end the connection's watch for
@@ -37,7 +36,7 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = http.NoBody // read whole: the connection may be kept
 		return body, nil
-	case errors.As(err, &tooBig):
+	case isTooBig(err):
 		return nil, tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, refusal(http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest,
@@ -46,6 +45,25 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	default:
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "the request body could not be read: %v", err)
 	}
+}
+
+// limitBody is r's body bounded by limit. A declared length (readBody
+// refused one over the limit) already bounds what net/http reads of the
+// body; a body of unknown length (chunked) is read through
+// http.MaxBytesReader, which also tells the server to close the connection
+// once the limit is passed.
+func (t *HTTP) limitBody(w http.ResponseWriter, r *http.Request, limit int64) io.Reader {
+	if r.ContentLength >= 0 {
+		return r.Body
+	}
+	return http.MaxBytesReader(w, r.Body, limit)
+}
+
+// isTooBig reports whether err is http.MaxBytesReader's: the body passed
+// its limit. (The target lives here, off the path of a body read whole.)
+func isTooBig(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
 }
 
 // eagerBody is the largest declared body allocated whole before it has
