@@ -33,6 +33,13 @@ type post struct {
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
+
+	// What serveRequest writes the response with, made with the post, in
+	// one allocation: the queue of messages ahead of the response, the
+	// response, and the writer that streams them while Handle runs.
+	out outbox
+	rs  responseStream
+	sw  streamWriter
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -273,14 +280,16 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.Client, req.Claims = c.Client, c.Claims
 	}
 	req.Cancel = cancel
-	out := newOutbox(t.opts.QueueSize, false)
-	rs := newResponseStream(p.w, t.opts.WriteTimeout)
+	out, rs := &p.out, &p.rs
+	out.limit = t.opts.QueueSize
+	rs.init(p.w, t.opts.WriteTimeout)
 	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter
 	if p.acceptSSE {
-		w = &streamWriter{rs: rs, out: out, heartbeat: t.opts.Heartbeat, cancel: cancel, log: t.log, method: req.Msg.Method}
-		out.started = w.start
+		w = &p.sw
+		w.rs, w.out, w.heartbeat, w.cancel, w.log, w.method = rs, out, t.opts.Heartbeat, cancel, t.log, req.Msg.Method
+		out.writer = w
 		req.Send = out.offer
 		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
 		defer beat.Stop()
@@ -339,6 +348,7 @@ type streamWriter struct {
 func (w *streamWriter) start(beat bool) {
 	w.once.Do(func() {
 		w.handled, w.exited = make(chan struct{}), make(chan struct{})
+		w.out.wakeWriter()
 		w.ran.Store(true)
 		go w.run(beat)
 	})
