@@ -246,23 +246,31 @@ func (t *HTTP) initialize(p *post) {
 // events; it writes until Handle returns and then leaves the rest to this
 // goroutine, which waits for it first. So one goroutine at a time writes.
 func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) {
-	// The request's context ends when the client leaves or cancels, when its
-	// session ends, at Shutdown, or once its response is finished.
-	base := t.ctx
-	if s != nil {
-		base = s.ctx
-	}
 	if req.Msg.Method != "subscriptions/listen" { // a listener waits; it is not work in flight
 		t.activity.begin()
 		defer func() { t.activity.end(time.Now()) }()
 	}
+	// The request's context ends when the client leaves or cancels, when its
+	// session ends, at Shutdown, or once its response is finished. A request
+	// of an open session is ended with it by endSession (cancelRequests),
+	// which Shutdown runs for every open session; a sessionless request,
+	// and an initialize, whose session is not registered yet, watch the
+	// transport's or their session's context instead.
 	ctx, cancel := context.WithCancelCause(p.r.Context())
 	defer cancel(errResponseEnded)
-	stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
-	defer stop()
+	if s == nil || p.fresh != nil {
+		base := t.ctx
+		if s != nil {
+			base = s.ctx
+		}
+		stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
+		defer stop()
+	}
 
+	var key string // the request's in its session
 	if s != nil {
-		if e := s.beginRequest(req.Msg.ID, cancel); e != nil {
+		var e *httpError
+		if key, e = s.beginRequest(req.Msg.ID, cancel); e != nil {
 			t.refuse(p.w, p.r, e.withID(req.Msg.ID))
 			return
 		}
@@ -302,18 +310,18 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.TraceParent, req.TraceState = tp[0], p.r.Header.Get("Tracestate")
 	}
 
-	resp := t.serve(ctx, req, s, after)
+	resp := t.serve(ctx, req, s, key, after)
 	if w != nil && !w.finish() {
 		return // a write failed: the stream is broken
 	}
 	t.respond(ctx, p, rs, out, req, resp)
 }
 
-// serve runs Handle, then after, and ends the request in its session
+// serve runs Handle, then after, and ends the request, key in its session,
 // whatever happens.
-func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
+func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key string, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
 	if s != nil {
-		defer s.endRequest(req.Msg.ID)
+		defer s.endRequest(key)
 	}
 	resp := t.handle(ctx, req)
 	if after != nil {
