@@ -158,15 +158,18 @@ type responseStream struct {
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
 	rs := &responseStream{}
 	rs.init(w, timeout)
-	return rs
-}
-
-// init readies the zero rs to write to w (a POST's, in place).
-func (rs *responseStream) init(w http.ResponseWriter, timeout time.Duration) {
-	rs.w, rs.rc, rs.timeout = w, *http.NewResponseController(w), timeout
 	// The server may have set a deadline for the whole response; this
 	// response bounds each write instead.
 	_ = rs.rc.SetWriteDeadline(time.Time{})
+	return rs
+}
+
+// init readies the zero rs to write to w (a POST's, in place). The
+// deadline the server set for the whole response is left to the first
+// write, which sets its own: every write of a POST's response goes through
+// rs, or into the server's buffer, which is written after finish.
+func (rs *responseStream) init(w http.ResponseWriter, timeout time.Duration) {
+	rs.w, rs.rc, rs.timeout = w, *http.NewResponseController(w), timeout
 }
 
 // startSSE sends the headers of an SSE stream.
@@ -223,13 +226,13 @@ func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
 // anything else was written.
 func (rs *responseStream) raw(status int, body []byte) error {
 	h := rs.w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType // the canonical key, set as Set would
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	rs.started, rs.bounded = true, true
 	// Nothing follows: the deadline of this write also bounds what the
 	// server writes after the handler returns (finish), so it is set once
-	// and not cleared (the next request on the connection clears it,
-	// newResponseStream).
+	// and not cleared (the server sets its own for the next request on the
+	// connection).
 	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
 	rs.w.WriteHeader(status)
 	_, err := rs.w.Write(body)
@@ -238,6 +241,11 @@ func (rs *responseStream) raw(status int, body []byte) error {
 	}
 	return err
 }
+
+// jsonContentType is the Content-Type of a JSON response, one slice for
+// every response: a header's values are replaced (Set) or appended to
+// (Add, which copies a full slice), never written in place.
+var jsonContentType = []string{"application/json"}
 
 // status writes a body-less response.
 func (rs *responseStream) status(code int) {
