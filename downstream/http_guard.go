@@ -36,6 +36,10 @@ func loopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
+	switch host {
+	case "127.0.0.1", "localhost", "::1": // what local clients send, known without parsing
+		return true
+	}
 	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true

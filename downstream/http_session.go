@@ -131,8 +131,7 @@ func (s *httpSession) beginLocked() bool {
 	if s.closed {
 		return false
 	}
-	s.busy++
-	s.lastUsed = time.Now()
+	s.busy++ // busy, s is not idle; end marks when it was last used
 	s.work.Add(1)
 	return true
 }
