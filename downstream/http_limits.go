@@ -27,13 +27,18 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
+	bounded := t.serverBoundsBody(r)
+	if !bounded {
+		_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
+	}
 	body, err := readAtMost(t.limitBody(w, r, limit), r.ContentLength)
 	switch {
 	case err == nil:
-		// A read deadline left in place would end the connection's watch for
-		// the client going away, and with it a long response.
-		_ = rc.SetReadDeadline(time.Time{})
+		if !bounded {
+			// A read deadline left in place would end the connection's watch
+			// for the client going away, and with it a long response.
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		r.Body = http.NoBody // read whole: the connection may be kept
 		return body, nil
 	case isTooBig(err):
@@ -45,6 +50,16 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	default:
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "the request body could not be read: %v", err)
 	}
+}
+
+// serverBoundsBody reports whether the server r came through bounds the
+// arrival of its body within BodyReadTimeout itself: a server of Serve,
+// whose ReadTimeout is one deadline for the headers and the body, which
+// net/http clears once the body was read whole. A request of any other
+// server gets a deadline for its body from readBody.
+func (t *HTTP) serverBoundsBody(r *http.Request) bool {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	return srv != nil && srv.ReadTimeout > 0 && srv.ReadTimeout <= t.opts.BodyReadTimeout
 }
 
 // limitBody is r's body bounded by limit. A declared length (readBody

@@ -2,6 +2,8 @@ package downstream
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -258,4 +260,39 @@ func TestHTTPProbesOverTheConnectionCap(t *testing.T) {
 	br = bufio.NewReader(past)
 	requireRefused(t, readResponse(t, past, br), http.StatusTooManyRequests, jsonrpc.CodeInvalidRequest, "reuse or close connections")
 	requireClosed(t, past, br)
+}
+
+// A request that runs longer than BodyReadTimeout is not cut off: the
+// server's read deadline, which bounds the arrival of the headers and the
+// body, ends once the body is read, and the next request on the connection
+// gets a deadline of its own.
+func TestHTTPLongRequestOutlivesTheReadTimeout(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	h := newHTTPFake()
+	ended := make(chan error, 2)
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}`)}
+		}
+		select {
+		case <-ctx.Done():
+			ended <- context.Cause(ctx)
+			return nil
+		case <-time.After(4 * timeout): // well past the deadline of its arrival
+		}
+		res, _ := jsonrpc.Result(nil, map[string]string{"method": req.Msg.Method})
+		return res
+	}
+	s := serveHTTP(t, h, HTTPOptions{BodyReadTimeout: timeout})
+	id := s.initialize(t)
+	for i := range 2 {
+		resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":`+itoa(i+2)+`,"method":"tools/call","params":{"name":"slow"}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.JSONEq(t, `{"method":"tools/call"}`, string(readMessage(t, resp).Result))
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("a request was cut off: %v", err)
+	default:
+	}
 }
