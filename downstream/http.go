@@ -427,9 +427,9 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	t.servers = append(t.servers, srv)
 	t.mu.Unlock()
 	limit := newClientLimit(ln, t.opts.MaxConnsPerClient, t.log)
+	srv.ConnContext = connContext
 	if len(t.opts.ProbePaths) > 0 {
 		limit.reserve = probeReserve
-		srv.ConnContext = probeContext
 		srv.Handler = limit.probesOnly(t.opts.ProbePaths, handler)
 	}
 	var served net.Listener = limit

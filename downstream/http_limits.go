@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -256,16 +257,31 @@ func (l *clientLimit) release(counts map[string]int, ip string) {
 // probeConnKey marks the context of a request on a probe connection.
 type probeConnKey struct{}
 
-// probeContext is the server's ConnContext: it marks requests that arrive
-// on a probe connection (under TLS, the connection inside).
-func probeContext(ctx context.Context, c net.Conn) context.Context {
+// connKey carries, in the context of a request on a connection within its
+// client's cap, that connection (connOf).
+type connKey struct{}
+
+// connContext is the server's ConnContext: it marks requests that arrive
+// on a probe connection, and gives the others their connection (under TLS,
+// the connection inside).
+func connContext(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if _, ok := c.(*probeConn); ok {
+	switch c := c.(type) {
+	case *probeConn:
 		return context.WithValue(ctx, probeConnKey{}, true)
+	case *countedConn:
+		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
+}
+
+// connOf is the connection a request arrived on under Serve, nil if none
+// is known.
+func connOf(ctx context.Context) *countedConn {
+	c, _ := ctx.Value(connKey{}).(*countedConn)
+	return c
 }
 
 // probesOnly serves a request on a probe connection only when it is a GET
@@ -323,11 +339,45 @@ func remoteIP(c net.Conn) string {
 	return host
 }
 
-// countedConn gives its slot back to the listener when closed.
+// countedConn gives its slot back to the listener when closed, and
+// remembers the write deadline last set on it (writeDeadline).
 type countedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	// deadline is the write deadline last set, in Unix nanoseconds (0:
+	// none).
+	deadline atomic.Int64
+}
+
+// SetDeadline sets both deadlines, remembering the one of writes.
+func (c *countedConn) SetDeadline(t time.Time) error {
+	c.noteWriteDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+// SetWriteDeadline sets the write deadline, and remembers it.
+func (c *countedConn) SetWriteDeadline(t time.Time) error {
+	c.noteWriteDeadline(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *countedConn) noteWriteDeadline(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.deadline.Store(ns)
+}
+
+// writeDeadline is the write deadline in place (zero: none), so that a
+// response can keep one that leaves it time enough instead of setting its
+// own (responseStream.raw).
+func (c *countedConn) writeDeadline() time.Time {
+	if ns := c.deadline.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 func (c *countedConn) Close() error {

@@ -296,3 +296,31 @@ func TestHTTPLongRequestOutlivesTheReadTimeout(t *testing.T) {
 	default:
 	}
 }
+
+// A client that stops reading a JSON answer loses it within the write
+// timeout: the write deadline in place (the server's, which the answer
+// keeps while it leaves half the timeout) cuts the write off, and the
+// request ends.
+func TestHTTPJSONAnswerToAClientThatStopsReadingIsCut(t *testing.T) {
+	big := strings.Repeat("x", 32<<20)
+	started := make(chan struct{}, 1)
+	h := newHTTPFake()
+	h.handle = func(context.Context, *Request) *jsonrpc.Message {
+		started <- struct{}{}
+		res, _ := jsonrpc.Result(nil, map[string]string{"text": big})
+		return res
+	}
+	s := serveHTTP(t, h, HTTPOptions{WriteTimeout: 100 * time.Millisecond})
+	c := s.dial(t)
+	body := modernBody("tools/list", "2026-07-28", "")
+	hdr := "Content-Length: " + itoa(len(body)) + "\r\nAccept: application/json\r\n"
+	for k, v := range modernHeaders("tools/list", "") {
+		hdr += k + ": " + v + "\r\n"
+	}
+	s.rawPost(t, c, hdr, body)
+	recv(t, started)
+	require.Eventually(t, func() bool { return s.tr.InFlight() == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the request ends although its answer could not be written")
+	got, _ := io.ReadAll(c) // what the kernel took before the write was cut off, then the close
+	assert.Less(t, len(got), len(big))
+}

@@ -291,6 +291,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	out, rs := &p.out, &p.rs
 	out.limit = t.opts.QueueSize
 	rs.init(p.w, t.opts.WriteTimeout)
+	rs.conn = connOf(p.r.Context())
 	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter

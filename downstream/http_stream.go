@@ -153,6 +153,10 @@ type responseStream struct {
 	// bounded: the whole response was written (raw), and the deadline of
 	// that write stays in place for what the server still writes (finish).
 	bounded bool
+	// conn is the connection w writes to, when known (connOf): raw keeps
+	// the write deadline the server set as it read the request when that
+	// leaves at least half the timeout.
+	conn *countedConn
 }
 
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
@@ -232,14 +236,29 @@ func (rs *responseStream) raw(status int, body []byte) error {
 	// Nothing follows: the deadline of this write also bounds what the
 	// server writes after the handler returns (finish), so it is set once
 	// and not cleared (the server sets its own for the next request on the
-	// connection).
-	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	// connection). The one the server set as it read this request (its
+	// WriteTimeout, under Serve) is kept while it leaves half the timeout,
+	// as it does for all but slow calls: a deadline change costs about a
+	// microsecond.
+	if !rs.deadlineAhead() {
+		_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	}
 	rs.w.WriteHeader(status)
 	_, err := rs.w.Write(body)
 	if err == nil {
 		err = rs.rc.Flush()
 	}
 	return err
+}
+
+// deadlineAhead reports whether the write deadline in place on the
+// connection leaves at least half the timeout.
+func (rs *responseStream) deadlineAhead() bool {
+	if rs.conn == nil {
+		return false
+	}
+	dl := rs.conn.writeDeadline()
+	return !dl.IsZero() && time.Until(dl) >= rs.timeout/2
 }
 
 // jsonContentType is the Content-Type of a JSON response, one slice for
