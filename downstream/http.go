@@ -265,6 +265,7 @@ type HTTP struct {
 
 	draining atomic.Bool // Drain was called: no new sessions (http_drain.go)
 	activity *activity   // requests being served, and when the last ended (InFlight, Quiet)
+	beats    beats       // the requests whose responses become streams after a heartbeat interval
 }
 
 // Reasons a request's context ends, told apart by context.Cause.
@@ -284,6 +285,7 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	t.beats.interval, t.beats.life = opts.Heartbeat, t.ctx
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)
 	t.maxBatch.Store(opts.MaxBatchBytes)

@@ -37,9 +37,10 @@ type post struct {
 	// What serveRequest writes the response with, made with the post, in
 	// one allocation: the queue of messages ahead of the response, the
 	// response, and the writer that streams them while Handle runs.
-	out outbox
-	rs  responseStream
-	sw  streamWriter
+	out  outbox
+	rs   responseStream
+	sw   streamWriter
+	beat beat // its place among the requests awaiting a heartbeat (beats)
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -300,8 +301,8 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		w.rs, w.out, w.heartbeat, w.cancel, w.log, w.method = rs, out, t.opts.Heartbeat, cancel, t.log, req.Msg.Method
 		out.writer = w
 		req.Send = out.offer
-		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
-		defer beat.Stop()
+		t.beats.add(&p.beat, w) // a stream once it runs a heartbeat interval
+		defer t.beats.remove(&p.beat)
 		defer w.finish() // also when a panic ends the request
 	}
 	if s != nil && usesRequests(req) {
