@@ -85,8 +85,8 @@ type HTTPOptions struct {
 	// MaxConnsPerClient connections per client may cost. Larger headers are
 	// answered 431.
 	MaxHeaderBytes int
-	// BodyReadTimeout bounds the arrival of a request's headers, and then of
-	// its whole body (default 30s).
+	// BodyReadTimeout bounds the arrival of a request's headers and whole
+	// body, from the request's first byte (default 30s).
 	BodyReadTimeout time.Duration
 	// WriteTimeout bounds each write to a client (default 30s). A client that stops reading loses its stream; it
 	// never holds up anyone else.
@@ -265,6 +265,7 @@ type HTTP struct {
 
 	draining atomic.Bool // Drain was called: no new sessions (http_drain.go)
 	activity *activity   // requests being served, and when the last ended (InFlight, Quiet)
+	beats    beats       // the requests whose responses become streams after a heartbeat interval
 }
 
 // Reasons a request's context ends, told apart by context.Cause.
@@ -284,6 +285,7 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 	t.perClient.Frees = "end the sessions it no longer uses with DELETE (idle ones end after --session-idle-ttl)"
 	t.perClient.SetMax(opts.MaxSessionsPerClient)
 	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	t.beats.interval, t.beats.life = opts.Heartbeat, t.ctx
 	t.SetAllowedOrigins(opts.AllowedOrigins)
 	t.maxBody.Store(opts.MaxBodyBytes)
 	t.maxBatch.Store(opts.MaxBatchBytes)
@@ -406,14 +408,18 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: t.opts.BodyReadTimeout,
-		MaxHeaderBytes:    t.opts.MaxHeaderBytes,
-		// No ReadTimeout: it would cut long streams. The body's read is
-		// bounded per request (readBody). WriteTimeout gives every request a
-		// fresh write deadline; the MCP endpoint then bounds each of its
-		// writes itself.
-		WriteTimeout: t.opts.WriteTimeout,
-		IdleTimeout:  t.opts.IdleTimeout,
-		ErrorLog:     slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
+		// One deadline, which net/http sets once per request, for the
+		// headers and then the body (readBody sets none of its own:
+		// serverBoundsBody). It does not cut long responses or streams:
+		// net/http clears it once the body was read whole, as its watch for
+		// the client going away begins (at once for a request without a
+		// body). WriteTimeout gives every request a fresh write deadline;
+		// the MCP endpoint then bounds each of its writes itself.
+		ReadTimeout:    t.opts.BodyReadTimeout,
+		MaxHeaderBytes: t.opts.MaxHeaderBytes,
+		WriteTimeout:   t.opts.WriteTimeout,
+		IdleTimeout:    t.opts.IdleTimeout,
+		ErrorLog:       slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
 	}
 	t.mu.Lock()
 	if t.closed {
@@ -423,9 +429,9 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 	t.servers = append(t.servers, srv)
 	t.mu.Unlock()
 	limit := newClientLimit(ln, t.opts.MaxConnsPerClient, t.log)
+	srv.ConnContext = connContext
 	if len(t.opts.ProbePaths) > 0 {
 		limit.reserve = probeReserve
-		srv.ConnContext = probeContext
 		srv.Handler = limit.probesOnly(t.opts.ProbePaths, handler)
 	}
 	var served net.Listener = limit

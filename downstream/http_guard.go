@@ -36,6 +36,10 @@ func loopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
+	switch host {
+	case "127.0.0.1", "localhost", "::1": // what local clients send, known without parsing
+		return true
+	}
 	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -92,14 +96,24 @@ func normalizeOrigin(s string) (string, bool) {
 // body exist to prevent.
 var singleHeaders = [...]string{headerSessionID, headerProtocol, headerMethod, headerName, headerLastEventID, HeaderLease}
 
+// singleKeys are singleHeaders as net/http keys them (Last-Event-ID is
+// stored as Last-Event-Id), so that the check of every request looks them
+// up without canonicalizing, and allocating, a name per request.
+var singleKeys = func() (keys [len(singleHeaders)]string) {
+	for i, name := range singleHeaders {
+		keys[i] = http.CanonicalHeaderKey(name)
+	}
+	return keys
+}()
+
 // checkRepeated refuses a request that sends one of singleHeaders more
 // than once.
 // A header of those protocol 2026-07-28 mirrors from the body
 // (MCP-Protocol-Version, Mcp-Method, Mcp-Name) sent twice by a request of
 // that generation is a malformed header, -32020 (HeaderMismatch).
 func checkRepeated(r *http.Request) *httpError {
-	for _, name := range singleHeaders {
-		if n := len(r.Header.Values(name)); n > 1 {
+	for i, name := range singleHeaders {
+		if n := len(r.Header[singleKeys[i]]); n > 1 {
 			code := jsonrpc.CodeInvalidRequest
 			if mirrored(name) && slices.ContainsFunc(r.Header.Values(headerProtocol), protocol.Modern) {
 				code = codeHeaderMismatch

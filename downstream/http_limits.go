@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -27,17 +28,21 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
-	body, err := readAtMost(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	var tooBig *http.MaxBytesError
+	bounded := t.serverBoundsBody(r)
+	if !bounded {
+		_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
+	}
+	body, err := readAtMost(t.limitBody(w, r, limit), r.ContentLength)
 	switch {
 	case err == nil:
-		// A read deadline left in place would end the connection's watch for
-		// the client going away, and with it a long response.
-		_ = rc.SetReadDeadline(time.Time{})
+		if !bounded {
+			// A read deadline left in place would end the connection's watch
+			// for the client going away, and with it a long response.
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		r.Body = http.NoBody // read whole: the connection may be kept
 		return body, nil
-	case errors.As(err, &tooBig):
+	case isTooBig(err):
 		return nil, tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, refusal(http.StatusRequestTimeout, jsonrpc.CodeInvalidRequest,
@@ -46,6 +51,35 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpEr
 	default:
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "the request body could not be read: %v", err)
 	}
+}
+
+// serverBoundsBody reports whether the server r came through bounds the
+// arrival of its body within BodyReadTimeout itself: a server of Serve,
+// whose ReadTimeout is one deadline for the headers and the body, which
+// net/http clears once the body was read whole. A request of any other
+// server gets a deadline for its body from readBody.
+func (t *HTTP) serverBoundsBody(r *http.Request) bool {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	return srv != nil && srv.ReadTimeout > 0 && srv.ReadTimeout <= t.opts.BodyReadTimeout
+}
+
+// limitBody is r's body bounded by limit. A declared length (readBody
+// refused one over the limit) already bounds what net/http reads of the
+// body; a body of unknown length (chunked) is read through
+// http.MaxBytesReader, which also tells the server to close the connection
+// once the limit is passed.
+func (t *HTTP) limitBody(w http.ResponseWriter, r *http.Request, limit int64) io.Reader {
+	if r.ContentLength >= 0 {
+		return r.Body
+	}
+	return http.MaxBytesReader(w, r.Body, limit)
+}
+
+// isTooBig reports whether err is http.MaxBytesReader's: the body passed
+// its limit. (The target lives here, off the path of a body read whole.)
+func isTooBig(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
 }
 
 // eagerBody is the largest declared body allocated whole before it has
@@ -223,16 +257,31 @@ func (l *clientLimit) release(counts map[string]int, ip string) {
 // probeConnKey marks the context of a request on a probe connection.
 type probeConnKey struct{}
 
-// probeContext is the server's ConnContext: it marks requests that arrive
-// on a probe connection (under TLS, the connection inside).
-func probeContext(ctx context.Context, c net.Conn) context.Context {
+// connKey carries, in the context of a request on a connection within its
+// client's cap, that connection (connOf).
+type connKey struct{}
+
+// connContext is the server's ConnContext: it marks requests that arrive
+// on a probe connection, and gives the others their connection (under TLS,
+// the connection inside).
+func connContext(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if _, ok := c.(*probeConn); ok {
+	switch c := c.(type) {
+	case *probeConn:
 		return context.WithValue(ctx, probeConnKey{}, true)
+	case *countedConn:
+		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
+}
+
+// connOf is the connection a request arrived on under Serve, nil if none
+// is known.
+func connOf(ctx context.Context) *countedConn {
+	c, _ := ctx.Value(connKey{}).(*countedConn)
+	return c
 }
 
 // probesOnly serves a request on a probe connection only when it is a GET
@@ -290,11 +339,45 @@ func remoteIP(c net.Conn) string {
 	return host
 }
 
-// countedConn gives its slot back to the listener when closed.
+// countedConn gives its slot back to the listener when closed, and
+// remembers the write deadline last set on it (writeDeadline).
 type countedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	// deadline is the write deadline last set, in Unix nanoseconds (0:
+	// none).
+	deadline atomic.Int64
+}
+
+// SetDeadline sets both deadlines, remembering the one of writes.
+func (c *countedConn) SetDeadline(t time.Time) error {
+	c.noteWriteDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+// SetWriteDeadline sets the write deadline, and remembers it.
+func (c *countedConn) SetWriteDeadline(t time.Time) error {
+	c.noteWriteDeadline(t)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *countedConn) noteWriteDeadline(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.deadline.Store(ns)
+}
+
+// writeDeadline is the write deadline in place (zero: none), so that a
+// response can keep one that leaves it time enough instead of setting its
+// own (responseStream.raw).
+func (c *countedConn) writeDeadline() time.Time {
+	if ns := c.deadline.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 func (c *countedConn) Close() error {

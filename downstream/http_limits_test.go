@@ -2,6 +2,8 @@ package downstream
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -258,4 +260,67 @@ func TestHTTPProbesOverTheConnectionCap(t *testing.T) {
 	br = bufio.NewReader(past)
 	requireRefused(t, readResponse(t, past, br), http.StatusTooManyRequests, jsonrpc.CodeInvalidRequest, "reuse or close connections")
 	requireClosed(t, past, br)
+}
+
+// A request that runs longer than BodyReadTimeout is not cut off: the
+// server's read deadline, which bounds the arrival of the headers and the
+// body, ends once the body is read, and the next request on the connection
+// gets a deadline of its own.
+func TestHTTPLongRequestOutlivesTheReadTimeout(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	h := newHTTPFake()
+	ended := make(chan error, 2)
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"fake","version":"1"}}`)}
+		}
+		select {
+		case <-ctx.Done():
+			ended <- context.Cause(ctx)
+			return nil
+		case <-time.After(4 * timeout): // well past the deadline of its arrival
+		}
+		res, _ := jsonrpc.Result(nil, map[string]string{"method": req.Msg.Method})
+		return res
+	}
+	s := serveHTTP(t, h, HTTPOptions{BodyReadTimeout: timeout})
+	id := s.initialize(t)
+	for i := range 2 {
+		resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":`+itoa(i+2)+`,"method":"tools/call","params":{"name":"slow"}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.JSONEq(t, `{"method":"tools/call"}`, string(readMessage(t, resp).Result))
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("a request was cut off: %v", err)
+	default:
+	}
+}
+
+// A client that stops reading a JSON answer loses it within the write
+// timeout: the write deadline in place (the server's, which the answer
+// keeps while it leaves half the timeout) cuts the write off, and the
+// request ends.
+func TestHTTPJSONAnswerToAClientThatStopsReadingIsCut(t *testing.T) {
+	big := strings.Repeat("x", 32<<20)
+	started := make(chan struct{}, 1)
+	h := newHTTPFake()
+	h.handle = func(context.Context, *Request) *jsonrpc.Message {
+		started <- struct{}{}
+		res, _ := jsonrpc.Result(nil, map[string]string{"text": big})
+		return res
+	}
+	s := serveHTTP(t, h, HTTPOptions{WriteTimeout: 100 * time.Millisecond})
+	c := s.dial(t)
+	body := modernBody("tools/list", "2026-07-28", "")
+	hdr := "Content-Length: " + itoa(len(body)) + "\r\nAccept: application/json\r\n"
+	for k, v := range modernHeaders("tools/list", "") {
+		hdr += k + ": " + v + "\r\n"
+	}
+	s.rawPost(t, c, hdr, body)
+	recv(t, started)
+	require.Eventually(t, func() bool { return s.tr.InFlight() == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the request ends although its answer could not be written")
+	got, _ := io.ReadAll(c) // what the kernel took before the write was cut off, then the close
+	assert.Less(t, len(got), len(big))
 }

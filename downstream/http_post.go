@@ -33,6 +33,14 @@ type post struct {
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
+
+	// What serveRequest writes the response with, made with the post, in
+	// one allocation: the queue of messages ahead of the response, the
+	// response, and the writer that streams them while Handle runs.
+	out  outbox
+	rs   responseStream
+	sw   streamWriter
+	beat beat // its place among the requests awaiting a heartbeat (beats)
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -239,23 +247,31 @@ func (t *HTTP) initialize(p *post) {
 // events; it writes until Handle returns and then leaves the rest to this
 // goroutine, which waits for it first. So one goroutine at a time writes.
 func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) {
-	// The request's context ends when the client leaves or cancels, when its
-	// session ends, at Shutdown, or once its response is finished.
-	base := t.ctx
-	if s != nil {
-		base = s.ctx
-	}
 	if req.Msg.Method != "subscriptions/listen" { // a listener waits; it is not work in flight
 		t.activity.begin()
 		defer func() { t.activity.end(time.Now()) }()
 	}
+	// The request's context ends when the client leaves or cancels, when its
+	// session ends, at Shutdown, or once its response is finished. A request
+	// of an open session is ended with it by endSession (cancelRequests),
+	// which Shutdown runs for every open session; a sessionless request,
+	// and an initialize, whose session is not registered yet, watch the
+	// transport's or their session's context instead.
 	ctx, cancel := context.WithCancelCause(p.r.Context())
 	defer cancel(errResponseEnded)
-	stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
-	defer stop()
+	if s == nil || p.fresh != nil {
+		base := t.ctx
+		if s != nil {
+			base = s.ctx
+		}
+		stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
+		defer stop()
+	}
 
+	var key string // the request's in its session
 	if s != nil {
-		if e := s.beginRequest(req.Msg.ID, cancel); e != nil {
+		var e *httpError
+		if key, e = s.beginRequest(req.Msg.ID, cancel); e != nil {
 			t.refuse(p.w, p.r, e.withID(req.Msg.ID))
 			return
 		}
@@ -273,17 +289,20 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.Client, req.Claims = c.Client, c.Claims
 	}
 	req.Cancel = cancel
-	out := newOutbox(t.opts.QueueSize, false)
-	rs := newResponseStream(p.w, t.opts.WriteTimeout)
+	out, rs := &p.out, &p.rs
+	out.limit = t.opts.QueueSize
+	rs.init(p.w, t.opts.WriteTimeout)
+	rs.conn = connOf(p.r.Context())
 	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter
 	if p.acceptSSE {
-		w = &streamWriter{rs: rs, out: out, heartbeat: t.opts.Heartbeat, cancel: cancel, log: t.log, method: req.Msg.Method}
-		out.started = w.start
+		w = &p.sw
+		w.rs, w.out, w.heartbeat, w.cancel, w.log, w.method = rs, out, t.opts.Heartbeat, cancel, t.log, req.Msg.Method
+		out.writer = w
 		req.Send = out.offer
-		beat := time.AfterFunc(t.opts.Heartbeat, func() { w.start(true) })
-		defer beat.Stop()
+		t.beats.add(&p.beat, w) // a stream once it runs a heartbeat interval
+		defer t.beats.remove(&p.beat)
 		defer w.finish() // also when a panic ends the request
 	}
 	if s != nil && usesRequests(req) {
@@ -293,18 +312,18 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		req.TraceParent, req.TraceState = tp[0], p.r.Header.Get("Tracestate")
 	}
 
-	resp := t.serve(ctx, req, s, after)
+	resp := t.serve(ctx, req, s, key, after)
 	if w != nil && !w.finish() {
 		return // a write failed: the stream is broken
 	}
 	t.respond(ctx, p, rs, out, req, resp)
 }
 
-// serve runs Handle, then after, and ends the request in its session
+// serve runs Handle, then after, and ends the request, key in its session,
 // whatever happens.
-func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
+func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key string, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
 	if s != nil {
-		defer s.endRequest(req.Msg.ID)
+		defer s.endRequest(key)
 	}
 	resp := t.handle(ctx, req)
 	if after != nil {
@@ -339,6 +358,7 @@ type streamWriter struct {
 func (w *streamWriter) start(beat bool) {
 	w.once.Do(func() {
 		w.handled, w.exited = make(chan struct{}), make(chan struct{})
+		w.out.wakeWriter()
 		w.ran.Store(true)
 		go w.run(beat)
 	})

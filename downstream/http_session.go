@@ -131,8 +131,7 @@ func (s *httpSession) beginLocked() bool {
 	if s.closed {
 		return false
 	}
-	s.busy++
-	s.lastUsed = time.Now()
+	s.busy++ // busy, s is not idle; end marks when it was last used
 	s.work.Add(1)
 	return true
 }
@@ -154,27 +153,45 @@ func (s *httpSession) Attached() bool {
 }
 
 // beginRequest begins the request with id, cancelled by cancel when the
-// client sends notifications/cancelled for it.
-func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) *httpError {
+// client sends notifications/cancelled for it and when s ends
+// (cancelRequests). It returns the request's key, for endRequest.
+func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) (string, *httpError) {
 	key := jsonrpc.IDKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[key]; dup && !s.closed {
-		return refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+		return "", refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"request id %s is already in flight in this session: use a new id for each request", id)
 	}
 	if !s.beginLocked() {
-		return sessionGone()
+		return "", sessionGone()
 	}
 	s.inflight[key] = cancel
-	return nil
+	return key, nil
 }
 
-func (s *httpSession) endRequest(id json.RawMessage) {
+// endRequest ends the request beginRequest began with key.
+func (s *httpSession) endRequest(key string) {
 	s.mu.Lock()
-	delete(s.inflight, jsonrpc.IDKey(id))
+	delete(s.inflight, key)
 	s.mu.Unlock()
 	s.end()
+}
+
+// cancelRequests ends the requests in flight in s, which has ended (no
+// request begins in it any more), with cause. Their contexts derive from
+// their HTTP requests', not from s.ctx, so that a call needs no watch of
+// its own on the session's end (serveRequest).
+func (s *httpSession) cancelRequests(cause error) {
+	s.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(s.inflight))
+	for _, cancel := range s.inflight {
+		cancels = append(cancels, cancel)
+	}
+	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(cause)
+	}
 }
 
 // cancelRequest applies notifications/cancelled, whose params are params.
@@ -279,6 +296,7 @@ func (t *HTTP) endSession(s *httpSession, idleSince time.Time, why string) bool 
 	t.mu.Unlock()
 
 	s.cancel(errSessionEnded)
+	s.cancelRequests(context.Cause(s.ctx)) // errShutdown when Shutdown ended it
 	t.log.Info("session ended", "session", s.logID(), "why", why)
 	go func() {
 		defer t.ending.Done()

@@ -16,9 +16,16 @@ import (
 // offer succeeds, so a writer that drains the queue after closing it has
 // every message that was accepted. The queue grows as messages come: most
 // responses carry none, and pay for none.
+//
+// A POST's queue (post.out) is used in place from its zero value, with its
+// limit and writer set (serveRequest): it makes no channel until its writer starts
+// (streamWriter.start), and has no done, which only a GET stream's writer
+// waits on.
 type outbox struct {
-	wake chan struct{} // holds a signal while messages may be waiting
-	done chan struct{} // closed once the writer takes no more messages
+	// wake holds a signal while messages may be waiting; a POST's is made
+	// when its writer starts.
+	wake chan struct{}
+	done chan struct{} // closed once the writer takes no more messages; nil for a POST's
 	// closeWhenFull ends the stream on overflow instead of dropping the one
 	// message: a GET stream that silently lost a notification would look
 	// healthy, while a closed one makes the client reconnect.
@@ -30,9 +37,9 @@ type outbox struct {
 	head   int
 	limit  int
 	bytes  int // queuedSize of the waiting messages
-	// started, when set, is called (without mu) after a message is queued,
-	// to make sure a writer is running.
-	started func(beat bool)
+	// writer, when set, is started (without mu) after a message is queued,
+	// to make sure it is running.
+	writer *streamWriter
 }
 
 // maxQueuedBytes bounds the messages waiting on one stream in bytes, as the
@@ -60,10 +67,19 @@ func (q *outbox) offer(m *jsonrpc.Message) bool {
 	if !q.queue(m) {
 		return false
 	}
-	if q.started != nil {
-		q.started(false)
+	if q.writer != nil {
+		q.writer.start(false)
 	}
 	return true
+}
+
+// wakeWriter makes the channel that wakes the writer of a POST's queue,
+// holding a signal for what was queued before; the writer starts after it.
+func (q *outbox) wakeWriter() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.wake = make(chan struct{}, 1)
+	q.wake <- struct{}{}
 }
 
 func (q *outbox) queue(m *jsonrpc.Message) bool {
@@ -81,9 +97,11 @@ func (q *outbox) queue(m *jsonrpc.Message) bool {
 	}
 	q.msgs = append(q.msgs, m)
 	q.bytes += size
-	select {
-	case q.wake <- struct{}{}:
-	default: // a signal is already waiting
+	if q.wake != nil { // else no writer started yet: it starts with a signal
+		select {
+		case q.wake <- struct{}{}:
+		default: // a signal is already waiting
+		}
 	}
 	return true
 }
@@ -115,7 +133,9 @@ func (q *outbox) close() {
 func (q *outbox) closeLocked() {
 	if !q.closed {
 		q.closed = true
-		close(q.done)
+		if q.done != nil {
+			close(q.done)
+		}
 	}
 }
 
@@ -126,21 +146,34 @@ func (q *outbox) closeLocked() {
 // quiet stream stays open however long it lasts.
 type responseStream struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController // of w
 	timeout time.Duration
 	started bool // the status line and headers went out
 	sse     bool // ... as text/event-stream
 	// bounded: the whole response was written (raw), and the deadline of
 	// that write stays in place for what the server still writes (finish).
 	bounded bool
+	// conn is the connection w writes to, when known (connOf): raw keeps
+	// the write deadline the server set as it read the request when that
+	// leaves at least half the timeout.
+	conn *countedConn
 }
 
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
-	rs := &responseStream{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	rs := &responseStream{}
+	rs.init(w, timeout)
 	// The server may have set a deadline for the whole response; this
 	// response bounds each write instead.
 	_ = rs.rc.SetWriteDeadline(time.Time{})
 	return rs
+}
+
+// init readies the zero rs to write to w (a POST's, in place). The
+// deadline the server set for the whole response is left to the first
+// write, which sets its own: every write of a POST's response goes through
+// rs, or into the server's buffer, which is written after finish.
+func (rs *responseStream) init(w http.ResponseWriter, timeout time.Duration) {
+	rs.w, rs.rc, rs.timeout = w, *http.NewResponseController(w), timeout
 }
 
 // startSSE sends the headers of an SSE stream.
@@ -197,14 +230,19 @@ func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
 // anything else was written.
 func (rs *responseStream) raw(status int, body []byte) error {
 	h := rs.w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType // the canonical key, set as Set would
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	rs.started, rs.bounded = true, true
 	// Nothing follows: the deadline of this write also bounds what the
 	// server writes after the handler returns (finish), so it is set once
-	// and not cleared (the next request on the connection clears it,
-	// newResponseStream).
-	_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	// and not cleared (the server sets its own for the next request on the
+	// connection). The one the server set as it read this request (its
+	// WriteTimeout, under Serve) is kept while it leaves half the timeout,
+	// as it does for all but slow calls: a deadline change costs about a
+	// microsecond.
+	if !rs.deadlineAhead() {
+		_ = rs.rc.SetWriteDeadline(time.Now().Add(rs.timeout))
+	}
 	rs.w.WriteHeader(status)
 	_, err := rs.w.Write(body)
 	if err == nil {
@@ -212,6 +250,21 @@ func (rs *responseStream) raw(status int, body []byte) error {
 	}
 	return err
 }
+
+// deadlineAhead reports whether the write deadline in place on the
+// connection leaves at least half the timeout.
+func (rs *responseStream) deadlineAhead() bool {
+	if rs.conn == nil {
+		return false
+	}
+	dl := rs.conn.writeDeadline()
+	return !dl.IsZero() && time.Until(dl) >= rs.timeout/2
+}
+
+// jsonContentType is the Content-Type of a JSON response, one slice for
+// every response: a header's values are replaced (Set) or appended to
+// (Add, which copies a full slice), never written in place.
+var jsonContentType = []string{"application/json"}
 
 // status writes a body-less response.
 func (rs *responseStream) status(code int) {

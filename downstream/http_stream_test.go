@@ -450,3 +450,49 @@ func TestHTTPShutdownIsBoundedByItsContext(t *testing.T) {
 	close(release)
 	assert.Equal(t, id, recv(t, h.closed).Key(), "SessionClosed once it returned")
 }
+
+// Every request still running after a heartbeat interval gets its
+// heartbeat, however many wait together, and so does one that begins after
+// they all ended (the transport's one waiting goroutine starts again).
+func TestHTTPHeartbeatsReachEveryLongRequest(t *testing.T) {
+	h := newHTTPFake()
+	release := make(chan struct{})
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+	}
+	s := serveHTTP(t, h, HTTPOptions{Heartbeat: 10 * time.Millisecond})
+	beaten := func(n int) {
+		resps := make(chan *http.Response, n)
+		for range n {
+			go func() {
+				resps <- s.post(t, modernBody("tools/list", "2026-07-28", ""), modernHeaders("tools/list", ""))
+			}()
+		}
+		var readers []*bufio.Reader
+		for range n {
+			resp := recv(t, resps)
+			t.Cleanup(func() { resp.Body.Close() })
+			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+			br := bufio.NewReader(resp.Body)
+			line, err := br.ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, ": keep-alive\n", line)
+			readers = append(readers, br)
+		}
+		for range n {
+			release <- struct{}{} // each to one request
+		}
+		for _, br := range readers {
+			m, err := (&sse{r: br}).next()
+			require.NoError(t, err)
+			assert.JSONEq(t, `7`, string(m.ID))
+		}
+	}
+	beaten(3)
+	require.Eventually(t, func() bool { return s.tr.InFlight() == 0 }, 5*time.Second, time.Millisecond)
+	beaten(1)
+}

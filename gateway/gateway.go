@@ -47,7 +47,8 @@ func (g *Gateway) Handler() http.Handler {
 	// A browser page of an allowed origin gets its CORS preflight answered
 	// before authentication: a browser sends no credentials with one. A
 	// foreign Host or Origin is refused before authentication too.
-	mux.Handle("/mcp", g.Edge.CORS(g.guard(g.protect(g.Edge))))
+	endpoint := g.Edge.CORS(g.guard(g.protect(g.Edge)))
+	mux.Handle("/mcp", endpoint)
 	// views.<name> at /mcp/<name>: the same endpoint, a narrower catalog.
 	mux.Handle("/mcp/", g.Edge.CORS(g.guard(g.protect(g.view(g.Edge)))))
 	if g.Drain != nil {
@@ -91,7 +92,21 @@ func (g *Gateway) Handler() http.Handler {
 		mux.Handle("/status", g.guard(g.protect(g.unrestricted(g.Ops.StatusPage()))))
 		mux.Handle("/status.json", g.guard(g.protect(g.unrestricted(g.Ops.StatusJSON()))))
 	}
-	return mux
+	return mcpFirst(endpoint, mux)
+}
+
+// mcpFirst routes a request for exactly /mcp, every call of every client,
+// to endpoint without the mux's pattern match, as the mux would route it
+// (a clean path, no CONNECT: nothing to redirect); any other to the mux.
+func mcpFirst(endpoint http.Handler, mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" && r.URL.RawPath == "" && r.Method != http.MethodConnect {
+			r.Pattern = "/mcp"
+			endpoint.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // view serves /mcp/<name> as the MCP endpoint of the view name (see
