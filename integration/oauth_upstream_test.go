@@ -1209,19 +1209,26 @@ func TestOAuthLogoutRevokes(t *testing.T) {
 
 // TestOAuthServerMovesIssuer: tokens are kept per server URL and issuer. A
 // server whose metadata names another authorization server than the one
-// its stored login came from is sent none of the old tokens and needs a
-// login; that login, with the new issuer, leaves the old one's file alone.
+// its stored login came from is sent none of the old tokens, and the old
+// issuer is not asked to refresh them; the server needs a login, and that
+// login, with the new issuer, leaves the old one's file alone.
 func TestOAuthServerMovesIssuer(t *testing.T) {
 	t.Parallel()
 	first := startAuthServer(t, true, "")
 	second := startAuthServer(t, true, "")
 	up, home, env, cfg := loggedInSecured(t, first)
-	before := readGrants(t, home)
-	require.Len(t, before, 1)
+	require.Len(t, readGrants(t, home), 1)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
 	require.Equal(t, 0, code, "%s", text)
 	assert.Contains(t, text, `"name": "whoami"`)
 
+	// The first issuer's login as the move finds it: the call above may have
+	// refreshed it (the access token lives 5s and is refreshed in its last
+	// second, which a slow start reaches), as it should while the server
+	// is still the first issuer's.
+	before := readGrants(t, home)
+	require.Len(t, before, 1)
+	refreshes := len(first.store.notesOf("refresh_token"))
 	up.moveTo(second)
 	mark := up.sent()
 	text, code = runCommand(t, env, "tools", "--config", cfg)
@@ -1243,6 +1250,7 @@ func TestOAuthServerMovesIssuer(t *testing.T) {
 	text, code = runCommand(t, env, "tools", "--json", "--config", cfg)
 	require.Equal(t, 0, code, "%s", text)
 	assert.Contains(t, text, `"name": "whoami"`)
+	assert.Len(t, first.store.notesOf("refresh_token"), refreshes, "the first issuer was not asked to refresh after the move")
 
 	text, code = runCommand(t, env, "logout", "secured", "--config", cfg)
 	assert.Equal(t, 0, code, "%s", text)
