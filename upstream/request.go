@@ -320,95 +320,18 @@ func (i *Instance) SetServerRequestHandler(h ServerRequestHandler) {
 // response over Options.MaxMessage fails the request at once (the error
 // wraps *jsonrpc.TooLongError).
 func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
-	o, err := i.prepare(ctx, &r)
-	if err != nil {
-		return nil, err
-	}
-	if o.subscription() {
-		defer o.end()
-		return i.subscription(o.ctx, r.Method, o.params)
-	}
-	var raw json.RawMessage
-	switch sc, direct := i.conn.(*stdioConn); {
-	case o.rounds():
-		raw, err = i.rounds(o.ctx, r, o.params)
-	case direct:
-		// The params as they are, not boxed in an interface (an allocation
-		// per call); none at all rather than "params":null.
-		raw, err = sc.callRaw(o.ctx, r.Method, o.params)
-	case len(o.params) > 0:
-		raw, err = i.conn.call(o.ctx, r.Method, o.params)
-	default:
-		raw, err = i.conn.call(o.ctx, r.Method, nil)
-	}
-	return o.settle(raw, err)
-}
-
-// Send is Do without the wait for the answer: it returns once the request
-// is written (or could not be), and done receives what Do would have
-// returned, once. Over stdio, done runs on the goroutine that reads the
-// upstream (the answer; so do the request's KeepProgress and its last
-// progress notifications before it, in order), on the goroutine that fails
-// the connection, on one of ctx's (ctx ended after the request went out:
-// the upstream is sent notifications/cancelled, as Do does), or on the
-// caller's before Send returns (the request could not be written). done
-// must not block: every other message of the instance waits while it runs
-// on the reader. Over HTTP, and for requests of several rounds, Do runs on
-// a goroutine of its own and done after it.
-//
-// Send saves the caller the goroutine that waits for the answer, and the
-// wake-up of it: what the caller does with the result it does on the
-// reader, at once.
-func (i *Instance) Send(ctx context.Context, r Request, done func(json.RawMessage, error)) {
-	sc, direct := i.conn.(*stdioConn)
-	if !direct || (protocol.Modern(i.protocol) && (multiRound(r.Method) || subscriptionMethod(r.Method))) {
-		go i.doThen(ctx, r, done)
-		return
-	}
-	o, err := i.prepare(ctx, &r)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	sc.callFunc(o.ctx, r.Method, o.params, func(raw json.RawMessage, err error) {
-		done(o.settle(raw, err))
-	})
-}
-
-// doThen is Send on a goroutine of its own: Do, then done.
-func (i *Instance) doThen(ctx context.Context, r Request, done func(json.RawMessage, error)) {
-	done(i.Do(ctx, r))
-}
-
-// outgoing is a Request on its way upstream: what Do and Send set up
-// before it goes out and settle once its answer came.
-type outgoing struct {
-	i      *Instance
-	method string
-	keep   func(result json.RawMessage, release func()) bool // Request.KeepProgress
-	ctx    context.Context                                   // the caller's, tagged with the flight over HTTP
-	params json.RawMessage                                   // as they go out
-	flight uint64
-	// release ends the progress registration; nil: none, or the caller's
-	// (KeepProgress).
-	release func()
-}
-
-// prepare sets r up to go out: its progress token registered, _meta's
-// members spliced in, its flight begun. The caller ends it with settle (or
-// end).
-func (i *Instance) prepare(ctx context.Context, r *Request) (outgoing, error) {
 	if r.Method == "" {
-		return outgoing{}, errors.New("upstream: a request needs a method")
+		return nil, errors.New("upstream: a request needs a method")
 	}
-	o := outgoing{i: i, method: r.Method, keep: r.KeepProgress, params: r.Params}
+	params := r.Params
+	var release func() // ends the progress registration; nil: none
 	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
 		// Each request gets a token unique on this instance, so progress
 		// from a shared upstream can never reach another session's request.
 		token := "agg-" + strconv.FormatInt(i.nextToken.Add(1), 10)
 		rawToken, _ := rawjson.Marshal(token)
-		if p, ok := withProgressToken(o.params, rawToken); ok {
-			o.params = p
+		if p, ok := withProgressToken(params, rawToken); ok {
+			params = p
 			downstream, onProgress := r.ProgressToken, r.OnProgress
 			i.progMu.Lock()
 			gate := &progressGate{}
@@ -416,62 +339,56 @@ func (i *Instance) prepare(ctx context.Context, r *Request) (outgoing, error) {
 				gate.pass(params, func() { onProgress(retoken(params, downstream)) })
 			}
 			i.progMu.Unlock()
-			o.release = func() {
+			release = func() {
 				i.progMu.Lock()
 				delete(i.progress, token)
 				i.progMu.Unlock()
 			}
+			defer func() {
+				if release != nil {
+					release()
+				}
+			}()
 		}
 	}
 	if len(r.Meta) > 0 {
-		if p, ok := withMeta(o.params, r.Meta); ok {
-			o.params = p
+		if p, ok := withMeta(params, r.Meta); ok {
+			params = p
 		}
 	}
-	o.params = i.modernParams(ctx, o.params)
+	params = i.modernParams(ctx, params)
 	_, remote := i.conn.(*remoteConn)
-	o.ctx, o.flight = i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
-	return o, nil
-}
-
-// subscription reports whether the request is a resource subscription of
-// a sessionless upstream, which goes on the listen stream (modern.go).
-func (o *outgoing) subscription() bool {
-	return protocol.Modern(o.i.protocol) && subscriptionMethod(o.method)
-}
-
-func subscriptionMethod(method string) bool {
-	return method == "resources/subscribe" || method == "resources/unsubscribe"
-}
-
-// rounds reports whether the request may take several rounds (modern.go).
-func (o *outgoing) rounds() bool {
-	return protocol.Modern(o.i.protocol) && multiRound(o.method)
-}
-
-// settle checks the upstream's answer, hands a kept progress token to the
-// caller, and ends the request.
-func (o *outgoing) settle(raw json.RawMessage, err error) (json.RawMessage, error) {
-	defer o.end()
+	ctx, flight := i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
+	defer i.flights.end(flight)
+	var (
+		raw json.RawMessage
+		err error
+	)
+	if protocol.Modern(i.protocol) && (r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
+		return i.subscription(ctx, r.Method, params)
+	}
+	switch sc, direct := i.conn.(*stdioConn); {
+	case protocol.Modern(i.protocol) && multiRound(r.Method):
+		raw, err = i.rounds(ctx, r, params)
+	case direct:
+		// The params as they are, not boxed in an interface (an allocation
+		// per call); none at all rather than "params":null.
+		raw, err = sc.callRaw(ctx, r.Method, params)
+	case len(params) > 0:
+		raw, err = i.conn.call(ctx, r.Method, params)
+	default:
+		raw, err = i.conn.call(ctx, r.Method, nil)
+	}
 	if err == nil && !isObject(raw) {
 		// Every MCP result is an object; what is not cannot be relayed as
 		// one, and a client would fail on it without naming the server.
 		return nil, violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
-			o.i.server, o.method, jsonKind(raw))
+			i.server, r.Method, jsonKind(raw))
 	}
-	if err == nil && o.release != nil && o.keep != nil && o.keep(raw, o.release) {
-		o.release = nil // the caller's now
+	if err == nil && release != nil && r.KeepProgress != nil && r.KeepProgress(raw, release) {
+		release = nil // the caller's now
 	}
 	return raw, err
-}
-
-// end forgets the request's flight and its progress token (unless the
-// caller keeps it).
-func (o *outgoing) end() {
-	if o.release != nil {
-		o.release()
-	}
-	o.i.flights.end(o.flight)
 }
 
 // Notify sends the upstream a notification, its params byte for byte (nil

@@ -52,7 +52,7 @@ type stdioConn struct {
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[int64]waiter // by request id; nil once the connection failed
+	pending map[int64]chan reply // by request id; nil once the connection failed
 	// abandoned are the ids of the latest calls given up on, to tell their
 	// late answers from answers to ids never sent; guarded by mu.
 	abandoned abandonedIDs
@@ -95,27 +95,6 @@ type reply struct {
 	result json.RawMessage
 	err    error
 }
-
-// waiter is how a pending call takes its reply: on ch, where its caller
-// waits (call), or by call, on the goroutine that has the reply (callFunc).
-// Whoever takes the call out of pending gives it its one reply.
-type waiter struct {
-	ch   chan reply
-	call *asyncCall
-}
-
-// give hands w its reply. It never blocks: ch has room for the one reply,
-// and a callFunc's done must not block.
-func (w waiter) give(r reply) {
-	if w.call != nil {
-		w.call.reply(r)
-		return
-	}
-	w.ch <- r
-}
-
-// valid reports whether w is a pending call's (take found one).
-func (w waiter) valid() bool { return w.ch != nil || w.call != nil }
 
 // stdioOptions are the settings of a stdio connection.
 type stdioOptions struct {
@@ -169,7 +148,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
 		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdin),
-		pending: map[int64]waiter{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		pending: map[int64]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
 		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace, scrub: opts.scrub,
@@ -208,12 +187,8 @@ func (c *stdioConn) fail(err error) {
 		c.mu.Unlock()
 		close(c.closed)
 		c.end()
-		for _, w := range pending {
-			if w.call != nil {
-				w.call.reply(reply{err: c.closedErr()})
-				continue
-			}
-			close(w.ch)
+		for _, ch := range pending {
+			close(ch)
 		}
 	})
 }
@@ -325,8 +300,8 @@ func exitText(err error) string {
 func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 	id := e.OversizedID()
 	if key, ok := sentID(id); ok {
-		if w := c.take(key); w.valid() {
-			w.give(reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}})
+		if ch := c.take(key); ch != nil {
+			ch <- reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}}
 			return
 		}
 	}
@@ -349,13 +324,13 @@ func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
 	if !ok {
 		return false
 	}
-	w := c.take(key)
-	if !w.valid() {
+	ch := c.take(key)
+	if ch == nil {
 		return false
 	}
 	c.log.Warn("upstream answered a request with a malformed response", "server", c.server,
 		"id", string(id), "bytes", len(line), "start", c.excerpt(line), "err", decodeErr)
-	w.give(reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)})
+	ch <- reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)}
 	return true
 }
 
@@ -376,29 +351,25 @@ func sentID(raw json.RawMessage) (int64, bool) {
 	return n, true
 }
 
-// take removes and returns the pending call with id key (not valid when
-// there is none).
-func (c *stdioConn) take(key int64) waiter {
+// take removes and returns the channel of the pending call with id key.
+func (c *stdioConn) take(key int64) chan reply {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := c.pending[key]
+	ch := c.pending[key]
 	delete(c.pending, key)
-	return w
+	return ch
 }
 
 // abandon removes the pending call with id key, which its caller gave up
 // on, and remembers it for late. Both under one lock: an answer that comes
-// in between finds the call either pending or abandoned. It reports
-// whether the call was pending: then its reply is the caller's to give.
-func (c *stdioConn) abandon(key int64) bool {
+// in between finds the call either pending or abandoned.
+func (c *stdioConn) abandon(key int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pending[key]; ok {
 		delete(c.pending, key)
 		c.abandoned.add(key)
-		return true
 	}
-	return false
 }
 
 // late reports whether id is of a call given up on (see abandon), once.
@@ -465,24 +436,24 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			c.admit(req)
 		}
 	default:
-		var w waiter
+		var ch chan reply
 		if key, ok := sentID(msg.ID); ok {
-			w = c.take(key)
+			ch = c.take(key)
 		}
-		if !w.valid() && len(msg.ID) > 2 && msg.ID[0] == '"' {
+		if ch == nil && len(msg.ID) > 2 && msg.ID[0] == '"' {
 			// The id of a pending call, written as a string: not the id
 			// sent, so not its answer, but the call is told at once rather
 			// than left to wait for one that will not come.
 			if key, ok := sentID(msg.ID[1 : len(msg.ID)-1]); ok {
-				if w := c.take(key); w.valid() {
+				if ch := c.take(key); ch != nil {
 					c.log.Warn("upstream answered a request with its integer id written as a string", "server", c.server, "id", string(msg.ID))
-					w.give(reply{err: fmt.Errorf("server %q answered request %d with the id %s, a string; JSON-RPC 2.0 requires the id exactly as sent, so the answer cannot be taken (report it to the server's maintainers)",
-						c.server, key, msg.ID)})
+					ch <- reply{err: fmt.Errorf("server %q answered request %d with the id %s, a string; JSON-RPC 2.0 requires the id exactly as sent, so the answer cannot be taken (report it to the server's maintainers)",
+						c.server, key, msg.ID)}
 					return
 				}
 			}
 		}
-		if !w.valid() {
+		if ch == nil {
 			if c.late(msg.ID) {
 				c.log.Debug("upstream answered a request after the aggregator gave up on it (timed out or cancelled); answer dropped",
 					"server", c.server, "id", string(msg.ID))
@@ -492,10 +463,10 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			return
 		}
 		if msg.Error != nil {
-			w.give(reply{err: msg.Error})
+			ch <- reply{err: msg.Error}
 			return
 		}
-		w.give(reply{result: bytes.Clone(msg.Result)})
+		ch <- reply{result: bytes.Clone(msg.Result)}
 	}
 }
 
@@ -665,16 +636,25 @@ func (c *stdioConn) callRaw(ctx context.Context, method string, params json.RawM
 // pool once line is written in full, and is left to the collector when a
 // write fails.
 func (c *stdioConn) roundTrip(ctx context.Context, id int64, line []byte, buf *[]byte) (json.RawMessage, error) {
+	key := id
 	ch := replies.Get().(chan reply)
-	if err := c.register(id, waiter{ch: ch}); err != nil {
-		return nil, err
+	c.mu.Lock()
+	if c.pending == nil {
+		c.mu.Unlock()
+		<-c.closed
+		return nil, c.closedErr()
 	}
+	c.pending[key] = ch
+	c.mu.Unlock()
 	if err := c.write(ctx, line); err != nil {
 		// Part of the request may have gone out: an answer may yet come.
-		c.abandon(id)
+		c.abandon(key)
 		return nil, err
 	}
-	recycleLine(line, buf)
+	if buf != nil && cap(line) <= maxPooledLine {
+		*buf = line
+		lineBuffers.Put(buf)
+	}
 	select {
 	case r, ok := <-ch:
 		if !ok {
@@ -686,102 +666,10 @@ func (c *stdioConn) roundTrip(ctx context.Context, id int64, line []byte, buf *[
 		}
 		return r.result, nil
 	case <-ctx.Done():
-		c.abandon(id)
+		c.abandon(key)
 		c.cancelled(id, context.Cause(ctx))
 		return nil, context.Cause(ctx)
 	}
-}
-
-// register makes id a pending call whose reply goes to w; it fails once
-// the connection has.
-func (c *stdioConn) register(id int64, w waiter) error {
-	c.mu.Lock()
-	if c.pending == nil {
-		c.mu.Unlock()
-		<-c.closed
-		return c.closedErr()
-	}
-	c.pending[id] = w
-	c.mu.Unlock()
-	return nil
-}
-
-// recycleLine gives buf, the pooled buffer line was written into (nil:
-// none), back to the pool once line has gone out in full.
-func recycleLine(line []byte, buf *[]byte) {
-	if buf != nil && cap(line) <= maxPooledLine {
-		*buf = line
-		lineBuffers.Put(buf)
-	}
-}
-
-// callFunc is callRaw that does not wait for the answer: it returns once
-// the request is written, or could not be, and done receives what callRaw
-// would have returned, once: on the reader (the answer), on the goroutine
-// that fails the connection, on one of ctx's (ctx ended after the request
-// went out, which also cancels it upstream, as callRaw does), or on the
-// caller's before callFunc returns (the request could not be written).
-// done must not block.
-func (c *stdioConn) callFunc(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) {
-	a := &asyncCall{conn: c, ctx: ctx, id: c.nextID.Add(1), done: done}
-	buf := lineBuffers.Get().(*[]byte)
-	line := jsonrpc.AppendRequestLine((*buf)[:0], a.id, method, params)
-	// Watched from before the call is pending, so that its reply, which
-	// stops the watch, finds it set; but the end of ctx is acted on only
-	// once the request is out (see written).
-	a.stop = context.AfterFunc(ctx, func() {
-		if a.written.Load() {
-			a.ctxEnded()
-		}
-	})
-	if err := c.register(a.id, waiter{call: a}); err != nil {
-		a.stop()
-		done(nil, err)
-		return
-	}
-	if err := c.write(ctx, line); err != nil {
-		// Part of the request may have gone out: an answer may yet come.
-		if c.abandon(a.id) {
-			a.stop()
-			done(nil, err)
-		}
-		return
-	}
-	recycleLine(line, buf)
-	// Whichever of this and the watch sees the other's step acts on an end
-	// of ctx; abandon lets only one of them answer the call.
-	a.written.Store(true)
-	if ctx.Err() != nil {
-		a.ctxEnded()
-	}
-}
-
-// asyncCall is a call of callFunc in flight.
-type asyncCall struct {
-	conn    *stdioConn
-	ctx     context.Context
-	id      int64
-	done    func(json.RawMessage, error)
-	stop    func() bool // ends the watch of ctx
-	written atomic.Bool // the request went out in full
-}
-
-// reply gives the call its reply, which the connection took out of pending
-// for it.
-func (a *asyncCall) reply(r reply) {
-	a.stop()
-	a.done(r.result, r.err)
-}
-
-// ctxEnded gives up on the call, once its request is out and ctx ended,
-// unless its reply was taken meanwhile.
-func (a *asyncCall) ctxEnded() {
-	if !a.conn.abandon(a.id) {
-		return
-	}
-	cause := context.Cause(a.ctx)
-	a.conn.cancelled(a.id, cause)
-	a.done(nil, cause)
 }
 
 // lineBuffers hold the lines of requests written to upstreams, so that a
