@@ -647,7 +647,8 @@ type lineQueue struct {
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
 	done func(response bool)
-	// lines are buffers for responses (see line), back once written.
+	// lines are buffers to encode messages into (see line), back once
+	// written.
 	lines sync.Pool
 }
 
@@ -658,7 +659,7 @@ type lineBuf struct{ b []byte }
 // answer's buffer is left to the collector rather than held.
 const maxPooledLine = 64 << 10
 
-// line returns a buffer to encode a response into, for pushLine.
+// line returns a buffer to encode a message into, for pushLine or add.
 func (o *lineQueue) line() *lineBuf {
 	if l, ok := o.lines.Get().(*lineBuf); ok {
 		return l
