@@ -74,7 +74,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: make(chan struct{}, opts.MaxInFlight), calls: map[callKey]*stdioCall{},
+		slots: newSlots(opts.MaxInFlight), calls: map[callKey]*stdioCall{},
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
@@ -82,7 +82,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
 	// completing together, worth one write.
-	s.ob.gather = func() bool { return len(s.slots) > 1 }
+	s.ob.gather = func() bool { return s.slots.taken() > 1 }
 	if tw, ok := out.(tryWriter); ok && tw.Direct() {
 		s.ob.try, s.ob.done = tw.TryWrite, s.written
 	}
@@ -127,7 +127,7 @@ type stdioSession struct {
 	log     *slog.Logger
 	h       Handler
 	ob      *lineQueue
-	slots   chan struct{} // one per request in flight, released once its response is written
+	slots   *slots // one per request in flight, released once its response is written
 	workers workers
 
 	protocol atomic.Pointer[string]          // negotiated at initialize
@@ -187,7 +187,7 @@ func (s *stdioSession) Request(ctx context.Context, method string, params json.R
 // written releases the slot of each response the writer put on the wire.
 func (s *stdioSession) written(response bool) {
 	if response {
-		<-s.slots
+		s.slots.release()
 	}
 }
 
@@ -282,17 +282,20 @@ const codeBusy = -32000
 // reading goes on. It returns false when ctx ended or, with busy set, when
 // the request is to be refused with busy.
 func (s *stdioSession) acquire(ctx context.Context) (ok bool, busy *jsonrpc.Error) {
-	select {
-	case s.slots <- struct{}{}:
+	if s.slots.take() {
 		return true, nil
-	default:
 	}
+	s.slots.waiting.Store(true)
+	defer s.slots.waiting.Store(false)
 	wait := time.NewTimer(slotWait)
 	defer wait.Stop()
 	for {
-		select {
-		case s.slots <- struct{}{}:
+		// After waiting is set: a slot released from now on signals freed.
+		if s.slots.take() {
 			return true, nil
+		}
+		select {
+		case <-s.slots.freed:
 		case <-ctx.Done():
 			return false, nil
 		case <-wait.C:
@@ -301,14 +304,56 @@ func (s *stdioSession) acquire(ctx context.Context) (ok bool, busy *jsonrpc.Erro
 				continue
 			}
 			return false, jsonrpc.Errorf(codeBusy,
-				"too many requests in flight: at most %d at once; wait for a response before sending another request", cap(s.slots))
+				"too many requests in flight: at most %d at once; wait for a response before sending another request", s.slots.max)
 		}
 	}
 }
 
+// slots counts the requests in flight, up to max: a counter, so that
+// taking and releasing one is an atomic operation rather than a channel's
+// lock on every call's path. One goroutine at a time takes (the reader);
+// any releases.
+type slots struct {
+	n       atomic.Int32
+	max     int32
+	waiting atomic.Bool   // the reader waits for a slot (acquire)
+	freed   chan struct{} // signalled, while the reader waits, when a slot is released
+}
+
+func newSlots(max int) *slots {
+	return &slots{max: int32(max), freed: make(chan struct{}, 1)}
+}
+
+// take takes a slot, if one is free.
+func (l *slots) take() bool {
+	for {
+		n := l.n.Load()
+		if n >= l.max {
+			return false
+		}
+		if l.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release frees a slot, and tells a reader waiting for one.
+func (l *slots) release() {
+	l.n.Add(-1)
+	if l.waiting.Load() {
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// taken is the number of slots taken.
+func (l *slots) taken() int { return int(l.n.Load()) }
+
 // refuseBusy answers the request with id that acquire refused.
 func (s *stdioSession) refuseBusy(id json.RawMessage, busy *jsonrpc.Error) {
-	s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(id)))
+	s.log.Info("refused a request: the client has the most requests in flight it may", "max", s.slots.max, "id", clip(string(id)))
 	// Not a response in the queue's sense: it holds no slot.
 	s.ob.push(jsonrpc.Failure(id, busy).Encode(), false)
 }
@@ -318,7 +363,7 @@ func (s *stdioSession) refuseBusy(id json.RawMessage, busy *jsonrpc.Error) {
 // free at once.
 func (s *stdioSession) reply(line []byte) {
 	if line == nil {
-		<-s.slots
+		s.slots.release()
 		return
 	}
 	s.ob.push(line, true)
@@ -363,7 +408,7 @@ func (s *stdioSession) batch(ctx context.Context, line []byte) bool {
 			return false
 		}
 		for _, msg := range requests {
-			s.log.Info("refused a request: the client has the most requests in flight it may", "max", cap(s.slots), "id", clip(string(msg.ID)))
+			s.log.Info("refused a request: the client has the most requests in flight it may", "max", s.slots.max, "id", clip(string(msg.ID)))
 			b.add(jsonrpc.Failure(msg.ID, busy).Encode())
 		}
 		s.ob.push(b.array(), false)
@@ -647,7 +692,8 @@ type lineQueue struct {
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
 	done func(response bool)
-	// lines are buffers for responses (see line), back once written.
+	// lines are buffers to encode messages into (see line), back once
+	// written.
 	lines sync.Pool
 }
 
@@ -658,7 +704,7 @@ type lineBuf struct{ b []byte }
 // answer's buffer is left to the collector rather than held.
 const maxPooledLine = 64 << 10
 
-// line returns a buffer to encode a response into, for pushLine.
+// line returns a buffer to encode a message into, for pushLine or add.
 func (o *lineQueue) line() *lineBuf {
 	if l, ok := o.lines.Get().(*lineBuf); ok {
 		return l
