@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,6 +143,7 @@ func FuzzCallParamsOnePass(f *testing.F) {
 	f.Add([]byte(`{"_meta":null,"task":{},"arguments":1,"name":2}`), "x", true, false)
 	f.Add([]byte(`{"task":null}`), "x", false, false)
 	f.Add([]byte(`[1]`), "x", false, false)
+	f.Add([]byte(`{"name":1,"name":2,"name":3,"name":4,"name":5,"task":null,"_meta":null,"arguments":1,"name":6}`), "x", true, false)
 	f.Add([]byte(``), "x", true, true)
 	f.Fuzz(func(t *testing.T, params []byte, name string, args, withhold bool) {
 		call := Call{Name: name, Params: params}
@@ -153,6 +155,9 @@ func FuzzCallParamsOnePass(f *testing.F) {
 		}
 		want, wantErr := encodeCallParamsByEdits(call)
 		got, err := encodeCallParams(call)
+		if err != nil && wantErr == nil && strings.Contains(err.Error(), "send each once") {
+			return // repeats past maxCallEdits, which the one pass refuses
+		}
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("encodeCallParams(%q): error %v, the edits' %v", params, err, wantErr)
 		}
@@ -160,4 +165,24 @@ func FuzzCallParamsOnePass(f *testing.F) {
 			t.Fatalf("encodeCallParams(%q) = %q, the edits wrote %q", params, got, want)
 		}
 	})
+}
+
+// TestCallParamsRepeatsBounded: params that repeat the members the call
+// changes past maxCallEdits are refused with an error that names the fix;
+// up to it, each repeat is changed.
+func TestCallParamsRepeatsBounded(t *testing.T) {
+	repeated := func(n int) json.RawMessage {
+		members := make([]string, n)
+		for i := range members {
+			members[i] = fmt.Sprintf(`"name":%d`, i)
+		}
+		return json.RawMessage("{" + strings.Join(members, ",") + "}")
+	}
+	got, err := encodeCallParams(Call{Name: "t", Params: repeated(maxCallEdits)})
+	require.NoError(t, err)
+	assert.Equal(t, "{"+strings.Repeat(`"name":"t",`, maxCallEdits-1)+`"name":"t"}`, string(got))
+
+	_, err = encodeCallParams(Call{Name: "t", Params: repeated(maxCallEdits + 1)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "send each once")
 }

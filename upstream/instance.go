@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -384,19 +383,22 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 	// params below.
 	var nameBuf [64]byte
 	name := rawjson.AppendString(nameBuf[:0], call.Name)
-	// The members changed: a name repeated is changed at each place, so
-	// there may be more than four; few params have any repeated.
-	var editBuf [4]paramEdit
-	edits := editBuf[:0]
-	hasName, hasArgs, dropped, count := false, false, false, 0
+	// The members changed, kept in arrays on this stack (with the name
+	// they may hold) by index: a slice appended to could grow onto the
+	// heap and take the name with it. A member repeated is changed at each
+	// place; params that repeat these few members more than maxCallEdits
+	// times in all are refused.
+	var changes [maxCallEdits]rawjson.Change
+	var adds [2]rawjson.Addition
+	edits, added := 0, 0
+	hasName, hasArgs, count := false, false, 0
 	obj := rawjson.NewObject(params)
 	for obj.Next() {
 		count++
 		var value []byte
-		isName := false
 		switch string(obj.Name()) {
 		case "name":
-			hasName, isName = true, true
+			hasName, value = true, name
 		case "arguments":
 			hasArgs, value = true, call.Arguments
 		case "_meta":
@@ -408,12 +410,13 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 			default:
 				// WithoutFunc returns meta itself when it withholds nothing,
 				// and a shorter object when it does.
-				if value = rawjson.WithoutFunc(meta, call.Withhold); len(value) == len(meta) {
+				kept := rawjson.WithoutFunc(meta, call.Withhold)
+				if len(kept) == len(meta) {
 					continue
 				}
-				if rawjson.Empty(value) {
-					value = nil // _meta of withheld keys alone goes
-				}
+				if !rawjson.Empty(kept) {
+					value = kept
+				} // else nil: _meta of withheld keys alone goes
 			}
 		case "task":
 			if string(obj.Value()) != "null" {
@@ -422,96 +425,33 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 		default:
 			continue
 		}
-		e := paramEdit{value: value, name: isName}
-		e.start, e.end = obj.MemberSpan()
-		e.valueStart, e.valueEnd = obj.ValueSpan()
-		dropped = dropped || e.drops()
-		edits = append(edits, e)
+		if edits == len(changes) {
+			return nil, fmt.Errorf("tools/call params: name, arguments, _meta and task appear more than %d times in all; send each once", maxCallEdits)
+		}
+		start, end := obj.MemberSpan()
+		valueStart, valueEnd := obj.ValueSpan()
+		changes[edits] = rawjson.Change{Start: start, End: end, ValueStart: valueStart, ValueEnd: valueEnd, Value: value}
+		edits++
 	}
 	if err := obj.Err(); err != nil {
 		return nil, fmt.Errorf("tools/call params: %w", err)
 	}
-	size := len(params) + len(`"name":,"arguments":,`) + len(name) + len(call.Arguments)
-	for _, e := range edits {
-		size += len(e.newValue(name))
-	}
-	out := make([]byte, 0, size)
-	open := bytes.IndexByte(params, '{') + 1
-	out = append(out, params[:open]...)
 	// What the params lack is added before their own members.
-	added := 0
 	if !hasName {
-		out = append(append(out, `"name":`...), name...)
+		adds[added] = rawjson.Addition{Name: "name", Value: name}
 		added++
 	}
 	if !hasArgs && call.Arguments != nil {
-		if added > 0 {
-			out = append(out, ',')
-		}
-		out = append(append(out, `"arguments":`...), call.Arguments...)
+		adds[added] = rawjson.Addition{Name: "arguments", Value: call.Arguments}
 		added++
 	}
-	if !dropped {
-		// Every member stays where it is: the new values are spliced in.
-		if added > 0 && count > 0 {
-			out = append(out, ',')
-		}
-		last := open
-		for _, e := range edits {
-			out = append(out, params[last:e.valueStart]...)
-			out = append(out, e.newValue(name)...)
-			last = e.valueEnd
-		}
-		return append(out, params[last:]...), nil
-	}
-	// A member goes: the members are written again one after another,
-	// without the whitespace between them.
-	first := added == 0
-	next := 0
-	obj = rawjson.NewObject(params)
-	for obj.Next() {
-		start, end := obj.MemberSpan()
-		edited := next < len(edits) && edits[next].start == start
-		if edited && edits[next].drops() {
-			next++
-			continue
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		if !edited {
-			out = append(out, params[start:end]...)
-			continue
-		}
-		e := edits[next]
-		next++
-		out = append(out, params[start:e.valueStart]...)
-		out = append(out, e.newValue(name)...)
-		out = append(out, params[e.valueEnd:end]...)
-	}
-	return append(out, '}'), nil
+	return rawjson.Rewrite(params, count, adds[:added], changes[:edits]), nil
 }
 
-// paramEdit is a member of a tools/call's params that encodeCallParams
-// changes: where it lies, and its new value: the tool's name, or value
-// (nil: it goes). The name is not kept in value, so that the name encoded
-// on encodeCallParams's stack stays there.
-type paramEdit struct {
-	start, end           int
-	valueStart, valueEnd int
-	value                []byte
-	name                 bool
-}
-
-func (e paramEdit) drops() bool { return e.value == nil && !e.name }
-
-func (e paramEdit) newValue(name []byte) []byte {
-	if e.name {
-		return name
-	}
-	return e.value
-}
+// maxCallEdits bounds the members of a tools/call's params that
+// encodeCallParams changes: name, arguments, _meta and task, repeats
+// included.
+const maxCallEdits = 8
 
 // retoken replaces progressToken in a progress notification's params,
 // leaving every other byte as it was.

@@ -191,21 +191,16 @@ type Edit struct {
 // member is dropped. obj comes back as it is when it is not one valid JSON
 // object.
 func Edits(obj []byte, edits ...Edit) []byte {
-	type member struct {
-		start, end           int // the member's span
-		valueStart, valueEnd int
-		value                []byte // the new value; nil: dropped
-	}
 	// The bookkeeping of the few edits a caller makes stays on the stack.
-	var memberBuf [8]member
+	var changeBuf [8]Change
 	var seenBuf [8]bool
-	members := memberBuf[:0]
+	changes := changeBuf[:0]
 	seen := seenBuf[:0]
 	if len(edits) > len(seenBuf) {
 		seen = make([]bool, len(edits))
 	}
 	seen = seen[:len(edits)]
-	dropped, count := false, 0
+	count := 0
 	o := NewObject(obj)
 	for o.Next() {
 		count++
@@ -214,75 +209,92 @@ func Edits(obj []byte, edits ...Edit) []byte {
 				continue
 			}
 			seen[i] = true
-			m := member{value: edits[i].Value(o.Value())}
-			m.start, m.end = o.MemberSpan()
-			m.valueStart, m.valueEnd = o.ValueSpan()
-			dropped = dropped || m.value == nil
-			members = append(members, m)
+			c := Change{Value: edits[i].Value(o.Value())}
+			c.Start, c.End = o.MemberSpan()
+			c.ValueStart, c.ValueEnd = o.ValueSpan()
+			changes = append(changes, c)
 			break
 		}
 	}
 	if o.Err() != nil {
 		return obj
 	}
-	// The members added: their values, at the index of their edit (nil:
-	// none).
-	var addedBuf [8][]byte
-	added := addedBuf[:0]
-	if len(edits) > len(addedBuf) {
-		added = make([][]byte, 0, len(edits))
-	}
-	added = added[:len(edits)]
-	adding := 0
-	size := len(obj)
+	var addBuf [8]Addition
+	adds := addBuf[:0]
 	for i, e := range edits {
 		if seen[i] {
 			continue
 		}
-		if added[i] = e.Value(nil); added[i] != nil {
-			size += len(e.Name) + len(added[i]) + 4 // quotes, colon, comma; more for a name with escapes
-			adding++
+		if v := e.Value(nil); v != nil {
+			adds = append(adds, Addition{Name: e.Name, Value: v})
 		}
 	}
-	for _, m := range members {
-		size += len(m.value)
+	return Rewrite(obj, count, adds, changes)
+}
+
+// Change is a member of an object that Rewrite changes: its span and its
+// value's, as Object reports them (MemberSpan, ValueSpan), and its new
+// value; nil drops the member.
+type Change struct {
+	Start, End           int
+	ValueStart, ValueEnd int
+	Value                []byte
+}
+
+// Addition is a member Rewrite adds: its name (encoded by Rewrite) and its
+// value.
+type Addition struct {
+	Name  string
+	Value []byte
+}
+
+// Rewrite writes obj, one valid JSON object of count members, again in one
+// copy: adds first, in their order, then obj's members with each change
+// (in the order of the members they change) applied where it stands. Every
+// other byte keeps its place, but for the whitespace between members when a
+// member is dropped. The caller scans obj for the changes (with Object), so
+// that the one scan also finds whatever else it needs of obj.
+func Rewrite(obj []byte, count int, adds []Addition, changes []Change) []byte {
+	dropped := false
+	size := len(obj)
+	for _, a := range adds {
+		size += len(a.Name) + len(a.Value) + 4 // quotes, colon, comma; more for a name with escapes
+	}
+	for _, c := range changes {
+		size += len(c.Value)
+		dropped = dropped || c.Value == nil
 	}
 	out := make([]byte, 0, size)
 	open := skipSpace(obj, 0) + 1
 	out = append(out, obj[:open]...)
-	first := true
-	for i, v := range added {
-		if v == nil {
-			continue
-		}
-		if !first {
+	for i, a := range adds {
+		if i > 0 {
 			out = append(out, ',')
 		}
-		first = false
-		out = append(AppendString(out, edits[i].Name), ':')
-		out = append(out, v...)
+		out = append(AppendString(out, a.Name), ':')
+		out = append(out, a.Value...)
 	}
 	if !dropped {
 		// Every member stays where it is: splice the new values in.
-		if adding > 0 && count > 0 {
+		if len(adds) > 0 && count > 0 {
 			out = append(out, ',')
 		}
 		last := open
-		for _, m := range members {
-			out = append(out, obj[last:m.valueStart]...)
-			out = append(out, m.value...)
-			last = m.valueEnd
+		for _, c := range changes {
+			out = append(out, obj[last:c.ValueStart]...)
+			out = append(out, c.Value...)
+			last = c.ValueEnd
 		}
 		return append(out, obj[last:]...)
 	}
 	// A member goes: write the members again, one after the other.
-	first = adding == 0
+	first := len(adds) == 0
 	next := 0
-	o = NewObject(obj)
+	o := NewObject(obj)
 	for o.Next() {
 		start, end := o.MemberSpan()
-		edited := next < len(members) && members[next].start == start
-		if edited && members[next].value == nil {
+		edited := next < len(changes) && changes[next].Start == start
+		if edited && changes[next].Value == nil {
 			next++
 			continue
 		}
@@ -294,11 +306,11 @@ func Edits(obj []byte, edits ...Edit) []byte {
 			out = append(out, obj[start:end]...)
 			continue
 		}
-		m := members[next]
+		c := changes[next]
 		next++
-		out = append(out, obj[start:m.valueStart]...)
-		out = append(out, m.value...)
-		out = append(out, obj[m.valueEnd:end]...)
+		out = append(out, obj[start:c.ValueStart]...)
+		out = append(out, c.Value...)
+		out = append(out, obj[c.ValueEnd:end]...)
 	}
 	return append(out, '}')
 }

@@ -22,7 +22,9 @@ func Marshal(v any) ([]byte, error) {
 func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			quoted, _ := Marshal(s)
+			// A copy goes into Marshal's interface, so that s does not
+			// escape for the callers of the common case.
+			quoted, _ := Marshal(string([]byte(s)))
 			return append(b, quoted...)
 		}
 	}
