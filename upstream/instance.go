@@ -322,8 +322,9 @@ type Call struct {
 	// sends none.
 	Arguments json.RawMessage
 	// Withhold reports the keys of the caller's _meta that stay with the
-	// caller; nil: every key goes.
-	Withhold func(key string) bool
+	// caller (given the key unescaped, which it must not keep); nil: every
+	// key goes.
+	Withhold func(key []byte) bool
 	// ProgressToken is the caller's token (raw JSON); with OnProgress set,
 	// upstream progress notifications for this call are handed to OnProgress
 	// with their progressToken replaced by this one. The upstream sees a
