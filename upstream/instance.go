@@ -307,6 +307,21 @@ func (i *Instance) explain(ctx context.Context, err error) error {
 	return err
 }
 
+// withholdsAll reports whether meta is an object with members, every one
+// of which withhold reports: then _meta goes without a copy of it being
+// made (a client asking for progress sends its progressToken alone).
+func withholdsAll(meta []byte, withhold func(key []byte) bool) bool {
+	o := rawjson.NewObject(meta)
+	members := 0
+	for o.Next() {
+		if !withhold(o.Name()) {
+			return false
+		}
+		members++
+	}
+	return members > 0 && o.Err() == nil
+}
+
 // Call is one tools/call to forward.
 type Call struct {
 	Name string // the upstream's original tool name
@@ -406,6 +421,8 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 			case string(meta) == "null":
 			case call.Withhold == nil:
 				continue
+			case withholdsAll(meta, call.Withhold):
+				value = nil // _meta of withheld keys alone goes
 			default:
 				// WithoutFunc returns meta itself when it withholds nothing,
 				// and a shorter object when it does.
