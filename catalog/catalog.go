@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"sync/atomic"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
@@ -21,6 +22,35 @@ type Entry struct {
 	// App is the exported ui:// resource URI the tool's _meta points at
 	// (MCP Apps); "" for a tool that is no app's.
 	App string
+
+	// observed is what an observer keeps of the entry (see Observed).
+	observed atomic.Pointer[observation]
+}
+
+// observation is a value an observer keeps on an entry, and whose it is.
+type observation struct{ owner, value any }
+
+// Observed returns the value owner last stored on e with Observe; nil when
+// it stored none, or another owner stored one since. An observer of calls
+// (the metrics recorder) keeps its per-tool state here, found with one
+// load, instead of in a table of its own looked up per call.
+func (e *Entry) Observed(owner any) any {
+	if o := e.observed.Load(); o != nil && o.owner == owner {
+		return o.value
+	}
+	return nil
+}
+
+// Observe stores value on e for owner, in place of what any owner stored;
+// a nil value removes owner's.
+func (e *Entry) Observe(owner, value any) {
+	if value == nil {
+		if o := e.observed.Load(); o != nil && o.owner == owner {
+			e.observed.CompareAndSwap(o, nil)
+		}
+		return
+	}
+	e.observed.Store(&observation{owner: owner, value: value})
 }
 
 // Catalog is an immutable snapshot of every exported tool. A commit builds a

@@ -141,3 +141,18 @@ func TestToolsResultIsShared(t *testing.T) {
 	assert.Equal(t, `{"tools":[{"name":"x"},{"name":"y"}]}`, string(c.ToolsResult()), "unchanged")
 	assert.Equal(t, `{"tools":[]}`, string(Empty().ToolsResult()))
 }
+
+func TestEntryObserved(t *testing.T) {
+	e := &Entry{Server: "s", Exported: "t"}
+	a, b := new(int), new(int)
+	assert.Nil(t, e.Observed(a))
+	e.Observe(a, "a's")
+	assert.Equal(t, "a's", e.Observed(a))
+	assert.Nil(t, e.Observed(b), "another owner sees nothing of a's")
+	e.Observe(b, nil)
+	assert.Equal(t, "a's", e.Observed(a), "removing b's leaves a's")
+	e.Observe(b, "b's")
+	assert.Nil(t, e.Observed(a), "b's replaced a's")
+	e.Observe(b, nil)
+	assert.Nil(t, e.Observed(b))
+}

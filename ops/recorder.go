@@ -33,8 +33,9 @@ type Recorder struct {
 	reclaims  *prometheus.CounterVec
 
 	// series holds each catalog entry's pre-resolved metrics, keyed by the
-	// *catalog.Entry itself: a call finds its counters with one lock-free
-	// lookup. Entries the catalog no longer has are pruned at scrape time.
+	// *catalog.Entry itself; each entry carries its own too (Observed), so
+	// that a call finds its counters with one load. Entries the catalog no
+	// longer has are pruned at scrape time, from both.
 	series sync.Map // *catalog.Entry -> *toolSeries
 	// mu serialises creating and pruning series, so a prune never deletes
 	// the label values of a series being created.
@@ -101,20 +102,30 @@ func NewRecorder(keep int) *Recorder {
 var _ proxy.Observer = (*Recorder)(nil)
 
 // ToolCalled counts one call. On the common path it is two atomic loads,
-// one addition and one histogram observation.
+// one addition and one histogram observation: the entry carries its
+// series (Entry.Observed).
 func (r *Recorder) ToolCalled(e *catalog.Entry, outcome proxy.CallOutcome, elapsed time.Duration) {
-	var s *toolSeries
-	if v, ok := r.series.Load(e); ok {
-		s = v.(*toolSeries)
-	} else {
-		s = r.newSeries(e)
-	}
+	s := r.seriesOf(e)
 	c := s.outcomes[outcome].Load()
 	if c == nil {
 		c = r.resolve(s, outcome)
 	}
 	c.Inc()
 	s.duration.Observe(elapsed.Seconds())
+}
+
+// seriesOf is e's series: kept on e itself, or, for the unknown name (nil)
+// and an entry another recorder keeps its own on, in series.
+func (r *Recorder) seriesOf(e *catalog.Entry) *toolSeries {
+	if e != nil {
+		if s, ok := e.Observed(r).(*toolSeries); ok {
+			return s
+		}
+	}
+	if v, ok := r.series.Load(e); ok {
+		return v.(*toolSeries)
+	}
+	return r.newSeries(e)
 }
 
 // newSeries resolves the metrics of an entry seen for the first time (nil:
@@ -135,6 +146,9 @@ func (r *Recorder) newSeries(e *catalog.Entry) *toolSeries {
 		r.prune(r.catalog())
 	}
 	r.series.Store(e, s)
+	if e != nil {
+		e.Observe(r, s)
+	}
 	r.entries++
 	return s
 }
@@ -197,6 +211,7 @@ func (r *Recorder) prune(cat *catalog.Catalog) {
 			return true
 		}
 		r.series.Delete(e)
+		e.Observe(r, nil)
 		r.entries--
 		if cur, ok := cat.Lookup(e.Exported); ok && cur.Server == e.Server {
 			// The same server still exports the name: a newer entry shares

@@ -69,6 +69,27 @@ func TestRecorderPrunesToolsTheCatalogDropped(t *testing.T) {
 	assert.Equal(t, 2, testutil.CollectAndCount(r.rec.calls), "the dropped tool's series is gone, the catalog's and _unknown stay")
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.rec.calls.WithLabelValues("tools", "echo", "ok")))
 	assert.Equal(t, 2, testutil.CollectAndCount(r.rec.durations), "servers: tools and _unknown")
+
+	// A call still in flight on the dropped tool as it went is counted
+	// again: its entry no longer carries the series that was pruned.
+	r.rec.ToolCalled(gone, proxy.CallOK, time.Millisecond)
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.rec.calls.WithLabelValues("removed", "old_tool", "ok")))
+	assert.Equal(t, 3, testutil.CollectAndCount(r.rec.calls))
+}
+
+// Two recorders counting the same entries each count their own: the one
+// whose series the entry does not carry finds its own in its table.
+func TestRecordersShareEntries(t *testing.T) {
+	a, b := NewRecorder(1), NewRecorder(1)
+	e := &catalog.Entry{Server: "s", Exported: "t"}
+	for range 3 {
+		a.ToolCalled(e, proxy.CallOK, time.Millisecond)
+		b.ToolCalled(e, proxy.CallToolError, time.Millisecond)
+	}
+	assert.Equal(t, 3.0, testutil.ToFloat64(a.calls.WithLabelValues("s", "t", "ok")))
+	assert.Equal(t, 3.0, testutil.ToFloat64(b.calls.WithLabelValues("s", "t", "tool_error")))
+	assert.Equal(t, 1, testutil.CollectAndCount(a.calls))
+	assert.Equal(t, 1, testutil.CollectAndCount(b.calls))
 }
 
 func TestRecorderRestartsAndReloads(t *testing.T) {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
@@ -13,15 +12,18 @@ import (
 // io.modelcontextprotocol/ keys (they describe the client's request to the
 // aggregator; the upstream's protocol was negotiated apart). The progress
 // token goes on, for the upstream connection to replace with its own.
-func keptBack(key string) bool {
-	return key == LeaseMetaKey || strings.HasPrefix(key, "io.modelcontextprotocol/")
+// It compares without converting key, so that a []byte key costs nothing.
+func keptBack[K string | []byte](key K) bool {
+	const protocolKeys = "io.modelcontextprotocol/"
+	return string(key) == LeaseMetaKey ||
+		len(key) >= len(protocolKeys) && string(key[:len(protocolKeys)]) == protocolKeys
 }
 
 // withheldMeta reports whether a key of a tools/call's _meta stays with
 // the aggregator: the kept-back keys, and the progress token (each call
 // gets an upstream token of its own, which the upstream connection adds).
-func withheldMeta(key string) bool {
-	return key == "progressToken" || keptBack(key)
+func withheldMeta(key []byte) bool {
+	return string(key) == "progressToken" || keptBack(key)
 }
 
 // upstreamParams is params as they go upstream: the members of _meta that
@@ -39,7 +41,7 @@ func upstreamParams(params json.RawMessage, meta map[string]json.RawMessage) jso
 	if !drop {
 		return params
 	}
-	return editMeta(params, func(m []byte) []byte { return rawjson.WithoutFunc(m, keptBack) })
+	return editMeta(params, func(m []byte) []byte { return rawjson.WithoutFunc(m, keptBack[[]byte]) })
 }
 
 // editMeta returns params with its _meta replaced by edit(_meta), or

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func withheldForTest(key string) bool {
-	return key == "progressToken" || strings.HasPrefix(key, "io.modelcontextprotocol/")
+func withheldForTest(key []byte) bool {
+	return string(key) == "progressToken" || bytes.HasPrefix(key, []byte("io.modelcontextprotocol/"))
 }
 
 // A tools/call's params go upstream as the caller sent them, edited where

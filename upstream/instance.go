@@ -306,6 +306,21 @@ func (i *Instance) explain(ctx context.Context, err error) error {
 	return err
 }
 
+// withholdsAll reports whether meta is an object with members, every one
+// of which withhold reports: then _meta goes without a copy of it being
+// made (a client asking for progress sends its progressToken alone).
+func withholdsAll(meta []byte, withhold func(key []byte) bool) bool {
+	o := rawjson.NewObject(meta)
+	members := 0
+	for o.Next() {
+		if !withhold(o.Name()) {
+			return false
+		}
+		members++
+	}
+	return members > 0 && o.Err() == nil
+}
+
 // Call is one tools/call to forward.
 type Call struct {
 	Name string // the upstream's original tool name
@@ -321,8 +336,9 @@ type Call struct {
 	// sends none.
 	Arguments json.RawMessage
 	// Withhold reports the keys of the caller's _meta that stay with the
-	// caller; nil: every key goes.
-	Withhold func(key string) bool
+	// caller (given the key unescaped, which it must not keep); nil: every
+	// key goes.
+	Withhold func(key []byte) bool
 	// ProgressToken is the caller's token (raw JSON); with OnProgress set,
 	// upstream progress notifications for this call are handed to OnProgress
 	// with their progressToken replaced by this one. The upstream sees a
@@ -407,6 +423,8 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 			case string(meta) == "null":
 			case call.Withhold == nil:
 				continue
+			case withholdsAll(meta, call.Withhold):
+				value = nil // _meta of withheld keys alone goes
 			default:
 				// WithoutFunc returns meta itself when it withholds nothing,
 				// and a shorter object when it does.
@@ -414,9 +432,7 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 				if len(kept) == len(meta) {
 					continue
 				}
-				if !rawjson.Empty(kept) {
-					value = kept
-				} // else nil: _meta of withheld keys alone goes
+				value = kept
 			}
 		case "task":
 			if string(obj.Value()) != "null" {

@@ -97,7 +97,17 @@ func (c *conn) handshake(ctx context.Context) error {
 
 // callParams is tools/call echo {text}, encoded once so that every call sends the same bytes.
 func callParams(tool, text string) json.RawMessage {
-	b, err := json.Marshal(map[string]any{"name": tool, "arguments": map[string]string{"text": text}})
+	return callParamsWithMeta(tool, text, nil)
+}
+
+// callParamsWithMeta is callParams with a _meta as real clients send (for
+// example their progressToken); none when meta is nil.
+func callParamsWithMeta(tool, text string, meta map[string]any) json.RawMessage {
+	params := map[string]any{"name": tool, "arguments": map[string]string{"text": text}}
+	if meta != nil {
+		params["_meta"] = meta
+	}
+	b, err := json.Marshal(params)
 	if err != nil {
 		panic(err)
 	}

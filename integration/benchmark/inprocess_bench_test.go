@@ -57,6 +57,15 @@ func BenchmarkInProcessCall(b *testing.B) {
 					measureRequests(b, c, inflight, "tools/call", params)
 				})
 			}
+			if edge.name == "stdio" {
+				// As a client that asks for progress calls: the token stays
+				// with the aggregator, and the call gets one of its own
+				// upstream. One call at a time, each with the same token.
+				b.Run("progressToken/inflight=1", func(b *testing.B) {
+					b.ReportAllocs()
+					measureRequests(b, c, 1, "tools/call", callParamsWithMeta("echo", echoText, map[string]any{"progressToken": 1}))
+				})
+			}
 		})
 	}
 }

@@ -80,17 +80,21 @@ func Add(obj []byte, name string, value []byte) []byte {
 // kept). obj comes back as it is when it has no such member or is not one
 // valid JSON object.
 func Without(obj []byte, name string) []byte {
-	return WithoutFunc(obj, func(n string) bool { return n == name })
+	return WithoutFunc(obj, func(n []byte) bool { return string(n) == name })
 }
 
 // WithoutFunc is Without for every member whose name drop reports true.
-func WithoutFunc(obj []byte, drop func(name string) bool) []byte {
+// drop is given the name unescaped, aliasing obj where it can: it must not
+// keep it. Nothing is allocated when every member stays.
+func WithoutFunc(obj []byte, drop func(name []byte) bool) []byte {
 	type span struct{ start, end int }
-	var kept []span
+	// Most objects keep few members: their spans fit on the stack.
+	var keptBuf [8]span
+	kept := keptBuf[:0]
 	dropped := false
 	o := NewObject(obj)
 	for o.Next() {
-		if drop(string(o.Name())) {
+		if drop(o.Name()) {
 			dropped = true
 			continue
 		}
