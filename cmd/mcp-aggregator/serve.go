@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"sort"
 	"syscall"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/gateway"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/memtrim"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/pipeio"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/sealed"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/telemetry"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
@@ -288,10 +288,10 @@ func (s *server) load(ctx context.Context) {
 // cancelLoad stops a load still under way once the client is gone.
 func (s *server) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer, cancelLoad func()) int {
 	errc := make(chan error, 1)
-	in, out, polled, restore := pollableStdio(stdin, stdout)
+	in, out, polled, restore := pipeio.PollStdio(stdin, stdout)
 	defer restore()
 	if polled {
-		oneProcessor(s.log)
+		pipeio.OneProcessor(s.log)
 	}
 	go func() { errc <- s.proxy.ServeStdio(ctx, in, out) }()
 	select {
@@ -346,19 +346,4 @@ func stdioDone(ctx context.Context, err error, log *slog.Logger) int {
 	}
 	log.Info("downstream closed; shutting down")
 	return 0
-}
-
-// oneProcessor runs the stdio server's Go code on one processor at a time,
-// unless GOMAXPROCS is set. A stdio server has one client and spends its time
-// passing messages between pipes the poller watches: with a second processor
-// idle, every hand-off from one goroutine to another (the reader's to a
-// worker, an upstream's answer to its caller, a response to the writer) wakes
-// a second thread, which on a small machine preempts the work it was woken
-// for. On one processor those hand-offs are plain goroutine switches. The
-// HTTP server, which has many clients, keeps every processor.
-func oneProcessor(log *slog.Logger) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return
-	}
-	log.Debug("serving stdio on one processor", "was", runtime.GOMAXPROCS(1), "override", "set GOMAXPROCS")
 }
