@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/browser"
 	"github.com/mcp-aggregator/mcp-aggregator/listing"
 	"github.com/mcp-aggregator/mcp-aggregator/oauth"
 	"github.com/mcp-aggregator/mcp-aggregator/upstreamauth"
@@ -49,7 +48,7 @@ func login(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "To log in to %s, open this URL in a browser:\n", id)
 			fmt.Fprintln(stdout, authURL)
 			if !*noBrowser {
-				openBrowser(authURL, stderr)
+				browser.Open(authURL, stderr)
 			}
 		},
 	})
@@ -165,28 +164,4 @@ func oauthServer(cmd string, c *common, id string, stderr io.Writer) (*config.Se
 		return nil, nil, 1
 	}
 	return srv, store, 0
-}
-
-// openBrowser opens url in the user's browser, without waiting for it; a
-// failure only means the user opens the printed URL by hand.
-func openBrowser(url string, stderr io.Writer) {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		cmd = exec.Command("xdg-open", url)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "could not open a browser (%v); open the URL above by hand\n", err)
-		return
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select { // a launcher that fails at once says so; one that lingers is left to run
-	case <-done:
-	case <-time.After(2 * time.Second):
-	}
 }
