@@ -56,14 +56,8 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	// relative paths resolve as they will.
 	beside := filepath.Join(filepath.Dir(files[0].Name), "mcp-aggregator.yaml")
 	ws, more := config.LoadBytes(beside, out, os.LookupEnv)
-	if ws == nil || len(ws.Servers)+len(ws.Rejected) == 0 {
-		// No server to import: an empty config written over a watched one
-		// would stop every server it runs, where an empty file is refused.
-		if errs > 0 {
-			fmt.Fprintln(stderr, "error: no server could be read; nothing was printed")
-		} else {
-			fmt.Fprintln(stderr, "error: the files define no server to import (none, or only disabled ones); nothing was printed")
-		}
+	if why := listing.NothingToImport(ws, errs); why != "" {
+		fmt.Fprintln(stderr, "error:", why)
 		return 1
 	}
 	if _, err := stdout.Write(out); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,20 +41,23 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // TestImportOfNoServerPrintsNothing: files that define no server (none at all, or only
-// disabled ones) print no config, which written over a watched config would stop every
-// server it runs, and exit 1 saying why.
+// disabled ones), or whose servers could not be read, print no config, which written over
+// a watched config would stop every server it runs, and exit 1 saying why.
 func TestImportOfNoServerPrintsNothing(t *testing.T) {
+	const none = "error: the files define no server to import (none, or only disabled ones); nothing was printed\n"
+	const unread = "error: no server could be read; nothing was printed\n"
 	dir := t.TempDir()
-	for name, text := range map[string]string{
-		"empty.json":    `{"mcpServers": {}}`,
-		"disabled.json": `{"mcpServers": {"off": {"command": "x", "disabled": true}}}`,
-		"native.yaml":   "version: 1\nservers: {}\n",
+	for name, tt := range map[string]struct{ text, want string }{
+		"empty.json":    {`{"mcpServers": {}}`, none},
+		"disabled.json": {`{"mcpServers": {"off": {"command": "x", "disabled": true}}}`, none},
+		"native.yaml":   {"version: 1\nservers: {}\n", none},
+		"list.json":     {`{"mcpServers": []}`, unread},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, errOut, code := runIn(t, dir, "import", write(t, filepath.Join(dir, name), text))
+			out, errOut, code := runIn(t, dir, "import", write(t, filepath.Join(dir, name), tt.text))
 			assert.Equal(t, 1, code, errOut)
 			assert.Empty(t, out)
-			assert.Contains(t, errOut, "define no server to import")
+			assert.True(t, strings.HasSuffix(errOut, tt.want), errOut)
 		})
 	}
 }
