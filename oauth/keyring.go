@@ -13,10 +13,12 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/config"
 )
 
-// refreshTimeout bounds one refresh. It runs on a context of its own, not
-// the caller's: a caller that gives up must not leave a rotated refresh
-// token half exchanged for the others waiting on it.
-const refreshTimeout = 30 * time.Second
+// RefreshTimeout bounds one refresh, from the store's lock to the new
+// tokens saved: what Keyring.Close may have to wait for. A refresh runs on
+// a context of its own, not the caller's: a caller that gives up must not
+// leave a rotated refresh token half exchanged for the others waiting on
+// it.
+const RefreshTimeout = 30 * time.Second
 
 // KeyringOptions are a Keyring's dependencies.
 type KeyringOptions struct {
@@ -47,12 +49,21 @@ type Keyring struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	creds map[string]*credential // by server URL
+	// closing ends when Close begins: no refresh starts, or is sent, after
+	// it. flights counts the refreshes under way, which Close waits for;
+	// one is added only under mu, before closing ends.
+	closing context.Context
+	close   context.CancelFunc
+	flights sync.WaitGroup
 }
+
+// errClosed is a refresh not made because the keyring is closing.
+var errClosed = errors.New("the OAuth tokens are not refreshed: the aggregator is shutting down")
 
 // NewKeyring returns a keyring over opts.Store.
 func NewKeyring(opts KeyringOptions) *Keyring {
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: refreshTimeout}
+		opts.HTTPClient = &http.Client{Timeout: RefreshTimeout}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -64,7 +75,47 @@ func NewKeyring(opts KeyringOptions) *Keyring {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
+	k := &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
+	k.closing, k.close = context.WithCancel(context.Background())
+	return k
+}
+
+// startFlight counts a refresh about to start, unless Close has begun;
+// callers may hold a credential's mu.
+func (k *Keyring) startFlight() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closing.Err() != nil {
+		return false
+	}
+	k.flights.Add(1)
+	return true
+}
+
+// Close ends the keyring's refreshes before the process exits: none starts
+// after it (a call whose token is no longer good fails), one not yet sent
+// to the token endpoint is not sent, and Close waits until the refreshes
+// already sent have their answer saved, or ctx ends. An issuer that rotates
+// refresh tokens takes back the old one as it answers: an answer lost at
+// exit would leave only a spent refresh token in the store, and the next
+// start would need a new login. A refresh ends within RefreshTimeout; Close
+// returns ctx's error if it ended first.
+func (k *Keyring) Close(ctx context.Context) error {
+	k.mu.Lock()
+	k.close()
+	k.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		k.flights.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		k.log.Warn("exiting before a refresh of OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the server needs a new login", "err", ctx.Err())
+		return ctx.Err()
+	}
 }
 
 // credential is the grant for one server URL, as the keyring holds it: the
@@ -293,6 +344,13 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 		return "", err
 	}
 	if f == nil {
+		if !c.k.startFlight() {
+			c.mu.Unlock()
+			if usableToken {
+				return g.AccessToken, nil
+			}
+			return "", fmt.Errorf("server %q: %w", srv.ID, errClosed)
+		}
 		f = &flight{done: make(chan struct{})}
 		c.flight = f
 		go c.refresh(f, g, stale)
@@ -329,23 +387,37 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 // takes a newer grant from the store if another process (a login, another
 // aggregator) saved one meanwhile, and saves what it gets.
 func (c *credential) refresh(f *flight, held *Grant, stale string) {
+	defer c.k.flights.Done() // last: the new tokens are saved
 	defer close(f.done)
 	defer func() {
 		c.mu.Lock()
 		c.flight = nil
 		c.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), RefreshTimeout)
 	defer cancel()
-	if unlock, err := lockFile(ctx, c.k.opts.Store.lockPath(c.url)); err == nil {
+	// Until the request is sent, the refresh gives way to Close: waiting
+	// for another process's lock ends with it.
+	beforeSend, stopWaiting := context.WithCancel(ctx)
+	defer context.AfterFunc(c.k.closing, stopWaiting)()
+	if unlock, err := lockFile(beforeSend, c.k.opts.Store.lockPath(c.url)); err == nil {
 		defer unlock()
-	} else {
+	} else if c.k.closing.Err() == nil {
 		c.k.log.Warn("refreshing OAuth tokens without the store's lock", "servers", c.ids(), "err", err)
 	}
 	if g, ok := c.newerOnDisk(held, stale); ok {
 		f.grant = g
 		return
 	}
+	if c.k.closing.Err() != nil {
+		// Not sent: the refresh token stays as it is, on disk and at the
+		// issuer.
+		f.err = errClosed
+		return
+	}
+	// Sent: from here the issuer may rotate the refresh token at any
+	// moment, so what it answers is saved even once Close has begun; Close
+	// waits for it.
 	next, err := refresh(ctx, c.k.opts.HTTPClient, held, c.k.opts.Now())
 	var refused *refusedError
 	if errors.As(err, &refused) {

@@ -118,6 +118,18 @@ func New(life context.Context, opts Options) *Auth {
 	return a
 }
 
+// Close ends the refreshes of the shared logins before the process exits
+// (oauth.Keyring.Close): none starts after it, and one already sent to the
+// authorization server has its answer, whose rotated refresh token is the
+// only one left, saved before Close returns, or ctx ends. Call it once the
+// proxy is closed, with a bound of oauth.RefreshTimeout.
+func (a *Auth) Close(ctx context.Context) error {
+	if a.keyring == nil {
+		return nil
+	}
+	return a.keyring.Close(ctx)
+}
+
 // AuditTo sends the audit lines of token exchanges and per-user logins to
 // write (Proxy.Audit).
 func (a *Auth) AuditTo(write func(audit.Record)) { a.audit.Store(&write) }

@@ -258,12 +258,23 @@ func (s *server) buildHTTP() int {
 }
 
 // closeProxy closes the proxy, and with it every upstream, letting the
-// calls in flight end for shutdownGrace at most.
+// calls in flight end for shutdownGrace at most; then the refreshes of
+// upstream logins.
 func (s *server) closeProxy() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	s.proxy.Close(ctx)
 	s.log.Info("stopped; every upstream is closed")
+	closeLogins(s.upAuth)
+}
+
+// closeLogins ends the refreshes of upstream logins: one the authorization
+// server may already have answered, rotating the refresh token, has what
+// it got saved before the process exits, for oauth.RefreshTimeout at most.
+func closeLogins(a *upstreamauth.Auth) {
+	ctx, cancel := context.WithTimeout(context.Background(), oauth.RefreshTimeout)
+	defer cancel()
+	_ = a.Close(ctx) // a refresh that outlasts it is logged
 }
 
 // load runs the first load, then keeps the proxy on the config files as

@@ -45,6 +45,7 @@ func tools(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		p.Close(ctx)
+		closeLogins(upAuth)
 	}()
 
 	out := listing.NewCatalog(p.Catalog().Entries(), report.Problems, report.Notes)
