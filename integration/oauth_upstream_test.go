@@ -263,6 +263,9 @@ type opStore struct {
 	// What the tests look at.
 	notes  []string    // "grant_type resource extra" of every request recorded
 	issued []time.Time // expiry of every access token issued, in order
+	// Every refresh token issued (by a login or a refresh), and every one
+	// a refresh spent, in order.
+	refreshIssued, refreshSpent []string
 	// lifetime of the access tokens it issues; accessTokenLifetime if 0.
 	lifetime time.Duration
 	// fetchClient resolves a client_id that is a URL (a client ID metadata
@@ -318,6 +321,14 @@ func (s *opStore) approve(id, subject string) bool {
 	}
 	r.subject, r.done, r.authTime = subject, true, time.Now()
 	return true
+}
+
+// refreshHistory is every refresh token issued, and every one a refresh
+// spent, in order.
+func (s *opStore) refreshHistory() (issued, spent []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.refreshIssued...), append([]string(nil), s.refreshSpent...)
 }
 
 // hasRefresh reports whether token is a refresh token the provider takes.
@@ -417,9 +428,11 @@ func (s *opStore) CreateAccessAndRefreshTokens(_ context.Context, req op.TokenRe
 			return "", "", time.Time{}, op.ErrInvalidRefreshToken
 		}
 		delete(s.refresh, current) // rotation: each refresh token is good once
+		s.refreshSpent = append(s.refreshSpent, current)
 	}
 	token := randomID()
 	s.refresh[token] = rt
+	s.refreshIssued = append(s.refreshIssued, token)
 	id, exp := s.accessToken()
 	return id, token, exp, nil
 }
@@ -1291,15 +1304,25 @@ servers:
 	assert.Equal(t, clientID, g.ClientID)
 
 	// The server stops taking the access token: the refresh authenticates
-	// with the secret, and the call goes through.
+	// with the secret, and the call goes through. A run that takes longer
+	// than the access token lives refreshes again, rightly: what is
+	// promised is at least one refresh, each with the refresh token the
+	// one before it (or the login) issued, and no login asked again.
 	up.reject(g.AccessToken)
 	text, code := runCommand(t, env, "tools", "--json", "--config", cfg)
 	require.Equal(t, 0, code, "%s", text)
 	assert.Contains(t, text, `"name": "whoami"`)
-	assert.Len(t, as.store.notesOf("refresh_token"), 1, "one refresh, accepted with the client's secret")
+	assert.NotContains(t, text, "mcp-aggregator login", "no new login is asked for")
 	assert.NotEqual(t, g.AccessToken, up.lastToken())
+	issued, spent := as.store.refreshHistory()
+	require.NotEmpty(t, spent, "at least one refresh")
+	require.Len(t, issued, len(spent)+1, "each refresh rotated the refresh token")
+	assert.Equal(t, g.RefreshToken, issued[0], "the login's refresh token comes first")
+	assert.Equal(t, issued[:len(spent)], spent, "each refresh spent the latest refresh token")
+	assert.Len(t, as.store.notesOf("refresh_token"), len(spent), "every refresh was accepted, with the client's secret")
 
 	rotated := onlyGrant(t, home)
+	assert.Equal(t, issued[len(issued)-1], rotated.RefreshToken, "the latest refresh token is stored")
 	require.True(t, as.store.hasRefresh(rotated.RefreshToken))
 	text, code = runCommand(t, env, "logout", "secured", "--config", cfg)
 	assert.Equal(t, 0, code, "%s", text)
