@@ -56,6 +56,12 @@ type UserLogins struct {
 	// refreshMu makes refreshes one at a time: a caller's concurrent
 	// calls share one.
 	refreshMu sync.Mutex
+	// closing ends when Close begins: no refresh starts, or is sent, after
+	// it. renewals counts the refreshes under way, which Close waits for;
+	// one is added only under mu, before closing ends.
+	closing  context.Context
+	close    context.CancelFunc
+	renewals sync.WaitGroup
 }
 
 // NewUserLogins returns the per-user logins of opts.
@@ -69,7 +75,31 @@ func NewUserLogins(opts UserLoginsOptions) *UserLogins {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}, touched: map[cred.VaultEntry]time.Time{}}
+	u := &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}, touched: map[cred.VaultEntry]time.Time{}}
+	u.closing, u.close = context.WithCancel(context.Background())
+	return u
+}
+
+// Close ends the refreshes of the callers' logins before the process
+// exits, as Keyring.Close does the shared ones': none starts after it, one
+// not yet sent is not sent, and Close waits until one already sent has
+// what it got stored in the vault, or ctx ends.
+func (u *UserLogins) Close(ctx context.Context) error {
+	u.mu.Lock()
+	u.close()
+	u.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		u.renewals.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		u.opts.Logger.Warn("exiting before a refresh of a caller's OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the caller logs in again", "err", ctx.Err())
+		return ctx.Err()
+	}
 }
 
 // Logout ends caller's login to srv: the grant is forgotten, held and
@@ -211,6 +241,47 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 	if !due(g, u.opts.Now()) {
 		return g.AccessToken, nil
 	}
+	if !u.startRenewal() {
+		if !expired(g, u.opts.Now()) {
+			return g.AccessToken, nil
+		}
+		return "", fmt.Errorf("server %q: %w", srv.ID, errClosed)
+	}
+	// The refresh runs on a goroutine and a context of its own: a caller
+	// that gives up (or a shutdown) must not leave the refresh token spent
+	// at the issuer and its successor lost.
+	type renewed struct {
+		token string
+		err   error
+	}
+	done := make(chan renewed, 1)
+	go func() {
+		defer u.renewals.Done()
+		token, err := u.renew(e, g, srv, caller, need)
+		done <- renewed{token, err}
+	}()
+	select {
+	case r := <-done:
+		return r.token, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// startRenewal counts a refresh about to start, unless Close has begun.
+func (u *UserLogins) startRenewal() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closing.Err() != nil {
+		return false
+	}
+	u.renewals.Add(1)
+	return true
+}
+
+// renew refreshes g, the entry's grant, one refresh at a time, and stores
+// what it gets; it returns the access token to send.
+func (u *UserLogins) renew(e cred.VaultEntry, g *Grant, srv *config.Server, caller identity.Caller, need func(string) error) (string, error) {
 	u.refreshMu.Lock()
 	defer u.refreshMu.Unlock()
 	if held, err := u.load(e); err == nil && !due(held, u.opts.Now()) {
@@ -222,6 +293,14 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 		}
 		return g.AccessToken, nil
 	}
+	if u.closing.Err() != nil { // not sent: the refresh token stays good
+		if !expired(g, u.opts.Now()) {
+			return g.AccessToken, nil
+		}
+		return "", fmt.Errorf("server %q: %w", srv.ID, errClosed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), RefreshTimeout)
+	defer cancel()
 	next, err := refresh(ctx, u.opts.HTTPClient, g, u.opts.Now())
 	var refused *refusedError
 	switch {

@@ -3,6 +3,7 @@ package upstreamauth
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -118,16 +119,31 @@ func New(life context.Context, opts Options) *Auth {
 	return a
 }
 
-// Close ends the refreshes of the shared logins before the process exits
-// (oauth.Keyring.Close): none starts after it, and one already sent to the
-// authorization server has its answer, whose rotated refresh token is the
-// only one left, saved before Close returns, or ctx ends. Call it once the
-// proxy is closed, with a bound of oauth.RefreshTimeout.
+// Close ends the refreshes of upstream logins before the process exits,
+// the shared ones' (oauth.Keyring.Close) and the callers' own
+// (oauth.UserLogins.Close): none starts after it, and one already sent to
+// the authorization server has its answer, whose rotated refresh token is
+// the only one left, stored before Close returns, or ctx ends. Call it
+// once the proxy is closed, with a bound of oauth.RefreshTimeout.
 func (a *Auth) Close(ctx context.Context) error {
-	if a.keyring == nil {
-		return nil
+	a.mu.Lock()
+	users := a.users
+	a.mu.Unlock()
+	var closes []func(context.Context) error
+	if users != nil {
+		closes = append(closes, users.Close)
 	}
-	return a.keyring.Close(ctx)
+	if a.keyring != nil {
+		closes = append(closes, a.keyring.Close)
+	}
+	// Both at once: neither sends a refresh while the other waits.
+	errs := make([]error, len(closes))
+	var wg sync.WaitGroup
+	for i, end := range closes {
+		wg.Go(func() { errs[i] = end(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // AuditTo sends the audit lines of token exchanges and per-user logins to
