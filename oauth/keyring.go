@@ -366,6 +366,9 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 			if usableToken && !expired(g, c.k.opts.Now()) {
 				return g.AccessToken, nil
 			}
+			if errors.Is(f.err, errClosed) {
+				return "", fmt.Errorf("server %q: %w", srv.ID, f.err)
+			}
 			return "", f.err
 		}
 		if err := c.usable(srv); err != nil {

@@ -99,6 +99,7 @@ func TestKeyringCloseSendsNoRefreshNotYetSent(t *testing.T) {
 	assert.Equal(t, "refresh-1", storedRefreshToken(t, r))
 	_, err = c.token(context.Background(), r.srv, "")
 	require.ErrorIs(t, err, errClosed)
+	assert.Contains(t, err.Error(), `server "linear"`)
 	assert.Zero(t, r.te.refreshes())
 }
 
