@@ -38,6 +38,9 @@ type KeyringOptions struct {
 	Discover func(ctx context.Context, client *http.Client, srv *config.Server) (string, error)
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// Refreshes are the refreshes Close ends, shared with the process's
+	// other logins; nil: the keyring's own.
+	Refreshes *Refreshes
 }
 
 // Keyring holds the grants of the servers a running aggregator uses: one
@@ -49,16 +52,7 @@ type Keyring struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	creds map[string]*credential // by server URL
-	// closing ends when Close begins: no refresh starts, or is sent, after
-	// it. flights counts the refreshes under way, which Close waits for;
-	// one is added only under mu, before closing ends.
-	closing context.Context
-	close   context.CancelFunc
-	flights sync.WaitGroup
 }
-
-// errClosed is a refresh not made because the keyring is closing.
-var errClosed = errors.New("the OAuth tokens are not refreshed: the aggregator is shutting down")
 
 // NewKeyring returns a keyring over opts.Store.
 func NewKeyring(opts KeyringOptions) *Keyring {
@@ -75,47 +69,22 @@ func NewKeyring(opts KeyringOptions) *Keyring {
 	if log == nil {
 		log = slog.Default()
 	}
-	k := &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
-	k.closing, k.close = context.WithCancel(context.Background())
-	return k
-}
-
-// startFlight counts a refresh about to start, unless Close has begun;
-// callers may hold a credential's mu.
-func (k *Keyring) startFlight() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closing.Err() != nil {
-		return false
+	if opts.Refreshes == nil {
+		opts.Refreshes = NewRefreshes()
 	}
-	k.flights.Add(1)
-	return true
+	return &Keyring{opts: opts, log: log, creds: map[string]*credential{}}
 }
 
-// Close ends the keyring's refreshes before the process exits: none starts
-// after it (a call whose token is no longer good fails), one not yet sent
-// to the token endpoint is not sent, and Close waits until the refreshes
-// already sent have their answer saved, or ctx ends. An issuer that rotates
-// refresh tokens takes back the old one as it answers: an answer lost at
-// exit would leave only a spent refresh token in the store, and the next
-// start would need a new login. A refresh ends within RefreshTimeout; Close
-// returns ctx's error if it ended first.
+// Close ends the refreshes of the keyring's Refreshes (Refreshes.Close)
+// before the process exits: none starts after it, one not yet sent is not
+// sent, and Close waits until one already sent has its answer saved, or
+// ctx ends, which it logs.
 func (k *Keyring) Close(ctx context.Context) error {
-	k.mu.Lock()
-	k.close()
-	k.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		k.flights.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		k.log.Warn("exiting before a refresh of OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the server needs a new login", "err", ctx.Err())
-		return ctx.Err()
+	err := k.opts.Refreshes.Close(ctx)
+	if err != nil {
+		k.log.Warn("exiting before a refresh of OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the server needs a new login", "err", err)
 	}
+	return err
 }
 
 // credential is the grant for one server URL, as the keyring holds it: the
@@ -344,7 +313,7 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 		return "", err
 	}
 	if f == nil {
-		if !c.k.startFlight() {
+		if !c.k.opts.Refreshes.start() {
 			c.mu.Unlock()
 			if usableToken {
 				return g.AccessToken, nil
@@ -390,7 +359,7 @@ func (c *credential) token(ctx context.Context, srv *config.Server, stale string
 // takes a newer grant from the store if another process (a login, another
 // aggregator) saved one meanwhile, and saves what it gets.
 func (c *credential) refresh(f *flight, held *Grant, stale string) {
-	defer c.k.flights.Done() // last: the new tokens are saved
+	defer c.k.opts.Refreshes.done() // last: the new tokens are saved
 	defer close(f.done)
 	defer func() {
 		c.mu.Lock()
@@ -402,17 +371,17 @@ func (c *credential) refresh(f *flight, held *Grant, stale string) {
 	// Until the request is sent, the refresh gives way to Close: waiting
 	// for another process's lock ends with it.
 	beforeSend, stopWaiting := context.WithCancel(ctx)
-	defer context.AfterFunc(c.k.closing, stopWaiting)()
+	defer context.AfterFunc(c.k.opts.Refreshes.closing, stopWaiting)()
 	if unlock, err := lockFile(beforeSend, c.k.opts.Store.lockPath(c.url)); err == nil {
 		defer unlock()
-	} else if c.k.closing.Err() == nil {
+	} else if !c.k.opts.Refreshes.closed() {
 		c.k.log.Warn("refreshing OAuth tokens without the store's lock", "servers", c.ids(), "err", err)
 	}
 	if g, ok := c.newerOnDisk(held, stale); ok {
 		f.grant = g
 		return
 	}
-	if c.k.closing.Err() != nil {
+	if c.k.opts.Refreshes.closed() {
 		// Not sent: the refresh token stays as it is, on disk and at the
 		// issuer.
 		f.err = errClosed

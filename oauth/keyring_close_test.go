@@ -59,7 +59,7 @@ func storedRefreshToken(t *testing.T, r *keyringRig) string {
 // no refresh is sent.
 func TestKeyringCloseSavesTheRefreshUnderWay(t *testing.T) {
 	r := newKeyringRig(t, true)
-	arrived := holdingEndpoint(t, r, r.k.closing.Done()) // answered once the shutdown has begun
+	arrived := holdingEndpoint(t, r, r.k.opts.Refreshes.closing.Done()) // answered once the shutdown has begun
 	c := startRefresh(t, r)
 	<-arrived
 
@@ -118,6 +118,6 @@ func TestKeyringCloseIsBounded(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, r.k.Close(ctx), context.Canceled)
 	once.Do(func() { close(release) })
-	r.k.flights.Wait()
+	r.k.opts.Refreshes.under.Wait()
 	assert.Equal(t, "refresh-x", storedRefreshToken(t, r))
 }

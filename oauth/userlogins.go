@@ -35,6 +35,9 @@ type UserLoginsOptions struct {
 	// MaxUnused is how long a stored login no call uses is kept (Sweep);
 	// 0 keeps it.
 	MaxUnused time.Duration
+	// Refreshes are the refreshes Close ends, shared with the process's
+	// other logins; nil: its own.
+	Refreshes *Refreshes
 }
 
 // touchEvery is how often a login in use is noted as used in the vault:
@@ -56,12 +59,6 @@ type UserLogins struct {
 	// refreshMu makes refreshes one at a time: a caller's concurrent
 	// calls share one.
 	refreshMu sync.Mutex
-	// closing ends when Close begins: no refresh starts, or is sent, after
-	// it. renewals counts the refreshes under way, which Close waits for;
-	// one is added only under mu, before closing ends.
-	closing  context.Context
-	close    context.CancelFunc
-	renewals sync.WaitGroup
 }
 
 // NewUserLogins returns the per-user logins of opts.
@@ -75,31 +72,22 @@ func NewUserLogins(opts UserLoginsOptions) *UserLogins {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	u := &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}, touched: map[cred.VaultEntry]time.Time{}}
-	u.closing, u.close = context.WithCancel(context.Background())
-	return u
+	if opts.Refreshes == nil {
+		opts.Refreshes = NewRefreshes()
+	}
+	return &UserLogins{opts: opts, grants: map[cred.VaultEntry]*Grant{}, touched: map[cred.VaultEntry]time.Time{}}
 }
 
-// Close ends the refreshes of the callers' logins before the process
-// exits, as Keyring.Close does the shared ones': none starts after it, one
-// not yet sent is not sent, and Close waits until one already sent has
-// what it got stored in the vault, or ctx ends.
+// Close ends the refreshes of its Refreshes (Refreshes.Close) before the
+// process exits, as Keyring.Close does: one of a caller's login already
+// sent has what it got stored in the vault before Close returns, or ctx
+// ends, which it logs.
 func (u *UserLogins) Close(ctx context.Context) error {
-	u.mu.Lock()
-	u.close()
-	u.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		u.renewals.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		u.opts.Logger.Warn("exiting before a refresh of a caller's OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the caller logs in again", "err", ctx.Err())
-		return ctx.Err()
+	err := u.opts.Refreshes.Close(ctx)
+	if err != nil {
+		u.opts.Logger.Warn("exiting before a refresh of a caller's OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the caller logs in again", "err", err)
 	}
+	return err
 }
 
 // Logout ends caller's login to srv: the grant is forgotten, held and
@@ -241,7 +229,7 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 	if !due(g, u.opts.Now()) {
 		return g.AccessToken, nil
 	}
-	if !u.startRenewal() {
+	if !u.opts.Refreshes.start() {
 		if !expired(g, u.opts.Now()) {
 			return g.AccessToken, nil
 		}
@@ -256,7 +244,7 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 	}
 	done := make(chan renewed, 1)
 	go func() {
-		defer u.renewals.Done()
+		defer u.opts.Refreshes.done()
 		token, err := u.renew(e, g, srv, caller, need)
 		done <- renewed{token, err}
 	}()
@@ -266,17 +254,6 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// startRenewal counts a refresh about to start, unless Close has begun.
-func (u *UserLogins) startRenewal() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closing.Err() != nil {
-		return false
-	}
-	u.renewals.Add(1)
-	return true
 }
 
 // renew refreshes g, the entry's grant, one refresh at a time, and stores
@@ -293,7 +270,7 @@ func (u *UserLogins) renew(e cred.VaultEntry, g *Grant, srv *config.Server, call
 		}
 		return g.AccessToken, nil
 	}
-	if u.closing.Err() != nil { // not sent: the refresh token stays good
+	if u.opts.Refreshes.closed() { // not sent: the refresh token stays good
 		if !expired(g, u.opts.Now()) {
 			return g.AccessToken, nil
 		}

@@ -76,7 +76,7 @@ func (r *userLoginsRig) storedRefreshToken(t *testing.T) string {
 // before Close returns, although the call that wanted it gave up; after
 // Close none is sent.
 func TestUserLoginsCloseStoresTheRefreshUnderWay(t *testing.T) {
-	r := newUserLoginsRig(t, func(u *UserLogins) <-chan struct{} { return u.closing.Done() })
+	r := newUserLoginsRig(t, func(u *UserLogins) <-chan struct{} { return u.opts.Refreshes.closing.Done() })
 	ctx, giveUp := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() {

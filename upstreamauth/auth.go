@@ -3,7 +3,6 @@ package upstreamauth
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -67,6 +66,10 @@ type Auth struct {
 	// redirects is the gateway's callback of the per-user logins.
 	redirects   atomic.Pointer[oauth.Redirects]
 	userOffered map[userOfferKey]*offeredLogin // per-user logins under way; guarded by mu
+	// refreshes are the refreshes of every login here, the keyring's and
+	// the per-user logins' (those replaced by a new setting too), which
+	// Close lets end.
+	refreshes *oauth.Refreshes
 }
 
 // userOfferKey is a per-user login under way: whose, at which server.
@@ -108,42 +111,30 @@ type Options struct {
 func New(life context.Context, opts Options) *Auth {
 	a := &Auth{log: opts.Logger, life: life, changed: make(chan struct{}, 1), offered: map[string]*offeredLogin{},
 		exchangers: map[string]*serverExchanger{}, secrets: opts.Secrets, userOffered: map[userOfferKey]*offeredLogin{},
-		sharedOffers: opts.SharedOffers}
+		sharedOffers: opts.SharedOffers, refreshes: oauth.NewRefreshes()}
 	dir, err := oauth.DefaultDir()
 	if err != nil {
 		a.noDir = err
 		return a
 	}
 	a.store = oauth.NewStore(dir)
-	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: opts.Logger, Secrets: opts.Secrets.Add, Retire: opts.Secrets.Retire})
+	a.keyring = oauth.NewKeyring(oauth.KeyringOptions{Store: a.store, Logger: opts.Logger, Secrets: opts.Secrets.Add, Retire: opts.Secrets.Retire,
+		Refreshes: a.refreshes})
 	return a
 }
 
 // Close ends the refreshes of upstream logins before the process exits,
-// the shared ones' (oauth.Keyring.Close) and the callers' own
-// (oauth.UserLogins.Close): none starts after it, and one already sent to
-// the authorization server has its answer, whose rotated refresh token is
-// the only one left, stored before Close returns, or ctx ends. Call it
-// once the proxy is closed, with a bound of oauth.RefreshTimeout.
+// the shared ones' and the callers' own (oauth.Refreshes.Close): none
+// starts after it, and one already sent to the authorization server has
+// its answer, whose rotated refresh token is the only one left, stored
+// before Close returns, or ctx ends. Call it once the proxy is closed,
+// with a bound of oauth.RefreshTimeout.
 func (a *Auth) Close(ctx context.Context) error {
-	a.mu.Lock()
-	users := a.users
-	a.mu.Unlock()
-	var closes []func(context.Context) error
-	if users != nil {
-		closes = append(closes, users.Close)
+	err := a.refreshes.Close(ctx)
+	if err != nil {
+		a.log.Warn("exiting before a refresh of OAuth tokens ended; if the authorization server rotated the refresh token meanwhile, the login is lost", "err", err)
 	}
-	if a.keyring != nil {
-		closes = append(closes, a.keyring.Close)
-	}
-	// Both at once: neither sends a refresh while the other waits.
-	errs := make([]error, len(closes))
-	var wg sync.WaitGroup
-	for i, end := range closes {
-		wg.Go(func() { errs[i] = end(ctx) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return err
 }
 
 // AuditTo sends the audit lines of token exchanges and per-user logins to

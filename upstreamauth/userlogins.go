@@ -50,7 +50,7 @@ func (a *Auth) setUserLogins(u *config.UserLogins) {
 	redirects := oauth.NewRedirects(u.Callback)
 	a.redirects.Store(redirects)
 	a.users = oauth.NewUserLogins(oauth.UserLoginsOptions{Vault: vault, Redirects: redirects, Logger: a.log, Secrets: a.secrets.Add,
-		MaxUnused: u.MaxUnused})
+		MaxUnused: u.MaxUnused, Refreshes: a.refreshes})
 	a.usersOf = *u
 	if a.stopSweep != nil {
 		a.stopSweep()
