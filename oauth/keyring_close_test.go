@@ -121,3 +121,16 @@ func TestKeyringCloseIsBounded(t *testing.T) {
 	r.k.opts.Refreshes.under.Wait()
 	assert.Equal(t, "refresh-x", storedRefreshToken(t, r))
 }
+
+// Logins that share Refreshes close together: closing the per-user logins
+// ends the keyring's refreshes too.
+func TestRefreshesSharedCloseTogether(t *testing.T) {
+	r := newKeyringRig(t, true)
+	users := NewUserLogins(UserLoginsOptions{Refreshes: r.k.opts.Refreshes})
+	require.NoError(t, users.Close(context.Background()))
+	rt, err := r.k.Transport(r.srv, http.DefaultTransport)
+	require.NoError(t, err)
+	_, err = rt.(*bearer).cred.token(context.Background(), r.srv, "")
+	require.ErrorIs(t, err, errClosed)
+	assert.Zero(t, r.te.refreshes())
+}
