@@ -47,10 +47,11 @@ func PollStdio(stdin io.Reader, stdout io.Writer) (in io.Reader, out io.Writer, 
 // and the duplicate opened as a file of the poller, since os.File decides
 // whether to use the poller when it is made (os.Stdin, made at start,
 // never does). The mode belongs to what both descriptors share, so f is
-// non-blocking too until restore puts it back in blocking mode. f itself is
-// neither closed nor changed otherwise, and closing f does not close the
-// Pipe's descriptor, nor the other way round. ok is false, with nothing
-// changed, for anything else: a terminal, a regular file, a device.
+// non-blocking too until restore puts it back in blocking mode. f is
+// otherwise left as it is, and each file closes its own descriptor only:
+// no finalizer of the Pipe's file closes f's (for os.Stdin, descriptor 0).
+// ok is false, with nothing changed, for anything else: a terminal, a
+// regular file, a device.
 func Poll(f *os.File) (p *Pipe, restore func(), ok bool) {
 	raw, err := f.SyscallConn()
 	if err != nil {
