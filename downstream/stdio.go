@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,8 +222,10 @@ func (s *stdioSession) read(ctx context.Context) {
 			}
 			continue
 		}
-		msg, de := decodeClient(line, false)
-		if de != nil {
+		// Decoded here, and copied into the call that serves a request
+		// (start): a request's message costs no allocation of its own.
+		var msg jsonrpc.Message
+		if de := decodeClientInto(&msg, bytes.Clone(line)); de != nil {
 			s.reject(de.ID, de.Code, de.Reason)
 			continue
 		}
@@ -236,13 +239,15 @@ func (s *stdioSession) read(ctx context.Context) {
 				s.refuseBusy(msg.ID, busy)
 				continue // refused: reading goes on
 			}
-			if call := s.start(ctx, msg, nil); call != nil {
+			if call := s.start(ctx, &msg, nil); call != nil {
 				s.workers.run(s.follow)
 				call.serve()
 				return
 			}
 		default:
-			s.apply(ctx, msg)
+			m := new(jsonrpc.Message)
+			*m = msg
+			s.apply(ctx, m)
 		}
 	}
 }
@@ -437,6 +442,7 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // what serving it needs, in one allocation.
 type stdioCall struct {
 	Request
+	msg    jsonrpc.Message // Request.Msg
 	s      *stdioSession
 	ctx    context.Context // ended by Request.Cancel
 	key    callKey         // in s.calls
@@ -447,12 +453,12 @@ type stdioCall struct {
 }
 
 // start registers a request and returns the call that serves it, or nil
-// when its id is in use by a request in flight (it is answered so). Its
-// response, or nil when none is due, goes to batch, or when that is nil
-// to the client's queue.
+// when its id is in use by a request in flight (it is answered so). The
+// call holds a copy of msg. Its response, or nil when none is due, goes to
+// batch, or when that is nil to the client's queue.
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *batchAnswer) *stdioCall {
-	c := &stdioCall{s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
-	c.Msg, c.Session, c.Send, c.Principal = msg, s, s.send, identity.Local()
+	c := &stdioCall{msg: *msg, s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
+	c.Msg, c.Session, c.Send, c.Principal = &c.msg, s, s.send, identity.Local()
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
 	// requests itself when it ends (cancelAll), and one that starts after
