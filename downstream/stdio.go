@@ -500,17 +500,18 @@ func (c *stdioCall) ask(ctx context.Context, method string, params json.RawMessa
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 }
 
-// serve serves the call and sends its response.
+// serve serves the call and sends its response. The call ends (end)
+// before its response is queued: a client may reuse the id the moment it
+// reads the response.
 func (c *stdioCall) serve() {
 	s, msg := c.s, c.Msg
 	defer s.wg.Done()
-	defer c.end()
 	initialize := msg.Method == "initialize"
 	if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
 		// As over HTTP: a session is initialized once; a second
 		// initialize would change its version and capabilities under
 		// the requests already made with them.
-		c.reply(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		c.finish(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
 		return
 	}
@@ -518,12 +519,12 @@ func (c *stdioCall) serve() {
 	if v := meta.version; v != "" && !protocol.Supported(v) && !initialize {
 		// As over HTTP: a request that names a generation the
 		// server does not speak is refused, with those it does.
-		c.reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
+		c.finish(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
 		return
 	}
 	if protocol.Modern(meta.version) && !initialize {
 		if err := checkModernRequest(msg, meta); err != nil {
-			c.reply(jsonrpc.Failure(msg.ID, err).Encode())
+			c.finish(jsonrpc.Failure(msg.ID, err).Encode())
 			return
 		}
 	}
@@ -542,7 +543,7 @@ func (c *stdioCall) serve() {
 		}
 	}
 	if resp == nil {
-		c.reply(nil)
+		c.finish(nil)
 		return
 	}
 	resp.ID = msg.ID
@@ -557,14 +558,21 @@ func (c *stdioCall) serve() {
 		s.openOnce.Do(func() { s.h.SessionOpened(s) })
 	}
 	if c.batch != nil {
-		c.batch.reply(msg.ID, resp.Encode())
+		c.finish(resp.Encode())
 		return
 	}
+	c.end()
 	// Encoded into a buffer of the queue's, which takes it back once the
 	// line is written.
 	line := s.ob.line()
 	line.b = resp.Append(line.b[:0])
 	s.ob.pushLine(line)
+}
+
+// finish ends the call and sends its response (nil: none is due).
+func (c *stdioCall) finish(line []byte) {
+	c.end()
+	c.reply(line)
 }
 
 // end takes the call out of the session's calls and ends its context.

@@ -419,3 +419,35 @@ func TestStdioResponseBuffersAreTheirOwn(t *testing.T) {
 	p.in.Close()
 	require.NoError(t, <-p.served)
 }
+
+func TestStdioDuplicateID(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":7,"method":"slow"}`)
+	// The same id, written as a string: ids that spell the same integer
+	// are the same request's, as some peers echo one as the other.
+	p.send(t, `{"jsonrpc":"2.0","id":"7","method":"ping"}`)
+	m := p.next(t)
+	assert.Equal(t, `"7"`, string(m["id"]))
+	var e jsonrpc.Error
+	require.NoError(t, json.Unmarshal(m["error"], &e), "%v", m)
+	assert.Equal(t, jsonrpc.CodeInvalidRequest, e.Code)
+	assert.Contains(t, e.Message, "already in use")
+	// The refusal left the first request as it was.
+	h.release <- struct{}{}
+	m = p.next(t)
+	assert.Equal(t, "7", string(m["id"]))
+	assert.Contains(t, string(m["result"]), `"slow"`)
+}
+
+// A request's id is free for the client's next request as soon as the
+// client has its response.
+func TestStdioIDFreeOnceAnswered(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	for i := range 2000 {
+		p.send(t, `{"jsonrpc":"2.0","id":"same","method":"ping"}`)
+		m := p.next(t)
+		require.Contains(t, string(m["result"]), `"ping"`, "request %d: %v", i, m)
+	}
+}
