@@ -75,7 +75,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: newSlots(opts.MaxInFlight), calls: map[callKey]*stdioCall{},
+		slots:   newSlots(opts.MaxInFlight),
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
@@ -143,7 +143,7 @@ type stdioSession struct {
 	initialized atomic.Int32
 
 	mu    sync.Mutex
-	calls map[callKey]*stdioCall // in-flight requests by id
+	calls callTable // in-flight requests by id
 	wg    sync.WaitGroup
 
 	// in is read by one goroutine at a time (see read), which sends why
@@ -465,7 +465,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 	// ctx ended is cancelled here.
 	c.ctx, c.Cancel = context.WithCancelCause(s.detached)
 	s.mu.Lock()
-	if _, dup := s.calls[c.key]; dup {
+	if s.calls.get(c.key) != nil {
 		s.mu.Unlock()
 		c.Cancel(nil)
 		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
@@ -473,13 +473,61 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 		c.reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
 		return nil
 	}
-	s.calls[c.key] = c
+	s.calls.put(c.key, c)
 	s.wg.Add(1)
 	if ctx.Err() != nil { // ServeStdio ends ctx before cancelAll takes mu
 		c.Cancel(context.Cause(ctx))
 	}
 	s.mu.Unlock()
 	return c
+}
+
+// callTable holds the requests in flight by their id's callKey: those
+// with an integer key, the usual kind, in a map of their own, whose key
+// hashes and compares as one word and holds no pointer. The zero
+// callTable is empty.
+type callTable struct {
+	ints map[int64]*stdioCall
+	strs map[string]*stdioCall
+}
+
+func (t *callTable) get(k callKey) *stdioCall {
+	if k.s == "" {
+		return t.ints[k.n]
+	}
+	return t.strs[k.s]
+}
+
+func (t *callTable) put(k callKey, c *stdioCall) {
+	switch {
+	case k.s != "":
+		if t.strs == nil {
+			t.strs = map[string]*stdioCall{}
+		}
+		t.strs[k.s] = c
+	default:
+		if t.ints == nil {
+			t.ints = map[int64]*stdioCall{}
+		}
+		t.ints[k.n] = c
+	}
+}
+
+func (t *callTable) del(k callKey) {
+	if k.s == "" {
+		delete(t.ints, k.n)
+		return
+	}
+	delete(t.strs, k.s)
+}
+
+func (t *callTable) each(f func(*stdioCall)) {
+	for _, c := range t.ints {
+		f(c)
+	}
+	for _, c := range t.strs {
+		f(c)
+	}
 }
 
 // reply sends the call's response (nil: none is due).
@@ -578,7 +626,7 @@ func (c *stdioCall) finish(line []byte) {
 // end takes the call out of the session's calls and ends its context.
 func (c *stdioCall) end() {
 	c.s.mu.Lock()
-	delete(c.s.calls, c.key)
+	c.s.calls.del(c.key)
 	c.s.mu.Unlock()
 	c.Cancel(nil)
 }
@@ -643,28 +691,26 @@ func (s *stdioSession) cancel(params []byte) {
 		return
 	}
 	s.mu.Lock()
-	call, ok := s.calls[keyOf(id)]
+	call := s.calls.get(keyOf(id))
 	s.mu.Unlock()
-	if ok {
+	if call != nil {
 		call.Cancel(cancelCause(params))
 	}
 }
 
 func (s *stdioSession) cancelAll() {
 	s.mu.Lock()
-	for _, call := range s.calls {
-		call.Cancel(nil)
-	}
+	s.calls.each(func(call *stdioCall) { call.Cancel(nil) })
 	s.mu.Unlock()
 }
 
 func (s *stdioSession) cancelListens() {
 	s.mu.Lock()
-	for _, call := range s.calls {
+	s.calls.each(func(call *stdioCall) {
 		if call.listen {
 			call.Cancel(nil)
 		}
-	}
+	})
 	s.mu.Unlock()
 }
 

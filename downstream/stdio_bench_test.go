@@ -110,3 +110,41 @@ func userTime() int64 {
 	}
 	return ru.Utime.Nano()
 }
+
+// BenchmarkStdioStartEnd is a request's bookkeeping on the stdio
+// transport, without its serving: start (the call, its context, its place
+// in the table of requests in flight) and end.
+func BenchmarkStdioStartEnd(b *testing.B) {
+	ctx := context.Background()
+	s := &stdioSession{detached: ctx, ob: newLineQueue(1)}
+	msg := jsonrpc.Message{Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)}
+	var id []byte
+	n := int64(0)
+	for b.Loop() {
+		n++
+		id = strconv.AppendInt(id[:0], n, 10)
+		msg.ID = id
+		c := s.start(ctx, &msg, nil)
+		c.end()
+		s.wg.Done()
+	}
+}
+
+// BenchmarkCallTable is one request's id in the table of requests in
+// flight: its key, the look for a duplicate, its entry and its removal.
+func BenchmarkCallTable(b *testing.B) {
+	var t callTable
+	c := &stdioCall{}
+	var id []byte
+	n := int64(0)
+	for b.Loop() {
+		n++
+		id = strconv.AppendInt(id[:0], n, 10)
+		k := keyOf(id)
+		if t.get(k) != nil {
+			b.Fatal("an id seen twice")
+		}
+		t.put(k, c)
+		t.del(k)
+	}
+}
