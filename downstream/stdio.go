@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,7 +201,9 @@ func (s *stdioSession) written(response bool) {
 // reading ends, why is sent to inErr.
 func (s *stdioSession) read(ctx context.Context) {
 	for {
-		line, err := s.in.Read()
+		// Owned: a request's message points into the line, which no
+		// later read changes, and the call keeps it.
+		line, err := s.in.ReadOwned()
 		if err != nil {
 			// Declared here, where it is needed: errors.As would move it
 			// to the heap for every message.
@@ -225,7 +226,7 @@ func (s *stdioSession) read(ctx context.Context) {
 		// Decoded here, and copied into the call that serves a request
 		// (start): a request's message costs no allocation of its own.
 		var msg jsonrpc.Message
-		if de := decodeClientInto(&msg, bytes.Clone(line)); de != nil {
+		if de := decodeClientInto(&msg, line); de != nil {
 			s.reject(de.ID, de.Code, de.Reason)
 			continue
 		}
