@@ -184,10 +184,10 @@ func (s *stdioSession) Request(ctx context.Context, method string, params json.R
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 }
 
-// written releases the slot of each response the writer put on the wire.
-func (s *stdioSession) written(response bool) {
-	if response {
-		s.slots.release()
+// written releases the slots of the responses the writer put on the wire.
+func (s *stdioSession) written(responses int) {
+	if responses > 0 {
+		s.slots.release(responses)
 	}
 }
 
@@ -343,9 +343,9 @@ func (l *slots) take() bool {
 	}
 }
 
-// release frees a slot, and tells a reader waiting for one.
-func (l *slots) release() {
-	l.n.Add(-1)
+// release frees n slots, and tells a reader waiting for one.
+func (l *slots) release(n int) {
+	l.n.Add(-int32(n))
 	if l.waiting.Load() {
 		select {
 		case l.freed <- struct{}{}:
@@ -369,7 +369,7 @@ func (s *stdioSession) refuseBusy(id json.RawMessage, busy *jsonrpc.Error) {
 // free at once.
 func (s *stdioSession) reply(line []byte) {
 	if line == nil {
-		s.slots.release()
+		s.slots.release(1)
 		return
 	}
 	s.ob.push(line, true)
@@ -752,7 +752,7 @@ type lineQueue struct {
 	// written goes out through it from the goroutine that pushes it, and
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
-	done func(response bool)
+	done func(responses int)
 	// lines are buffers to encode messages into (see line), back once
 	// written.
 	lines sync.Pool
@@ -857,7 +857,7 @@ func (o *lineQueue) writeNow(data []byte, buf *lineBuf) {
 		wake := len(o.queue) > 0 || o.closed
 		o.mu.Unlock()
 		o.release(buf)
-		o.done(true)
+		o.done(1)
 		if wake {
 			o.signal()
 		}
@@ -888,8 +888,9 @@ func (o *lineQueue) close() {
 }
 
 // drain writes queued messages to w, one per line, until the lineQueue is
-// closed and empty or a write fails. done is told of each message written.
-func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
+// closed and empty or a write fails. done is told, after each write, of
+// the responses it put on the wire.
+func (o *lineQueue) drain(w io.Writer, done func(responses int)) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var batch []queuedLine
 	for {
@@ -922,11 +923,15 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 		o.writing = false
 		o.mu.Unlock()
 		// A response's slot frees once it is on the wire, not in a buffer.
+		responses := 0
 		for i, m := range batch {
 			o.release(m.buf)
-			done(m.response)
+			if m.response {
+				responses++
+			}
 			batch[i] = queuedLine{}
 		}
+		done(responses)
 		if len(batch) == 0 {
 			if closed {
 				return nil
