@@ -443,11 +443,9 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // what serving it needs, in one allocation.
 type stdioCall struct {
 	Request
-	msg    jsonrpc.Message // Request.Msg
-	s      *stdioSession
-	ctx    context.Context // ended by Request.Cancel
-	key    callKey         // in s.calls
-	listen bool            // a subscriptions/listen stream
+	msg jsonrpc.Message // Request.Msg
+	s   *stdioSession
+	ctx context.Context // ended by Request.Cancel
 	// batch is the batch the request came in, which takes its response;
 	// nil for a request on its own.
 	batch *batchAnswer
@@ -458,7 +456,8 @@ type stdioCall struct {
 // call holds a copy of msg. Its response, or nil when none is due, goes to
 // batch, or when that is nil to the client's queue.
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *batchAnswer) *stdioCall {
-	c := &stdioCall{msg: *msg, s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
+	c := &stdioCall{msg: *msg, s: s, batch: batch}
+	key := keyOf(msg.ID)
 	c.Msg, c.Session, c.Send, c.Principal = &c.msg, s, s.send, identity.Local()
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
@@ -466,7 +465,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 	// ctx ended is cancelled here.
 	c.ctx, c.Cancel = context.WithCancelCause(s.detached)
 	s.mu.Lock()
-	if s.calls.get(c.key) != nil {
+	if s.calls.get(key) != nil {
 		s.mu.Unlock()
 		c.Cancel(nil)
 		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
@@ -474,7 +473,7 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 		c.reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
 		return nil
 	}
-	s.calls.put(c.key, c)
+	s.calls.put(key, c)
 	s.wg.Add(1)
 	if ctx.Err() != nil { // ServeStdio ends ctx before cancelAll takes mu
 		c.Cancel(context.Cause(ctx))
@@ -627,7 +626,7 @@ func (c *stdioCall) finish(line []byte) {
 // end takes the call out of the session's calls and ends its context.
 func (c *stdioCall) end() {
 	c.s.mu.Lock()
-	c.s.calls.del(c.key)
+	c.s.calls.del(keyOf(c.msg.ID)) // read again: a call is smaller without it
 	c.s.mu.Unlock()
 	c.Cancel(nil)
 }
@@ -708,7 +707,7 @@ func (s *stdioSession) cancelAll() {
 func (s *stdioSession) cancelListens() {
 	s.mu.Lock()
 	s.calls.each(func(call *stdioCall) {
-		if call.listen {
+		if call.msg.Method == "subscriptions/listen" {
 			call.Cancel(nil)
 		}
 	})
