@@ -451,3 +451,38 @@ func TestStdioIDFreeOnceAnswered(t *testing.T) {
 		require.Contains(t, string(m["result"]), `"ping"`, "request %d: %v", i, m)
 	}
 }
+
+// holdHandler answers "hold" with its own params once released, and
+// anything else at once.
+type holdHandler struct {
+	stdioHandler
+	release chan struct{}
+}
+
+func (h *holdHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Message {
+	if req.Msg.Method == "hold" {
+		<-h.release
+		return &jsonrpc.Message{Result: req.Msg.Params}
+	}
+	return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+}
+
+// A request's message stays as it came while the lines after it are read:
+// it is decoded where it was read, which later reads never write over.
+func TestStdioRequestKeepsItsBytesWhileReadingGoesOn(t *testing.T) {
+	h := &holdHandler{stdioHandler: *newStdioHandler(), release: make(chan struct{})}
+	p := startStdio(t, h, StdioOptions{})
+	held := `{"text":"` + strings.Repeat("h", 3000) + `"}`
+	p.send(t, `{"jsonrpc":"2.0","id":"held","method":"hold","params":`+held+`}`)
+	// More than the reader's buffers hold, so that it reads into new ones
+	// and would write over the held request's bytes if it reused them.
+	filler := `{"text":"` + strings.Repeat("f", 4000) + `"}`
+	for i := range 100 {
+		p.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"ping","params":`+filler+`}`)
+		assert.Equal(t, strconv.Itoa(i), string(p.next(t)["id"]))
+	}
+	close(h.release)
+	m := p.next(t)
+	assert.Equal(t, `"held"`, string(m["id"]))
+	assert.JSONEq(t, held, string(m["result"]))
+}
