@@ -145,23 +145,20 @@ func (r *Reader) fill() {
 	switch {
 	case r.buf == nil:
 		r.buf = make([]byte, readSize)
+	case len(r.buf) > readSize && pending+minRead <= readSize:
+		// Grown for a long line, now read: no larger buffer is kept for
+		// the small lines after it.
+		r.renew(readSize)
 	case len(r.buf)-r.end >= minRead:
 	case r.kept:
 		// The lines handed out stay as they are: the pending bytes move
 		// to a new buffer.
-		buf := make([]byte, max(ownedSize, 2*pending+minRead))
-		copy(buf, r.buf[r.start:r.end])
-		r.buf, r.start, r.end, r.kept = buf, 0, pending, false
-	case pending+minRead <= len(r.buf) && (len(r.buf) <= readSize || pending > 0):
+		r.renew(max(ownedSize, 2*pending+minRead))
+	case pending+minRead <= len(r.buf):
 		copy(r.buf, r.buf[r.start:r.end])
 		r.start, r.end = 0, pending
 	default:
-		// Grown for a long line, or not grown enough: a buffer of
-		// the size the pending bytes need, and no larger buffer kept
-		// for the next small line.
-		buf := make([]byte, max(readSize, 2*pending+minRead))
-		copy(buf, r.buf[r.start:r.end])
-		r.buf, r.start, r.end = buf, 0, pending
+		r.renew(2*pending + minRead) // a long line
 	}
 	n, err := r.src.Read(r.buf[r.end:])
 	r.end += n
@@ -175,6 +172,13 @@ func (r *Reader) fill() {
 	default:
 		r.empties = 0
 	}
+}
+
+// renew moves the pending bytes to a new buffer of size bytes.
+func (r *Reader) renew(size int) {
+	buf := make([]byte, size)
+	r.end = copy(buf, r.buf[r.start:r.end])
+	r.buf, r.start, r.kept = buf, 0, false
 }
 
 // skip drops the rest of an oversized line, keeping its head and tail.

@@ -203,3 +203,17 @@ func BenchmarkReader(b *testing.B) {
 		}
 	})
 }
+
+// A buffer grown for a long line is not kept for the small lines after it.
+func TestReaderDropsBufferGrownForALongLine(t *testing.T) {
+	big := strings.Repeat("b", 1<<20)
+	r := NewReader(io.MultiReader(strings.NewReader(big+"\n"), strings.NewReader("small\n")), 0)
+	line, err := r.Read()
+	require.NoError(t, err)
+	require.Len(t, line, len(big))
+	require.Greater(t, len(r.buf), readSize)
+	line, err = r.Read()
+	require.NoError(t, err)
+	assert.Equal(t, "small", string(line))
+	assert.Equal(t, readSize, len(r.buf))
+}
