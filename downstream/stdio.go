@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -599,7 +600,9 @@ func (c *stdioCall) serve() {
 		if v := negotiated(resp.Result); v != "" {
 			s.protocol.Store(&v)
 		}
-		caps := req.ClientCapabilities
+		// A copy: the session keeps it, and it would otherwise keep the
+		// whole buffer the line was read into (jsonrpc.Reader.ReadOwned).
+		caps := json.RawMessage(bytes.Clone(req.ClientCapabilities))
 		s.caps.Store(&caps)
 		// Open before the answer goes out: a client may send its next
 		// request the moment it reads it.
