@@ -19,22 +19,27 @@ var bom = []byte("\xef\xbb\xbf")
 // failure of the whole connection that other sessions share). owned says
 // data is the caller's to hand over (jsonrpc.DecodeOwned).
 func decodeClient(data []byte, owned bool) (*jsonrpc.Message, *jsonrpc.DecodeError) {
-	data = bytes.TrimPrefix(data, bom)
-	var (
-		msg *jsonrpc.Message
-		err error
-	)
-	if owned {
-		msg, err = jsonrpc.DecodeOwned(data)
-	} else {
-		msg, err = jsonrpc.Decode(data)
+	if !owned {
+		data = bytes.Clone(data)
 	}
-	if err != nil {
+	msg := new(jsonrpc.Message)
+	if de := decodeClientInto(msg, data); de != nil {
+		return nil, de
+	}
+	return msg, nil
+}
+
+// decodeClientInto is decodeClient into msg, whose members then point into
+// data (jsonrpc.DecodeBorrowed): the stdio reader decodes a request into
+// the call that serves it, which so costs no allocation of its own.
+func decodeClientInto(msg *jsonrpc.Message, data []byte) *jsonrpc.DecodeError {
+	data = bytes.TrimPrefix(data, bom)
+	if err := jsonrpc.DecodeBorrowed(msg, data); err != nil {
 		var de *jsonrpc.DecodeError
 		if errors.As(err, &de) {
-			return nil, de
+			return de
 		}
-		return nil, &jsonrpc.DecodeError{Code: jsonrpc.CodeParseError, Reason: "parse error: " + err.Error()}
+		return &jsonrpc.DecodeError{Code: jsonrpc.CodeParseError, Reason: "parse error: " + err.Error()}
 	}
 	if !utf8.Valid(data) {
 		de := &jsonrpc.DecodeError{Code: jsonrpc.CodeParseError,
@@ -42,9 +47,9 @@ func decodeClient(data []byte, owned bool) (*jsonrpc.Message, *jsonrpc.DecodeErr
 		if msg.IsRequest() {
 			de.ID = msg.ID
 		}
-		return nil, de
+		return de
 	}
-	return msg, nil
+	return nil
 }
 
 // callKey is a request id's key among the requests in flight: the integer,

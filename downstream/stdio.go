@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 	defer cancel()
 	s := &stdioSession{
 		log: opts.Logger, h: h, ob: newLineQueue(opts.QueueSize),
-		slots: newSlots(opts.MaxInFlight), calls: map[callKey]*stdioCall{},
+		slots:   newSlots(opts.MaxInFlight),
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
@@ -142,7 +143,7 @@ type stdioSession struct {
 	initialized atomic.Int32
 
 	mu    sync.Mutex
-	calls map[callKey]*stdioCall // in-flight requests by id
+	calls callTable // in-flight requests by id
 	wg    sync.WaitGroup
 
 	// in is read by one goroutine at a time (see read), which sends why
@@ -184,10 +185,10 @@ func (s *stdioSession) Request(ctx context.Context, method string, params json.R
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 }
 
-// written releases the slot of each response the writer put on the wire.
-func (s *stdioSession) written(response bool) {
-	if response {
-		s.slots.release()
+// written releases the slots of the responses the writer put on the wire.
+func (s *stdioSession) written(responses int) {
+	if responses > 0 {
+		s.slots.release(responses)
 	}
 }
 
@@ -201,7 +202,9 @@ func (s *stdioSession) written(response bool) {
 // reading ends, why is sent to inErr.
 func (s *stdioSession) read(ctx context.Context) {
 	for {
-		line, err := s.in.Read()
+		// Owned: a request's message points into the line, which no
+		// later read changes, and the call keeps it.
+		line, err := s.in.ReadOwned()
 		if err != nil {
 			// Declared here, where it is needed: errors.As would move it
 			// to the heap for every message.
@@ -221,8 +224,10 @@ func (s *stdioSession) read(ctx context.Context) {
 			}
 			continue
 		}
-		msg, de := decodeClient(line, false)
-		if de != nil {
+		// Decoded here, and copied into the call that serves a request
+		// (start): a request's message costs no allocation of its own.
+		var msg jsonrpc.Message
+		if de := decodeClientInto(&msg, line); de != nil {
 			s.reject(de.ID, de.Code, de.Reason)
 			continue
 		}
@@ -236,13 +241,15 @@ func (s *stdioSession) read(ctx context.Context) {
 				s.refuseBusy(msg.ID, busy)
 				continue // refused: reading goes on
 			}
-			if call := s.start(ctx, msg, nil); call != nil {
+			if call := s.start(ctx, &msg, nil); call != nil {
 				s.workers.run(s.follow)
 				call.serve()
 				return
 			}
 		default:
-			s.apply(ctx, msg)
+			m := new(jsonrpc.Message)
+			*m = msg
+			s.apply(ctx, m)
 		}
 	}
 }
@@ -337,9 +344,9 @@ func (l *slots) take() bool {
 	}
 }
 
-// release frees a slot, and tells a reader waiting for one.
-func (l *slots) release() {
-	l.n.Add(-1)
+// release frees n slots, and tells a reader waiting for one.
+func (l *slots) release(n int) {
+	l.n.Add(-int32(n))
 	if l.waiting.Load() {
 		select {
 		case l.freed <- struct{}{}:
@@ -363,7 +370,7 @@ func (s *stdioSession) refuseBusy(id json.RawMessage, busy *jsonrpc.Error) {
 // free at once.
 func (s *stdioSession) reply(line []byte) {
 	if line == nil {
-		s.slots.release()
+		s.slots.release(1)
 		return
 	}
 	s.ob.push(line, true)
@@ -437,29 +444,29 @@ func (s *stdioSession) reject(id []byte, code int, reason string) {
 // what serving it needs, in one allocation.
 type stdioCall struct {
 	Request
-	s      *stdioSession
-	ctx    context.Context // ended by Request.Cancel
-	key    callKey         // in s.calls
-	listen bool            // a subscriptions/listen stream
+	msg jsonrpc.Message // Request.Msg
+	s   *stdioSession
+	ctx context.Context // ended by Request.Cancel
 	// batch is the batch the request came in, which takes its response;
 	// nil for a request on its own.
 	batch *batchAnswer
 }
 
 // start registers a request and returns the call that serves it, or nil
-// when its id is in use by a request in flight (it is answered so). Its
-// response, or nil when none is due, goes to batch, or when that is nil
-// to the client's queue.
+// when its id is in use by a request in flight (it is answered so). The
+// call holds a copy of msg. Its response, or nil when none is due, goes to
+// batch, or when that is nil to the client's queue.
 func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *batchAnswer) *stdioCall {
-	c := &stdioCall{s: s, key: keyOf(msg.ID), listen: msg.Method == "subscriptions/listen", batch: batch}
-	c.Msg, c.Session, c.Send, c.Principal = msg, s, s.send, identity.Local()
+	c := &stdioCall{msg: *msg, s: s, batch: batch}
+	key := keyOf(msg.ID)
+	c.Msg, c.Session, c.Send, c.Principal = &c.msg, s, s.send, identity.Local()
 	// Not a child of ctx, whose list of children every request would
 	// otherwise join and leave under its lock: the session cancels its
 	// requests itself when it ends (cancelAll), and one that starts after
 	// ctx ended is cancelled here.
 	c.ctx, c.Cancel = context.WithCancelCause(s.detached)
 	s.mu.Lock()
-	if _, dup := s.calls[c.key]; dup {
+	if s.calls.get(key) != nil {
 		s.mu.Unlock()
 		c.Cancel(nil)
 		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
@@ -467,13 +474,61 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 		c.reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
 		return nil
 	}
-	s.calls[c.key] = c
+	s.calls.put(key, c)
 	s.wg.Add(1)
 	if ctx.Err() != nil { // ServeStdio ends ctx before cancelAll takes mu
 		c.Cancel(context.Cause(ctx))
 	}
 	s.mu.Unlock()
 	return c
+}
+
+// callTable holds the requests in flight by their id's callKey: those
+// with an integer key, the usual kind, in a map of their own, whose key
+// hashes and compares as one word and holds no pointer. The zero
+// callTable is empty.
+type callTable struct {
+	ints map[int64]*stdioCall
+	strs map[string]*stdioCall
+}
+
+func (t *callTable) get(k callKey) *stdioCall {
+	if k.s == "" {
+		return t.ints[k.n]
+	}
+	return t.strs[k.s]
+}
+
+func (t *callTable) put(k callKey, c *stdioCall) {
+	switch {
+	case k.s != "":
+		if t.strs == nil {
+			t.strs = map[string]*stdioCall{}
+		}
+		t.strs[k.s] = c
+	default:
+		if t.ints == nil {
+			t.ints = map[int64]*stdioCall{}
+		}
+		t.ints[k.n] = c
+	}
+}
+
+func (t *callTable) del(k callKey) {
+	if k.s == "" {
+		delete(t.ints, k.n)
+		return
+	}
+	delete(t.strs, k.s)
+}
+
+func (t *callTable) each(f func(*stdioCall)) {
+	for _, c := range t.ints {
+		f(c)
+	}
+	for _, c := range t.strs {
+		f(c)
+	}
 }
 
 // reply sends the call's response (nil: none is due).
@@ -494,17 +549,18 @@ func (c *stdioCall) ask(ctx context.Context, method string, params json.RawMessa
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 }
 
-// serve serves the call and sends its response.
+// serve serves the call and sends its response. The call ends (end)
+// before its response is queued: a client may reuse the id the moment it
+// reads the response.
 func (c *stdioCall) serve() {
 	s, msg := c.s, c.Msg
 	defer s.wg.Done()
-	defer c.end()
 	initialize := msg.Method == "initialize"
 	if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
 		// As over HTTP: a session is initialized once; a second
 		// initialize would change its version and capabilities under
 		// the requests already made with them.
-		c.reply(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		c.finish(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
 		return
 	}
@@ -512,12 +568,12 @@ func (c *stdioCall) serve() {
 	if v := meta.version; v != "" && !protocol.Supported(v) && !initialize {
 		// As over HTTP: a request that names a generation the
 		// server does not speak is refused, with those it does.
-		c.reply(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
+		c.finish(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
 		return
 	}
 	if protocol.Modern(meta.version) && !initialize {
 		if err := checkModernRequest(msg, meta); err != nil {
-			c.reply(jsonrpc.Failure(msg.ID, err).Encode())
+			c.finish(jsonrpc.Failure(msg.ID, err).Encode())
 			return
 		}
 	}
@@ -536,7 +592,7 @@ func (c *stdioCall) serve() {
 		}
 	}
 	if resp == nil {
-		c.reply(nil)
+		c.finish(nil)
 		return
 	}
 	resp.ID = msg.ID
@@ -544,16 +600,19 @@ func (c *stdioCall) serve() {
 		if v := negotiated(resp.Result); v != "" {
 			s.protocol.Store(&v)
 		}
-		caps := req.ClientCapabilities
+		// A copy: the session keeps it, and it would otherwise keep the
+		// whole buffer the line was read into (jsonrpc.Reader.ReadOwned).
+		caps := json.RawMessage(bytes.Clone(req.ClientCapabilities))
 		s.caps.Store(&caps)
 		// Open before the answer goes out: a client may send its next
 		// request the moment it reads it.
 		s.openOnce.Do(func() { s.h.SessionOpened(s) })
 	}
 	if c.batch != nil {
-		c.batch.reply(msg.ID, resp.Encode())
+		c.finish(resp.Encode())
 		return
 	}
+	c.end()
 	// Encoded into a buffer of the queue's, which takes it back once the
 	// line is written.
 	line := s.ob.line()
@@ -561,10 +620,16 @@ func (c *stdioCall) serve() {
 	s.ob.pushLine(line)
 }
 
+// finish ends the call and sends its response (nil: none is due).
+func (c *stdioCall) finish(line []byte) {
+	c.end()
+	c.reply(line)
+}
+
 // end takes the call out of the session's calls and ends its context.
 func (c *stdioCall) end() {
 	c.s.mu.Lock()
-	delete(c.s.calls, c.key)
+	c.s.calls.del(keyOf(c.msg.ID)) // read again: a call is smaller without it
 	c.s.mu.Unlock()
 	c.Cancel(nil)
 }
@@ -629,28 +694,26 @@ func (s *stdioSession) cancel(params []byte) {
 		return
 	}
 	s.mu.Lock()
-	call, ok := s.calls[keyOf(id)]
+	call := s.calls.get(keyOf(id))
 	s.mu.Unlock()
-	if ok {
+	if call != nil {
 		call.Cancel(cancelCause(params))
 	}
 }
 
 func (s *stdioSession) cancelAll() {
 	s.mu.Lock()
-	for _, call := range s.calls {
-		call.Cancel(nil)
-	}
+	s.calls.each(func(call *stdioCall) { call.Cancel(nil) })
 	s.mu.Unlock()
 }
 
 func (s *stdioSession) cancelListens() {
 	s.mu.Lock()
-	for _, call := range s.calls {
-		if call.listen {
+	s.calls.each(func(call *stdioCall) {
+		if call.msg.Method == "subscriptions/listen" {
 			call.Cancel(nil)
 		}
-	}
+	})
 	s.mu.Unlock()
 }
 
@@ -691,7 +754,7 @@ type lineQueue struct {
 	// written goes out through it from the goroutine that pushes it, and
 	// done is told, as drain's is. Set before drain.
 	try  func([]byte) (int, error)
-	done func(response bool)
+	done func(responses int)
 	// lines are buffers to encode messages into (see line), back once
 	// written.
 	lines sync.Pool
@@ -796,7 +859,7 @@ func (o *lineQueue) writeNow(data []byte, buf *lineBuf) {
 		wake := len(o.queue) > 0 || o.closed
 		o.mu.Unlock()
 		o.release(buf)
-		o.done(true)
+		o.done(1)
 		if wake {
 			o.signal()
 		}
@@ -827,8 +890,9 @@ func (o *lineQueue) close() {
 }
 
 // drain writes queued messages to w, one per line, until the lineQueue is
-// closed and empty or a write fails. done is told of each message written.
-func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
+// closed and empty or a write fails. done is told, after each write, of
+// the responses it put on the wire.
+func (o *lineQueue) drain(w io.Writer, done func(responses int)) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var batch []queuedLine
 	for {
@@ -861,11 +925,15 @@ func (o *lineQueue) drain(w io.Writer, done func(response bool)) error {
 		o.writing = false
 		o.mu.Unlock()
 		// A response's slot frees once it is on the wire, not in a buffer.
+		responses := 0
 		for i, m := range batch {
 			o.release(m.buf)
-			done(m.response)
+			if m.response {
+				responses++
+			}
 			batch[i] = queuedLine{}
 		}
+		done(responses)
 		if len(batch) == 0 {
 			if closed {
 				return nil

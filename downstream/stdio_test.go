@@ -419,3 +419,70 @@ func TestStdioResponseBuffersAreTheirOwn(t *testing.T) {
 	p.in.Close()
 	require.NoError(t, <-p.served)
 }
+
+func TestStdioDuplicateID(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	p.send(t, `{"jsonrpc":"2.0","id":7,"method":"slow"}`)
+	// The same id, written as a string: ids that spell the same integer
+	// are the same request's, as some peers echo one as the other.
+	p.send(t, `{"jsonrpc":"2.0","id":"7","method":"ping"}`)
+	m := p.next(t)
+	assert.Equal(t, `"7"`, string(m["id"]))
+	var e jsonrpc.Error
+	require.NoError(t, json.Unmarshal(m["error"], &e), "%v", m)
+	assert.Equal(t, jsonrpc.CodeInvalidRequest, e.Code)
+	assert.Contains(t, e.Message, "already in use")
+	// The refusal left the first request as it was.
+	h.release <- struct{}{}
+	m = p.next(t)
+	assert.Equal(t, "7", string(m["id"]))
+	assert.Contains(t, string(m["result"]), `"slow"`)
+}
+
+// A request's id is free for the client's next request as soon as the
+// client has its response.
+func TestStdioIDFreeOnceAnswered(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	for i := range 2000 {
+		p.send(t, `{"jsonrpc":"2.0","id":"same","method":"ping"}`)
+		m := p.next(t)
+		require.Contains(t, string(m["result"]), `"ping"`, "request %d: %v", i, m)
+	}
+}
+
+// holdHandler answers "hold" with its own params once released, and
+// anything else at once.
+type holdHandler struct {
+	stdioHandler
+	release chan struct{}
+}
+
+func (h *holdHandler) Handle(ctx context.Context, req *Request) *jsonrpc.Message {
+	if req.Msg.Method == "hold" {
+		<-h.release
+		return &jsonrpc.Message{Result: req.Msg.Params}
+	}
+	return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+}
+
+// A request's message stays as it came while the lines after it are read:
+// it is decoded where it was read, which later reads never write over.
+func TestStdioRequestKeepsItsBytesWhileReadingGoesOn(t *testing.T) {
+	h := &holdHandler{stdioHandler: *newStdioHandler(), release: make(chan struct{})}
+	p := startStdio(t, h, StdioOptions{})
+	held := `{"text":"` + strings.Repeat("h", 3000) + `"}`
+	p.send(t, `{"jsonrpc":"2.0","id":"held","method":"hold","params":`+held+`}`)
+	// More than the reader's buffers hold, so that it reads into new ones
+	// and would write over the held request's bytes if it reused them.
+	filler := `{"text":"` + strings.Repeat("f", 4000) + `"}`
+	for i := range 100 {
+		p.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"ping","params":`+filler+`}`)
+		assert.Equal(t, strconv.Itoa(i), string(p.next(t)["id"]))
+	}
+	close(h.release)
+	m := p.next(t)
+	assert.Equal(t, `"held"`, string(m["id"]))
+	assert.JSONEq(t, held, string(m["result"]))
+}

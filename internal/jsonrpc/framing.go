@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -34,12 +33,35 @@ func (e *TooLongError) Error() string {
 // keep is how much of the head and tail of an oversized line is kept.
 const keep = 4 << 10
 
-// Reader reads newline-delimited messages, each up to a bound.
+// Reader reads newline-delimited messages, each up to a bound. It reads
+// into a buffer of its own and finds the lines there, with no layer
+// between it and the source.
 type Reader struct {
-	r   *bufio.Reader
+	src io.Reader
 	max int
-	buf []byte
+	// buf[start:end] is read and not yet returned; scanned bytes of it
+	// from start hold no newline.
+	buf        []byte
+	start, end int
+	scanned    int
+	err        error // the source's, once what buf holds is returned
+	kept       bool  // ReadOwned returned a line of buf: buf[:end] is never written again
+	empties    int   // reads in a row that returned nothing and no error
 }
+
+// readSize is the size of a Reader's first buffer, and of those it reads
+// into after a long line: what a pipe holds.
+const readSize = 64 << 10
+
+// ownedSize is the size of each further buffer of a Reader whose lines
+// are owned (ReadOwned): a line kept keeps its whole buffer from the
+// collector, so it is small, and a read into it still takes a burst of
+// requests at once.
+const ownedSize = 8 << 10
+
+// minRead is the least room a read gets before the buffer is compacted or
+// replaced.
+const minRead = 1 << 10
 
 // NewReader returns a Reader of r whose messages are at most max bytes (0:
 // DefaultMaxMessage).
@@ -47,77 +69,160 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{src: r, max: max}
 }
 
-// Read returns the next non-empty line without its terminator. The bytes are
-// valid until the next Read. A line over the bound is skipped whole and
-// reported as *TooLongError; reading may go on after it. At the end of the
-// input Read returns io.EOF (after the last line, even one without a newline).
-func (r *Reader) Read() ([]byte, error) {
+// Read returns the next non-empty line without its terminator and the
+// whitespace around it. The bytes are valid until the next Read. A line
+// over the bound is skipped whole and reported as *TooLongError; reading
+// may go on after it. At the end of the input Read returns io.EOF (after
+// the last line, even one without a newline).
+func (r *Reader) Read() ([]byte, error) { return r.read(false) }
+
+// ReadOwned is Read for a caller that keeps the line: no later read
+// changes its bytes, so that a message decoded from it may point into it
+// without a copy (DecodeOwned). A line kept keeps the buffer it was read
+// into (ownedSize, or the line's own size when larger) from the collector.
+func (r *Reader) ReadOwned() ([]byte, error) { return r.read(true) }
+
+func (r *Reader) read(own bool) ([]byte, error) {
 	for {
-		line, err := r.readLine()
-		if len(line) > 0 || err != nil {
-			if len(line) > 0 && errors.Is(err, io.EOF) {
-				return line, nil // the last line; EOF comes with the next Read
-			}
-			return line, err
+		line, err := r.line()
+		if err != nil {
+			return nil, err
 		}
+		// The bound counts the line's bytes with room for a carriage
+		// return, whatever the reads it came in (see line).
+		raw := len(line)
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 && raw <= r.max+1 {
+			continue
+		}
+		if len(line) > r.max || raw > r.max+1 {
+			return nil, &TooLongError{Limit: r.max, Size: int64(raw),
+				Head: bytes.Clone(line[:min(len(line), keep)]),
+				Tail: bytes.Clone(line[max(0, len(line)-keep):])}
+		}
+		if own {
+			r.kept = true
+		}
+		return line, nil
 	}
 }
 
-func (r *Reader) readLine() ([]byte, error) {
-	chunk, err := r.r.ReadSlice('\n')
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		line := bytes.TrimSpace(chunk)
-		if len(line) > r.max {
-			return nil, &TooLongError{Limit: r.max, Size: int64(len(line)),
-				Head: append([]byte(nil), line[:min(len(line), keep)]...),
-				Tail: append([]byte(nil), line[max(0, len(line)-keep):]...)}
-		}
-		return line, err
-	}
-	r.buf = append(r.buf[:0], chunk...)
+// line returns the next line as it came, without its newline: the rest
+// of the input at its end. It returns the source's error once the input
+// holds no more, and *TooLongError for a line that grew past the bound
+// before its end came (with room for a carriage return); that line's rest
+// is dropped as it comes.
+func (r *Reader) line() ([]byte, error) {
 	for {
-		chunk, err = r.r.ReadSlice('\n')
-		if len(r.buf)+len(chunk) > r.max {
-			return nil, r.skip(chunk, err)
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			i += r.start + r.scanned
+			line := r.buf[r.start:i]
+			r.start, r.scanned = i+1, 0
+			return line, nil
 		}
-		r.buf = append(r.buf, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			line := bytes.TrimSpace(r.buf)
-			if cap(r.buf) > 1<<20 {
-				r.buf = nil // do not keep a large buffer for the next small line
+		r.scanned = r.end - r.start
+		if r.err != nil {
+			if r.scanned == 0 {
+				return nil, r.err
 			}
-			return line, err
+			line := r.buf[r.start:r.end]
+			r.start, r.scanned = r.end, 0
+			return line, nil
 		}
+		if r.scanned > r.max+1 {
+			return nil, r.skip()
+		}
+		r.fill()
 	}
+}
+
+// fill reads once into the room after end, making room first.
+func (r *Reader) fill() {
+	pending := r.end - r.start
+	switch {
+	case r.buf == nil:
+		r.buf = make([]byte, readSize)
+	case len(r.buf) > readSize && pending+minRead <= readSize:
+		// Grown for a long line, now read: no larger buffer is kept for
+		// the small lines after it.
+		r.renew(readSize)
+	case len(r.buf)-r.end >= minRead:
+	case r.kept:
+		// The lines handed out stay as they are: the pending bytes move
+		// to a new buffer.
+		r.renew(max(ownedSize, 2*pending+minRead))
+	case pending+minRead <= len(r.buf):
+		copy(r.buf, r.buf[r.start:r.end])
+		r.start, r.end = 0, pending
+	default:
+		r.renew(2*pending + minRead) // a long line
+	}
+	n, err := r.src.Read(r.buf[r.end:])
+	r.end += n
+	switch {
+	case err != nil:
+		r.err = err
+	case n == 0:
+		if r.empties++; r.empties >= 100 {
+			r.err = io.ErrNoProgress
+		}
+	default:
+		r.empties = 0
+	}
+}
+
+// renew moves the pending bytes to a new buffer of size bytes.
+func (r *Reader) renew(size int) {
+	buf := make([]byte, size)
+	r.end = copy(buf, r.buf[r.start:r.end])
+	r.buf, r.start, r.kept = buf, 0, false
 }
 
 // skip drops the rest of an oversized line, keeping its head and tail.
-func (r *Reader) skip(chunk []byte, err error) error {
-	e := &TooLongError{Limit: r.max, Head: append([]byte(nil), r.buf[:min(len(r.buf), keep)]...)}
-	e.Size = int64(len(r.buf))
-	tail := append([]byte(nil), r.buf[max(0, len(r.buf)-keep):]...)
-	r.buf = nil
+func (r *Reader) skip() error {
+	pending := r.buf[r.start:r.end]
+	e := &TooLongError{Limit: r.max, Head: bytes.Clone(pending[:min(len(pending), keep)])}
+	tail := bytes.Clone(pending[max(0, len(pending)-keep):])
+	e.Size = int64(len(pending))
+	r.start, r.end, r.scanned = 0, 0, 0
+	ended := false
+	if !r.kept && len(r.buf) > readSize {
+		r.buf = nil // do not keep a large buffer for the next small line
+	}
 	for {
+		if r.buf == nil || r.kept {
+			r.buf, r.kept = make([]byte, readSize), false
+		}
+		if r.err != nil {
+			break
+		}
+		r.start, r.end = 0, 0
+		r.fill()
+		chunk := r.buf[:r.end]
+		i := bytes.IndexByte(chunk, '\n')
+		if i >= 0 {
+			chunk = chunk[:i]
+			r.start = i + 1
+		} else {
+			r.start = r.end
+		}
 		e.Size += int64(len(chunk))
 		tail = append(tail, chunk...)
 		if len(tail) > 2*keep {
 			tail = append(tail[:0], tail[len(tail)-keep:]...)
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
+		if i >= 0 {
+			ended = true
 			break
 		}
-		chunk, err = r.r.ReadSlice('\n')
-	}
-	if err == nil {
-		e.Size-- // the newline
 	}
 	tail = bytes.TrimSpace(tail)
-	e.Tail = append([]byte(nil), tail[max(0, len(tail)-keep):]...)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return err
+	e.Tail = bytes.Clone(tail[max(0, len(tail)-keep):])
+	if !ended && !errors.Is(r.err, io.EOF) {
+		return r.err // the input failed within the line
 	}
 	return e
 }
