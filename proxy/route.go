@@ -27,7 +27,7 @@ const codeResourceNotFound = -32002
 // byte. nil: the caller went away, and no response is due.
 func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) *jsonrpc.Message {
 	meta := requestMeta(params)
-	if bad := leaseNameError(req, meta); bad != nil {
+	if bad := leaseNameError(req, meta[LeaseMetaKey]); bad != nil {
 		return bad
 	}
 	inv := invocation{method: req.Msg.Method, server: server, params: upstreamParams(params, meta), req: req}
