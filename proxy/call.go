@@ -48,10 +48,10 @@ type invocation struct {
 	anonymous bool            // key is the shared anonymous one
 	args      json.RawMessage // forwarded byte for byte
 	task      json.RawMessage // params.task, forwarded byte for byte; nil: not a task
-	token     json.RawMessage // the caller's progress token; nil if none
-	// progress delivers one progress notification's params to the caller.
-	// It runs on the upstream's reader goroutine, so it only queues.
-	progress func(params json.RawMessage)
+	// token is the caller's progress token; nil if none. The progress of a
+	// request with one goes on req's stream (req.Send, which only queues:
+	// it runs on the upstream's reader goroutine).
+	token json.RawMessage
 	// req is the downstream request, for what the upstream sends back
 	// during the call (its requests, its log messages); nil for a request
 	// the aggregator makes of its own accord.
@@ -338,13 +338,13 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	} else if inv.ask != nil && grant != nil {
 		up.OnServerRequest = inv.ask
 	}
-	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
+	if inv.req != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
 		// Locals, so that inv itself stays on the stack.
-		progress, session, inst, use := inv.progress, inv.session(), grant.Instance, deadline.uses()
+		send, session, inst, use := inv.req.Send, inv.session(), grant.Instance, deadline.uses()
 		up.OnProgress = func(params json.RawMessage) {
 			deadline.pushBack(use) // progress proves the call is alive
-			progress(p.relatedOut(params, inst, session))
+			send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(params, inst, session)})
 		}
 		if task != nil {
 			// A task's progress token outlives the call.

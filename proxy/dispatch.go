@@ -357,12 +357,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	}
 	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
-	if params.Token != nil {
-		inv.token = params.Token
-		inv.progress = func(progress json.RawMessage) {
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-		}
-	}
+	inv.token = params.Token
 	return response(p.send(ctx, inv))
 }
 

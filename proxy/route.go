@@ -32,12 +32,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	}
 	inv := invocation{method: req.Msg.Method, server: server, params: upstreamParams(params, meta), req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, meta)
-	if token, ok := meta["progressToken"]; ok {
-		inv.token = token
-		inv.progress = func(progress json.RawMessage) {
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-		}
-	}
+	inv.token = meta["progressToken"]
 	return response(p.send(ctx, inv))
 }
 

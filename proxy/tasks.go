@@ -243,12 +243,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	}
 	if relay {
 		inv.req = req
-		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
-			inv.token = token
-			inv.progress = func(progress json.RawMessage) {
-				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-			}
-		}
+		inv.token = requestMeta(req.Msg.Params)["progressToken"]
 	}
 	raw, rpcErr, err := p.send(ctx, inv)
 	return raw, rpcErr, err == nil
