@@ -200,7 +200,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		if call && !admitted { // a retry is the same call: decided once
 			admitted = true
-			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
+			if rpcErr, decided = p.admitCall(ctx, st, entry, &inv); rpcErr != nil {
 				return nil, rpcErr, nil
 			}
 			if decided.denied != nil {
