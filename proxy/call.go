@@ -263,7 +263,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		defer grant.Done()
 	}
 
-	if call && grant != nil {
+	if call && grant != nil && st.limits.bounds(entry.Settings.MaxInstances) {
 		tool := ""
 		if entry.Settings.MaxInstances > 0 {
 			tool = entry.Server + "/" + entry.Original
