@@ -447,7 +447,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req)) // text added to content: isError stays
+		raw = leaseNotes(raw, rs, grant, inv.req) // text added to content: isError stays
 		isError = rawIsError
 	}
 	p.keepResult(slot, raw)
@@ -513,11 +513,15 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 	return nil, nil, nil, true
 }
 
-// leaseNotes adds to a tools/call result what the caller should know of
-// the instance the call ran on: that a former one's state was lost, and
-// how to release a lease it now holds. movedFrom, when set, is the replica
-// a sealed session was taken up from (its leases stayed there).
-func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, movedFrom string) json.RawMessage {
+// leaseNotes adds to a tools/call result of req what the caller should
+// know of the instance the call ran on: that a former one's state was
+// lost, that a sealed session was taken up from another replica (its
+// leases stayed there), and how to release a lease it now holds. A shared
+// instance's grant has none of it to tell.
+func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, req *downstream.Request) json.RawMessage {
+	if !grant.Lost && !grant.Recycled && !grant.Reclaimed && !grant.First {
+		return raw
+	}
 	server := rs.cfg.ID
 	var notes []string
 	if grant.Lost {
@@ -529,7 +533,7 @@ func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, mo
 	if grant.Reclaimed {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", server))
 	}
-	if grant.First && !rs.pool.Stateless() && movedFrom != "" {
+	if movedFrom := resumedFrom(req); grant.First && !rs.pool.Stateless() && movedFrom != "" {
 		notes = append(notes, fmt.Sprintf("Note: this session moved here from replica %q, which no longer serves it; a dedicated instance of MCP server %q it held there was lost with its state; this call ran on a fresh instance.", movedFrom, server))
 	}
 	if grant.First && !rs.pool.Stateless() {
