@@ -129,31 +129,34 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	isError := unread // of the result returned, when send read it
 	if call {
 		start = monoNow()
-		defer func() {
-			if counted == nil {
-				counted = entry
-			}
-			if p.opts.Observer == nil && p.audit.Load() == nil {
-				return
-			}
-			elapsed := monoNow() - start
-			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
-			if l := p.audit.Load(); l != nil {
-				p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
-			}
-		}()
 	}
-	if inv.req != nil && !inv.req.Sessionless() {
-		defer func() {
+	// One deferred call ends every call, whatever it came to hold: a
+	// deferred call each costs more than the tests in this one.
+	var held holdings
+	defer func() {
+		held.release(p)
+		if inv.req != nil && !inv.req.Sessionless() && (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
 			// The session ended while the request ran: a lease it took
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
 			// not the session's.) A stateless server's call takes none.
-			if (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
-				p.sessionEnded(inv.key)
-			}
-		}()
-	}
+			p.sessionEnded(inv.key)
+		}
+		if !call {
+			return
+		}
+		if counted == nil {
+			counted = entry
+		}
+		if p.opts.Observer == nil && p.audit.Load() == nil {
+			return
+		}
+		elapsed := monoNow() - start
+		p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
+		if l := p.audit.Load(); l != nil {
+			p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
+		}
+	}()
 	awaited, admitted := false, false
 	loginOffers := 0 // to a 2026-07-28 client (askLogin)
 	passes := 0
@@ -258,10 +261,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(rs.cfg, aerr.Error())), nil
 	}
-	defer deadline.stop()
-	if grant != nil {
-		defer grant.Done()
-	}
+	held.deadline, held.grant = deadline, grant
 
 	if call && grant != nil && st.limits.bounds(entry.Settings.MaxInstances) {
 		tool := ""
@@ -277,7 +277,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			}
 			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), lerr), nil
 		}
-		defer hold.release()
+		held.limits, held.limited = hold, true
 	}
 
 	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
@@ -313,8 +313,8 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
-		defer p.tasks.Release(task)
-		defer p.tasks.Expect(grant.Instance)()
+		held.task = task
+		held.expected = p.tasks.Expect(grant.Instance)
 		if rs != nil && (rs.pool.Stateless() || bridgedTask) {
 			// A shared instance's requests outside any call reach the
 			// session whose task they name (those about a bridged task of
@@ -333,7 +333,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 				p.bindSession(rs, grant, inv.req, inv.key)
 			}
 			p.inflight.add(grant.Instance, inv.req)
-			defer p.inflight.remove(grant.Instance, inv.req)
+			held.running, held.req = grant.Instance, inv.req
 		}
 	} else if inv.ask != nil && grant != nil {
 		up.OnServerRequest = inv.ask
@@ -452,6 +452,41 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	}
 	p.keepResult(slot, raw)
 	return raw, nil, nil
+}
+
+// holdings are what a call came to hold on its way upstream, each given
+// back when send returns, the last taken first.
+type holdings struct {
+	deadline *deadline      // the call's, once its instance is acquired
+	grant    *session.Grant // nil: none (the aggregator's own server)
+	limits   limitHold
+	limited  bool               // limits holds the call's slots
+	task     *tasks.Reservation // the task it runs as; nil: none
+	expected func()             // ends the instance's wait for the task's mapping
+	running  *upstream.Instance // the instance req runs on (inflight); nil: none
+	req      *downstream.Request
+}
+
+// release gives back what h holds.
+func (h *holdings) release(p *Proxy) {
+	if h.running != nil {
+		p.inflight.remove(h.running, h.req)
+	}
+	if h.expected != nil {
+		h.expected()
+	}
+	if h.task != nil {
+		p.tasks.Release(h.task)
+	}
+	if h.limited {
+		h.limits.release()
+	}
+	if h.grant != nil {
+		h.grant.Done()
+	}
+	if h.deadline != nil {
+		h.deadline.stop()
+	}
 }
 
 // resolveTool finds the entry a tools/call runs as under st, or the error
