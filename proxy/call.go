@@ -106,8 +106,11 @@ var _ target = (*upstream.Instance)(nil)
 // between sends the request to its new instance), applies the call limits
 // and the deadline, forwards the params raw and maps the one set of
 // errors. It returns the raw result, or a raw JSON-RPC error object; err
-// is set only when the caller went away and no response is due.
-func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+// is set only when the caller went away and no response is due. inv is
+// the request's own, which send changes as it goes (the tool an
+// mcp_call_tool call names, the params as they go up): a pointer, so that
+// a request does not copy its few hundred bytes.
+func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	call := inv.toolCall()
 	var (
 		st       *state
@@ -154,7 +157,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		elapsed := monoNow() - start
 		p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
 		if l := p.audit.Load(); l != nil {
-			p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
+			p.auditCall(l, entry, inv.name, *inv, decided, time.Now(), elapsed, result, rpcErr, err)
 		}
 	}()
 	awaited, admitted := false, false
@@ -166,7 +169,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		server = inv.server
 		if call {
 			var again bool
-			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited, &loginOffers)
+			entry, counted, rpcErr, again = p.resolveTool(ctx, st, inv, &awaited, &loginOffers)
 			if rpcErr != nil {
 				return nil, rpcErr, nil
 			}
@@ -188,7 +191,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			limit = inv.limit
 			callCtx, deadline = newDeadline(ctx, limit.d)
 			var gone bool
-			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, &inv); grant != nil {
+			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, inv); grant != nil {
 				to = grant.Instance
 				break
 			}
@@ -203,7 +206,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		if call && !admitted { // a retry is the same call: decided once
 			admitted = true
-			if rpcErr, decided = p.admitCall(ctx, st, entry, &inv); rpcErr != nil {
+			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
 				return nil, rpcErr, nil
 			}
 			if decided.denied != nil {
@@ -294,7 +297,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if extTask {
 		inv.params = rawjson.Without(inv.params, "task")
 	}
-	slot, cached, hit := p.cachedResult(&inv, rs, grant)
+	slot, cached, hit := p.cachedResult(inv, rs, grant)
 	if hit {
 		return cached, nil, nil
 	}
@@ -310,7 +313,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		tp   *taskProgress
 	)
 	if len(inv.task) > 0 && grant != nil {
-		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
+		if task, rpcErr = p.beginTask(*inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
 		held.task = task
@@ -430,7 +433,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil && task == nil && taskHandle {
-		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
+		handle, rpcErr := p.taskHandle(*inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
 	}
 	if extTask && task != nil && taskHandle {

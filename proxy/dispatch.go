@@ -358,7 +358,7 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
 	inv.token = params.Token
-	return response(p.send(ctx, inv))
+	return response(p.send(ctx, &inv))
 }
 
 // listen serves subscriptions/listen: an acknowledgement first, then the

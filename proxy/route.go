@@ -33,7 +33,7 @@ func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server str
 	inv := invocation{method: req.Msg.Method, server: server, params: upstreamParams(params, meta), req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, meta)
 	inv.token = meta["progressToken"]
-	return response(p.send(ctx, inv))
+	return response(p.send(ctx, &inv))
 }
 
 // response is the message that answers what send returned: nil when no

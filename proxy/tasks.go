@@ -245,7 +245,7 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 		inv.req = req
 		inv.token = requestMeta(req.Msg.Params)["progressToken"]
 	}
-	raw, rpcErr, err := p.send(ctx, inv)
+	raw, rpcErr, err := p.send(ctx, &inv)
 	return raw, rpcErr, err == nil
 }
 
