@@ -10,6 +10,32 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
+// useLease grants key's lease for a call when its instance serves as it
+// is (alive, not due for recycling) and the pool takes calls for key; nil
+// otherwise, for acquireLease to find out why. Callers hold mu.
+func (p *Pool) useLease(ctx context.Context, key Key) *Grant {
+	if p.closed || p.ended[key] {
+		return nil
+	}
+	l := p.leases[key]
+	if l == nil || l.rec == nil || isDead(l.rec.inst) || p.due(l.rec) {
+		return nil
+	}
+	return p.grantLease(ctx, l)
+}
+
+// grantLease grants l's instance, which serves as it is, for a call of
+// the lease's owner in ctx. Callers hold mu.
+func (p *Pool) grantLease(ctx context.Context, l *lease) *Grant {
+	l.lastUsed = time.Now()
+	if o := ownerOf(ctx); o != nil {
+		l.owner = o
+	}
+	g := p.use(l.rec)
+	g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
+	return g
+}
+
 // acquireLease returns key's dedicated instance, leasing one on first use:
 // a spare when one is ready, else a new instance within the caps. Over a
 // cap it first reclaims the lease of a session gone idle (reclaim.go), else
@@ -17,15 +43,21 @@ import (
 // be reclaimed (at most ReclaimIdle), or up to lease.queue_timeout for
 // room; it is refused at once only when neither may come.
 func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
+	p.mu.Lock()
+	if g := p.useLease(ctx, key); g != nil {
+		// The common case, the session's instance serving it as it is:
+		// granted under one lock, with no acquire under way to record.
+		p.mu.Unlock()
+		return g, nil
+	}
+	p.acquiring[key]++
+	p.mu.Unlock()
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
 	queueOver := false // lease.queue_timeout passed
 	// reclaimBy: ReclaimIdle after the session first hit lease.max_instances,
 	// the last moment it waits for a lease to turn reclaimable.
 	var reclaimBy time.Time
-	p.mu.Lock()
-	p.acquiring[key]++
-	p.mu.Unlock()
 	defer func() {
 		if queue != nil {
 			queue.Stop()
@@ -63,12 +95,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 			retired, why = l.rec, "recycled"
 			l.rec, l.recycled = nil, true
 		default:
-			l.lastUsed = time.Now()
-			if o := ownerOf(ctx); o != nil {
-				l.owner = o
-			}
-			g := p.use(l.rec)
-			g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
+			g := p.grantLease(ctx, l)
 			p.mu.Unlock()
 			return g, nil
 		}
