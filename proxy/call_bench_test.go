@@ -11,7 +11,8 @@ import (
 
 // BenchmarkToolsCall is one tools/call through Handle as a stdio session's
 // call of a shared stateless server's tool arrives, with and without a
-// progress token: the proxy's whole work around the upstream's round trip.
+// progress token, and of a stateful server's tool, on the session's lease:
+// the proxy's whole work around the upstream's round trip.
 // Its allocs/op are the proxy's and the upstream connection's alone (the
 // request is made once; no transport, no client); its time is mostly the
 // demo server's, in another process: profile it (-cpuprofile) and read the
@@ -19,16 +20,20 @@ import (
 func BenchmarkToolsCall(b *testing.B) {
 	p := newTestProxy(b)
 	reconcile(b, p, load(b, b.TempDir(), baseServers()))
+	s := fakeSession("bench")
+	p.SessionOpened(s) // as the transport opens it: its leases live while it does
+	b.Cleanup(func() { p.SessionClosed(s) })
 	for _, bench := range []struct{ name, params string }{
 		{"plain", `{"name":"demo_echo","arguments":{"text":"hello"}}`},
 		{"progressToken", `{"name":"demo_echo","arguments":{"text":"hello"},"_meta":{"progressToken":1}}`},
+		{"leased", `{"name":"ctr_get","arguments":{}}`},
 	} {
 		b.Run(bench.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			req := &downstream.Request{
 				Msg:      &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call", Params: json.RawMessage(bench.params)},
-				Session:  fakeSession("bench"),
+				Session:  s,
 				Protocol: "2025-11-25",
 				Send:     func(*jsonrpc.Message) bool { return true },
 				Cancel:   cancel,
