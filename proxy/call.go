@@ -227,14 +227,14 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 			callCtx, deadline = newDeadline(ctx, limit.d)
 		}
 		var aerr error
-		acquireCtx := callCtx
+		claim := session.Claim{Holder: holderOf(inv.req)}
 		if !rs.pool.Stateless() && inv.req != nil {
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
-			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
+			claim.Host, claim.ForHost = capabilitiesOf(inv.req), true
 			// The lease keeps who holds it, for a profile edit to judge
 			// (revokeLeases).
-			acquireCtx = session.WithOwner(acquireCtx, ownerOf(inv.req))
+			claim.Owner = ownerOf(inv.req)
 		}
 		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
 			// The lease is its conversation's, which needs room for a Session.
@@ -243,7 +243,7 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 				return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
 			}
 		}
-		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
+		grant, aerr = rs.pool.AcquireFor(callCtx, inv.key, claim)
 		if aerr == nil {
 			to = grant.Instance
 			break

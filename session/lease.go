@@ -10,10 +10,11 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// useLease grants key's lease for a call when its instance serves as it
-// is (alive, not due for recycling) and the pool takes calls for key; nil
-// otherwise, for acquireLease to find out why. Callers hold mu.
-func (p *Pool) useLease(ctx context.Context, key Key) *Grant {
+// useLease grants key's lease for a call of owner (Claim.Owner) when its
+// instance serves as it is (alive, not due for recycling) and the pool
+// takes calls for key; nil otherwise, for acquireLease to find out why.
+// Callers hold mu.
+func (p *Pool) useLease(key Key, owner any) *Grant {
 	if p.closed || p.ended[key] {
 		return nil
 	}
@@ -21,15 +22,15 @@ func (p *Pool) useLease(ctx context.Context, key Key) *Grant {
 	if l == nil || l.rec == nil || isDead(l.rec.inst) || p.due(l.rec) {
 		return nil
 	}
-	return p.grantLease(ctx, l)
+	return p.grantLease(l, owner)
 }
 
 // grantLease grants l's instance, which serves as it is, for a call of
-// the lease's owner in ctx. Callers hold mu.
-func (p *Pool) grantLease(ctx context.Context, l *lease) *Grant {
+// owner (nil: the lease keeps its own). Callers hold mu.
+func (p *Pool) grantLease(l *lease, owner any) *Grant {
 	l.lastUsed = time.Now()
-	if o := ownerOf(ctx); o != nil {
-		l.owner = o
+	if owner != nil {
+		l.owner = owner
 	}
 	g := p.use(l.rec)
 	g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
@@ -42,9 +43,9 @@ func (p *Pool) grantLease(ctx context.Context, l *lease) *Grant {
 // waits until a lease with no call in flight has gone unused long enough to
 // be reclaimed (at most ReclaimIdle), or up to lease.queue_timeout for
 // room; it is refused at once only when neither may come.
-func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
+func (p *Pool) acquireLease(ctx context.Context, key Key, c Claim) (*Grant, error) {
 	p.mu.Lock()
-	if g := p.useLease(ctx, key); g != nil {
+	if g := p.useLease(key, c.Owner); g != nil {
 		// The common case, the session's instance serving it as it is:
 		// granted under one lock, with no acquire under way to record.
 		p.mu.Unlock()
@@ -52,6 +53,13 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 	}
 	p.acquiring[key]++
 	p.mu.Unlock()
+	holder := c.Holder
+	if c.ForHost {
+		ctx = upstream.ForHost(ctx, c.Host)
+	}
+	if c.Owner != nil {
+		ctx = withOwner(ctx, c.Owner)
+	}
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
 	queueOver := false // lease.queue_timeout passed
@@ -95,7 +103,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 			retired, why = l.rec, "recycled"
 			l.rec, l.recycled = nil, true
 		default:
-			g := p.grantLease(ctx, l)
+			g := p.grantLease(l, ownerOf(ctx))
 			p.mu.Unlock()
 			return g, nil
 		}
@@ -552,7 +560,7 @@ func (p *Pool) expire(now time.Time) {
 }
 
 // Revoke ends the leases that revoked accepts, given each one's key and
-// the owner its last call named (WithOwner; nil if none did) (event
+// the owner its last call named (Claim.Owner; nil if none did) (event
 // "revoked"), and stops their instances once their calls finish; it
 // reports how many it ended.
 func (p *Pool) Revoke(revoked func(key Key, owner any) bool) int {
