@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
@@ -27,7 +28,7 @@ func Plan(s *config.Server, names []string, byName map[string]json.RawMessage, c
 		}
 		raw, app := AppTool(s.ID, raw)
 		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings,
-			TimeoutSetting: timeoutSetting(s, t.Original, t.Settings), App: app})
+			TimeoutSetting: timeoutSetting(s, t.Original, t.Settings), ParamHeaders: rawjson.Mentions(raw, "x-mcp-header"), App: app})
 	}
 	return plan, entries
 }
