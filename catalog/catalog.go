@@ -19,6 +19,16 @@ type Entry struct {
 	// Raw is the upstream's definition with only the name replaced.
 	Raw      json.RawMessage
 	Settings naming.Settings
+	// TimeoutSetting names the setting Settings.Timeout comes from, as an
+	// error about a call that ran past it says: tools.config.<tool>.timeout
+	// or tools.defaults.timeout; "" without a timeout (the server's
+	// request_timeout applies). Plan sets it with Settings, so that a call
+	// makes no name of its own.
+	TimeoutSetting string
+	// ParamHeaders is whether Raw may mark parameters for Mcp-Param-*
+	// headers (it mentions x-mcp-header): Plan reads the definition once,
+	// so that a call need not scan it for a header it rarely has.
+	ParamHeaders bool
 	// App is the exported ui:// resource URI the tool's _meta points at
 	// (MCP Apps); "" for a tool that is no app's.
 	App string

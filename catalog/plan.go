@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcp-aggregator/mcp-aggregator/config"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
@@ -26,9 +27,23 @@ func Plan(s *config.Server, names []string, byName map[string]json.RawMessage, c
 			continue
 		}
 		raw, app := AppTool(s.ID, raw)
-		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings, App: app})
+		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings,
+			TimeoutSetting: timeoutSetting(s, t.Original, t.Settings), ParamHeaders: rawjson.Mentions(raw, "x-mcp-header"), App: app})
 	}
 	return plan, entries
+}
+
+// timeoutSetting names the setting a tool's timeout (settings, as the
+// naming plan merged them) comes from: its tools.config entry's, else
+// tools.defaults'; "" when it has none.
+func timeoutSetting(s *config.Server, original string, settings naming.Settings) string {
+	switch {
+	case settings.Timeout <= 0:
+		return ""
+	case s.Tools.Config[original].Timeout > 0:
+		return "tools.config." + original + ".timeout"
+	}
+	return "tools.defaults.timeout"
 }
 
 // RulesFor converts a server's config to naming rules.

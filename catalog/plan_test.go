@@ -16,12 +16,13 @@ import (
 func TestPlan(t *testing.T) {
 	other := catalogOf([]*Entry{entry("b", "taken", `{"name":"taken"}`)})
 	s := &config.Server{ID: "a"}
-	names := []string{"echo", "taken", "broken", "app"}
+	names := []string{"echo", "taken", "broken", "app", "sql"}
 	raws := map[string]json.RawMessage{
 		"echo":   json.RawMessage(`{"name":"echo", "description":"Echo."}`),
 		"taken":  json.RawMessage(`{"name":"taken"}`),
 		"broken": json.RawMessage(`["not an object"]`),
 		"app":    json.RawMessage(`{"name":"app","_meta":{"ui":{"resourceUri":"ui://main"}}}`),
+		"sql":    json.RawMessage(`{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`),
 	}
 	plan, entries := Plan(s, names, raws, other, "")
 	exported := map[string]*Entry{}
@@ -33,6 +34,9 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, `{"name":"echo", "description":"Echo."}`, string(exported["echo"].Raw), "only the name may change, byte for byte")
 	require.Contains(t, exported, "app")
 	assert.Equal(t, "ui://a/main", exported["app"].App)
+	require.Contains(t, exported, "sql")
+	assert.True(t, exported["sql"].ParamHeaders, "its schema marks a parameter for a header")
+	assert.False(t, exported["echo"].ParamHeaders)
 	assert.NotContains(t, exported, "broken")
 	var broken bool
 	for _, p := range plan.Problems {

@@ -238,7 +238,7 @@ func (p *Proxy) drainTaskInput(e *tasks.Entry) {
 				ask: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 					return p.bridgedInputRequest(ctx, e, method, params)
 				}}
-			_, rpcErr, _ := p.send(p.life, inv)
+			_, rpcErr, _ := p.send(p.life, &inv)
 			if rpcErr != nil {
 				p.log.Debug("tasks/result for a bridged task's input ended", "server", e.Server, "task", e.ID, "err", rpcErr.Message)
 			}

@@ -48,10 +48,10 @@ type invocation struct {
 	anonymous bool            // key is the shared anonymous one
 	args      json.RawMessage // forwarded byte for byte
 	task      json.RawMessage // params.task, forwarded byte for byte; nil: not a task
-	token     json.RawMessage // the caller's progress token; nil if none
-	// progress delivers one progress notification's params to the caller.
-	// It runs on the upstream's reader goroutine, so it only queues.
-	progress func(params json.RawMessage)
+	// token is the caller's progress token; nil if none. The progress of a
+	// request with one goes on req's stream (req.Send, which only queues:
+	// it runs on the upstream's reader goroutine).
+	token json.RawMessage
 	// req is the downstream request, for what the upstream sends back
 	// during the call (its requests, its log messages); nil for a request
 	// the aggregator makes of its own accord.
@@ -106,8 +106,11 @@ var _ target = (*upstream.Instance)(nil)
 // between sends the request to its new instance), applies the call limits
 // and the deadline, forwards the params raw and maps the one set of
 // errors. It returns the raw result, or a raw JSON-RPC error object; err
-// is set only when the caller went away and no response is due.
-func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+// is set only when the caller went away and no response is due. inv is
+// the request's own, which send changes as it goes (the tool an
+// mcp_call_tool call names, the params as they go up): a pointer, so that
+// a request does not copy its few hundred bytes.
+func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
 	call := inv.toolCall()
 	var (
 		st       *state
@@ -129,31 +132,34 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	isError := unread // of the result returned, when send read it
 	if call {
 		start = monoNow()
-		defer func() {
-			if counted == nil {
-				counted = entry
-			}
-			if p.opts.Observer == nil && p.audit.Load() == nil {
-				return
-			}
-			elapsed := monoNow() - start
-			p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
-			if l := p.audit.Load(); l != nil {
-				p.auditCall(l, entry, inv.name, inv, decided, time.Now(), elapsed, result, rpcErr, err)
-			}
-		}()
 	}
-	if inv.req != nil && !inv.req.Sessionless() {
-		defer func() {
+	// One deferred call ends every call, whatever it came to hold: a
+	// deferred call each costs more than the tests in this one.
+	var held holdings
+	defer func() {
+		held.release(p)
+		if inv.req != nil && !inv.req.Sessionless() && (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
 			// The session ended while the request ran: a lease it took
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
 			// not the session's.) A stateless server's call takes none.
-			if (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
-				p.sessionEnded(inv.key)
-			}
-		}()
-	}
+			p.sessionEnded(inv.key)
+		}
+		if !call {
+			return
+		}
+		if counted == nil {
+			counted = entry
+		}
+		if p.opts.Observer == nil && p.audit.Load() == nil {
+			return
+		}
+		elapsed := monoNow() - start
+		p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
+		if l := p.audit.Load(); l != nil {
+			p.auditCall(l, entry, inv.name, *inv, decided, time.Now(), elapsed, result, rpcErr, err)
+		}
+	}()
 	awaited, admitted := false, false
 	loginOffers := 0 // to a 2026-07-28 client (askLogin)
 	passes := 0
@@ -163,7 +169,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		server = inv.server
 		if call {
 			var again bool
-			entry, counted, rpcErr, again = p.resolveTool(ctx, st, &inv, &awaited, &loginOffers)
+			entry, counted, rpcErr, again = p.resolveTool(ctx, st, inv, &awaited, &loginOffers)
 			if rpcErr != nil {
 				return nil, rpcErr, nil
 			}
@@ -185,7 +191,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			limit = inv.limit
 			callCtx, deadline = newDeadline(ctx, limit.d)
 			var gone bool
-			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, &inv); grant != nil {
+			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, inv); grant != nil {
 				to = grant.Instance
 				break
 			}
@@ -221,14 +227,14 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			callCtx, deadline = newDeadline(ctx, limit.d)
 		}
 		var aerr error
-		acquireCtx := callCtx
+		claim := session.Claim{Holder: holderOf(inv.req)}
 		if !rs.pool.Stateless() && inv.req != nil {
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
-			acquireCtx = upstream.ForHost(callCtx, capabilitiesOf(inv.req))
+			claim.Host, claim.ForHost = capabilitiesOf(inv.req), true
 			// The lease keeps who holds it, for a profile edit to judge
 			// (revokeLeases).
-			acquireCtx = session.WithOwner(acquireCtx, ownerOf(inv.req))
+			claim.Owner = ownerOf(inv.req)
 		}
 		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
 			// The lease is its conversation's, which needs room for a Session.
@@ -237,7 +243,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 				return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
 			}
 		}
-		grant, aerr = rs.pool.AcquireAs(acquireCtx, inv.key, holderOf(inv.req))
+		grant, aerr = rs.pool.AcquireFor(callCtx, inv.key, claim)
 		if aerr == nil {
 			to = grant.Instance
 			break
@@ -258,12 +264,9 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 		return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(rs.cfg, aerr.Error())), nil
 	}
-	defer deadline.stop()
-	if grant != nil {
-		defer grant.Done()
-	}
+	held.deadline, held.grant = deadline, grant
 
-	if call && grant != nil {
+	if call && grant != nil && st.limits.bounds(entry.Settings.MaxInstances) {
 		tool := ""
 		if entry.Settings.MaxInstances > 0 {
 			tool = entry.Server + "/" + entry.Original
@@ -277,7 +280,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 			}
 			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), lerr), nil
 		}
-		defer hold.release()
+		held.limits, held.limited = hold, true
 	}
 
 	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
@@ -294,7 +297,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 	if extTask {
 		inv.params = rawjson.Without(inv.params, "task")
 	}
-	slot, cached, hit := p.cachedResult(&inv, rs, grant)
+	slot, cached, hit := p.cachedResult(inv, rs, grant)
 	if hit {
 		return cached, nil, nil
 	}
@@ -310,11 +313,11 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		tp   *taskProgress
 	)
 	if len(inv.task) > 0 && grant != nil {
-		if task, rpcErr = p.beginTask(inv); rpcErr != nil {
+		if task, rpcErr = p.beginTask(*inv); rpcErr != nil {
 			return nil, rpcErr, nil
 		}
-		defer p.tasks.Release(task)
-		defer p.tasks.Expect(grant.Instance)()
+		held.task = task
+		held.expected = p.tasks.Expect(grant.Instance)
 		if rs != nil && (rs.pool.Stateless() || bridgedTask) {
 			// A shared instance's requests outside any call reach the
 			// session whose task they name (those about a bridged task of
@@ -333,18 +336,18 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 				p.bindSession(rs, grant, inv.req, inv.key)
 			}
 			p.inflight.add(grant.Instance, inv.req)
-			defer p.inflight.remove(grant.Instance, inv.req)
+			held.running, held.req = grant.Instance, inv.req
 		}
 	} else if inv.ask != nil && grant != nil {
 		up.OnServerRequest = inv.ask
 	}
-	if inv.progress != nil && len(inv.token) > 0 && grant != nil {
+	if inv.req != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
 		// Locals, so that inv itself stays on the stack.
-		progress, session, inst, use := inv.progress, inv.session(), grant.Instance, deadline.uses()
+		send, session, inst, use := inv.req.Send, inv.session(), grant.Instance, deadline.uses()
 		up.OnProgress = func(params json.RawMessage) {
 			deadline.pushBack(use) // progress proves the call is alive
-			progress(p.relatedOut(params, inst, session))
+			send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(params, inst, session)})
 		}
 		if task != nil {
 			// A task's progress token outlives the call.
@@ -430,7 +433,7 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil && task == nil && taskHandle {
-		handle, rpcErr := p.taskHandle(inv, entry.Server, grant.Instance, raw)
+		handle, rpcErr := p.taskHandle(*inv, entry.Server, grant.Instance, raw)
 		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
 	}
 	if extTask && task != nil && taskHandle {
@@ -447,11 +450,46 @@ func (p *Proxy) send(ctx context.Context, inv invocation) (result json.RawMessag
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant, resumedFrom(inv.req)) // text added to content: isError stays
+		raw = leaseNotes(raw, rs, grant, inv.req) // text added to content: isError stays
 		isError = rawIsError
 	}
 	p.keepResult(slot, raw)
 	return raw, nil, nil
+}
+
+// holdings are what a call came to hold on its way upstream, each given
+// back when send returns, the last taken first.
+type holdings struct {
+	deadline *deadline      // the call's, once its instance is acquired
+	grant    *session.Grant // nil: none (the aggregator's own server)
+	limits   limitHold
+	limited  bool               // limits holds the call's slots
+	task     *tasks.Reservation // the task it runs as; nil: none
+	expected func()             // ends the instance's wait for the task's mapping
+	running  *upstream.Instance // the instance req runs on (inflight); nil: none
+	req      *downstream.Request
+}
+
+// release gives back what h holds.
+func (h *holdings) release(p *Proxy) {
+	if h.running != nil {
+		p.inflight.remove(h.running, h.req)
+	}
+	if h.expected != nil {
+		h.expected()
+	}
+	if h.task != nil {
+		p.tasks.Release(h.task)
+	}
+	if h.limited {
+		h.limits.release()
+	}
+	if h.grant != nil {
+		h.grant.Done()
+	}
+	if h.deadline != nil {
+		h.deadline.stop()
+	}
 }
 
 // resolveTool finds the entry a tools/call runs as under st, or the error
@@ -513,11 +551,15 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 	return nil, nil, nil, true
 }
 
-// leaseNotes adds to a tools/call result what the caller should know of
-// the instance the call ran on: that a former one's state was lost, and
-// how to release a lease it now holds. movedFrom, when set, is the replica
-// a sealed session was taken up from (its leases stayed there).
-func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, movedFrom string) json.RawMessage {
+// leaseNotes adds to a tools/call result of req what the caller should
+// know of the instance the call ran on: that a former one's state was
+// lost, that a sealed session was taken up from another replica (its
+// leases stayed there), and how to release a lease it now holds. A shared
+// instance's grant has none of it to tell.
+func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, req *downstream.Request) json.RawMessage {
+	if !grant.Lost && !grant.Recycled && !grant.Reclaimed && !grant.First {
+		return raw
+	}
 	server := rs.cfg.ID
 	var notes []string
 	if grant.Lost {
@@ -529,7 +571,7 @@ func leaseNotes(raw json.RawMessage, rs *runningServer, grant *session.Grant, mo
 	if grant.Reclaimed {
 		notes = append(notes, fmt.Sprintf("Note: the dedicated instance of MCP server %q this session held was reclaimed for another session while this session went unused (all of the server's lease.max_instances were taken), and its state was lost; this call ran on a fresh instance.", server))
 	}
-	if grant.First && !rs.pool.Stateless() && movedFrom != "" {
+	if movedFrom := resumedFrom(req); grant.First && !rs.pool.Stateless() && movedFrom != "" {
 		notes = append(notes, fmt.Sprintf("Note: this session moved here from replica %q, which no longer serves it; a dedicated instance of MCP server %q it held there was lost with its state; this call ran on a fresh instance.", movedFrom, server))
 	}
 	if grant.First && !rs.pool.Stateless() {

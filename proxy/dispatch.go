@@ -284,18 +284,21 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 }
 
 // callParams are the members of tools/call params the dispatcher reads; the
-// arguments, _meta and task stay raw.
+// arguments, task and the _meta members it reads stay raw.
 type callParams struct {
 	Name      string
 	Arguments json.RawMessage
-	Meta      map[string]json.RawMessage
 	Task      json.RawMessage // params.task: run as a task; nil when absent or null
+	// Token and Lease are _meta's progressToken and LeaseMetaKey members,
+	// raw; nil when absent.
+	Token, Lease json.RawMessage
 }
 
 // parseCallParams reads tools/call params in one scan of the raw bytes (the
 // message was validated as it was decoded): a string name, arguments of
-// any kind, and _meta, an object or null. Names match exactly; a repeated
-// member counts with its last value.
+// any kind, and _meta, an object or null, of which it keeps the members
+// the dispatcher reads. Names match exactly; a repeated member counts with
+// its last value.
 func parseCallParams(raw json.RawMessage) (callParams, bool) {
 	var (
 		p          callParams
@@ -328,9 +331,13 @@ func parseCallParams(raw json.RawMessage) (callParams, bool) {
 		return p, true
 	}
 	members := rawjson.NewObject(meta)
-	p.Meta = map[string]json.RawMessage{}
 	for members.Next() {
-		p.Meta[string(members.Name())] = members.Value()
+		switch string(members.Name()) {
+		case "progressToken":
+			p.Token = members.Value()
+		case LeaseMetaKey:
+			p.Lease = members.Value()
+		}
 	}
 	return p, members.Err() == nil
 }
@@ -340,21 +347,18 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "tools/call needs params.name (a string) and optional params.arguments (an object)")
 	}
-	if _, ok := p.Catalog().Lookup(params.Name); !ok {
-		p.awaitLoad(ctx) // a call made right after connecting finds its tool
+	if p.loading() {
+		if _, ok := p.Catalog().Lookup(params.Name); !ok {
+			p.awaitLoad(ctx) // a call made right after connecting finds its tool
+		}
 	}
-	if bad := leaseNameError(req, params.Meta); bad != nil {
+	if bad := leaseNameError(req, params.Lease); bad != nil {
 		return bad
 	}
 	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
-	inv.key, inv.anonymous = LeaseKeyOf(req, params.Meta)
-	if token, ok := params.Meta["progressToken"]; ok {
-		inv.token = token
-		inv.progress = func(progress json.RawMessage) {
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-		}
-	}
-	return response(p.send(ctx, inv))
+	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
+	inv.token = params.Token
+	return response(p.send(ctx, &inv))
 }
 
 // listen serves subscriptions/listen: an acknowledgement first, then the

@@ -100,7 +100,7 @@ func (p *Proxy) extensionTaskRequest(ctx context.Context, req *downstream.Reques
 		return failure(jsonrpc.CodeInvalidParams, "%s needs params.taskId (a string)", method)
 	}
 	meta := requestMeta(req.Msg.Params)
-	if bad := leaseNameError(req, meta); bad != nil {
+	if bad := leaseNameError(req, meta[LeaseMetaKey]); bad != nil {
 		return bad
 	}
 	key, _ := LeaseKeyOf(req, meta)

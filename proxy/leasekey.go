@@ -41,31 +41,37 @@ func LeaseKey(s downstream.Session, meta map[string]json.RawMessage) (key sessio
 	if s != nil {
 		who = s.Principal()
 	}
-	return leaseKey(who, s, meta)
+	return leaseKey(who, s, meta[LeaseMetaKey])
 }
 
 // LeaseKeyOf is the lease key of req: LeaseKey, within the authenticated
 // client's own keys, so that two clients never share a lease, not even
 // the anonymous one or one named by the same _meta string.
 func LeaseKeyOf(req *downstream.Request, meta map[string]json.RawMessage) (key session.Key, anonymous bool) {
+	return leaseKeyOf(req, meta[LeaseMetaKey])
+}
+
+// leaseKeyOf is LeaseKeyOf of the request whose _meta[LeaseMetaKey] is
+// lease, raw (nil: absent).
+func leaseKeyOf(req *downstream.Request, lease json.RawMessage) (key session.Key, anonymous bool) {
 	s := req.Session
 	if req.Sessionless() {
 		// A sessionless request names its conversation in _meta, over stdio
 		// as over HTTP: the connection it came on is no session of its.
 		s = nil
 	}
-	return leaseKey(req.Principal, s, meta)
+	return leaseKey(req.Principal, s, lease)
 }
 
 // maxLeaseName bounds the conversation name a sessionless request gives
 // under LeaseMetaKey: it is kept, with the lease, for as long as the lease.
 const maxLeaseName = 256
 
-// leaseNameError refuses a request whose lease name, the one its leases
-// would be kept under, is longer than maxLeaseName; nil otherwise.
-func leaseNameError(req *downstream.Request, meta map[string]json.RawMessage) *jsonrpc.Message {
-	raw, ok := meta[LeaseMetaKey]
-	if !ok || len(raw) <= maxLeaseName+2 { // a JSON string is at least its text and two quotes
+// leaseNameError refuses a request whose lease name (raw, its
+// _meta[LeaseMetaKey]; nil when absent), the one its leases would be kept
+// under, is longer than maxLeaseName; nil otherwise.
+func leaseNameError(req *downstream.Request, raw json.RawMessage) *jsonrpc.Message {
+	if len(raw) <= maxLeaseName+2 { // a JSON string is at least its text and two quotes
 		return nil
 	}
 	if !req.Sessionless() && req.Session.Key() != "" {
@@ -79,13 +85,17 @@ func leaseNameError(req *downstream.Request, meta map[string]json.RawMessage) *j
 		LeaseMetaKey, len(name), maxLeaseName)
 }
 
-func leaseKey(who identity.Principal, s downstream.Session, meta map[string]json.RawMessage) (session.Key, bool) {
+// leaseKey is the lease key of who's request of session s (nil: none),
+// whose _meta[LeaseMetaKey] is lease, raw (nil: absent).
+func leaseKey(who identity.Principal, s downstream.Session, lease json.RawMessage) (session.Key, bool) {
 	space := leaseSpace(who)
-	if s != nil && s.Key() != "" {
-		return session.SessionKey(space, s.Key()), false
+	if s != nil {
+		if id := s.Key(); id != "" {
+			return session.SessionKey(space, id), false
+		}
 	}
 	var name string
-	if raw, ok := meta[LeaseMetaKey]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
+	if lease != nil && json.Unmarshal(lease, &name) == nil && name != "" {
 		return session.NamedKey(space, name), false
 	}
 	return session.AnonymousKey(space), true

@@ -77,17 +77,18 @@ func TestLeaseKey(t *testing.T) {
 // session's request is not refused for a name it does not use.
 func TestLeaseNameBounded(t *testing.T) {
 	long := strings.Repeat("c", maxLeaseName+1)
-	meta := map[string]json.RawMessage{LeaseMetaKey: mustJSON(long)}
+	name := mustJSON(long)
 	msg := &jsonrpc.Message{ID: json.RawMessage(`1`), Method: "tools/call"}
 	modern := &downstream.Request{Msg: msg, Protocol: "2026-07-28"}
-	bad := leaseNameError(modern, meta)
+	bad := leaseNameError(modern, name)
 	require.NotNil(t, bad)
 	assert.Equal(t, jsonrpc.CodeInvalidParams, bad.Error.Code)
 	assert.Contains(t, bad.Error.Message, `_meta["`+LeaseMetaKey+`"] is 257 bytes, over the 256`)
 
-	assert.Nil(t, leaseNameError(modern, map[string]json.RawMessage{LeaseMetaKey: mustJSON(long[:maxLeaseName])}))
+	assert.Nil(t, leaseNameError(modern, mustJSON(long[:maxLeaseName])))
+	assert.Nil(t, leaseNameError(modern, nil), "no name, nothing to refuse")
 	legacy := &downstream.Request{Msg: msg, Protocol: "2025-11-25", Session: fakeSession("s")}
-	assert.Nil(t, leaseNameError(legacy, meta))
+	assert.Nil(t, leaseNameError(legacy, name))
 
 	p := newTestProxy(t)
 	params, _ := json.Marshal(map[string]any{"name": "mcp_status", "_meta": map[string]string{LeaseMetaKey: long}})

@@ -50,6 +50,11 @@ func (l *limiter) toolSlot(key string, max int) chan struct{} {
 	return ch
 }
 
+// bounds reports whether l bounds a call of a tool with max_instances max:
+// without limits.max_concurrent and max_instances a call has nothing to
+// acquire.
+func (l *limiter) bounds(max int) bool { return l.global != nil || max > 0 }
+
 // acquire takes a global slot for holder (fairshare.Of: who the call
 // counts against) and a slot of tool (server/tool, read only when max >
 // 0); the hold's release gives both back.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -21,63 +22,94 @@ import (
 
 // inflight knows which downstream requests are running on each instance,
 // so that an upstream's notification during one request goes on that
-// request's stream. An instance's set lives while requests run on it;
-// emptied sets are kept for reuse (up to maxSpareSets), so that a call
-// allocates nothing here.
+// request's stream. An instance's list lives while requests run on it,
+// and the last instance whose list emptied keeps its empty one until
+// another's empties, so that calls made one at a time to one instance
+// leave its entry where it is; other emptied lists are kept for reuse (up
+// to maxSpareSets), so that a call allocates nothing here. A list in the
+// order the calls began, not a set: a call's add appends, and its remove
+// finds it by a scan from the oldest, which calls that end roughly in turn
+// keep short, and which costs less than a map's hashing for the few calls
+// an instance mostly runs.
 type inflight struct {
 	mu    sync.Mutex
-	on    map[*upstream.Instance]map[*downstream.Request]struct{}
-	spare []map[*downstream.Request]struct{}
+	on    map[*upstream.Instance]*running
+	idle  *upstream.Instance // its list in on is empty; nil: none is
+	spare []*running
 }
+
+// running are the requests running on one instance, oldest first, each
+// as many times as it was added.
+type running struct{ reqs []*downstream.Request }
 
 const maxSpareSets = 64
 
-// add records req as running on inst, until remove; adding it again
-// changes nothing.
+// add records req as running on inst, until remove: a request added twice
+// runs there until it is removed twice.
 func (f *inflight) add(inst *upstream.Instance, req *downstream.Request) {
 	f.mu.Lock()
-	if f.on == nil {
-		f.on = map[*upstream.Instance]map[*downstream.Request]struct{}{}
+	r := f.on[inst]
+	if inst == f.idle {
+		f.idle = nil
 	}
-	set := f.on[inst]
-	if set == nil {
-		if n := len(f.spare); n > 0 {
-			set, f.spare = f.spare[n-1], f.spare[:n-1]
-		} else {
-			set = map[*downstream.Request]struct{}{}
+	if r == nil {
+		if f.on == nil {
+			f.on = map[*upstream.Instance]*running{}
 		}
-		f.on[inst] = set
+		if n := len(f.spare); n > 0 {
+			r, f.spare = f.spare[n-1], f.spare[:n-1]
+		} else {
+			r = &running{}
+		}
+		f.on[inst] = r
 	}
-	set[req] = struct{}{}
+	r.reqs = append(r.reqs, req)
 	f.mu.Unlock()
 }
 
+// remove undoes one add of req on inst; it changes nothing when there is
+// none.
 func (f *inflight) remove(inst *upstream.Instance, req *downstream.Request) {
 	f.mu.Lock()
-	if set := f.on[inst]; set != nil {
-		delete(set, req)
-		if len(set) == 0 {
-			delete(f.on, inst)
-			if len(f.spare) < maxSpareSets {
-				f.spare = append(f.spare, set)
+	if r := f.on[inst]; r != nil {
+		if i := slices.Index(r.reqs, req); i >= 0 {
+			r.reqs = slices.Delete(r.reqs, i, i+1)
+		}
+		if len(r.reqs) == 0 && f.idle != inst {
+			if f.idle != nil {
+				f.drop(f.idle)
 			}
+			f.idle = inst
 		}
 	}
 	f.mu.Unlock()
 }
 
-// only returns the one request running on inst, if there is exactly one.
+// drop forgets inst, whose list is empty, keeping the list for reuse.
+// Callers hold mu.
+func (f *inflight) drop(inst *upstream.Instance) {
+	r := f.on[inst]
+	delete(f.on, inst)
+	if len(f.spare) < maxSpareSets {
+		f.spare = append(f.spare, r)
+	}
+}
+
+// only returns the one request running on inst, if there is exactly one
+// (however many of its calls run there).
 func (f *inflight) only(inst *upstream.Instance) *downstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	set := f.on[inst]
-	if len(set) != 1 {
+	r := f.on[inst]
+	if r == nil || len(r.reqs) == 0 {
 		return nil
 	}
-	for r := range set {
-		return r
+	for _, req := range r.reqs[1:] {
+		if req != r.reqs[0] {
+			return nil
+		}
 	}
-	return nil
+	return r.reqs[0]
 }
 
 // maxSubscriptions bounds the resource subscriptions one session holds,

@@ -25,7 +25,7 @@ const codeHeaderMismatch = mcp.HEADER_MISMATCH
 // no such headers to check (stdio, a session, a tool that marks none, a
 // tool mcp_call_tool names, whose arguments are not in the headers).
 func paramHeaderMismatch(req *downstream.Request, entry *catalog.Entry) *jsonrpc.Error {
-	if req == nil || req.ParamHeader == nil || req.Msg == nil || req.Msg.Method != "tools/call" || !rawjson.Mentions(entry.Raw, "x-mcp-header") {
+	if req == nil || req.ParamHeader == nil || req.Msg == nil || req.Msg.Method != "tools/call" || !entry.ParamHeaders {
 		return nil
 	}
 	if name, _ := rawjson.String(rawjson.Member(req.Msg.Params, "name")); name != entry.Exported {

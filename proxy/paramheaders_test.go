@@ -15,7 +15,7 @@ import (
 // requests with no headers to check, or naming another tool (through
 // mcp_call_tool), are not checked.
 func TestParamHeaderMismatch(t *testing.T) {
-	entry := &catalog.Entry{Exported: "m_sql", Raw: json.RawMessage(`{"name":"m_sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}}`)}
+	entry := &catalog.Entry{Exported: "m_sql", ParamHeaders: true, Raw: json.RawMessage(`{"name":"m_sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}}`)}
 	call := func(params string, headers map[string]string) *downstream.Request {
 		return &downstream.Request{Msg: &jsonrpc.Message{Method: "tools/call", Params: json.RawMessage(params)},
 			ParamHeader: func(name string) (string, bool) { v, ok := headers[name]; return v, ok }}

@@ -33,7 +33,7 @@ type verdict struct {
 // task; either protocol generation): first the principal's rate limits,
 // whose refusal is the JSON-RPC error over, then the policy list, whose
 // denial is v.denied. Without either it costs two nil checks.
-func (p *Proxy) admitCall(ctx context.Context, st *state, entry *catalog.Entry, inv invocation) (over *jsonrpc.Error, v verdict) {
+func (p *Proxy) admitCall(ctx context.Context, st *state, entry *catalog.Entry, inv *invocation) (over *jsonrpc.Error, v verdict) {
 	if st.rates != nil {
 		if over, limit := st.rates.take(principalOf(inv.req), entry.Server); over != nil {
 			return over, verdict{outcome: "denied", rule: limit}
@@ -42,7 +42,7 @@ func (p *Proxy) admitCall(ctx context.Context, st *state, entry *catalog.Entry, 
 	if st.policy == nil {
 		return nil, v
 	}
-	denied, v := p.checkPolicy(ctx, st, entry, inv)
+	denied, v := p.checkPolicy(ctx, st, entry, *inv)
 	v.denied = denied
 	return nil, v
 }

@@ -494,7 +494,7 @@ func (p *Proxy) revokeLeases(st *state) {
 }
 
 // leaseOwner is who a lease's latest call came from, as far as its profile
-// goes (session.WithOwner): the principal, client and claims (never the
+// goes (session.Claim): the principal, client and claims (never the
 // token) and the view.
 type leaseOwner struct {
 	caller identity.Caller

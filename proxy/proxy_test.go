@@ -69,7 +69,7 @@ func baseServers() demoServers {
 }
 
 // load parses a config as if it were dir/mcp.yaml.
-func load(t *testing.T, dir string, d demoServers) *config.Workspace {
+func load(t testing.TB, dir string, d demoServers) *config.Workspace {
 	t.Helper()
 	ws, problems := config.LoadBytes(filepath.Join(dir, "mcp.yaml"), d.yaml(), nil)
 	require.NotNil(t, ws, "problems: %v", problems)
@@ -77,20 +77,20 @@ func load(t *testing.T, dir string, d demoServers) *config.Workspace {
 	return ws
 }
 
-func reconcile(t *testing.T, p *Proxy, ws *config.Workspace) Report {
+func reconcile(t testing.TB, p *Proxy, ws *config.Workspace) Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	return p.Reconcile(ctx, ws, nil)
 }
 
-func newTestProxy(t *testing.T) *Proxy {
+func newTestProxy(t testing.TB) *Proxy {
 	return newTestProxyWith(t, Options{})
 }
 
 // newTestProxyWith is a proxy of opts, with a silent log, the version
 // "test" and short upstream grace periods, closed when the test ends.
-func newTestProxyWith(t *testing.T, opts Options) *Proxy {
+func newTestProxyWith(t testing.TB, opts Options) *Proxy {
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Version = "test"
 	opts.Upstream = upstream.Options{StdinGrace: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond}

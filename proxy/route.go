@@ -27,18 +27,13 @@ const codeResourceNotFound = -32002
 // byte. nil: the caller went away, and no response is due.
 func (p *Proxy) forward(ctx context.Context, req *downstream.Request, server string, params json.RawMessage) *jsonrpc.Message {
 	meta := requestMeta(params)
-	if bad := leaseNameError(req, meta); bad != nil {
+	if bad := leaseNameError(req, meta[LeaseMetaKey]); bad != nil {
 		return bad
 	}
 	inv := invocation{method: req.Msg.Method, server: server, params: upstreamParams(params, meta), req: req}
 	inv.key, inv.anonymous = LeaseKeyOf(req, meta)
-	if token, ok := meta["progressToken"]; ok {
-		inv.token = token
-		inv.progress = func(progress json.RawMessage) {
-			req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-		}
-	}
-	return response(p.send(ctx, inv))
+	inv.token = meta["progressToken"]
+	return response(p.send(ctx, &inv))
 }
 
 // response is the message that answers what send returned: nil when no

@@ -30,7 +30,7 @@ func (p *Proxy) grantedTasks(req *downstream.Request, ids []string) []string {
 		return nil
 	}
 	meta := requestMeta(req.Msg.Params)
-	if leaseNameError(req, meta) != nil {
+	if leaseNameError(req, meta[LeaseMetaKey]) != nil {
 		return nil
 	}
 	key, _ := LeaseKeyOf(req, meta)

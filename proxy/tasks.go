@@ -243,14 +243,9 @@ func (p *Proxy) onTaskInstance(ctx context.Context, req *downstream.Request, e *
 	}
 	if relay {
 		inv.req = req
-		if token, ok := requestMeta(req.Msg.Params)["progressToken"]; ok {
-			inv.token = token
-			inv.progress = func(progress json.RawMessage) {
-				req.Send(&jsonrpc.Message{Method: "notifications/progress", Params: progress})
-			}
-		}
+		inv.token = requestMeta(req.Msg.Params)["progressToken"]
 	}
-	raw, rpcErr, err := p.send(ctx, inv)
+	raw, rpcErr, err := p.send(ctx, &inv)
 	return raw, rpcErr, err == nil
 }
 
@@ -480,7 +475,8 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 
 // callRequests is relatedTasks(serverRequests(req), inst, req.Session) made
 // as one function: a call makes it whether or not the upstream asks
-// anything, and the inner handler is only made when it does.
+// anything, so the inner handler and the session's lease key are only made
+// when it does, and the function holds no more than it needs to make them.
 func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
 	if req.Session == nil {
 		if declaresTasksExtension(req) && !protocol.Modern(inst.Protocol()) {
@@ -488,9 +484,8 @@ func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) u
 		}
 		return p.serverRequests(req)
 	}
-	owner := sessionLeaseKey(req.Session)
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-		return p.relate(ctx, p.serverRequests(req), inst, owner, method, params)
+		return p.relate(ctx, p.serverRequests(req), inst, sessionLeaseKey(req.Session), method, params)
 	}
 }
 

@@ -22,13 +22,11 @@ func requestLimit(s *config.Server) timeLimit {
 
 // toolLimit is the limit of a call of e, a tool of s: its tools.config
 // entry's timeout, else tools.defaults', else request_timeout, as the
-// naming plan merged them into e.Settings.
+// naming plan merged them into e.Settings and catalog.Plan named the
+// setting (e.TimeoutSetting).
 func toolLimit(s *config.Server, e *catalog.Entry) timeLimit {
-	if e.Settings.Timeout <= 0 {
+	if e.Settings.Timeout <= 0 || e.TimeoutSetting == "" {
 		return requestLimit(s)
 	}
-	if s.Tools.Config[e.Original].Timeout > 0 {
-		return timeLimit{d: e.Settings.Timeout, setting: "tools.config." + e.Original + ".timeout"}
-	}
-	return timeLimit{d: e.Settings.Timeout, setting: "tools.defaults.timeout"}
+	return timeLimit{d: e.Settings.Timeout, setting: e.TimeoutSetting}
 }

@@ -1,14 +1,15 @@
 package proxy
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/config"
-	"github.com/mcp-aggregator/mcp-aggregator/naming"
 )
 
 // TestToolLimitNamesTheSettingInForce: a call's limit is named after the
@@ -34,12 +35,13 @@ func TestToolLimitNamesTheSettingInForce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &config.Server{ID: "demo", RequestTimeout: time.Minute}
 			s.Tools.Defaults, s.Tools.Config = tt.defaults, tt.config
-			// The entry's settings as the naming plan merges them.
-			plan := naming.Apply(catalog.RulesFor(s, ""), []string{"slow"}, nil)
-			e := &catalog.Entry{Exported: "demo_slow", Server: "demo", Original: "slow", Settings: plan.Tools[0].Settings}
-			got := toolLimit(s, e)
+			// The entry as a commit plans it.
+			_, entries := catalog.Plan(s, []string{"slow"}, map[string]json.RawMessage{"slow": json.RawMessage(`{"name":"slow","inputSchema":{"type":"object"}}`)}, catalog.Empty(), "")
+			require.Len(t, entries, 1)
+			got := toolLimit(s, entries[0])
 			assert.Equal(t, tt.wantD, got.d)
 			assert.Equal(t, tt.wantSetting, got.setting)
+			assert.Zero(t, testing.AllocsPerRun(10, func() { toolLimit(s, entries[0]) }), "a call makes no name of its own")
 		})
 	}
 }

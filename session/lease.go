@@ -10,22 +10,62 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
+// useLease grants key's lease for a call of owner (Claim.Owner) when its
+// instance serves as it is (alive, not due for recycling) and the pool
+// takes calls for key; nil otherwise, for acquireLease to find out why.
+// Callers hold mu.
+func (p *Pool) useLease(key Key, owner any) *Grant {
+	if p.closed || p.ended[key] {
+		return nil
+	}
+	l := p.leases[key]
+	if l == nil || l.rec == nil || isDead(l.rec.inst) || p.due(l.rec) {
+		return nil
+	}
+	return p.grantLease(l, owner)
+}
+
+// grantLease grants l's instance, which serves as it is, for a call of
+// owner (nil: the lease keeps its own). Callers hold mu.
+func (p *Pool) grantLease(l *lease, owner any) *Grant {
+	l.lastUsed = time.Now()
+	if owner != nil {
+		l.owner = owner
+	}
+	g := p.use(l.rec)
+	g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
+	return g
+}
+
 // acquireLease returns key's dedicated instance, leasing one on first use:
 // a spare when one is ready, else a new instance within the caps. Over a
 // cap it first reclaims the lease of a session gone idle (reclaim.go), else
 // waits until a lease with no call in flight has gone unused long enough to
 // be reclaimed (at most ReclaimIdle), or up to lease.queue_timeout for
 // room; it is refused at once only when neither may come.
-func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant, error) {
+func (p *Pool) acquireLease(ctx context.Context, key Key, c Claim) (*Grant, error) {
+	p.mu.Lock()
+	if g := p.useLease(key, c.Owner); g != nil {
+		// The common case, the session's instance serving it as it is:
+		// granted under one lock, with no acquire under way to record.
+		p.mu.Unlock()
+		return g, nil
+	}
+	p.acquiring[key]++
+	p.mu.Unlock()
+	holder := c.Holder
+	if c.ForHost {
+		ctx = upstream.ForHost(ctx, c.Host)
+	}
+	if c.Owner != nil {
+		ctx = withOwner(ctx, c.Owner)
+	}
 	var queue *time.Timer // runs once the session first hits a cap
 	var queued time.Duration
 	queueOver := false // lease.queue_timeout passed
 	// reclaimBy: ReclaimIdle after the session first hit lease.max_instances,
 	// the last moment it waits for a lease to turn reclaimable.
 	var reclaimBy time.Time
-	p.mu.Lock()
-	p.acquiring[key]++
-	p.mu.Unlock()
 	defer func() {
 		if queue != nil {
 			queue.Stop()
@@ -63,12 +103,7 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, holder string) (*Grant
 			retired, why = l.rec, "recycled"
 			l.rec, l.recycled = nil, true
 		default:
-			l.lastUsed = time.Now()
-			if o := ownerOf(ctx); o != nil {
-				l.owner = o
-			}
-			g := p.use(l.rec)
-			g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
+			g := p.grantLease(l, ownerOf(ctx))
 			p.mu.Unlock()
 			return g, nil
 		}
@@ -525,7 +560,7 @@ func (p *Pool) expire(now time.Time) {
 }
 
 // Revoke ends the leases that revoked accepts, given each one's key and
-// the owner its last call named (WithOwner; nil if none did) (event
+// the owner its last call named (Claim.Owner; nil if none did) (event
 // "revoked"), and stops their instances once their calls finish; it
 // reports how many it ended.
 func (p *Pool) Revoke(revoked func(key Key, owner any) bool) int {

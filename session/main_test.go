@@ -35,7 +35,7 @@ type demoFactory struct {
 	pids  []int
 }
 
-func newDemoFactory(t *testing.T, spec string) *demoFactory {
+func newDemoFactory(t testing.TB, spec string) *demoFactory {
 	f := &demoFactory{
 		srv: &config.Server{ID: spec, Transport: config.TransportStdio, Command: os.Args[0],
 			Env: map[string]string{testproc.DemoEnv: spec}},
@@ -70,7 +70,7 @@ func (f *demoFactory) launch(ctx context.Context) (*upstream.Instance, error) {
 }
 
 // first starts the instance a pool is created with, outside the call count.
-func (f *demoFactory) first(t *testing.T) *upstream.Instance {
+func (f *demoFactory) first(t testing.TB) *upstream.Instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -147,7 +147,7 @@ func requireReaped(t *testing.T, pid int) {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // acquire is Acquire with a generous deadline, failing the test on error.
-func acquire(t *testing.T, p *Pool, key Key) *Grant {
+func acquire(t testing.TB, p *Pool, key Key) *Grant {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -158,7 +158,7 @@ func acquire(t *testing.T, p *Pool, key Key) *Grant {
 
 // startPool is a pool of f's server, configured by cfg, created with its
 // first instance started and closed when the test ends.
-func startPool(t *testing.T, f *demoFactory, cfg Config) *Pool {
+func startPool(t testing.TB, f *demoFactory, cfg Config) *Pool {
 	t.Helper()
 	p := NewPool(cfg, f.start, f.first(t))
 	closePool(t, p)
@@ -166,7 +166,7 @@ func startPool(t *testing.T, f *demoFactory, cfg Config) *Pool {
 }
 
 // closePool closes p when the test ends, bounded.
-func closePool(t *testing.T, p *Pool) {
+func closePool(t testing.TB, p *Pool) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -173,7 +174,7 @@ type lease struct {
 	reclaimed bool
 	// holder is who the lease counts against for MaxLeasesPerClient.
 	holder string
-	// owner is what the lease's last call said of who made it (WithOwner),
+	// owner is what the lease's last call said of who made it (Claim.Owner),
 	// for Revoke to judge; nil when none did.
 	owner any
 }
@@ -279,10 +280,40 @@ func (p *Pool) Acquire(ctx context.Context, key Key) (*Grant, error) {
 // AcquireAs is Acquire for a call of holder (fairshare.Of): a new lease
 // counts against holder's MaxLeasesPerClient until it ends.
 func (p *Pool) AcquireAs(ctx context.Context, key Key, holder string) (*Grant, error) {
+	return p.AcquireFor(ctx, key, Claim{Holder: holder})
+}
+
+// Claim is what a call says of itself as it acquires an instance of a
+// stateful server, for the lease it uses or starts: whom a new lease
+// counts against, who holds the lease now, and the host an instance
+// started for it serves. A call of a stateless server needs none of it,
+// and a call whose lease serves it as it is needs neither Holder nor Host:
+// they go into the context of a start only when one may come.
+type Claim struct {
+	// Holder is who a new lease counts against for MaxLeasesPerClient
+	// (fairshare.Of); "" for none.
+	Holder string
+	// Owner is who makes the call: the lease keeps the owner its latest
+	// call named, which Revoke gives back, so that who decides which
+	// leases to end can judge a lease by who holds it now (a caller's
+	// claims, the view it came to), more than its key tells. The pool
+	// never looks inside it. nil: the lease keeps the owner it has.
+	Owner any
+	// Host, with ForHost set, are the capabilities of the host the lease
+	// serves: an instance started for it declares the host's own settings
+	// of the extensions the aggregator carries, and a spare serves it only
+	// if it suits (upstream.ForHost, upstream.Suits). Without ForHost any
+	// instance suits.
+	Host    json.RawMessage
+	ForHost bool
+}
+
+// AcquireFor is Acquire for a call that claims c.
+func (p *Pool) AcquireFor(ctx context.Context, key Key, c Claim) (*Grant, error) {
 	if p.cfg.Stateless {
 		return p.acquireShared(ctx)
 	}
-	return p.acquireLease(ctx, key, holder)
+	return p.acquireLease(ctx, key, c)
 }
 
 // use hands rec out for one call. Callers hold mu.
