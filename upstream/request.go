@@ -73,10 +73,9 @@ const CodeUnattributed = jsonrpc.CodeInternalError
 
 // flight is a Request in flight that answers its upstream's requests.
 type flight struct {
-	id        uint64 // in the order the flights began
-	ctx       context.Context
+	id        uint64          // in the order the flights began
+	ctx       context.Context // its Caller, if any, is where its log messages go
 	handler   ServerRequestHandler
-	logs      Caller             // from ctx (WithCaller), or nil
 	principal identity.Principal // Request.Principal
 	// resultWait: the Request is a tasks/result, which waits on a task
 	// and answers the upstream's requests about it.
@@ -129,15 +128,16 @@ func (f *flights) begin(ctx context.Context, method string, handler ServerReques
 	if tag {
 		ctx = context.WithValue(ctx, flightKey{}, id)
 	}
-	logs := CallerOf(ctx)
-	if handler == nil && logs == nil {
+	// A flight with a handler is recorded without looking its Caller up
+	// (a walk up ctx): only a log message on its stream reads it.
+	if handler == nil && CallerOf(ctx) == nil {
 		return ctx, id
 	}
 	f.mu.Lock()
 	if f.byID == nil {
 		f.byID = map[uint64]flight{}
 	}
-	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
+	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, principal: principal, resultWait: method == "tasks/result"}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -283,8 +283,12 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 		return false
 	}
 	i.flights.mu.Lock()
-	logs := i.flights.byID[flight].logs
+	fl, ok := i.flights.byID[flight]
 	i.flights.mu.Unlock()
+	if !ok {
+		return false
+	}
+	logs := CallerOf(fl.ctx)
 	if logs == nil {
 		return false
 	}
