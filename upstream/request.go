@@ -582,17 +582,25 @@ type progressGate struct {
 // date. The gate is held while deliver runs, so that two streams' readers
 // hand notifications on in the order the gate took them.
 func (g *progressGate) pass(params json.RawMessage, deliver func()) {
-	var p struct {
-		Progress *float64 `json:"progress"`
-	}
-	_ = json.Unmarshal(params, &p)
+	progress, isNumber := progressOf(params)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if p.Progress != nil {
-		if g.any && *p.Progress <= g.last {
+	if isNumber {
+		if g.any && progress <= g.last {
 			return
 		}
-		g.last, g.any = *p.Progress, true
+		g.last, g.any = progress, true
 	}
 	deliver()
+}
+
+// progressOf reads a progress notification's progress, when it is a number
+// (a float64).
+func progressOf(params json.RawMessage) (float64, bool) {
+	raw := rawjson.Member(params, "progress")
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	progress, err := strconv.ParseFloat(string(raw), 64)
+	return progress, err == nil
 }
