@@ -95,7 +95,7 @@ type Instance struct {
 
 	nextToken atomic.Int64
 	progMu    sync.Mutex
-	progress  map[string]func(json.RawMessage)
+	progress  map[int64]*progressSink // by the key its token names (progressKeyOf)
 	flights   flights
 	// listen is a sessionless upstream's subscriptions/listen stream
 	// (modern.go).
@@ -121,7 +121,7 @@ func Start(ctx context.Context, srv *config.Server, opts Options) (*Instance, er
 		log = slog.Default()
 	}
 	log = scrubbingLogger(log, srv)
-	inst := &Instance{server: srv.ID, log: log, progress: map[string]func(json.RawMessage){},
+	inst := &Instance{server: srv.ID, log: log, progress: map[int64]*progressSink{},
 		listChanged: map[string]*coalescer{}, onNotification: opts.OnNotification}
 	for _, kind := range listKinds {
 		onTools, onList := opts.OnToolsChanged, opts.OnListChanged
@@ -488,21 +488,15 @@ func (i *Instance) notified(n Notification) {
 	n.flight = 0 // the instance's own: not handed on
 	switch n.Method {
 	case "notifications/progress":
-		var head struct {
-			Token json.RawMessage `json:"progressToken"`
-		}
-		if json.Unmarshal(n.Params, &head) != nil {
-			return
-		}
-		var token string
-		if json.Unmarshal(head.Token, &token) != nil {
+		key, ok := progressKeyOf(rawjson.Member(n.Params, "progressToken"))
+		if !ok {
 			return
 		}
 		i.progMu.Lock()
-		deliver := i.progress[token]
+		sink := i.progress[key]
 		i.progMu.Unlock()
-		if deliver != nil {
-			deliver(n.Params)
+		if sink != nil {
+			sink.deliver(n.Params)
 		}
 	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
 		kind := strings.TrimSuffix(strings.TrimPrefix(n.Method, "notifications/"), "/list_changed")

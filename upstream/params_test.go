@@ -1,11 +1,15 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 func TestWithProgressToken(t *testing.T) {
@@ -26,6 +30,12 @@ func TestWithProgressToken(t *testing.T) {
 		{"a _meta that is not an object is replaced", `{"_meta":null,"a":1}`, `{"_meta":{"progressToken":"agg-7"},"a":1}`},
 		{"a member named so deeper down is left alone", `{"arguments":{"_meta":{"progressToken":1}}}`,
 			`{"_meta":{"progressToken":"agg-7"},"arguments":{"_meta":{"progressToken":1}}}`},
+		{"every _meta, should it repeat", `{"_meta":{"progressToken":1},"a":2,"_meta":{}}`,
+			`{"_meta":{"progressToken":"agg-7"},"a":2,"_meta":{"progressToken":"agg-7"}}`},
+		{"every token, should it repeat", `{"_meta":{"progressToken":1,"k":[],"progressToken":2}}`,
+			`{"_meta":{"progressToken":"agg-7","k":[],"progressToken":"agg-7"}}`},
+		{"space kept", ` { "_meta" : { } , "a" : 1 } `, ` { "_meta" : {"progressToken":"agg-7" } , "a" : 1 } `},
+		{"space kept, no _meta", ` { } `, ` {"_meta":{"progressToken":"agg-7"} } `},
 		{"not an object", `[1,2]`, ``},
 		{"trailing garbage", `{"a":1} x`, ``},
 		{"malformed", `{"a":}`, ``},
@@ -40,5 +50,64 @@ func TestWithProgressToken(t *testing.T) {
 			require.True(t, ok)
 			assert.Equal(t, tc.want, string(got))
 		})
+	}
+}
+
+// withProgressTokenBySet is withProgressToken written with rawjson.Set, one
+// member at a time: what the one pass must agree with.
+func withProgressTokenBySet(params, token json.RawMessage) (json.RawMessage, bool) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return append(append([]byte(`{"_meta":{"progressToken":`), token...), "}}"...), true
+	}
+	return rawjson.Set(params, "_meta", func(meta []byte) []byte {
+		if out, ok := rawjson.Set(meta, "progressToken", func([]byte) []byte { return token }); ok {
+			return out
+		}
+		return append(append([]byte(`{"progressToken":`), token...), '}')
+	})
+}
+
+func FuzzWithProgressToken(f *testing.F) {
+	for _, seed := range []string{``, `{}`, ` { } `, `{"_meta":{"progressToken":1}}`, `{"_meta":null,"_meta":{"a":1}}`,
+		`{"a":{"_meta":1},"_meta":{"progressToken":1,"progressToken":{}}}`, `{"_m\u0065ta":[]}`, `[1]`, `{"a":}`} {
+		f.Add([]byte(seed))
+	}
+	token := json.RawMessage(`"agg-7"`)
+	f.Fuzz(func(t *testing.T, params []byte) {
+		got, ok := withProgressToken(params, token)
+		want, wantOK := withProgressTokenBySet(params, token)
+		require.Equal(t, wantOK, ok, "%q", params)
+		if ok {
+			require.Equal(t, string(want), string(got), "%q", params)
+		}
+	})
+}
+
+func TestProgressKeyOf(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		key  int64
+		want bool
+	}{
+		{`"agg-1"`, 1, true},
+		{`"agg-1234567890"`, 1234567890, true},
+		{`"agg-\u0031"`, 1, true}, // escapes mean what they say
+		{`"agg-01"`, 0, false},    // never written with a leading zero
+		{`"agg-0"`, 0, false},
+		{`"agg-"`, 0, false},
+		{`"agg-1x"`, 0, false},
+		{`"agg--1"`, 0, false},
+		{`"Agg-1"`, 0, false},
+		{`1`, 0, false},
+		{`"1"`, 0, false},
+		{`"agg-1234567890123456789"`, 0, false},
+		{``, 0, false},
+	} {
+		key, ok := progressKeyOf([]byte(c.raw))
+		assert.Equal(t, c.want, ok, c.raw)
+		assert.Equal(t, c.key, key, c.raw)
+		if ok {
+			assert.Equal(t, `"agg-`+strconv.FormatInt(c.key, 10)+`"`, string(appendProgressToken(nil, key)))
+		}
 	}
 }

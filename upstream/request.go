@@ -73,10 +73,9 @@ const CodeUnattributed = jsonrpc.CodeInternalError
 
 // flight is a Request in flight that answers its upstream's requests.
 type flight struct {
-	id        uint64 // in the order the flights began
-	ctx       context.Context
+	id        uint64          // in the order the flights began
+	ctx       context.Context // its Caller, if any, is where its log messages go
 	handler   ServerRequestHandler
-	logs      Caller             // from ctx (WithCaller), or nil
 	principal identity.Principal // Request.Principal
 	// resultWait: the Request is a tasks/result, which waits on a task
 	// and answers the upstream's requests about it.
@@ -129,15 +128,16 @@ func (f *flights) begin(ctx context.Context, method string, handler ServerReques
 	if tag {
 		ctx = context.WithValue(ctx, flightKey{}, id)
 	}
-	logs := CallerOf(ctx)
-	if handler == nil && logs == nil {
+	// A flight with a handler is recorded without looking its Caller up
+	// (a walk up ctx): only a log message on its stream reads it.
+	if handler == nil && CallerOf(ctx) == nil {
 		return ctx, id
 	}
 	f.mu.Lock()
 	if f.byID == nil {
 		f.byID = map[uint64]flight{}
 	}
-	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, logs: logs, principal: principal, resultWait: method == "tasks/result"}
+	f.byID[id] = flight{id: id, ctx: ctx, handler: handler, principal: principal, resultWait: method == "tasks/result"}
 	f.mu.Unlock()
 	return ctx, id
 }
@@ -283,8 +283,12 @@ func (i *Instance) requestLog(flight uint64, params json.RawMessage) bool {
 		return false
 	}
 	i.flights.mu.Lock()
-	logs := i.flights.byID[flight].logs
+	fl, ok := i.flights.byID[flight]
 	i.flights.mu.Unlock()
+	if !ok {
+		return false
+	}
+	logs := CallerOf(fl.ctx)
 	if logs == nil {
 		return false
 	}
@@ -324,29 +328,22 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		return nil, errors.New("upstream: a request needs a method")
 	}
 	params := r.Params
-	var release func() // ends the progress registration; nil: none
+	var progressKey int64 // the progress registration to end; 0: none
 	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
 		// Each request gets a token unique on this instance, so progress
 		// from a shared upstream can never reach another session's request.
-		token := "agg-" + strconv.FormatInt(i.nextToken.Add(1), 10)
-		rawToken, _ := rawjson.Marshal(token)
-		if p, ok := withProgressToken(params, rawToken); ok {
+		key := i.nextToken.Add(1)
+		var tokenBuf [32]byte
+		if p, ok := withProgressToken(params, appendProgressToken(tokenBuf[:0], key)); ok {
 			params = p
-			downstream, onProgress := r.ProgressToken, r.OnProgress
+			sink := &progressSink{downstream: r.ProgressToken, onProgress: r.OnProgress}
 			i.progMu.Lock()
-			gate := &progressGate{}
-			i.progress[token] = func(params json.RawMessage) {
-				gate.pass(params, func() { onProgress(retoken(params, downstream)) })
-			}
+			i.progress[key] = sink
 			i.progMu.Unlock()
-			release = func() {
-				i.progMu.Lock()
-				delete(i.progress, token)
-				i.progMu.Unlock()
-			}
+			progressKey = key
 			defer func() {
-				if release != nil {
-					release()
+				if progressKey != 0 {
+					i.endProgress(progressKey)
 				}
 			}()
 		}
@@ -385,8 +382,11 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		return nil, violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
 			i.server, r.Method, jsonKind(raw))
 	}
-	if err == nil && release != nil && r.KeepProgress != nil && r.KeepProgress(raw, release) {
-		release = nil // the caller's now
+	if err == nil && progressKey != 0 && r.KeepProgress != nil {
+		key := progressKey
+		if r.KeepProgress(raw, func() { i.endProgress(key) }) {
+			progressKey = 0 // the caller's now
+		}
 	}
 	return raw, err
 }
@@ -502,6 +502,69 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
+// progressSink is where the progress notifications of one request go: the
+// caller's callback, given the caller's own token.
+type progressSink struct {
+	gate       progressGate
+	downstream json.RawMessage // the caller's token
+	onProgress func(params json.RawMessage)
+}
+
+// deliver hands on a notification whose token is the request's.
+func (s *progressSink) deliver(params json.RawMessage) {
+	s.gate.pass(params, func() { s.onProgress(retoken(params, s.downstream)) })
+}
+
+// endProgress forgets the progress registration key; again is harmless.
+func (i *Instance) endProgress(key int64) {
+	i.progMu.Lock()
+	delete(i.progress, key)
+	i.progMu.Unlock()
+}
+
+// progressTokenPrefix starts every progress token the instance gives an
+// upstream: "agg-" and a number, the key of its registration.
+const progressTokenPrefix = "agg-"
+
+// appendProgressToken appends the progress token of registration key, as
+// JSON.
+func appendProgressToken(b []byte, key int64) []byte {
+	b = append(b, '"')
+	b = append(b, progressTokenPrefix...)
+	b = strconv.AppendInt(b, key, 10)
+	return append(b, '"')
+}
+
+// progressKeyOf is the registration key a progress token (raw JSON) names,
+// or false when it is not one appendProgressToken writes: a string of
+// progressTokenPrefix and a number written as strconv writes it.
+func progressKeyOf(raw []byte) (int64, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return 0, false
+	}
+	token := raw[1 : len(raw)-1]
+	if bytes.IndexByte(token, '\\') >= 0 {
+		// Written with escapes: what it means.
+		s, ok := rawjson.String(raw)
+		if !ok {
+			return 0, false
+		}
+		token = []byte(s)
+	}
+	digits, ok := bytes.CutPrefix(token, []byte(progressTokenPrefix))
+	if !ok || len(digits) == 0 || len(digits) > 18 || digits[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // progressGate keeps a call's progress notifications increasing, as MCP
 // requires of each one. An upstream may write them on more than one stream
 // (an HTTP server may put some on its GET stream rather than the call's),
@@ -519,17 +582,25 @@ type progressGate struct {
 // date. The gate is held while deliver runs, so that two streams' readers
 // hand notifications on in the order the gate took them.
 func (g *progressGate) pass(params json.RawMessage, deliver func()) {
-	var p struct {
-		Progress *float64 `json:"progress"`
-	}
-	_ = json.Unmarshal(params, &p)
+	progress, isNumber := progressOf(params)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if p.Progress != nil {
-		if g.any && *p.Progress <= g.last {
+	if isNumber {
+		if g.any && progress <= g.last {
 			return
 		}
-		g.last, g.any = *p.Progress, true
+		g.last, g.any = progress, true
 	}
 	deliver()
+}
+
+// progressOf reads a progress notification's progress, when it is a number
+// (a float64).
+func progressOf(params json.RawMessage) (float64, bool) {
+	raw := rawjson.Member(params, "progress")
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, false
+	}
+	progress, err := strconv.ParseFloat(string(raw), 64)
+	return progress, err == nil
 }

@@ -542,12 +542,18 @@ func (c *stdioConn) excerpt(b []byte) string {
 // write sends one framed message. ctx bounds all of it: the wait for the
 // write slot and the write itself.
 func (c *stdioConn) write(ctx context.Context, line []byte) error {
+	// A free slot is taken without a select over the three channels: most
+	// writes find it free.
 	select {
 	case c.writeSlot <- struct{}{}:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-c.closed:
-		return c.closedErr()
+	default:
+		select {
+		case c.writeSlot <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-c.closed:
+			return c.closedErr()
+		}
 	}
 	defer func() { <-c.writeSlot }()
 	select {

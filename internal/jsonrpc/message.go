@@ -157,9 +157,27 @@ func DecodeOwned(data []byte) (*Message, error) {
 // A reader that reuses its buffer copies what it keeps of m before it reads
 // on; m is left as it was when data is not a valid message.
 func DecodeBorrowed(m *Message, data []byte) error {
-	var members [6][]byte
-	err := rawjson.Members(data, []string{"jsonrpc", "id", "method", "params", "result", "error"}, members[:])
-	version, id, method, params, result, errRaw := members[0], members[1], members[2], members[3], members[4], members[5]
+	// The envelope's members, the last of each should a name repeat, as
+	// encoding/json decodes them.
+	var version, id, method, params, result, errRaw []byte
+	obj := rawjson.NewObject(data)
+	for obj.Next() {
+		switch string(obj.Name()) {
+		case "jsonrpc":
+			version = obj.Value()
+		case "id":
+			id = obj.Value()
+		case "method":
+			method = obj.Value()
+		case "params":
+			params = obj.Value()
+		case "result":
+			result = obj.Value()
+		case "error":
+			errRaw = obj.Value()
+		}
+	}
+	err := obj.Err()
 	switch {
 	case errors.Is(err, rawjson.ErrNotObject) && rawjson.Valid(data):
 		return &DecodeError{Code: CodeInvalidRequest, Reason: "invalid request: the message must be a JSON object"}

@@ -27,7 +27,9 @@ func Replace(obj []byte, name string, with func(value []byte) ([]byte, bool)) ([
 		start, end int
 		value      []byte
 	}
-	var edits []edit
+	// A name seldom repeats: its edits fit on the stack.
+	var editBuf [4]edit
+	edits := editBuf[:0]
 	o := NewObject(obj)
 	for o.Next() {
 		if string(o.Name()) != name {

@@ -537,35 +537,29 @@ func skipDigits(d []byte, i int) int {
 	return i
 }
 
+// skipObject returns the end of the object that opens at d[i], nested
+// depth containers deep, and whether it is valid.
 func skipObject(d []byte, i, depth int) (int, bool) {
-	return skipElements(d, i, depth, '}', skipMember)
-}
-
-func skipArray(d []byte, i, depth int) (int, bool) {
-	return skipElements(d, i, depth, ']', skipValue)
-}
-
-// skipElements returns the end of the object or array that opens at d[i] and
-// closes with closing, each of its elements skipped by element, and whether
-// it is valid.
-func skipElements(d []byte, i, depth int, closing byte, element func(d []byte, i, depth int) (int, bool)) (int, bool) {
 	if depth > maxDepth {
 		return i, false
 	}
 	i = skipSpace(d, i+1)
-	if i < len(d) && d[i] == closing {
+	if i < len(d) && d[i] == '}' {
 		return i + 1, true
 	}
 	for {
 		var ok bool
-		if i, ok = element(d, i, depth); !ok {
+		if i, ok = skipKey(d, i); !ok {
+			return i, false
+		}
+		if i, ok = skipValue(d, i, depth); !ok {
 			return i, false
 		}
 		i = skipSpace(d, i)
 		switch {
 		case i == len(d):
 			return i, false
-		case d[i] == closing:
+		case d[i] == '}':
 			return i + 1, true
 		case d[i] != ',':
 			return i, false
@@ -574,12 +568,29 @@ func skipElements(d []byte, i, depth int, closing byte, element func(d []byte, i
 	}
 }
 
-// skipMember returns the end of the object member ("name": value) that
-// starts at d[i], and whether it is valid.
-func skipMember(d []byte, i, depth int) (int, bool) {
-	i, ok := skipKey(d, i)
-	if !ok {
+// skipArray is skipObject for an array.
+func skipArray(d []byte, i, depth int) (int, bool) {
+	if depth > maxDepth {
 		return i, false
 	}
-	return skipValue(d, i, depth)
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = skipValue(d, i, depth); !ok {
+			return i, false
+		}
+		i = skipSpace(d, i)
+		switch {
+		case i == len(d):
+			return i, false
+		case d[i] == ']':
+			return i + 1, true
+		case d[i] != ',':
+			return i, false
+		}
+		i = skipSpace(d, i+1)
+	}
 }
