@@ -34,9 +34,11 @@ type post struct {
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
 
-	// What serveRequest writes the response with, made with the post, in
-	// one allocation: the queue of messages ahead of the response, the
-	// response, and the writer that streams them while Handle runs.
+	// What serveRequest serves and writes the response with, made with the
+	// post, in one allocation: the request handed to the Handler, the queue
+	// of messages ahead of the response, the response, and the writer that
+	// streams them while Handle runs.
+	req  Request
 	out  outbox
 	rs   responseStream
 	sw   streamWriter
@@ -137,7 +139,8 @@ func (t *HTTP) postSession(p *post) {
 		if msg.Method == "logging/setLevel" {
 			t.reissue(p, s)
 		}
-		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}, s, nil)
+		p.req = Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}
+		t.serveRequest(p, &p.req, s, nil)
 	case msg.IsResponse():
 		// It completes a request the server sent; nothing else hears of it.
 		if !s.answer(msg) {
@@ -233,7 +236,8 @@ func (t *HTTP) initialize(p *post) {
 		s.cancel(errResponseEnded) // never registered: release its context
 		return resp
 	}
-	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}, s, opened)
+	p.req = Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}
+	t.serveRequest(p, &p.req, s, opened)
 }
 
 // serveRequest runs Handle on the request's own goroutine and writes what
