@@ -99,11 +99,14 @@ const bodyChunk = 64 << 10
 // cap.
 func readAtMost(r io.Reader, declared int64) ([]byte, error) {
 	if declared >= 0 && declared <= eagerBody {
-		body := make([]byte, declared)
+		// One byte more, for the read that must find the end: a byte of its
+		// own would escape through the reader and cost an allocation.
+		buf := make([]byte, declared+1)
+		body := buf[:declared:declared]
 		if _, err := io.ReadFull(r, body); err != nil {
 			return nil, err
 		}
-		if err := atEnd(r); err != nil {
+		if err := atEnd(r, buf[declared:]); err != nil {
 			return nil, err
 		}
 		return body, nil
@@ -148,10 +151,9 @@ func fill(r io.Reader, buf []byte) (int, error) {
 }
 
 // atEnd reports an error when r has more than its declared length: nothing
-// may follow it.
-func atEnd(r io.Reader) error {
-	var one [1]byte
-	n, err := r.Read(one[:])
+// may follow it. one is a byte to read into.
+func atEnd(r io.Reader, one []byte) error {
+	n, err := r.Read(one)
 	switch {
 	case n > 0:
 		return errors.New("the body is longer than its Content-Length")
