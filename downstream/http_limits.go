@@ -220,10 +220,10 @@ func (l *clientLimit) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		switch {
 		case !over:
-			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.open, ip) }}, nil
+			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.open, ip) }, loopback: loopbackAddr(c.LocalAddr())}, nil
 		case probe:
 			until := time.Now().Add(probeConnLife)
-			pc := &probeConn{countedConn: countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.probing, ip) }}, until: until}
+			pc := &probeConn{countedConn: countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.probing, ip) }, loopback: loopbackAddr(c.LocalAddr()), probe: true}, until: until}
 			_ = pc.SetDeadline(until)
 			return pc, nil
 		}
@@ -256,34 +256,40 @@ func (l *clientLimit) release(counts map[string]int, ip string) {
 	}
 }
 
-// probeConnKey marks the context of a request on a probe connection.
-type probeConnKey struct{}
-
-// connKey carries, in the context of a request on a connection within its
-// client's cap, that connection (connOf).
+// connKey carries, in the context of a request under Serve, the
+// connection it arrived on (acceptedOf): one value for what every request
+// asks of it.
 type connKey struct{}
 
-// connContext is the server's ConnContext: it marks requests that arrive
-// on a probe connection, and gives the others their connection (under TLS,
-// the connection inside).
+// connContext is the server's ConnContext: it gives requests their
+// connection (under TLS, the connection inside).
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	switch c := c.(type) {
 	case *probeConn:
-		return context.WithValue(ctx, probeConnKey{}, true)
+		return context.WithValue(ctx, connKey{}, &c.countedConn)
 	case *countedConn:
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
 }
 
-// connOf is the connection a request arrived on under Serve, nil if none
-// is known.
-func connOf(ctx context.Context) *countedConn {
+// acceptedOf is the connection a request arrived on under Serve, probe
+// connections included; nil if none is known.
+func acceptedOf(ctx context.Context) *countedConn {
 	c, _ := ctx.Value(connKey{}).(*countedConn)
 	return c
+}
+
+// connOf is the connection a request arrived on under Serve within its
+// client's cap (not a probe connection), nil if none is known.
+func connOf(ctx context.Context) *countedConn {
+	if c := acceptedOf(ctx); c != nil && !c.probe {
+		return c
+	}
+	return nil
 }
 
 // probesOnly serves a request on a probe connection only when it is a GET
@@ -291,7 +297,7 @@ func connOf(ctx context.Context) *countedConn {
 // other is answered as the connection cap answers.
 func (l *clientLimit) probesOnly(paths []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Value(probeConnKey{}) == nil {
+		if c := acceptedOf(r.Context()); c == nil || !c.probe {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -350,6 +356,10 @@ type countedConn struct {
 	// deadline is the write deadline last set, in Unix nanoseconds (0:
 	// none).
 	deadline atomic.Int64
+	// loopback: the connection was accepted on a loopback address
+	// (checkHost); probe: it is one of a client's probe connections over
+	// its cap (probesOnly).
+	loopback, probe bool
 }
 
 // SetDeadline sets both deadlines, remembering the one of writes.
