@@ -296,7 +296,12 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 // static token's client, an OAuth subject), else, with ClientsByAddress,
 // the host it came from, else the local user.
 func (t *HTTP) principalOf(r *http.Request) identity.Principal {
-	if who := identity.CallerOf(r.Context()).Principal; who.Authenticated() {
+	return t.principalFrom(r, identity.CallerOf(r.Context()))
+}
+
+// principalFrom is principalOf of r, whose context carries caller.
+func (t *HTTP) principalFrom(r *http.Request, caller identity.Caller) identity.Principal {
+	if who := caller.Principal; who.Authenticated() {
 		return who
 	}
 	if !t.opts.ClientsByAddress || r.RemoteAddr == "" {

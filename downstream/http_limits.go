@@ -21,14 +21,15 @@ import (
 )
 
 // readBody reads a POST body within the size and time bounds. A declared
-// length over the bound is refused before a byte is read.
-func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+// length over the bound is refused before a byte is read. conn is the
+// connection r arrived on, when known (connOf).
+func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request, conn *countedConn) ([]byte, *httpError) {
 	limit := t.maxBody.Load()
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
-	bounded := t.serverBoundsBody(r)
+	bounded := conn != nil || t.serverBoundsBody(r) // a connection of Serve's server
 	if !bounded {
 		_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
 	}

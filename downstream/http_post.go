@@ -29,6 +29,9 @@ type post struct {
 	// response is handed over, and read after.
 	fresh  *httpSession
 	opened bool
+	// from is what r's context carries (carriedOf), once known.
+	from      carried
+	fromKnown bool
 	// toBatch carries the requests to the client of a request in a batch
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
@@ -43,6 +46,14 @@ type post struct {
 	rs   responseStream
 	sw   streamWriter
 	beat beat // its place among the requests awaiting a heartbeat (beats)
+}
+
+// carriedOf is what p's request's context carries, looked up once.
+func (p *post) carriedOf() *carried {
+	if !p.fromKnown {
+		p.from, p.fromKnown = carriedBy(p.r), true
+	}
+	return &p.from
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -63,7 +74,8 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	body, e := t.readBody(w, r)
+	from := carriedBy(r)
+	body, e := t.readBody(w, r, from.conn)
 	if e != nil {
 		t.refuse(w, r, e)
 		return
@@ -77,7 +89,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
+	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
 
 	// The generation is decided per message: 2026-07-28 and later, named in
 	// the header or in _meta, is sessionless.
@@ -129,7 +141,7 @@ func (t *HTTP) postSession(p *post) {
 		t.initialize(p)
 		return
 	}
-	s, e := t.sessionOf(p.r)
+	s, e := t.sessionFrom(p.r, p.carriedOf())
 	if e != nil {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
@@ -174,7 +186,7 @@ func (t *HTTP) initialize(p *post) {
 	}
 	if id := p.r.Header.Get(headerSessionID); id != "" {
 		e := sessionGone()
-		if s := t.lookup(id); s != nil && s.checkClient(p.r) == nil { // another client's looks unknown
+		if s := t.lookup(id); s != nil && s.checkCaller(p.carriedOf()) == nil { // another client's looks unknown
 			e = refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 				"this session is already initialized: send initialize without Mcp-Session-Id to start another")
 		}
@@ -189,7 +201,8 @@ func (t *HTTP) initialize(p *post) {
 			t.opts.MaxSessions).withID(p.msg.ID))
 		return
 	}
-	principal := t.principalOf(p.r)
+	from := p.carriedOf()
+	principal := t.principalFrom(p.r, from.caller)
 	holder := holderOf(principal)
 	if err := t.perClient.Take(holder); err != nil {
 		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(holder), "max", t.opts.MaxSessionsPerClient)
@@ -199,10 +212,10 @@ func (t *HTTP) initialize(p *post) {
 	}
 	s := t.newSession()
 	s.principal, s.holder = principal, holder
-	s.caller = identity.CallerOf(p.r.Context())
+	s.caller = from.caller
 	s.caller.Principal = principal
 	s.caller.Token = identity.Secret{} // a token lives no longer than its request
-	s.view = ViewOf(p.r.Context())
+	s.view = from.view
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -280,14 +293,15 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			return
 		}
 	}
+	from := p.carriedOf()
 	if s != nil {
 		req.Principal, req.Holder = s.principal, s.holder // a session's own client: sessionOf checked it
 	} else {
-		req.Principal = t.principalOf(p.r)
+		req.Principal = t.principalFrom(p.r, from.caller)
 		req.Holder = holderOf(req.Principal)
 	}
-	req.View = ViewOf(p.r.Context())
-	if c := identity.CallerOf(p.r.Context()); c.Principal.Authenticated() {
+	req.View = from.view
+	if c := from.caller; c.Principal.Authenticated() {
 		// The credentials of this request: a session's own principal's
 		// (sessionOf checked it), its client and claims as fresh as the token.
 		req.Client, req.Claims = c.Client, c.Claims
@@ -296,7 +310,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	out, rs := &p.out, &p.rs
 	out.limit = t.opts.QueueSize
 	rs.init(p.w, t.opts.WriteTimeout)
-	rs.conn = connOf(p.r.Context())
+	rs.conn = from.conn
 	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter
