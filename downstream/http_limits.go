@@ -361,6 +361,55 @@ type countedConn struct {
 	// (checkHost); probe: it is one of a client's probe connections over
 	// its cap (probesOnly).
 	loopback, probe bool
+
+	// watchMu guards watcher, the cancel of the request being served
+	// (watch), and gone: a read found the client gone.
+	watchMu sync.Mutex
+	watcher context.CancelCauseFunc
+	gone    bool
+}
+
+// Read reads from the client. A read that fails other than by a deadline
+// finds the client gone (or the connection closed), as the server's own
+// watch does when it ends the request's context: it ends the request
+// being served (watch).
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && !isTimeout(err) {
+		c.watchMu.Lock()
+		cancel := c.watcher
+		c.gone, c.watcher = true, nil
+		c.watchMu.Unlock()
+		if cancel != nil {
+			cancel(context.Canceled) // the cause the server's cancellation gives
+		}
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// watch has cancel end the request being served on c when a read finds
+// the client gone, until unwatch; false when one already has. A
+// connection of HTTP/1.x serves one request at a time: the server reads
+// from it while a request is served only to watch for the client leaving.
+func (c *countedConn) watch(cancel context.CancelCauseFunc) bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.gone {
+		return false
+	}
+	c.watcher = cancel
+	return true
+}
+
+func (c *countedConn) unwatch() {
+	c.watchMu.Lock()
+	c.watcher = nil
+	c.watchMu.Unlock()
 }
 
 // SetDeadline sets both deadlines, remembering the one of writes.

@@ -274,7 +274,10 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	// which Shutdown runs for every open session; a sessionless request,
 	// and an initialize, whose session is not registered yet, watch the
 	// transport's or their session's context instead.
-	ctx, cancel := context.WithCancelCause(p.r.Context())
+	ctx, cancel, watching := t.requestContext(p)
+	if watching != nil {
+		defer watching.unwatch()
+	}
 	defer cancel(errResponseEnded)
 	if s == nil || p.fresh != nil {
 		base := t.ctx
@@ -335,6 +338,33 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		return // a write failed: the stream is broken
 	}
 	t.respond(ctx, p, rs, out, req, resp)
+}
+
+// requestContext is the context of p's request: its HTTP request's, with a
+// cancel of its own. It ends when the client leaves: the server ends the
+// HTTP request's context then, and with it a context derived from it. On
+// a connection of Serve over HTTP/1.x, where the connection itself finds
+// the client gone (countedConn.Read), it is derived from the HTTP
+// request's values alone and the connection ends it, until the caller
+// calls unwatch on the connection returned: a child of the HTTP request's
+// context costs that context a map of its children and a channel, made
+// anew for every request. The requests of a batch, served together,
+// derive theirs from the batch's, which ends them with it.
+func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc, *countedConn) {
+	conn := p.carriedOf().conn
+	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || p.r.TLS != nil || p.r.ProtoMajor != 1 {
+		ctx, cancel := context.WithCancelCause(p.r.Context())
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(p.r.Context()))
+	if !conn.watch(cancel) {
+		cancel(context.Canceled) // the client left already
+		return ctx, cancel, nil
+	}
+	if p.r.Context().Err() != nil {
+		cancel(context.Canceled)
+	}
+	return ctx, cancel, conn
 }
 
 // serve runs Handle, then after, and ends the request, key in its session,
