@@ -296,7 +296,12 @@ func NewHTTP(h Handler, opts HTTPOptions) *HTTP {
 // static token's client, an OAuth subject), else, with ClientsByAddress,
 // the host it came from, else the local user.
 func (t *HTTP) principalOf(r *http.Request) identity.Principal {
-	if who := identity.CallerOf(r.Context()).Principal; who.Authenticated() {
+	return t.principalFrom(r, identity.CallerOf(r.Context()))
+}
+
+// principalFrom is principalOf of r, whose context carries caller.
+func (t *HTTP) principalFrom(r *http.Request, caller identity.Caller) identity.Principal {
+	if who := caller.Principal; who.Authenticated() {
 		return who
 	}
 	if !t.opts.ClientsByAddress || r.RemoteAddr == "" {
@@ -366,22 +371,40 @@ func (t *HTTP) Sessions() int {
 // is set (Serve does): a response leaves a write deadline on its
 // connection, which such a server resets for the next request.
 func (t *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if t.ctx.Err() != nil {
-		t.refuse(w, r, refusal(http.StatusServiceUnavailable, jsonrpc.CodeInternalError,
-			"the server is shutting down; reconnect once it is back"))
+	if t.shuttingDown(w, r) {
 		return
 	}
-	if e := checkHost(r); e != nil {
-		t.refuse(w, r, e)
-		return
-	}
-	if e := t.checkOrigin(r); e != nil {
+	if e := t.checkSource(r, acceptedOf(r.Context())); e != nil {
 		t.refuse(w, r, e)
 		return
 	}
 	if corsHeaders(w, r) {
 		return // a browser's preflight, from an allowed origin
 	}
+	t.serveMethod(w, r)
+}
+
+// serveChecked is ServeHTTP for a request whose Host and Origin were
+// checked, and whose CORS headers were set, before it came (Endpoint).
+func (t *HTTP) serveChecked(w http.ResponseWriter, r *http.Request) {
+	if !t.shuttingDown(w, r) {
+		t.serveMethod(w, r)
+	}
+}
+
+// shuttingDown refuses a request once Shutdown began, reporting so.
+func (t *HTTP) shuttingDown(w http.ResponseWriter, r *http.Request) bool {
+	if t.ctx.Err() == nil {
+		return false
+	}
+	t.refuse(w, r, refusal(http.StatusServiceUnavailable, jsonrpc.CodeInternalError,
+		"the server is shutting down; reconnect once it is back"))
+	return true
+}
+
+// serveMethod serves a request that passed the checks of where it comes
+// from, by its method.
+func (t *HTTP) serveMethod(w http.ResponseWriter, r *http.Request) {
 	if e := checkRepeated(r); e != nil {
 		t.refuse(w, r, e)
 		return

@@ -48,10 +48,30 @@ func (s *stdioSession) View() string { return "" }
 // drives, or even confirms, another's session, not even a token of
 // another user of the same OAuth client.
 func (s *httpSession) checkClient(r *http.Request) *httpError {
-	if !sameOwner(identity.CallerOf(r.Context()).Principal, s.principal) || ViewOf(r.Context()) != s.view {
+	c := carriedBy(r)
+	return s.checkCaller(&c)
+}
+
+// checkCaller is checkClient of a request that carries c.
+func (s *httpSession) checkCaller(c *carried) *httpError {
+	if !sameOwner(c.caller.Principal, s.principal) || c.view != s.view {
 		return sessionGone() // word for word: the answer must not tell the two apart
 	}
 	return nil
+}
+
+// carried is what the context of a request says of it that serving it
+// asks for, looked up once: the caller the gateway authenticated, the view
+// it came to, the connection it arrived on.
+type carried struct {
+	caller identity.Caller
+	view   string
+	conn   *countedConn // connOf
+}
+
+func carriedBy(r *http.Request) carried {
+	ctx := r.Context()
+	return carried{caller: identity.CallerOf(ctx), view: ViewOf(ctx), conn: connOf(ctx)}
 }
 
 // sameOwner reports whether a request authenticated as who (the zero

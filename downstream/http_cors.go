@@ -17,7 +17,7 @@ const exposedHeaders = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, 
 // origins pass to h unchanged, which refuses them (ServeHTTP does).
 func (t *HTTP) CORS(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Origin") != "" && checkHost(r) == nil && t.checkOrigin(r) == nil && corsHeaders(w, r) {
+		if r.Header.Get("Origin") != "" && t.checkSource(r, acceptedOf(r.Context())) == nil && corsHeaders(w, r) {
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -17,10 +17,21 @@ import (
 // whose host name an attacker re-points at 127.0.0.1 reaches the server
 // with its own name in Host, so on a loopback connection only loopback
 // names are accepted.
-func checkHost(r *http.Request) *httpError {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !loopbackAddr(local) || r.Host == "" || loopbackHost(r.Host) {
+//
+// conn is the connection r arrived on when it is known (connOf), which
+// knows whether it was accepted on loopback; else the server's context
+// tells.
+func checkHost(r *http.Request, conn *countedConn) *httpError {
+	if r.Host == "" || loopbackHost(r.Host) {
 		return nil
+	}
+	if conn != nil && !conn.loopback {
+		return nil
+	}
+	if conn == nil {
+		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); !loopbackAddr(local) {
+			return nil
+		}
 	}
 	return refusal(http.StatusForbidden, jsonrpc.CodeInvalidRequest,
 		"Host %q is not a loopback name but the server listens on loopback: connect through localhost or 127.0.0.1", r.Host)
@@ -46,6 +57,15 @@ func loopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkSource refuses a request whose Host or Origin the endpoint does not
+// serve (checkHost, checkOrigin); conn is as checkHost's.
+func (t *HTTP) checkSource(r *http.Request, conn *countedConn) *httpError {
+	if e := checkHost(r, conn); e != nil {
+		return e
+	}
+	return t.checkOrigin(r)
 }
 
 // checkOrigin accepts a request without Origin, from the server's own
@@ -192,15 +212,37 @@ func accepts(r *http.Request) (json, sse bool) {
 // refusal is plain text, as the endpoints' own answers are.
 func (t *HTTP) Guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := checkHost(r)
-		if e == nil {
-			e = t.checkOrigin(r)
-		}
-		if e != nil {
-			t.log.Info("refused a request", "path", clip(r.URL.Path), "method", clip(r.Method), "status", e.status, "reason", clip(e.err.Message))
-			http.Error(w, e.err.Message, e.status)
+		if e := t.checkSource(r, acceptedOf(r.Context())); e != nil {
+			t.refusePlain(w, r, e)
 			return
 		}
 		h.ServeHTTP(w, r)
+	})
+}
+
+// refusePlain answers a request Guard refuses, in plain text.
+func (t *HTTP) refusePlain(w http.ResponseWriter, r *http.Request, e *httpError) {
+	t.log.Info("refused a request", "path", clip(r.URL.Path), "method", clip(r.Method), "status", e.status, "reason", clip(e.err.Message))
+	http.Error(w, e.err.Message, e.status)
+}
+
+// Endpoint is the MCP endpoint as the gateway serves it, with inner (its
+// authentication, a view) between the checks of where a request comes
+// from and the transport, each check made once per request: the Host and
+// Origin checks of Guard, refused as Guard refuses, then the CORS headers
+// and the answer to a preflight of CORS, both before inner, which a
+// browser's preflight never gets past with credentials; then inner; then
+// ServeHTTP without those checks again.
+func (t *HTTP) Endpoint(inner func(http.Handler) http.Handler) http.Handler {
+	served := inner(http.HandlerFunc(t.serveChecked))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := t.checkSource(r, acceptedOf(r.Context())); e != nil {
+			t.refusePlain(w, r, e)
+			return
+		}
+		if corsHeaders(w, r) {
+			return // a browser's preflight, from an allowed origin
+		}
+		served.ServeHTTP(w, r)
 	})
 }

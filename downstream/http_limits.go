@@ -21,14 +21,15 @@ import (
 )
 
 // readBody reads a POST body within the size and time bounds. A declared
-// length over the bound is refused before a byte is read.
-func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+// length over the bound is refused before a byte is read. conn is the
+// connection r arrived on, when known (connOf).
+func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request, conn *countedConn) ([]byte, *httpError) {
 	limit := t.maxBody.Load()
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
-	bounded := t.serverBoundsBody(r)
+	bounded := conn != nil || t.serverBoundsBody(r) // a connection of Serve's server
 	if !bounded {
 		_ = rc.SetReadDeadline(time.Now().Add(t.opts.BodyReadTimeout))
 	}
@@ -99,11 +100,14 @@ const bodyChunk = 64 << 10
 // cap.
 func readAtMost(r io.Reader, declared int64) ([]byte, error) {
 	if declared >= 0 && declared <= eagerBody {
-		body := make([]byte, declared)
+		// One byte more, for the read that must find the end: a byte of its
+		// own would escape through the reader and cost an allocation.
+		buf := make([]byte, declared+1)
+		body := buf[:declared:declared]
 		if _, err := io.ReadFull(r, body); err != nil {
 			return nil, err
 		}
-		if err := atEnd(r); err != nil {
+		if err := atEnd(r, buf[declared:]); err != nil {
 			return nil, err
 		}
 		return body, nil
@@ -148,10 +152,9 @@ func fill(r io.Reader, buf []byte) (int, error) {
 }
 
 // atEnd reports an error when r has more than its declared length: nothing
-// may follow it.
-func atEnd(r io.Reader) error {
-	var one [1]byte
-	n, err := r.Read(one[:])
+// may follow it. one is a byte to read into.
+func atEnd(r io.Reader, one []byte) error {
+	n, err := r.Read(one)
 	switch {
 	case n > 0:
 		return errors.New("the body is longer than its Content-Length")
@@ -218,10 +221,10 @@ func (l *clientLimit) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		switch {
 		case !over:
-			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.open, ip) }}, nil
+			return &countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.open, ip) }, loopback: loopbackAddr(c.LocalAddr())}, nil
 		case probe:
 			until := time.Now().Add(probeConnLife)
-			pc := &probeConn{countedConn: countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.probing, ip) }}, until: until}
+			pc := &probeConn{countedConn: countedConn{Conn: pipeio.NewConn(c), release: func() { l.release(l.probing, ip) }, loopback: loopbackAddr(c.LocalAddr()), probe: true}, until: until}
 			_ = pc.SetDeadline(until)
 			return pc, nil
 		}
@@ -254,34 +257,40 @@ func (l *clientLimit) release(counts map[string]int, ip string) {
 	}
 }
 
-// probeConnKey marks the context of a request on a probe connection.
-type probeConnKey struct{}
-
-// connKey carries, in the context of a request on a connection within its
-// client's cap, that connection (connOf).
+// connKey carries, in the context of a request under Serve, the
+// connection it arrived on (acceptedOf): one value for what every request
+// asks of it.
 type connKey struct{}
 
-// connContext is the server's ConnContext: it marks requests that arrive
-// on a probe connection, and gives the others their connection (under TLS,
-// the connection inside).
+// connContext is the server's ConnContext: it gives requests their
+// connection (under TLS, the connection inside).
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	switch c := c.(type) {
 	case *probeConn:
-		return context.WithValue(ctx, probeConnKey{}, true)
+		return context.WithValue(ctx, connKey{}, &c.countedConn)
 	case *countedConn:
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
 }
 
-// connOf is the connection a request arrived on under Serve, nil if none
-// is known.
-func connOf(ctx context.Context) *countedConn {
+// acceptedOf is the connection a request arrived on under Serve, probe
+// connections included; nil if none is known.
+func acceptedOf(ctx context.Context) *countedConn {
 	c, _ := ctx.Value(connKey{}).(*countedConn)
 	return c
+}
+
+// connOf is the connection a request arrived on under Serve within its
+// client's cap (not a probe connection), nil if none is known.
+func connOf(ctx context.Context) *countedConn {
+	if c := acceptedOf(ctx); c != nil && !c.probe {
+		return c
+	}
+	return nil
 }
 
 // probesOnly serves a request on a probe connection only when it is a GET
@@ -289,7 +298,7 @@ func connOf(ctx context.Context) *countedConn {
 // other is answered as the connection cap answers.
 func (l *clientLimit) probesOnly(paths []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Value(probeConnKey{}) == nil {
+		if c := acceptedOf(r.Context()); c == nil || !c.probe {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -348,6 +357,59 @@ type countedConn struct {
 	// deadline is the write deadline last set, in Unix nanoseconds (0:
 	// none).
 	deadline atomic.Int64
+	// loopback: the connection was accepted on a loopback address
+	// (checkHost); probe: it is one of a client's probe connections over
+	// its cap (probesOnly).
+	loopback, probe bool
+
+	// watchMu guards watcher, the cancel of the request being served
+	// (watch), and gone: a read found the client gone.
+	watchMu sync.Mutex
+	watcher context.CancelCauseFunc
+	gone    bool
+}
+
+// Read reads from the client. A read that fails other than by a deadline
+// finds the client gone (or the connection closed), as the server's own
+// watch does when it ends the request's context: it ends the request
+// being served (watch).
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && !isTimeout(err) {
+		c.watchMu.Lock()
+		cancel := c.watcher
+		c.gone, c.watcher = true, nil
+		c.watchMu.Unlock()
+		if cancel != nil {
+			cancel(context.Canceled) // the cause the server's cancellation gives
+		}
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// watch has cancel end the request being served on c when a read finds
+// the client gone, until unwatch; false when one already has. A
+// connection of HTTP/1.x serves one request at a time: the server reads
+// from it while a request is served only to watch for the client leaving.
+func (c *countedConn) watch(cancel context.CancelCauseFunc) bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.gone {
+		return false
+	}
+	c.watcher = cancel
+	return true
+}
+
+func (c *countedConn) unwatch() {
+	c.watchMu.Lock()
+	c.watcher = nil
+	c.watchMu.Unlock()
 }
 
 // SetDeadline sets both deadlines, remembering the one of writes.

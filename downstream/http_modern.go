@@ -63,7 +63,8 @@ func (t *HTTP) postModern(p *post) {
 		t.refuseDraining(p, "requests without a lease held here")
 		return
 	}
-	t.serveRequest(p, &Request{Msg: msg, Protocol: meta.version, ClientCapabilities: meta.capabilities(), ParamHeader: headerLookup(p.r.Header)}, nil, nil)
+	p.req = Request{Msg: msg, Protocol: meta.version, ClientCapabilities: meta.capabilities(), ParamHeader: headerLookup(p.r.Header)}
+	t.serveRequest(p, &p.req, nil, nil)
 }
 
 // checkModern checks a sessionless request's headers against its body

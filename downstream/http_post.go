@@ -29,18 +29,31 @@ type post struct {
 	// response is handed over, and read after.
 	fresh  *httpSession
 	opened bool
+	// from is what r's context carries (carriedOf), once known.
+	from      carried
+	fromKnown bool
 	// toBatch carries the requests to the client of a request in a batch
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
 
-	// What serveRequest writes the response with, made with the post, in
-	// one allocation: the queue of messages ahead of the response, the
-	// response, and the writer that streams them while Handle runs.
+	// What serveRequest serves and writes the response with, made with the
+	// post, in one allocation: the request handed to the Handler, the queue
+	// of messages ahead of the response, the response, and the writer that
+	// streams them while Handle runs.
+	req  Request
 	out  outbox
 	rs   responseStream
 	sw   streamWriter
 	beat beat // its place among the requests awaiting a heartbeat (beats)
+}
+
+// carriedOf is what p's request's context carries, looked up once.
+func (p *post) carriedOf() *carried {
+	if !p.fromKnown {
+		p.from, p.fromKnown = carriedBy(p.r), true
+	}
+	return &p.from
 }
 
 // servePost checks, reads and decodes a POSTed message and serves it in the
@@ -61,7 +74,8 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	body, e := t.readBody(w, r)
+	from := carriedBy(r)
+	body, e := t.readBody(w, r, from.conn)
 	if e != nil {
 		t.refuse(w, r, e)
 		return
@@ -75,7 +89,7 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, e)
 		return
 	}
-	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
+	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
 
 	// The generation is decided per message: 2026-07-28 and later, named in
 	// the header or in _meta, is sessionless.
@@ -127,7 +141,7 @@ func (t *HTTP) postSession(p *post) {
 		t.initialize(p)
 		return
 	}
-	s, e := t.sessionOf(p.r)
+	s, e := t.sessionFrom(p.r, p.carriedOf())
 	if e != nil {
 		t.refuse(p.w, p.r, e.withID(msg.ID))
 		return
@@ -137,7 +151,8 @@ func (t *HTTP) postSession(p *post) {
 		if msg.Method == "logging/setLevel" {
 			t.reissue(p, s)
 		}
-		t.serveRequest(p, &Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}, s, nil)
+		p.req = Request{Msg: msg, Session: s, Protocol: s.protocol, ClientCapabilities: s.caps}
+		t.serveRequest(p, &p.req, s, nil)
 	case msg.IsResponse():
 		// It completes a request the server sent; nothing else hears of it.
 		if !s.answer(msg) {
@@ -171,7 +186,7 @@ func (t *HTTP) initialize(p *post) {
 	}
 	if id := p.r.Header.Get(headerSessionID); id != "" {
 		e := sessionGone()
-		if s := t.lookup(id); s != nil && s.checkClient(p.r) == nil { // another client's looks unknown
+		if s := t.lookup(id); s != nil && s.checkCaller(p.carriedOf()) == nil { // another client's looks unknown
 			e = refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 				"this session is already initialized: send initialize without Mcp-Session-Id to start another")
 		}
@@ -186,7 +201,8 @@ func (t *HTTP) initialize(p *post) {
 			t.opts.MaxSessions).withID(p.msg.ID))
 		return
 	}
-	principal := t.principalOf(p.r)
+	from := p.carriedOf()
+	principal := t.principalFrom(p.r, from.caller)
 	holder := holderOf(principal)
 	if err := t.perClient.Take(holder); err != nil {
 		t.log.Warn("refused a new session: the client holds its maximum of open sessions", "client", clip(holder), "max", t.opts.MaxSessionsPerClient)
@@ -196,10 +212,10 @@ func (t *HTTP) initialize(p *post) {
 	}
 	s := t.newSession()
 	s.principal, s.holder = principal, holder
-	s.caller = identity.CallerOf(p.r.Context())
+	s.caller = from.caller
 	s.caller.Principal = principal
 	s.caller.Token = identity.Secret{} // a token lives no longer than its request
-	s.view = ViewOf(p.r.Context())
+	s.view = from.view
 	// The place is the session's once it is registered (endSession gives
 	// it back); an initialize that opens nothing gives it back here.
 	defer func() {
@@ -233,7 +249,8 @@ func (t *HTTP) initialize(p *post) {
 		s.cancel(errResponseEnded) // never registered: release its context
 		return resp
 	}
-	t.serveRequest(p, &Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}, s, opened)
+	p.req = Request{Msg: p.msg, Session: s, Protocol: requested, ClientCapabilities: s.caps}
+	t.serveRequest(p, &p.req, s, opened)
 }
 
 // serveRequest runs Handle on the request's own goroutine and writes what
@@ -257,7 +274,10 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	// which Shutdown runs for every open session; a sessionless request,
 	// and an initialize, whose session is not registered yet, watch the
 	// transport's or their session's context instead.
-	ctx, cancel := context.WithCancelCause(p.r.Context())
+	ctx, cancel, watching := t.requestContext(p)
+	if watching != nil {
+		defer watching.unwatch()
+	}
 	defer cancel(errResponseEnded)
 	if s == nil || p.fresh != nil {
 		base := t.ctx
@@ -276,14 +296,15 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 			return
 		}
 	}
+	from := p.carriedOf()
 	if s != nil {
 		req.Principal, req.Holder = s.principal, s.holder // a session's own client: sessionOf checked it
 	} else {
-		req.Principal = t.principalOf(p.r)
+		req.Principal = t.principalFrom(p.r, from.caller)
 		req.Holder = holderOf(req.Principal)
 	}
-	req.View = ViewOf(p.r.Context())
-	if c := identity.CallerOf(p.r.Context()); c.Principal.Authenticated() {
+	req.View = from.view
+	if c := from.caller; c.Principal.Authenticated() {
 		// The credentials of this request: a session's own principal's
 		// (sessionOf checked it), its client and claims as fresh as the token.
 		req.Client, req.Claims = c.Client, c.Claims
@@ -292,7 +313,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 	out, rs := &p.out, &p.rs
 	out.limit = t.opts.QueueSize
 	rs.init(p.w, t.opts.WriteTimeout)
-	rs.conn = connOf(p.r.Context())
+	rs.conn = from.conn
 	defer rs.finish()
 	req.Send = func(*jsonrpc.Message) bool { return false }
 	var w *streamWriter
@@ -317,6 +338,33 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		return // a write failed: the stream is broken
 	}
 	t.respond(ctx, p, rs, out, req, resp)
+}
+
+// requestContext is the context of p's request: its HTTP request's, with a
+// cancel of its own. It ends when the client leaves: the server ends the
+// HTTP request's context then, and with it a context derived from it. On
+// a connection of Serve over HTTP/1.x, where the connection itself finds
+// the client gone (countedConn.Read), it is derived from the HTTP
+// request's values alone and the connection ends it, until the caller
+// calls unwatch on the connection returned: a child of the HTTP request's
+// context costs that context a map of its children and a channel, made
+// anew for every request. The requests of a batch, served together,
+// derive theirs from the batch's, which ends them with it.
+func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc, *countedConn) {
+	conn := p.carriedOf().conn
+	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || p.r.TLS != nil || p.r.ProtoMajor != 1 {
+		ctx, cancel := context.WithCancelCause(p.r.Context())
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(p.r.Context()))
+	if !conn.watch(cancel) {
+		cancel(context.Canceled) // the client left already
+		return ctx, cancel, nil
+	}
+	if p.r.Context().Err() != nil {
+		cancel(context.Canceled)
+	}
+	return ctx, cancel, conn
 }
 
 // serve runs Handle, then after, and ends the request, key in its session,

@@ -331,6 +331,11 @@ func (t *HTTP) sweepIdle() {
 
 // sessionOf finds the session a GET, DELETE or non-initialize POST names.
 func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
+	return t.sessionFrom(r, nil)
+}
+
+// sessionFrom is sessionOf of r, whose context carries c (nil: look).
+func (t *HTTP) sessionFrom(r *http.Request, c *carried) (*httpSession, *httpError) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		return nil, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
@@ -346,7 +351,11 @@ func (t *HTTP) sessionOf(r *http.Request) (*httpSession, *httpError) {
 			return nil, e
 		}
 	}
-	if e := s.checkClient(r); e != nil {
+	if c == nil {
+		looked := carriedBy(r)
+		c = &looked
+	}
+	if e := s.checkCaller(c); e != nil {
 		return nil, e
 	}
 	if !s.expires.IsZero() && !time.Now().Before(s.expires) {

@@ -157,6 +157,10 @@ type responseStream struct {
 	// the write deadline the server set as it read the request when that
 	// leaves at least half the timeout.
 	conn *countedConn
+	// length holds the Content-Length of a JSON response (raw): a header's
+	// values are replaced, never written in place, so it can be the slice
+	// the header map holds.
+	length [1]string
 }
 
 func newResponseStream(w http.ResponseWriter, timeout time.Duration) *responseStream {
@@ -221,17 +225,38 @@ func (rs *responseStream) heartbeat() error {
 }
 
 // json writes m as the whole response; it is only called before anything
-// else was written.
+// else was written. m is encoded into a pooled buffer: a server's response
+// has written it (into its buffer, or through it) once raw returns. The
+// response of a request in a batch keeps what it is given (bufferedResponse),
+// and gets an encoding of its own.
 func (rs *responseStream) json(status int, m *jsonrpc.Message) error {
-	return rs.raw(status, m.Encode())
+	if _, keeps := rs.w.(*bufferedResponse); keeps {
+		return rs.raw(status, m.Encode())
+	}
+	bp := answerBuffers.Get().(*[]byte)
+	b := m.Append((*bp)[:0])
+	err := rs.raw(status, b)
+	if cap(b) <= maxPooledAnswer {
+		*bp = b[:0]
+		answerBuffers.Put(bp)
+	}
+	return err
 }
+
+// answerBuffers hold the encodings of JSON answers while they are written.
+var answerBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledAnswer is the largest buffer kept for another answer: a large
+// result's would hold its memory for as long as the pool keeps it.
+const maxPooledAnswer = 64 << 10
 
 // raw writes body, JSON, as the whole response; it is only called before
 // anything else was written.
 func (rs *responseStream) raw(status int, body []byte) error {
 	h := rs.w.Header()
 	h["Content-Type"] = jsonContentType // the canonical key, set as Set would
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	rs.length[0] = strconv.Itoa(len(body))
+	h["Content-Length"] = rs.length[:] // as Set would, in rs's own slice
 	rs.started, rs.bounded = true, true
 	// Nothing follows: the deadline of this write also bounds what the
 	// server writes after the handler returns (finish), so it is set once

@@ -591,3 +591,123 @@ func TestHTTPDeleteEndsRequestsInFlight(t *testing.T) {
 	got := []int{recv(t, statuses), recv(t, statuses)}
 	assert.ElementsMatch(t, []int{http.StatusOK, http.StatusNotFound}, got)
 }
+
+// A client that leaves, closing its connection, ends its request in
+// flight as a cancellation; a request on another connection runs on, and
+// so does the next request on a connection whose request ended.
+func TestHTTPClientLeavingEndsItsRequest(t *testing.T) {
+	h := newHTTPFake()
+	started := make(chan struct{}, 4)
+	causes := make(chan error, 4)
+	release := make(chan struct{})
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-11-25"}`)}
+		}
+		if ctx.Err() != nil {
+			causes <- context.Cause(ctx)
+			return nil
+		}
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return nil
+		case <-release:
+			return &jsonrpc.Message{Result: json.RawMessage(`{}`)}
+		}
+	}
+	s := serveHTTP(t, h, HTTPOptions{})
+	id := s.initialize(t)
+
+	// The leaving client, on a connection of its own.
+	leaving := &http.Client{Transport: &http.Transport{}}
+	ctx, leave := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, id)
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := leaving.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	recv(t, started)
+
+	staying := make(chan int, 1)
+	go func() {
+		resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}`)
+		resp.Body.Close()
+		staying <- resp.StatusCode
+	}()
+	recv(t, started)
+
+	leave() // the transport closes the connection
+	assert.Error(t, recv(t, sent))
+	assert.ErrorIs(t, recv(t, causes), context.Canceled)
+	select {
+	case err := <-causes:
+		t.Fatalf("the other request ended too: %v", err)
+	default:
+	}
+	close(release)
+	assert.Equal(t, http.StatusOK, recv(t, staying))
+
+	// The staying client's connection serves its next request whole.
+	resp := s.sessionPost(t, id, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow"}}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Nil(t, readMessage(t, resp).Error)
+	select {
+	case err := <-causes:
+		t.Fatalf("a request after one that ended was cancelled: %v", err)
+	default:
+	}
+}
+
+// A client that leaves a batch (of protocol 2025-03-26, the last with
+// batches) ends every request of it in flight.
+func TestHTTPClientLeavingEndsItsBatch(t *testing.T) {
+	h := newHTTPFake()
+	started := make(chan struct{}, 4)
+	causes := make(chan error, 4)
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method == "initialize" {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"protocolVersion":"2025-03-26"}`)}
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil
+	}
+	s := serveHTTP(t, h, HTTPOptions{})
+	id := s.initialize(t)
+
+	leaving := &http.Client{Transport: &http.Transport{}}
+	ctx, leave := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(
+		`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}]`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, id)
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := leaving.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	recv(t, started)
+	recv(t, started)
+
+	leave()
+	assert.Error(t, recv(t, sent))
+	for range 2 {
+		assert.ErrorIs(t, recv(t, causes), context.Canceled)
+	}
+}

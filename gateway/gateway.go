@@ -46,11 +46,12 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	// A browser page of an allowed origin gets its CORS preflight answered
 	// before authentication: a browser sends no credentials with one. A
-	// foreign Host or Origin is refused before authentication too.
-	endpoint := g.Edge.CORS(g.guard(g.protect(g.Edge)))
+	// foreign Host or Origin is refused before authentication too. The
+	// endpoint checks each once, around authentication (Endpoint).
+	endpoint := g.Edge.Endpoint(g.protect)
 	mux.Handle("/mcp", endpoint)
 	// views.<name> at /mcp/<name>: the same endpoint, a narrower catalog.
-	mux.Handle("/mcp/", g.Edge.CORS(g.guard(g.protect(g.view(g.Edge)))))
+	mux.Handle("/mcp/", g.Edge.Endpoint(func(h http.Handler) http.Handler { return g.protect(g.view(h)) }))
 	if g.Drain != nil {
 		// Operators only: see Drainer.endpoint.
 		mux.Handle("/drain", g.guard(g.Drain.endpoint(g.Access)))
