@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,7 @@ var errNestedBatch = errors.New("a batch inside a batch")
 
 // isBatch reports whether data, one message as read, is a JSON array.
 func isBatch(data []byte) bool {
-	b := bytes.TrimLeft(data, " \t\r\n")
+	b := trimLeftSpace(data)
 	return len(b) > 0 && b[0] == '['
 }
 
