@@ -26,12 +26,12 @@ type post struct {
 	acceptJSON, acceptSSE bool
 	// fresh is the session an initialize creates, and opened whether it was
 	// registered; opened is written on the Handle goroutine before the
-	// response is handed over, and read after.
-	fresh  *httpSession
-	opened bool
-	// from is what r's context carries (carriedOf), once known.
-	from      carried
-	fromKnown bool
+	// response is handed over, and read after. from is what r's context
+	// carries (carriedOf), once fromKnown. (The flags share a word, so
+	// that the post, header included, fits in 768 bytes.)
+	opened, fromKnown bool
+	fresh             *httpSession
+	from              carried
 	// toBatch carries the requests to the client of a request in a batch
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
