@@ -261,8 +261,14 @@ func (u *UserLogins) token(ctx context.Context, srv *config.Server, caller ident
 func (u *UserLogins) renew(e cred.VaultEntry, g *Grant, srv *config.Server, caller identity.Caller, need func(string) error) (string, error) {
 	u.refreshMu.Lock()
 	defer u.refreshMu.Unlock()
-	if held, err := u.load(e); err == nil && !due(held, u.opts.Now()) {
-		return held.AccessToken, nil // refreshed while this call waited
+	if held, err := u.load(e); err == nil {
+		if !due(held, u.opts.Now()) {
+			return held.AccessToken, nil // refreshed while this call waited
+		}
+		// Refreshed, or logged in again, while this call waited, and due
+		// already: the stored grant holds the refresh token the issuer
+		// takes now (g's may have been rotated away).
+		g = held
 	}
 	if g.RefreshToken == "" {
 		if expired(g, u.opts.Now()) {

@@ -107,3 +107,32 @@ func TestUserLoginsCloseStoresTheRefreshUnderWay(t *testing.T) {
 	assert.Equal(t, 1, r.sent)
 	r.mu.Unlock()
 }
+
+// A refresh that waited for another finds the login stored meanwhile, due
+// too, and refreshes with its refresh token, not with the one it read
+// before waiting, which the issuer rotated away.
+func TestUserLoginsRefreshWithTheLatestStoredToken(t *testing.T) {
+	released := make(chan struct{})
+	close(released)
+	r := newUserLoginsRig(t, func(*UserLogins) <-chan struct{} { return released })
+	e := cred.EntryOf(r.srv.ID, r.alice)
+	stale, err := r.u.load(e)
+	require.NoError(t, err)
+	require.Equal(t, "rt-1", stale.RefreshToken)
+
+	// Meanwhile rt-1 was spent for rt-9, whose access token is due too.
+	now := r.u.opts.Now()
+	newer := *stale
+	newer.AccessToken, newer.RefreshToken, newer.Expiry = "at-9", "rt-9", now.Add(-time.Second)
+	require.NoError(t, r.u.keep(e, &newer))
+	r.mu.Lock()
+	r.valid = map[string]bool{"rt-9": true}
+	r.mu.Unlock()
+
+	need := func(reason string) error { return &LoginRequiredError{Server: r.srv.ID, Reason: reason, PerUser: true} }
+	tok, err := r.u.renew(e, stale, r.srv, r.alice, need)
+	require.NoError(t, err, "refreshed with the stored refresh token")
+	assert.Equal(t, "at-2", tok)
+	assert.Equal(t, "rt-2", r.storedRefreshToken(t))
+	<-r.arrived
+}
