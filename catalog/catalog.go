@@ -87,6 +87,12 @@ func (c *Catalog) Lookup(name string) (*Entry, bool) {
 	return e, ok
 }
 
+// LookupBytes is Lookup of a name given as bytes, which it does not copy.
+func (c *Catalog) LookupBytes(name []byte) (*Entry, bool) {
+	e, ok := c.entries[string(name)]
+	return e, ok
+}
+
 // Owner reports which server exports name.
 func (c *Catalog) Owner(name string) (string, bool) {
 	if e, ok := c.entries[name]; ok {

@@ -37,8 +37,13 @@ var ErrTimeout = errors.New("timed out")
 // caller's route chose.
 type invocation struct {
 	method string // tools/call, or the method sent as it is
-	// name is the exported name of the tool a tools/call calls.
-	name string
+	// name is the exported name of the tool a tools/call calls, and entry
+	// the entry catalog entryIn exports under it (nil: none), when the
+	// caller looked it up there already: a lookup under another catalog
+	// (nil: none was made) is made again.
+	name    string
+	entry   *catalog.Entry
+	entryIn *catalog.Catalog
 	// server is the server a request other than tools/call goes to, and
 	// params its params as they go upstream, byte for byte; a tools/call's
 	// are the client's, which upstream.Call edits for the upstream.
@@ -507,7 +512,10 @@ func (h *holdings) release(p *Proxy) {
 // the offers), to an older one the -32042 error.
 func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awaited *bool, offers *int) (entry, counted *catalog.Entry, rpcErr *jsonrpc.Error, again bool) {
 	client := requestClient(inv.req)
-	entry, ok := st.catalog.Lookup(inv.name)
+	entry, ok := inv.entry, inv.entry != nil
+	if inv.entryIn != st.catalog {
+		entry, ok = st.catalog.Lookup(inv.name)
+	}
 	if ok && !st.profileOf(client).tool(entry) {
 		// Answered as a name no server exports (hidden.go). entry stays
 		// set: the metrics, which only the operator sees, count the call
@@ -547,7 +555,7 @@ func (p *Proxy) resolveTool(ctx context.Context, st *state, inv *invocation, awa
 		p.hiddenName(inv.req, hiddenTool, name, named.Server)
 		return entry, named, nil, false
 	}
-	inv.name, inv.args = name, args
+	inv.name, inv.args, inv.entry, inv.entryIn = name, args, named, st.catalog
 	return nil, nil, nil, true
 }
 

@@ -3,8 +3,12 @@ package proxy
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 )
 
 func TestParseCallParams(t *testing.T) {
@@ -36,11 +40,38 @@ func TestParseCallParams(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := parseCallParams(json.RawMessage(tc.in))
+			got, ok := parseCallParams(json.RawMessage(tc.in), nil)
 			assert.Equal(t, tc.ok, ok)
 			if tc.ok {
 				assert.Equal(t, tc.want, got)
 			}
 		})
 	}
+}
+
+// With the catalog, a call's tool is looked up as its params are read: a
+// name written as it reads is the entry's own string, and copies nothing;
+// one written with escapes is decoded, then looked up; one no server
+// exports has no entry.
+func TestParseCallParamsLooksTheToolUp(t *testing.T) {
+	echo := &catalog.Entry{Exported: "echo", Server: "s", Original: "echo", Raw: json.RawMessage(`{"name":"echo"}`)}
+	cat := catalog.Empty().WithServer("s", []*catalog.Entry{echo})
+
+	got, ok := parseCallParams(json.RawMessage(`{"name":"echo","arguments":{}}`), cat)
+	require.True(t, ok)
+	assert.Same(t, echo, got.Entry)
+	assert.Equal(t, unsafe.StringData(echo.Exported), unsafe.StringData(got.Name), "the entry's own string")
+
+	got, ok = parseCallParams(json.RawMessage(`{"name":"e\u0063ho"}`), cat)
+	require.True(t, ok)
+	assert.Same(t, echo, got.Entry)
+	assert.Equal(t, "echo", got.Name)
+
+	got, ok = parseCallParams(json.RawMessage(`{"name":"nope"}`), cat)
+	require.True(t, ok)
+	assert.Nil(t, got.Entry)
+	assert.Equal(t, "nope", got.Name)
+
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":1}}`)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = parseCallParams(params, cat) }))
 }

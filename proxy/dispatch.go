@@ -286,7 +286,10 @@ func (p *Proxy) toolsList(ctx context.Context, req *downstream.Request) *jsonrpc
 // callParams are the members of tools/call params the dispatcher reads; the
 // arguments, task and the _meta members it reads stay raw.
 type callParams struct {
-	Name      string
+	Name string
+	// Entry is the entry the catalog parseCallParams was given exports
+	// under Name; nil when it exports none, or none was given.
+	Entry     *catalog.Entry
 	Arguments json.RawMessage
 	Task      json.RawMessage // params.task: run as a task; nil when absent or null
 	// Token and Lease are _meta's progressToken and LeaseMetaKey members,
@@ -298,8 +301,8 @@ type callParams struct {
 // message was validated as it was decoded): a string name, arguments of
 // any kind, and _meta, an object or null, of which it keeps the members
 // the dispatcher reads. Names match exactly; a repeated member counts with
-// its last value.
-func parseCallParams(raw json.RawMessage) (callParams, bool) {
+// its last value. With cat, the name is looked up there (toolName).
+func parseCallParams(raw json.RawMessage, cat *catalog.Catalog) (callParams, bool) {
 	var (
 		p          callParams
 		name, meta []byte
@@ -321,7 +324,7 @@ func parseCallParams(raw json.RawMessage) (callParams, bool) {
 		return p, false
 	}
 	var ok bool
-	if p.Name, ok = rawjson.String(name); !ok || p.Name == "" {
+	if p.Name, p.Entry, ok = toolName(name, cat); !ok || p.Name == "" {
 		return p, false
 	}
 	if string(p.Task) == "null" {
@@ -342,20 +345,48 @@ func parseCallParams(raw json.RawMessage) (callParams, bool) {
 	return p, members.Err() == nil
 }
 
+// toolName is the string the JSON string tok holds, and the entry cat (nil:
+// none) exports under it. A name written as it reads (no escapes, nothing
+// outside printable ASCII) is looked up as it stands, and is the entry's
+// own string when cat exports it: a call of an exported tool copies no
+// name. ok is false when tok is no string.
+func toolName(tok []byte, cat *catalog.Catalog) (name string, e *catalog.Entry, ok bool) {
+	if cat != nil && len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' && printable(tok[1:len(tok)-1]) {
+		if e, found := cat.LookupBytes(tok[1 : len(tok)-1]); found {
+			return e.Exported, e, true
+		}
+	}
+	if name, ok = rawjson.String(tok); ok && cat != nil {
+		e, _ = cat.Lookup(name)
+	}
+	return name, e, ok
+}
+
+// printable reports whether b is printable ASCII without a quote or a
+// backslash: a JSON string's text that reads as it is written.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc.Message {
-	params, ok := parseCallParams(req.Msg.Params)
+	st := p.current()
+	params, ok := parseCallParams(req.Msg.Params, st.catalog)
 	if !ok {
 		return failure(jsonrpc.CodeInvalidParams, "tools/call needs params.name (a string) and optional params.arguments (an object)")
 	}
-	if p.loading() {
-		if _, ok := p.Catalog().Lookup(params.Name); !ok {
-			p.awaitLoad(ctx) // a call made right after connecting finds its tool
-		}
+	if params.Entry == nil && p.loading() {
+		p.awaitLoad(ctx) // a call made right after connecting finds its tool
 	}
 	if bad := leaseNameError(req, params.Lease); bad != nil {
 		return bad
 	}
-	inv := invocation{method: "tools/call", name: params.Name, params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
+	inv := invocation{method: "tools/call", name: params.Name, entry: params.Entry, entryIn: st.catalog,
+		params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
 	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
 	inv.token = params.Token
 	return response(p.send(ctx, &inv))

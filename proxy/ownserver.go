@@ -33,7 +33,7 @@ func (o *ownServer) Do(_ context.Context, r upstream.Request) (json.RawMessage, 
 	if r.Method != "tools/call" {
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("the aggregator's own server serves tools/call alone, not %s", r.Method)}
 	}
-	params, ok := parseCallParams(r.Params)
+	params, ok := parseCallParams(r.Params, nil)
 	if !ok {
 		return nil, &upstream.RPCError{Code: codeInvalidParams, Message: "tools/call needs params.name (a string) and optional params.arguments (an object)"}
 	}
