@@ -44,8 +44,23 @@ func readMeta(params json.RawMessage) requestMeta {
 	if rawjson.Members(meta, []string{protocol.MetaProtocolVersion, protocol.MetaClientCapabilities}, values[:]) != nil {
 		return requestMeta{}
 	}
-	v, _ := rawjson.String(values[0])
-	return requestMeta{version: v, caps: values[1]}
+	return requestMeta{version: metaVersionString(values[0]), caps: values[1]}
+}
+
+// metaVersionString reads a _meta protocol version (raw, a JSON string):
+// one the transports serve, written plainly as every client writes it, is
+// the constant itself, with no string made for each request; any other as
+// rawjson.String reads it ("" when not a string).
+func metaVersionString(raw []byte) string {
+	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		for _, v := range protocol.Versions {
+			if string(raw[1:len(raw)-1]) == v {
+				return v
+			}
+		}
+	}
+	v, _ := rawjson.String(raw)
+	return v
 }
 
 // capabilities are the client capabilities the request declares in its

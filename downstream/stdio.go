@@ -217,7 +217,9 @@ func (s *stdioSession) read(ctx context.Context) {
 			s.inErr <- err
 			return
 		}
-		if isBatch(line) {
+		// A line is never empty, and an object, the usual kind, needs no
+		// further look.
+		if line[0] != '{' && isBatch(line) {
 			if !s.batch(ctx, line) {
 				s.inErr <- ctx.Err()
 				return
