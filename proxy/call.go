@@ -355,9 +355,12 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 			send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(params, inst, session)})
 		}
 		if task != nil {
-			// A task's progress token outlives the call.
+			// A task's progress token outlives the call: a copy of its
+			// own, since the request's bytes may share the buffer the
+			// transport read them into, which the token would keep.
 			tp = p.newTaskProgress(inst, up.OnProgress)
 			up.OnProgress, up.KeepProgress = tp.onProgress, tp.keep
+			up.ProgressToken = append(json.RawMessage(nil), inv.token...)
 		}
 	}
 	upCtx := callCtx

@@ -418,7 +418,9 @@ func (p *Proxy) listen(ctx context.Context, req *downstream.Request) *jsonrpc.Me
 	filter.TaskIDs = p.grantedTasks(req, params.Notifications.TaskIDs)
 	uris := filter.ResourceSubscriptions
 	filter.ResourceSubscriptions = nil
-	l := &listener{id: req.Msg.ID, client: req.Profile, filter: filter, send: req.Send, end: make(chan struct{})}
+	// The id is kept as long as the stream lasts: a copy of its own, not
+	// a slice of the buffer the transport read the request into.
+	l := &listener{id: append(json.RawMessage(nil), req.Msg.ID...), client: req.Profile, filter: filter, send: req.Send, end: make(chan struct{})}
 	// Registered before the acknowledgement, so no change falls between
 	// them; what arrives before the acknowledgement is sent after it.
 	if p.closed.Load() {
