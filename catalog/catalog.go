@@ -29,6 +29,10 @@ type Entry struct {
 	// headers (it mentions x-mcp-header): Plan reads the definition once,
 	// so that a call need not scan it for a header it rarely has.
 	ParamHeaders bool
+	// TaskSupport is whether Raw's execution.taskSupport lets a call run
+	// as a task ("optional" or "required"): Plan reads it once, so that a
+	// call from a client that may run it as one need not scan Raw for it.
+	TaskSupport bool
 	// App is the exported ui:// resource URI the tool's _meta points at
 	// (MCP Apps); "" for a tool that is no app's.
 	App string

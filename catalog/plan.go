@@ -28,9 +28,17 @@ func Plan(s *config.Server, names []string, byName map[string]json.RawMessage, c
 		}
 		raw, app := AppTool(s.ID, raw)
 		entries = append(entries, &Entry{Exported: t.Exported, Server: s.ID, Original: t.Original, Raw: raw, Settings: t.Settings,
-			TimeoutSetting: timeoutSetting(s, t.Original, t.Settings), ParamHeaders: rawjson.Mentions(raw, "x-mcp-header"), App: app})
+			TimeoutSetting: timeoutSetting(s, t.Original, t.Settings), ParamHeaders: rawjson.Mentions(raw, "x-mcp-header"),
+			TaskSupport: taskSupport(raw), App: app})
 	}
 	return plan, entries
+}
+
+// taskSupport reports whether a tool's definition lets a call run as a
+// task: its execution.taskSupport is "optional" or "required".
+func taskSupport(raw json.RawMessage) bool {
+	support, _ := rawjson.String(rawjson.Member(rawjson.Member(raw, "execution"), "taskSupport"))
+	return support == "optional" || support == "required"
 }
 
 // timeoutSetting names the setting a tool's timeout (settings, as the

@@ -16,13 +16,15 @@ import (
 func TestPlan(t *testing.T) {
 	other := catalogOf([]*Entry{entry("b", "taken", `{"name":"taken"}`)})
 	s := &config.Server{ID: "a"}
-	names := []string{"echo", "taken", "broken", "app", "sql"}
+	names := []string{"echo", "taken", "broken", "app", "sql", "job", "never"}
 	raws := map[string]json.RawMessage{
 		"echo":   json.RawMessage(`{"name":"echo", "description":"Echo."}`),
 		"taken":  json.RawMessage(`{"name":"taken"}`),
 		"broken": json.RawMessage(`["not an object"]`),
 		"app":    json.RawMessage(`{"name":"app","_meta":{"ui":{"resourceUri":"ui://main"}}}`),
 		"sql":    json.RawMessage(`{"name":"sql","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`),
+		"job":    json.RawMessage(`{"name":"job","execution":{"taskSupport":"required"}}`),
+		"never":  json.RawMessage(`{"name":"never","execution":{"taskSupport":"forbidden"},"description":"taskSupport optional"}`),
 	}
 	plan, entries := Plan(s, names, raws, other, "")
 	exported := map[string]*Entry{}
@@ -37,6 +39,10 @@ func TestPlan(t *testing.T) {
 	require.Contains(t, exported, "sql")
 	assert.True(t, exported["sql"].ParamHeaders, "its schema marks a parameter for a header")
 	assert.False(t, exported["echo"].ParamHeaders)
+	require.Contains(t, exported, "job")
+	assert.True(t, exported["job"].TaskSupport, "its execution.taskSupport lets it run as a task")
+	assert.False(t, exported["never"].TaskSupport, "forbidden")
+	assert.False(t, exported["echo"].TaskSupport, "no execution member")
 	assert.NotContains(t, exported, "broken")
 	var broken bool
 	for _, p := range plan.Problems {

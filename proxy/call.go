@@ -130,6 +130,10 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 		limit    timeLimit
 	)
 	var decided verdict // the policy's and rate limits', for the audit log
+	// bound is the Session of the request's downstream session, for a call
+	// of a stateful server: looked up once, for the lease's owner, its
+	// binding and whether the session ended meanwhile.
+	var bound *Session
 	// start is when a tools/call came, on the monotonic clock (monoNow): one
 	// clock read, which its deadline shares when nothing could wait between
 	// them (armedAt). A clock read is not cheap on every machine.
@@ -143,7 +147,7 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 	var held holdings
 	defer func() {
 		held.release(p)
-		if inv.req != nil && !inv.req.Sessionless() && (rs == nil || !rs.pool.Stateless()) && !p.sessions.alive(inv.req.Session) {
+		if inv.req != nil && !inv.req.Sessionless() && (rs == nil || !rs.pool.Stateless()) && !p.sessions.aliveAs(bound, inv.req.Session) {
 			// The session ended while the request ran: a lease it took
 			// after the session's leases were ended must not outlive it.
 			// (A sessionless request's lease is its _meta conversation's,
@@ -233,20 +237,27 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 		}
 		var aerr error
 		claim := session.Claim{Holder: holderOf(inv.req)}
+		bound = nil
 		if !rs.pool.Stateless() && inv.req != nil {
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
 			claim.Host, claim.ForHost = capabilitiesOf(inv.req), true
+			var holds *Session
+			if inv.req.Sessionless() || inv.req.Session == nil {
+				// The lease is its conversation's, which needs room for a Session.
+				conv, cerr := p.sessions.conversation(inv.key)
+				if cerr != nil {
+					deadline.stop()
+					return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+				}
+				holds = conv
+			} else {
+				bound = p.session(inv.req.Session)
+				holds = bound
+			}
 			// The lease keeps who holds it, for a profile edit to judge
 			// (revokeLeases).
-			claim.Owner = ownerOf(inv.req)
-		}
-		if !rs.pool.Stateless() && inv.req != nil && (inv.req.Sessionless() || inv.req.Session == nil) {
-			// The lease is its conversation's, which needs room for a Session.
-			if _, cerr := p.sessions.conversation(inv.key); cerr != nil {
-				deadline.stop()
-				return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
-			}
+			claim.Owner = holds.leaseOwner(inv.req)
 		}
 		grant, aerr = rs.pool.AcquireFor(callCtx, inv.key, claim)
 		if aerr == nil {
@@ -338,7 +349,7 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 		if grant != nil {
 			up.OnServerRequest = p.callRequests(inv.req, grant.Instance)
 			if inv.onTask == nil {
-				p.bindSession(rs, grant, inv.req, inv.key)
+				p.bindSession(rs, grant, inv.req, inv.key, bound)
 			}
 			p.inflight.add(grant.Instance, inv.req)
 			held.running, held.req = grant.Instance, inv.req

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-aggregator/mcp-aggregator/catalog"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/protocol"
+	"github.com/mcp-aggregator/mcp-aggregator/session"
+	"github.com/stretchr/testify/require"
 )
 
 // processCPU is the CPU time this process has used, user and system.
@@ -60,5 +64,40 @@ func BenchmarkToolsCall(b *testing.B) {
 			}
 			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/call")
 		})
+	}
+}
+
+// BenchmarkBridgesTask is bridgesTask's decision for a tools/call of a
+// 2026-07-28 client that declares the tasks extension, to a tool of a
+// 2025-11-25 server that declares task-augmented tools/call and whose
+// definition lets the tool run as a task: what such a call asks of the
+// tool's entry and its server.
+func BenchmarkBridgesTask(b *testing.B) {
+	p := newTestProxy(b)
+	reconcile(b, p, load(b, b.TempDir(), baseServers()))
+	rs := *p.current().servers["tools"]
+	rs.caps.Tasks, rs.caps.Raw = true, json.RawMessage(`{"tools":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`)
+	rs.taskCalls = tasksCall(rs.caps)
+	names := []string{"report"}
+	defs := map[string]json.RawMessage{"report": json.RawMessage(`{"name":"report","title":"Quarterly report",` +
+		`"description":"Builds the quarterly report of one region, from the ledger and the forecasts, as a PDF.",` +
+		`"inputSchema":{"type":"object","properties":{"region":{"type":"string","description":"the region's code"},` +
+		`"quarter":{"type":"integer","minimum":1,"maximum":4},"year":{"type":"integer"},"format":{"type":"string","enum":["pdf","html"]}},` +
+		`"required":["region","quarter","year"]},"annotations":{"readOnlyHint":true},"execution":{"taskSupport":"optional"}}`)}
+	_, entries := catalog.Plan(rs.cfg, names, defs, catalog.Empty(), "")
+	require.Len(b, entries, 1)
+	grant, err := rs.pool.AcquireAs(context.Background(), session.Key{}, "")
+	require.NoError(b, err)
+	defer grant.Done()
+	if protocol.Modern(grant.Instance.Protocol()) {
+		b.Skip("the demo server speaks the 2026-07-28 protocol: no call of it is bridged")
+	}
+	req := &downstream.Request{Protocol: "2026-07-28", ClientCapabilities: json.RawMessage(`{"extensions":{"` + TasksExtension + `":{}}}`)}
+	require.True(b, p.bridgesTask(req, &rs, grant.Instance, entries[0]))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !p.bridgesTask(req, &rs, grant.Instance, entries[0]) {
+			b.Fatal("the call is not bridged")
+		}
 	}
 }

@@ -159,12 +159,13 @@ func (p *Proxy) ownerGone(key session.Key) bool {
 // bridgesTask reports whether a call of req to entry, a tool of rs on
 // inst, runs as a 2025-11-25 task for the tasks extension.
 func (p *Proxy) bridgesTask(req *downstream.Request, rs *runningServer, inst *upstream.Instance, entry *catalog.Entry) bool {
-	if !declaresTasksExtension(req) || entry == nil || protocol.Modern(inst.Protocol()) || !rs.caps.Tasks {
-		return false
-	}
-	declared := rawjson.Member(rawjson.Member(rawjson.Member(rawjson.Member(rs.caps.Raw, "tasks"), "requests"), "tools"), "call")
-	support, _ := rawjson.String(rawjson.Member(rawjson.Member(entry.Raw, "execution"), "taskSupport"))
-	return present(declared) && (support == "optional" || support == "required")
+	return entry != nil && entry.TaskSupport && rs.taskCalls && declaresTasksExtension(req) && !protocol.Modern(inst.Protocol())
+}
+
+// tasksCall reports whether caps declare task-augmented tools/call
+// (tasks.requests.tools.call).
+func tasksCall(caps upstream.Capabilities) bool {
+	return caps.Tasks && present(rawjson.Member(rawjson.Member(rawjson.Member(rawjson.Member(caps.Raw, "tasks"), "requests"), "tools"), "call"))
 }
 
 // extensionHandle is the task handle of the tasks extension for created,

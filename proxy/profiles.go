@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -482,7 +483,7 @@ func (p *Proxy) revokeLeases(st *state) {
 			continue
 		}
 		rs.pool.Revoke(func(key session.Key, owner any) bool {
-			if o, ok := owner.(leaseOwner); ok {
+			if o, ok := owner.(*leaseOwner); ok {
 				// Whoever the profile is chosen by (an OAuth user's subject
 				// or claims, a client, the view): as the next call would be.
 				return !st.profileOf(st.requestProfile(o.caller, o.view)).server(id)
@@ -504,6 +505,20 @@ type leaseOwner struct {
 // ownerOf is the leaseOwner of req.
 func ownerOf(req *downstream.Request) leaseOwner {
 	return leaseOwner{caller: identity.Caller{Principal: req.Principal, Client: req.Client, Claims: req.Claims}, view: req.View}
+}
+
+// is reports whether o is ownerOf(req): the same principal, client and
+// view, and the same claims (no claims, or the one map of verified claims,
+// which a caller's requests share until its token changes).
+func (o *leaseOwner) is(req *downstream.Request) bool {
+	if o.caller.Principal != req.Principal || o.caller.Client != req.Client || o.view != req.View {
+		return false
+	}
+	a, b := o.caller.Claims, req.Claims
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // requestClient is the key of the profile of the principal a request

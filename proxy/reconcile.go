@@ -34,6 +34,9 @@ type runningServer struct {
 	templates []upstream.ResourceTemplate
 	prompts   []upstream.Prompt
 	leftOut   []string // what its tool list left out (upstream.Instance.LeftOut)
+	// taskCalls is whether caps declare task-augmented tools/call, read
+	// once (tasksCall), for bridgesTask.
+	taskCalls bool
 }
 
 // withTools returns a copy of rs with another tool list and plan.
@@ -47,6 +50,7 @@ func (rs *runningServer) withTools(cfg *config.Server, tools []upstream.Tool, pl
 func (rs *runningServer) fromInstance(inst *upstream.Instance) *runningServer {
 	rs.caps, rs.resources, rs.templates, rs.prompts = inst.Capabilities(), inst.Resources(), inst.ResourceTemplates(), inst.Prompts()
 	rs.leftOut = inst.LeftOut()
+	rs.taskCalls = tasksCall(rs.caps)
 	return rs
 }
 

@@ -72,7 +72,10 @@ func requestMeta(params json.RawMessage) map[string]json.RawMessage {
 // A sessionless request's leased instance is bound to its conversation's
 // Session (key), which keeps the instance's own lists; its requests of the
 // older generation have no session to go to.
-func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downstream.Request, key session.Key) {
+//
+// bound is the Session of req's downstream session when the call looked it
+// up already (nil: it is looked up here).
+func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downstream.Request, key session.Key, bound *Session) {
 	s := req.Session
 	if rs.pool.Stateless() {
 		return
@@ -83,7 +86,10 @@ func (p *Proxy) bindSession(rs *runningServer, grant *session.Grant, req *downst
 		}
 		return
 	}
-	if !p.sessions.bindOnly(p.session(s), grant.Instance) {
+	if bound == nil {
+		bound = p.session(s)
+	}
+	if !p.sessions.bindOnly(bound, grant.Instance) {
 		return
 	}
 	grant.Instance.SetServerRequestHandler(p.relatedTasks(p.sessionRequests(s), grant.Instance, s))

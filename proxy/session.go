@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -56,6 +57,21 @@ type Session struct {
 	levelSet   bool
 	subs       map[string]bool                  // server+"\x00"+uri
 	leased     map[*upstream.Instance]*ownLists // bound leased instances; their own lists, nil until a list_changed
+
+	// owner is the leaseOwner of its latest leased call (leaseOwner).
+	owner atomic.Pointer[leaseOwner]
+}
+
+// leaseOwner is ownerOf(req), for a lease of s: the one its latest leased
+// call made when req's is the same, so that a session's calls make one
+// only when who calls changes.
+func (s *Session) leaseOwner(req *downstream.Request) *leaseOwner {
+	if o := s.owner.Load(); o != nil && o.is(req) {
+		return o
+	}
+	o := ownerOf(req)
+	s.owner.Store(&o)
+	return &o
 }
 
 // Downstream is the transport's session.
@@ -445,6 +461,16 @@ func (t *sessions) take(ds downstream.Session) *Session {
 func (t *sessions) alive(ds downstream.Session) bool {
 	s := t.lookup(sessionLeaseKey(ds))
 	return s != nil && s.ds == ds
+}
+
+// aliveAs is alive, read from s when it is ds's Session (the caller looked
+// it up already), with no lookup of ds's key: a Session leaves the
+// registry only as it ends (take, then end), or never registered.
+func (t *sessions) aliveAs(s *Session, ds downstream.Session) bool {
+	if s == nil || s.ds != ds {
+		return t.alive(ds)
+	}
+	return s.isRegistered()
 }
 
 // live lists the registered Sessions.

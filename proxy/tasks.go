@@ -477,6 +477,11 @@ func (p *Proxy) relatedTasks(base upstream.ServerRequestHandler, inst *upstream.
 // as one function: a call makes it whether or not the upstream asks
 // anything, so the inner handler and the session's lease key are only made
 // when it does, and the function holds no more than it needs to make them.
+// It is the one allocation a call makes for it: a method value would be a
+// closure too (its receiver bound in), a call allocates no struct of its
+// own to bind, and a pooled one cannot serve, for the upstream may still
+// run the handler of a call that ended (its requests are answered on
+// goroutines of their own), which must not reach the next call's request.
 func (p *Proxy) callRequests(req *downstream.Request, inst *upstream.Instance) upstream.ServerRequestHandler {
 	if req.Session == nil {
 		if declaresTasksExtension(req) && !protocol.Modern(inst.Protocol()) {

@@ -32,8 +32,11 @@ func (p *Pool) grantLease(l *lease, owner any) *Grant {
 	if owner != nil {
 		l.owner = owner
 	}
+	if !l.unannounced {
+		return p.useSame(l.rec)
+	}
 	g := p.use(l.rec)
-	g.First, g.Reclaimed = l.unannounced, l.unannounced && l.reclaimed
+	g.First, g.Reclaimed = true, l.reclaimed
 	return g
 }
 
@@ -354,7 +357,7 @@ func (p *Pool) fill(ctx context.Context, key Key, holder string) (*Grant, *capWa
 	if o := ownerOf(ctx); o != nil {
 		l.owner = o
 	}
-	rec.role, rec.key, rec.restarts = RoleLeased, key, l.restarts
+	rec.role, rec.key, rec.restarts, rec.lease = RoleLeased, key, l.restarts, l
 	l.rec, l.lastUsed = rec, time.Now()
 	g := p.use(rec)
 	l.unannounced = l.unannounced || first || l.lost
@@ -411,6 +414,7 @@ func (p *Pool) endIf(key Key, why string, cond func(*lease) bool) bool {
 		p.refill()
 		return true
 	}
+	l.rec.lease = nil
 	p.mu.Unlock()
 	p.retire(l.rec, true, why)
 	return true

@@ -135,7 +135,7 @@ func (g *Grant) Announced() {
 	}
 	p := g.pool
 	p.mu.Lock()
-	if l := p.leases[g.rec.key]; l != nil && l.rec == g.rec {
+	if l := g.rec.lease; l != nil && l.rec == g.rec {
 		l.unannounced = false
 	}
 	p.mu.Unlock()
@@ -152,7 +152,14 @@ type record struct {
 	inflight int
 	restarts int
 	idle     chan struct{} // while draining: closed when inflight reaches 0
-	grant    *Grant        // a shared instance's one Grant (useShared); nil until its first call
+	// grant is the one Grant of the calls that are told nothing (useSame):
+	// every call of a shared instance, and a lease's once announced; nil
+	// until the first.
+	grant *Grant
+	// lease is the lease a leased instance serves while it is in
+	// p.leases (nil once it left), so that a call's Done finds it without
+	// looking up its key.
+	lease *lease
 }
 
 func newRecord(inst *upstream.Instance, role string) *record {
@@ -324,9 +331,11 @@ func (p *Pool) use(rec *record) *Grant {
 	return &Grant{Instance: rec.inst, pool: p, rec: rec}
 }
 
-// useShared is use for the shared instance rec, whose calls all get one
-// Grant: none of its fields is set per call. Callers hold mu.
-func (p *Pool) useShared(rec *record) *Grant {
+// useSame is use for a call that is told nothing of rec (a shared
+// instance's, or a lease's that serves as it is and was announced): such
+// calls all get rec's one Grant, none of whose fields is set per call.
+// Callers hold mu.
+func (p *Pool) useSame(rec *record) *Grant {
 	rec.calls++
 	rec.inflight++
 	p.inflight++
@@ -350,7 +359,7 @@ func (p *Pool) callDone(rec *record) {
 	}
 	var recycled *record
 	if rec.role == RoleLeased {
-		if l := p.leases[rec.key]; l != nil && l.rec == rec {
+		if l := rec.lease; l != nil && l.rec == rec {
 			l.lastUsed = time.Now()
 			if rec.inflight == 0 && p.due(rec) {
 				// Recycled now, while nothing runs on it; the session's

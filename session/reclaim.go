@@ -120,6 +120,9 @@ func (p *Pool) reclaimLease(c reclaimCandidate, now time.Time, idleFor time.Dura
 	l := c.lease
 	delete(p.leases, c.key)
 	p.perClient.Give(l.holder)
+	if l.rec != nil {
+		l.rec.lease = nil
+	}
 	p.reclaimed[c.key] = now
 	p.freeSlot()
 	rec := l.rec

@@ -22,7 +22,7 @@ func (p *Pool) acquireShared(context.Context) (*Grant, error) {
 		wait := max(time.Until(p.restartAt), 0).Round(time.Millisecond)
 		return nil, fmt.Errorf("server %q is down (%v); restarting in %s", p.cfg.Server, p.down, wait)
 	}
-	return p.useShared(p.shared), nil
+	return p.useSame(p.shared), nil
 }
 
 // rssGrace is how many usage intervals a shared instance runs before its
