@@ -95,3 +95,17 @@ func sizesOf(n int) []byte {
 	}
 	return nil // as much as fits
 }
+
+// A member of a message decoded in place is capped at its end: appending
+// to one (params, say) leaves the members after it in the line as they
+// were.
+func TestDecodeBorrowedMembersAreCapped(t *testing.T) {
+	var m Message
+	require.NoError(t, DecodeBorrowed(&m, []byte(`{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":5}`)))
+	_ = append(m.Params, `,"b":2222`...)
+	assert.Equal(t, `5`, string(m.ID))
+	var r Message
+	require.NoError(t, DecodeBorrowed(&r, []byte(`{"jsonrpc":"2.0","id":"r-1","result":{"ok":true},"x":0}`)))
+	_ = append(r.ID, `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx`...)
+	assert.Equal(t, `{"ok":true}`, string(r.Result))
+}
