@@ -1,0 +1,66 @@
+package downstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+)
+
+// Requests in flight with ids of every kind the table keeps (negative,
+// past int64, zero, strings, the empty string) are told apart: each is
+// answered under its id exactly as sent, a duplicate of any of them is
+// refused while it runs, and a cancellation ends only the request it names.
+func TestStdioIDsOfEveryKind(t *testing.T) {
+	h := newStdioHandler()
+	p := startStdio(t, h, StdioOptions{})
+	ids := []string{`-5`, `0`, `12345678901234567890123`, `-12345678901234567890123`, `9223372036854775807`,
+		`-9223372036854775808`, `"x"`, `""`, `"s:x"`, `"12345678901234567890124"`}
+	for _, id := range ids {
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"slow"}`)
+	}
+	// Each one's duplicate, refused under the id as sent, while the first
+	// runs on.
+	for _, id := range ids {
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		m := p.next(t)
+		assert.Equal(t, id, string(m["id"]))
+		var e jsonrpc.Error
+		require.NoError(t, json.Unmarshal(m["error"], &e), "%v", m)
+		assert.Contains(t, e.Message, "already in use", id)
+	}
+	// Ids that are no integer nor string are refused, not kept.
+	for _, id := range []string{`1.5`, `1e2`, `true`, `{}`} {
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		m := p.next(t)
+		var e jsonrpc.Error
+		require.NoError(t, json.Unmarshal(m["error"], &e), "%v", m)
+		assert.Equal(t, jsonrpc.CodeInvalidRequest, e.Code, id)
+	}
+	// Cancelling the big integer leaves the big string, and the others.
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345678901234567890123}}`)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s:x"}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	assert.Equal(t, `"after"`, string(p.next(t)["id"]))
+	close(h.release)
+	answered := map[string]bool{}
+	for range len(ids) - 2 {
+		m := p.next(t)
+		assert.Contains(t, string(m["result"]), `"slow"`, "%v", m)
+		answered[string(m["id"])] = true
+	}
+	for _, id := range ids {
+		cancelled := id == `12345678901234567890123` || id == `"s:x"`
+		assert.Equal(t, !cancelled, answered[id], "id %s answered", id)
+	}
+	// Every id is free again.
+	for _, id := range ids {
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		m := p.next(t)
+		assert.Equal(t, id, string(m["id"]))
+		assert.Contains(t, string(m["result"]), `"ping"`, "%v", m)
+	}
+}
