@@ -64,3 +64,30 @@ func TestStdioIDsOfEveryKind(t *testing.T) {
 		assert.Contains(t, string(m["result"]), `"ping"`, "%v", m)
 	}
 }
+
+// The in-flight limit frees exactly one slot per response written, however
+// many responses one write carries: after two requests at the limit are
+// answered, two more run at once, and a third is refused as busy again.
+func TestStdioInFlightLimitFreesOneSlotPerResponse(t *testing.T) {
+	h := &holdHandler{stdioHandler: *newStdioHandler(), release: make(chan struct{})}
+	p := startStdio(t, h, StdioOptions{MaxInFlight: 2})
+	for round, ids := range [][3]string{{"1", "2", "3"}, {"4", "5", "6"}, {"7", "8", "9"}} {
+		p.send(t, `{"jsonrpc":"2.0","id":`+ids[0]+`,"method":"hold","params":{}}`)
+		p.send(t, `{"jsonrpc":"2.0","id":`+ids[1]+`,"method":"hold","params":{}}`)
+		p.send(t, `{"jsonrpc":"2.0","id":`+ids[2]+`,"method":"ping"}`)
+		m := p.next(t)
+		assert.Equal(t, ids[2], string(m["id"]), "round %d", round)
+		var e jsonrpc.Error
+		require.NoError(t, json.Unmarshal(m["error"], &e), "round %d: %v", round, m)
+		assert.Equal(t, codeBusy, e.Code, "round %d", round)
+		h.release <- struct{}{}
+		h.release <- struct{}{}
+		got := map[string]bool{}
+		for range 2 {
+			m := p.next(t)
+			assert.Contains(t, m, "result", "round %d: %v", round, m)
+			got[string(m["id"])] = true
+		}
+		assert.Equal(t, map[string]bool{ids[0]: true, ids[1]: true}, got, "round %d", round)
+	}
+}
