@@ -1,12 +1,17 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcp-aggregator/mcp-aggregator/internal/rawjson"
 )
 
 // FuzzProgressOf: a notification's progress is what encoding/json reads
@@ -62,4 +67,41 @@ func FuzzProgressKeyOf(f *testing.F) {
 			assert.Equal(t, `"agg-`+strconv.FormatInt(key, 10)+`"`, string(appendProgressToken(nil, key)))
 		}
 	})
+}
+
+// Calls at once whose downstream tokens are equal, or spell the same
+// digits as a string and as a number, or are past int64 or negative, each
+// see exactly their own three notifications, under their own token as
+// they gave it.
+func TestProgressOfCallsWithEqualTokens(t *testing.T) {
+	t.Parallel()
+	inst := startDemo(t, "fidelity", Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	tokens := []string{`7`, `7`, `"7"`, `"agg-1"`, `-3`, `123456789012345678901234567890`, `"x"`, `"x"`}
+	logs := make([]*progressLog, len(tokens))
+	errs := make([]error, len(tokens))
+	var wg sync.WaitGroup
+	for i, token := range tokens {
+		logs[i] = newProgressLog()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = inst.CallTool(ctx, Call{Name: "progress_then_result", Arguments: json.RawMessage(`{}`),
+				ProgressToken: json.RawMessage(token), OnProgress: logs[i].add})
+		}()
+	}
+	wg.Wait()
+	for i, token := range tokens {
+		require.NoError(t, errs[i])
+		got := logs[i].all()
+		require.Len(t, got, 3, "call %d, token %s", i, token)
+		for step, params := range got {
+			assert.Equal(t, token, string(rawjson.Member(params, "progressToken")), "call %d", i)
+			assert.Equal(t, strconv.Itoa(step+1), string(rawjson.Member(params, "progress")), "call %d", i)
+		}
+	}
+	inst.progMu.Lock()
+	defer inst.progMu.Unlock()
+	assert.Empty(t, inst.progress, "every registration ended with its call")
 }
