@@ -106,7 +106,9 @@ func (r *Reader) read(own bool) ([]byte, error) {
 		if own {
 			r.kept = true
 		}
-		return line, nil
+		// Capped at its end: a caller that appends to the line copies
+		// it, rather than writing over the lines after it in buf.
+		return line[:len(line):len(line)], nil
 	}
 }
 
