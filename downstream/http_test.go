@@ -621,21 +621,7 @@ func TestHTTPClientLeavingEndsItsRequest(t *testing.T) {
 	id := s.initialize(t)
 
 	// The leaving client, on a connection of its own.
-	leaving := &http.Client{Transport: &http.Transport{}}
-	ctx, leave := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, id)
-	sent := make(chan error, 1)
-	go func() {
-		resp, err := leaving.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		sent <- err
-	}()
+	sent, leave := s.leavingPost(t, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}`)
 	recv(t, started)
 
 	staying := make(chan int, 1)
@@ -686,22 +672,8 @@ func TestHTTPClientLeavingEndsItsBatch(t *testing.T) {
 	s := serveHTTP(t, h, HTTPOptions{})
 	id := s.initialize(t)
 
-	leaving := &http.Client{Transport: &http.Transport{}}
-	ctx, leave := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(
-		`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}]`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, id)
-	sent := make(chan error, 1)
-	go func() {
-		resp, err := leaving.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		sent <- err
-	}()
+	sent, leave := s.leavingPost(t, id,
+		`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}]`)
 	recv(t, started)
 	recv(t, started)
 
@@ -710,4 +682,26 @@ func TestHTTPClientLeavingEndsItsBatch(t *testing.T) {
 	for range 2 {
 		assert.ErrorIs(t, recv(t, causes), context.Canceled)
 	}
+}
+
+// leavingPost posts body to session id on a connection of its own, which
+// leave closes (the client going away); sent tells how the post ended.
+func (s *httpServer) leavingPost(t *testing.T, id, body string) (sent <-chan error, leave func()) {
+	t.Helper()
+	ctx, leave := context.WithCancel(context.Background())
+	t.Cleanup(leave)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, id)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done, leave
 }
