@@ -13,7 +13,6 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/configsource"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/demo"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/redact"
-	"github.com/mcp-aggregator/mcp-aggregator/supervise"
 )
 
 // version and commit are stamped at build time (scripts/release.sh):
@@ -93,9 +92,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return logout(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
-	case "_reaper": // hidden: see supervise.RunReaper
-		supervise.RunReaper(stdin)
 		return 0
 	case "demo-server": // hidden: the demo upstreams compiled into this binary
 		if len(args) == 0 {

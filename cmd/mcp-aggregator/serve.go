@@ -332,12 +332,13 @@ func (s *server) serveHTTP(ctx context.Context) int {
 }
 
 // startSupervisor sets up process supervision (see supervise.Supervisor),
-// with this binary's hidden _reaper subcommand as the reaper process that
+// with this binary run as the reaper process (supervise.ReaperCommand, which
+// the supervise package serves as it initialises) that
 // kills what is left if this process dies without closing its upstreams.
 func startSupervisor(log *slog.Logger, noCgroups bool) *supervise.Supervisor {
 	opts := supervise.Options{Logger: log, NoCgroups: noCgroups}
 	if exe, err := os.Executable(); err == nil {
-		opts.Reaper = []string{exe, "_reaper"}
+		opts.Reaper = []string{exe, supervise.ReaperCommand}
 	} else {
 		log.Warn("no reaper: upstream processes may outlive a killed aggregator", "err", err)
 	}
