@@ -26,7 +26,7 @@ func TestLateAnswerIsToldApartFromAnUnknownID(t *testing.T) {
 	life, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	c := &stdioConn{server: "late", log: rec.Logger(), stdin: stdinW, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdinW),
-		pending: map[int64]chan reply{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
+		pending: map[int64]waiter{}, notices: newSlots(maxNotices), life: life, closed: make(chan struct{})}
 	upstreamIn := jsonrpc.NewReader(stdinR, 1<<20)
 
 	ctx, cancel := context.WithCancel(context.Background())

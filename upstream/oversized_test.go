@@ -59,7 +59,7 @@ func TestOversizedMessageWithoutACallIsLogged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newLogRecorder()
 			waiting := make(chan reply, 1)
-			c := &stdioConn{server: "big", log: rec.Logger(), pending: map[int64]chan reply{1: waiting}}
+			c := &stdioConn{server: "big", log: rec.Logger(), pending: map[int64]waiter{1: {ch: waiting}}}
 			r := jsonrpc.NewReader(strings.NewReader(tc.line+"\n"), 4<<10)
 			_, err := r.Read()
 			var tooLong *jsonrpc.TooLongError

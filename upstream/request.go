@@ -327,33 +327,14 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 	if r.Method == "" {
 		return nil, errors.New("upstream: a request needs a method")
 	}
-	params := r.Params
-	var progressKey int64 // the progress registration to end; 0: none
-	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
-		// Each request gets a token unique on this instance, so progress
-		// from a shared upstream can never reach another session's request.
-		key := i.nextToken.Add(1)
-		var tokenBuf [32]byte
-		if p, ok := withProgressToken(params, appendProgressToken(tokenBuf[:0], key)); ok {
-			params = p
-			sink := &progressSink{downstream: r.ProgressToken, onProgress: r.OnProgress}
-			i.progMu.Lock()
-			i.progress[key] = sink
-			i.progMu.Unlock()
-			progressKey = key
-			defer func() {
-				if progressKey != 0 {
-					i.endProgress(progressKey)
-				}
-			}()
-		}
+	params, progressKey := i.outgoing(ctx, r)
+	if progressKey != 0 {
+		defer func() {
+			if progressKey != 0 {
+				i.endProgress(progressKey)
+			}
+		}()
 	}
-	if len(r.Meta) > 0 {
-		if p, ok := withMeta(params, r.Meta); ok {
-			params = p
-		}
-	}
-	params = i.modernParams(ctx, params)
 	_, remote := i.conn.(*remoteConn)
 	ctx, flight := i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, remote)
 	defer i.flights.end(flight)
@@ -376,11 +357,10 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 	default:
 		raw, err = i.conn.call(ctx, r.Method, nil)
 	}
-	if err == nil && !isObject(raw) {
-		// Every MCP result is an object; what is not cannot be relayed as
-		// one, and a client would fail on it without naming the server.
-		return nil, violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
-			i.server, r.Method, jsonKind(raw))
+	if err == nil {
+		if err = i.notObject(r.Method, raw); err != nil {
+			return nil, err
+		}
 	}
 	if err == nil && progressKey != 0 && r.KeepProgress != nil {
 		key := progressKey
@@ -389,6 +369,46 @@ func (i *Instance) Do(ctx context.Context, r Request) (json.RawMessage, error) {
 		}
 	}
 	return raw, err
+}
+
+// notObject is the error of a result for method that is not a JSON
+// object; nil for an object. Every MCP result is an object; what is not
+// cannot be relayed as one, and a client would fail on it without naming
+// the server.
+func (i *Instance) notObject(method string, raw json.RawMessage) error {
+	if isObject(raw) {
+		return nil
+	}
+	return violation("server %q: its result for %s is %s, not a JSON object; the server does not follow the MCP schema, report it to its maintainers",
+		i.server, method, jsonKind(raw))
+}
+
+// outgoing is r's params as they go to the upstream: with a progress
+// token of the instance's own, registered under progressKey (0: none),
+// when r relays progress, and with r's _meta members and the caller's log
+// level of the 2026-07-28 generation spliced in.
+func (i *Instance) outgoing(ctx context.Context, r Request) (params json.RawMessage, progressKey int64) {
+	params = r.Params
+	if r.OnProgress != nil && len(r.ProgressToken) > 0 {
+		// Each request gets a token unique on this instance, so progress
+		// from a shared upstream can never reach another session's request.
+		key := i.nextToken.Add(1)
+		var tokenBuf [32]byte
+		if p, ok := withProgressToken(params, appendProgressToken(tokenBuf[:0], key)); ok {
+			params = p
+			sink := &progressSink{downstream: r.ProgressToken, onProgress: r.OnProgress}
+			i.progMu.Lock()
+			i.progress[key] = sink
+			i.progMu.Unlock()
+			progressKey = key
+		}
+	}
+	if len(r.Meta) > 0 {
+		if p, ok := withMeta(params, r.Meta); ok {
+			params = p
+		}
+	}
+	return i.modernParams(ctx, params), progressKey
 }
 
 // Notify sends the upstream a notification, its params byte for byte (nil

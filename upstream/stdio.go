@@ -52,7 +52,7 @@ type stdioConn struct {
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[int64]chan reply // by request id; nil once the connection failed
+	pending map[int64]waiter // by request id; nil once the connection failed
 	// abandoned are the ids of the latest calls given up on, to tell their
 	// late answers from answers to ids never sent; guarded by mu.
 	abandoned abandonedIDs
@@ -148,7 +148,7 @@ func startStdio(server string, cmd *exec.Cmd, log *slog.Logger, opts stdioOption
 	life, end := context.WithCancel(context.Background())
 	c := &stdioConn{
 		server: server, log: log, proc: proc, stdin: stdin, writeSlot: make(chan struct{}, 1), pipe: pipeio.New(stdin),
-		pending: map[int64]chan reply{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
+		pending: map[int64]waiter{}, onNotify: opts.onNotify, onRequest: opts.onRequest,
 		requests: newSlots(maxServerRequests), rejects: newSlots(maxServerRequests), notices: newSlots(maxNotices),
 		life: life, end: end, maxMessage: opts.maxMessage,
 		stdinGrace: opts.stdinGrace, termGrace: opts.termGrace, scrub: opts.scrub,
@@ -187,8 +187,12 @@ func (c *stdioConn) fail(err error) {
 		c.mu.Unlock()
 		close(c.closed)
 		c.end()
-		for _, ch := range pending {
-			close(ch)
+		for _, w := range pending {
+			if w.started != nil {
+				w.started.answered(reply{err: c.closedErr()})
+				continue
+			}
+			close(w.ch)
 		}
 	})
 }
@@ -300,8 +304,8 @@ func exitText(err error) string {
 func (c *stdioConn) oversized(e *jsonrpc.TooLongError) {
 	id := e.OversizedID()
 	if key, ok := sentID(id); ok {
-		if ch := c.take(key); ch != nil {
-			ch <- reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}}
+		if w := c.take(key); w.waits() {
+			w.deliver(reply{err: &oversizedResponse{server: c.server, exact: true, TooLongError: e}})
 			return
 		}
 	}
@@ -324,13 +328,13 @@ func (c *stdioConn) malformedAnswer(line []byte, decodeErr error) bool {
 	if !ok {
 		return false
 	}
-	ch := c.take(key)
-	if ch == nil {
+	w := c.take(key)
+	if !w.waits() {
 		return false
 	}
 	c.log.Warn("upstream answered a request with a malformed response", "server", c.server,
 		"id", string(id), "bytes", len(line), "start", c.excerpt(line), "err", decodeErr)
-	ch <- reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)}
+	w.deliver(reply{err: fmt.Errorf("server %q sent a malformed response (%v); the server does not follow JSON-RPC 2.0, report it to its maintainers", c.server, decodeErr)})
 	return true
 }
 
@@ -351,25 +355,48 @@ func sentID(raw json.RawMessage) (int64, bool) {
 	return n, true
 }
 
-// take removes and returns the channel of the pending call with id key.
-func (c *stdioConn) take(key int64) chan reply {
+// waiter is a pending call: a caller waiting on ch (roundTrip), or a
+// call started without a caller that waits (startedCall).
+type waiter struct {
+	ch      chan reply
+	started *startedCall
+}
+
+// waits reports whether w is a pending call (the zero waiter is none).
+func (w waiter) waits() bool { return w.ch != nil || w.started != nil }
+
+// deliver hands w its answer; it never blocks (ch has room for one).
+func (w waiter) deliver(r reply) {
+	if w.started != nil {
+		w.started.answered(r)
+		return
+	}
+	w.ch <- r
+}
+
+// take removes and returns the pending call with id key (none: the zero
+// waiter).
+func (c *stdioConn) take(key int64) waiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch := c.pending[key]
+	w := c.pending[key]
 	delete(c.pending, key)
-	return ch
+	return w
 }
 
 // abandon removes the pending call with id key, which its caller gave up
 // on, and remembers it for late. Both under one lock: an answer that comes
-// in between finds the call either pending or abandoned.
-func (c *stdioConn) abandon(key int64) {
+// in between finds the call either pending or abandoned. It reports
+// whether the call was pending: whoever takes a call out answers it.
+func (c *stdioConn) abandon(key int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pending[key]; ok {
 		delete(c.pending, key)
 		c.abandoned.add(key)
+		return true
 	}
+	return false
 }
 
 // late reports whether id is of a call given up on (see abandon), once.
@@ -436,24 +463,24 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			c.admit(req)
 		}
 	default:
-		var ch chan reply
+		var w waiter
 		if key, ok := sentID(msg.ID); ok {
-			ch = c.take(key)
+			w = c.take(key)
 		}
-		if ch == nil && len(msg.ID) > 2 && msg.ID[0] == '"' {
+		if !w.waits() && len(msg.ID) > 2 && msg.ID[0] == '"' {
 			// The id of a pending call, written as a string: not the id
 			// sent, so not its answer, but the call is told at once rather
 			// than left to wait for one that will not come.
 			if key, ok := sentID(msg.ID[1 : len(msg.ID)-1]); ok {
-				if ch := c.take(key); ch != nil {
+				if w := c.take(key); w.waits() {
 					c.log.Warn("upstream answered a request with its integer id written as a string", "server", c.server, "id", string(msg.ID))
-					ch <- reply{err: fmt.Errorf("server %q answered request %d with the id %s, a string; JSON-RPC 2.0 requires the id exactly as sent, so the answer cannot be taken (report it to the server's maintainers)",
-						c.server, key, msg.ID)}
+					w.deliver(reply{err: fmt.Errorf("server %q answered request %d with the id %s, a string; JSON-RPC 2.0 requires the id exactly as sent, so the answer cannot be taken (report it to the server's maintainers)",
+						c.server, key, msg.ID)})
 					return
 				}
 			}
 		}
-		if ch == nil {
+		if !w.waits() {
 			if c.late(msg.ID) {
 				c.log.Debug("upstream answered a request after the aggregator gave up on it (timed out or cancelled); answer dropped",
 					"server", c.server, "id", string(msg.ID))
@@ -463,10 +490,10 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			return
 		}
 		if msg.Error != nil {
-			ch <- reply{err: msg.Error}
+			w.deliver(reply{err: msg.Error})
 			return
 		}
-		ch <- reply{result: bytes.Clone(msg.Result)}
+		w.deliver(reply{result: bytes.Clone(msg.Result)})
 	}
 }
 
@@ -571,6 +598,12 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 	if n == len(line) {
 		return nil
 	}
+	return c.writeRest(ctx, line, n)
+}
+
+// writeRest writes what is left of line after its first n bytes went out,
+// waiting for room until ctx ends. The caller holds the write slot.
+func (c *stdioConn) writeRest(ctx context.Context, line []byte, n int) error {
 	// The rest waits for room, ending at ctx's deadline; if ctx is
 	// cancelled earlier, a deadline in the past ends it then. Every waiting
 	// write sets its own deadline, so the cancellation must have finished
@@ -650,7 +683,7 @@ func (c *stdioConn) roundTrip(ctx context.Context, id int64, line []byte, buf *[
 		<-c.closed
 		return nil, c.closedErr()
 	}
-	c.pending[key] = ch
+	c.pending[key] = waiter{ch: ch}
 	c.mu.Unlock()
 	if err := c.write(ctx, line); err != nil {
 		// Part of the request may have gone out: an answer may yet come.

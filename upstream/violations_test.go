@@ -317,7 +317,7 @@ func TestRemoteFailingGETStreamIsLoggedOnce(t *testing.T) {
 func TestStdoutJunkWarningsAreBounded(t *testing.T) {
 	const lines = 20 * junkBurst
 	rec := newLogRecorder()
-	c := &stdioConn{server: "chatty", log: rec.Logger(), pending: map[int64]chan reply{}}
+	c := &stdioConn{server: "chatty", log: rec.Logger(), pending: map[int64]waiter{}}
 	for i := range lines / 2 {
 		c.dispatch(fmt.Appendf(nil, "progress %d%%", i))
 		c.dispatch(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{}}`, 1000+i))
