@@ -115,129 +115,194 @@ var _ target = (*upstream.Instance)(nil)
 // the request's own, which send changes as it goes (the tool an
 // mcp_call_tool call names, the params as they go up): a pointer, so that
 // a request does not copy its few hundred bytes.
-func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
-	call := inv.toolCall()
-	var (
-		st       *state
-		server   string
-		entry    *catalog.Entry // a tools/call's
-		counted  *catalog.Entry // what the call counts as, when not entry
-		rs       *runningServer
-		to       target
-		grant    *session.Grant // nil for the aggregator's own server
-		deadline *deadline
-		callCtx  context.Context
-		limit    timeLimit
-	)
-	var decided verdict // the policy's and rate limits', for the audit log
+//
+// send takes a forward through its steps on the caller's goroutine,
+// waiting wherever one waits; start (start.go) takes a tools/call through
+// the same steps without waiting, and hands the rest to a goroutine where
+// one would wait.
+func (p *Proxy) send(ctx context.Context, inv *invocation) (json.RawMessage, *jsonrpc.Error, error) {
+	f := forward{p: p, ctx: ctx, inv: inv}
+	f.begin()
+	// One deferred call ends every call, whatever it came to hold: a
+	// deferred call each costs more than the tests in this one.
+	defer f.end()
+	f.run()
+	return f.result, f.rpcErr, f.err
+}
+
+// forward is one request on its way through the forwarder (send): what it
+// resolved and holds, and once it is answered, its answer.
+type forward struct {
+	p   *Proxy
+	ctx context.Context
+	inv *invocation
+
+	call     bool // a tools/call
+	st       *state
+	server   string
+	entry    *catalog.Entry // a tools/call's
+	counted  *catalog.Entry // what the call counts as, when not entry
+	rs       *runningServer
+	to       target
+	grant    *session.Grant // nil for the aggregator's own server
+	deadline *deadline
+	callCtx  context.Context
+	limit    timeLimit
+	decided  verdict // the policy's and rate limits', for the audit log
 	// bound is the Session of the request's downstream session, for a call
 	// of a stateful server: looked up once, for the lease's owner, its
 	// binding and whether the session ended meanwhile.
-	var bound *Session
+	bound *Session
 	// start is when a tools/call came, on the monotonic clock (monoNow): one
 	// clock read, which its deadline shares when nothing could wait between
 	// them (armedAt). A clock read is not cheap on every machine.
-	var start time.Duration
-	isError := unread // of the result returned, when send read it
-	if call {
-		start = monoNow()
+	start   time.Duration
+	isError toolErrorFlag // of the result returned, when send read it
+	held    holdings
+
+	awaited, admitted    bool
+	loginOffers          int // to a 2026-07-28 client (askLogin)
+	passes, retries      int
+	acquired, prepared   bool // the steps done (acquire, prepare)
+	bridgedTask, extTask bool
+	slot                 *cacheSlot
+	task                 *tasks.Reservation
+	tp                   *taskProgress
+	up                   upstream.Request
+	upCtx                context.Context
+	span                 *telemetry.Span
+
+	// The answer: the raw result, or a JSON-RPC error object; err only
+	// when the caller went away and no response is due.
+	result json.RawMessage
+	rpcErr *jsonrpc.Error
+	err    error
+}
+
+// step is where a step of a forward left it.
+type step uint8
+
+const (
+	stepOn       step = iota // done: on to the next step
+	stepAnswered             // the forward has its answer
+	stepWaits                // it would wait: nothing of the step was done (a step that may not wait)
+)
+
+// begin starts the forward of inv.
+func (f *forward) begin() {
+	f.call = f.inv.toolCall()
+	f.isError = unread
+	if f.call {
+		f.start = monoNow()
 	}
-	// One deferred call ends every call, whatever it came to hold: a
-	// deferred call each costs more than the tests in this one.
-	var held holdings
-	defer func() {
-		held.release(p)
-		if inv.req != nil && !inv.req.Sessionless() && (rs == nil || !rs.pool.Stateless()) && !p.sessions.aliveAs(bound, inv.req.Session) {
-			// The session ended while the request ran: a lease it took
-			// after the session's leases were ended must not outlive it.
-			// (A sessionless request's lease is its _meta conversation's,
-			// not the session's.) A stateless server's call takes none.
-			p.sessionEnded(inv.key)
-		}
-		if !call {
-			return
-		}
-		if counted == nil {
-			counted = entry
-		}
-		if p.opts.Observer == nil && p.audit.Load() == nil {
-			return
-		}
-		elapsed := monoNow() - start
-		p.observeCall(counted, elapsed, callCtx, result, rpcErr, err, isError)
-		if l := p.audit.Load(); l != nil {
-			p.auditCall(l, entry, inv.name, *inv, decided, time.Now(), elapsed, result, rpcErr, err)
-		}
-	}()
-	awaited, admitted := false, false
-	loginOffers := 0 // to a 2026-07-28 client (askLogin)
-	passes := 0
-	for retries := 0; ; {
-		passes++
-		st = p.current()
-		server = inv.server
-		if call {
-			var again bool
-			entry, counted, rpcErr, again = p.resolveTool(ctx, st, inv, &awaited, &loginOffers)
+}
+
+// run takes f from the step it stands at to its answer, waiting wherever a
+// step waits.
+func (f *forward) run() {
+	if !f.acquired && f.acquire(false) != stepOn {
+		return
+	}
+	if !f.prepared && f.prepare(false) != stepOn {
+		return
+	}
+	raw, derr := f.to.Do(f.upCtx, f.up)
+	f.finish(raw, derr, false)
+}
+
+// answered sets f's answer to the error rpcErr and reports stepAnswered.
+func (f *forward) answered(rpcErr *jsonrpc.Error) step {
+	f.rpcErr = rpcErr
+	return stepAnswered
+}
+
+// acquire resolves the target and acquires an instance of it, with the
+// call's deadline armed. With atOnce it does only what needs no wait: a
+// tools/call of a tool the catalog exports as it stands, to a shared
+// server, without a policy that may ask.
+func (f *forward) acquire(atOnce bool) step {
+	p, inv := f.p, f.inv
+	for {
+		f.passes++
+		st := p.current()
+		f.st, f.server = st, inv.server
+		if f.call {
+			if atOnce && !inv.resolvesAtOnce(st) {
+				return stepWaits
+			}
+			var (
+				rpcErr *jsonrpc.Error
+				again  bool
+			)
+			f.entry, f.counted, rpcErr, again = p.resolveTool(f.ctx, st, inv, &f.awaited, &f.loginOffers)
 			if rpcErr != nil {
-				return nil, rpcErr, nil
+				return f.answered(rpcErr)
 			}
 			if again {
 				continue
 			}
-			if mismatch := paramHeaderMismatch(inv.req, entry); mismatch != nil {
-				return nil, mismatch, nil
+			if mismatch := paramHeaderMismatch(inv.req, f.entry); mismatch != nil {
+				return f.answered(mismatch)
 			}
-			server = entry.Server
+			f.server = f.entry.Server
 		}
-		if server == adminServer {
+		if f.server == adminServer {
 			// Its tools answer at once, and hold nothing of an upstream's.
-			to, callCtx, deadline = &ownServer{p: p, st: st, key: inv.key, client: requestClient(inv.req)}, ctx, noDeadline()
-			break
+			f.to, f.callCtx, f.deadline = &ownServer{p: p, st: st, key: inv.key, client: requestClient(inv.req)}, f.ctx, noDeadline()
+			return f.got()
 		}
-		rs = st.servers[server]
+		rs := st.servers[f.server]
+		f.rs = rs
 		if inv.onTask != nil {
-			limit = inv.limit
-			callCtx, deadline = newDeadline(ctx, limit.d)
-			var gone bool
-			if grant, rpcErr, gone = p.taskInstance(ctx, callCtx, rs, inv); grant != nil {
-				to = grant.Instance
-				break
+			f.limit = inv.limit
+			f.callCtx, f.deadline = newDeadline(f.ctx, f.limit.d)
+			grant, rpcErr, gone := p.taskInstance(f.ctx, f.callCtx, rs, inv)
+			if grant != nil {
+				f.to, f.grant = grant.Instance, grant
+				return f.got()
 			}
-			deadline.stop()
+			f.deadline.stop()
 			if gone {
-				return nil, nil, ctx.Err()
+				f.err = f.ctx.Err()
+				return stepAnswered
 			}
-			return nil, rpcErr, nil
+			return f.answered(rpcErr)
 		}
 		if rs == nil {
-			return nil, errorObject(codeInternal, "%s: the server is not running", inv.subject(server)), nil
+			return f.answered(errorObject(codeInternal, "%s: the server is not running", inv.subject(f.server)))
 		}
-		if call && !admitted { // a retry is the same call: decided once
-			admitted = true
-			if rpcErr, decided = p.admitCall(ctx, st, entry, inv); rpcErr != nil {
-				return nil, rpcErr, nil
+		if f.call && !f.admitted { // a retry is the same call: decided once
+			if atOnce && st.policy != nil {
+				return stepWaits // the policy may ask the user
 			}
-			if decided.denied != nil {
-				return decided.denied, nil, nil
+			f.admitted = true
+			var rpcErr *jsonrpc.Error
+			if rpcErr, f.decided = p.admitCall(f.ctx, st, f.entry, inv); rpcErr != nil {
+				return f.answered(rpcErr)
 			}
+			if f.decided.denied != nil {
+				f.result = f.decided.denied
+				return stepAnswered
+			}
+		}
+		if atOnce && !rs.pool.Stateless() {
+			return stepWaits // a lease may have to start, or wait for room
 		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
-				"server", server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
+				"server", f.server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
 		}
-		if call {
-			limit = toolLimit(rs.cfg, entry)
-			callCtx, deadline = callDeadline(ctx, inv.req, limit.d, armedAt(start, passes, st))
+		if f.call {
+			f.limit = toolLimit(rs.cfg, f.entry)
+			f.callCtx, f.deadline = callDeadline(f.ctx, inv.req, f.limit.d, armedAt(f.start, f.passes, st))
 		} else {
 			// Not necessarily its request's whole work (a listen stream
 			// subscribes on its own request): a context of its own.
-			limit = requestLimit(rs.cfg)
-			callCtx, deadline = newDeadline(ctx, limit.d)
+			f.limit = requestLimit(rs.cfg)
+			f.callCtx, f.deadline = newDeadline(f.ctx, f.limit.d)
 		}
-		var aerr error
 		claim := session.Claim{Holder: holderOf(inv.req)}
-		bound = nil
+		f.bound = nil
 		if !rs.pool.Stateless() && inv.req != nil {
 			// A leased instance serves this host alone: it declares the
 			// host's own extension settings (upstream.ForHost).
@@ -247,60 +312,94 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 				// The lease is its conversation's, which needs room for a Session.
 				conv, cerr := p.sessions.conversation(inv.key)
 				if cerr != nil {
-					deadline.stop()
-					return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+					f.deadline.stop()
+					return f.answered(errorObject(codeInternal, "%s: %v", inv.subject(f.server), cerr))
 				}
 				holds = conv
 			} else {
-				bound = p.session(inv.req.Session)
-				holds = bound
+				f.bound = p.session(inv.req.Session)
+				holds = f.bound
 			}
 			// The lease keeps who holds it, for a profile edit to judge
 			// (revokeLeases).
 			claim.Owner = holds.leaseOwner(inv.req)
 		}
-		grant, aerr = rs.pool.AcquireFor(callCtx, inv.key, claim)
+		// A shared server's instance is granted at once, or refused at once.
+		grant, aerr := rs.pool.AcquireFor(f.callCtx, inv.key, claim)
 		if aerr == nil {
-			to = grant.Instance
-			break
+			f.to, f.grant = grant.Instance, grant
+			return f.got()
 		}
-		deadline.stop()
-		if errors.Is(aerr, session.ErrClosed) && retries < 3 {
-			retries++
+		f.deadline.stop()
+		if errors.Is(aerr, session.ErrClosed) && f.retries < 3 {
+			f.retries++
 			continue
 		}
-		if again, offer, handled := p.askLogin(ctx, inv.req, server, aerr, &loginOffers); handled {
+		if atOnce {
+			return stepWaits // the error may offer a login, which waits for the person
+		}
+		if again, offer, handled := p.askLogin(f.ctx, inv.req, f.server, aerr, &f.loginOffers); handled {
 			if again {
 				continue
 			}
-			return nil, offer, nil
+			return f.answered(offer)
 		}
-		if offer := p.loginOffer(ctx, inv.req, server, aerr); offer != nil {
-			return nil, offer, nil
+		if offer := p.loginOffer(f.ctx, inv.req, f.server, aerr); offer != nil {
+			return f.answered(offer)
 		}
-		return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(rs.cfg, aerr.Error())), nil
+		return f.answered(errorObject(codeInternal, "%s: %s", inv.subject(f.server), p.scrub(rs.cfg, aerr.Error())))
 	}
-	held.deadline, held.grant = deadline, grant
+}
 
-	if call && grant != nil && st.limits.bounds(entry.Settings.MaxInstances) {
+// got records the target acquire found, and what the forward now holds.
+func (f *forward) got() step {
+	f.held.deadline, f.held.grant = f.deadline, f.grant
+	f.acquired = true
+	return stepOn
+}
+
+// resolvesAtOnce reports whether resolveTool resolves inv under st
+// without waiting or asking: a tool the catalog exports, which the
+// caller's profile shows, of a server other than the aggregator's own.
+func (inv *invocation) resolvesAtOnce(st *state) bool {
+	e := inv.entry
+	if inv.entryIn != st.catalog {
+		var ok bool
+		if e, ok = st.catalog.Lookup(inv.name); !ok {
+			return false
+		}
+	}
+	return e != nil && e.Server != adminServer && st.profileOf(requestClient(inv.req)).tool(e)
+}
+
+// prepare takes what the call needs beside its instance (its share of the
+// call limits, its task) and builds the request that goes upstream. With
+// atOnce it does only what needs no wait: a call bounded by instance
+// limits, or that runs as a task, waits.
+func (f *forward) prepare(atOnce bool) step {
+	p, inv, rs, grant, entry, call := f.p, f.inv, f.rs, f.grant, f.entry, f.call
+	bounded := call && grant != nil && f.st.limits.bounds(entry.Settings.MaxInstances)
+	f.bridgedTask = call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
+	if atOnce && (bounded || len(inv.task) > 0 || f.bridgedTask) {
+		return stepWaits
+	}
+	if bounded {
 		tool := ""
 		if entry.Settings.MaxInstances > 0 {
 			tool = entry.Server + "/" + entry.Original
 		}
-		hold, lerr := st.limits.acquire(callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
+		hold, lerr := f.st.limits.acquire(f.callCtx, holderOf(inv.req), tool, entry.Settings.MaxInstances)
 		if lerr != nil {
 			var full *limitError
 			if errors.As(lerr, &full) && errors.Is(lerr, ErrTimeout) {
-				return nil, errorObject(codeInternal, "%s: %s calls were in flight for the whole %s set by %s; raise that limit, or %s to let a call wait longer",
-					inv.subject(server), full.limit, limit.d, limit.setting, limit.setting), nil
+				return f.answered(errorObject(codeInternal, "%s: %s calls were in flight for the whole %s set by %s; raise that limit, or %s to let a call wait longer",
+					inv.subject(f.server), full.limit, f.limit.d, f.limit.setting, f.limit.setting))
 			}
-			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), lerr), nil
+			return f.answered(errorObject(codeInternal, "%s: %v", inv.subject(f.server), lerr))
 		}
-		held.limits, held.limited = hold, true
+		f.held.limits, f.held.limited = hold, true
 	}
-
-	bridgedTask := call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
-	if bridgedTask {
+	if f.bridgedTask {
 		inv.task = json.RawMessage(`{}`) // the extension's task, as a 2025-11-25 task upstream
 		if params, ok := rawjson.Set(inv.params, "task", func([]byte) []byte { return inv.task }); ok {
 			inv.params = params // the params go up as the client sent them, edited where they stand
@@ -308,33 +407,32 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 	}
 	// A session's task on a server that speaks the tasks extension: the
 	// call goes up declaring the extension, without params.task.
-	extTask := call && grant != nil && len(inv.task) > 0 && !bridgedTask && inv.req != nil && !inv.req.Sessionless() &&
+	f.extTask = call && grant != nil && len(inv.task) > 0 && !f.bridgedTask && inv.req != nil && !inv.req.Sessionless() &&
 		protocol.Modern(grant.Instance.Protocol()) && offersTasksExtension(rs)
-	if extTask {
+	if f.extTask {
 		inv.params = rawjson.Without(inv.params, "task")
 	}
 	slot, cached, hit := p.cachedResult(inv, rs, grant)
 	if hit {
-		return cached, nil, nil
+		f.result = cached
+		return stepAnswered
 	}
+	f.slot = slot
 	up := upstream.Request{Method: inv.method, Params: inv.params}
 	if call {
 		var cerr error
 		if up, cerr = (upstream.Call{Name: entry.Original, Params: inv.params, Arguments: inv.args, Withhold: withheldMeta}).Request(); cerr != nil {
-			return nil, errorObject(codeInternal, "%s: %v", inv.subject(server), cerr), nil
+			return f.answered(errorObject(codeInternal, "%s: %v", inv.subject(f.server), cerr))
 		}
 	}
-	var (
-		task *tasks.Reservation
-		tp   *taskProgress
-	)
 	if len(inv.task) > 0 && grant != nil {
-		if task, rpcErr = p.beginTask(*inv); rpcErr != nil {
-			return nil, rpcErr, nil
+		var rpcErr *jsonrpc.Error
+		if f.task, rpcErr = p.beginTask(*inv); rpcErr != nil {
+			return f.answered(rpcErr)
 		}
-		held.task = task
-		held.expected = p.tasks.Expect(grant.Instance)
-		if rs != nil && (rs.pool.Stateless() || bridgedTask) {
+		f.held.task = f.task
+		f.held.expected = p.tasks.Expect(grant.Instance)
+		if rs != nil && (rs.pool.Stateless() || f.bridgedTask) {
 			// A shared instance's requests outside any call reach the
 			// session whose task they name (those about a bridged task of
 			// the tasks extension are held for its conversation). Set before the call goes out:
@@ -349,99 +447,111 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 		if grant != nil {
 			up.OnServerRequest = p.callRequests(inv.req, grant.Instance)
 			if inv.onTask == nil {
-				p.bindSession(rs, grant, inv.req, inv.key, bound)
+				p.bindSession(rs, grant, inv.req, inv.key, f.bound)
 			}
 			p.inflight.add(grant.Instance, inv.req)
-			held.running, held.req = grant.Instance, inv.req
+			f.held.running, f.held.req = grant.Instance, inv.req
 		}
 	} else if inv.ask != nil && grant != nil {
 		up.OnServerRequest = inv.ask
 	}
 	if inv.req != nil && len(inv.token) > 0 && grant != nil {
 		up.ProgressToken = inv.token
-		// Locals, so that inv itself stays on the stack.
-		send, session, inst, use := inv.req.Send, inv.session(), grant.Instance, deadline.uses()
+		// Locals, so that the closure keeps no more than it needs.
+		send, session, inst, deadline := inv.req.Send, inv.session(), grant.Instance, f.deadline
+		use := deadline.uses()
 		up.OnProgress = func(params json.RawMessage) {
 			deadline.pushBack(use) // progress proves the call is alive
 			send(&jsonrpc.Message{Method: "notifications/progress", Params: p.relatedOut(params, inst, session)})
 		}
-		if task != nil {
+		if f.task != nil {
 			// A task's progress token outlives the call: a copy of its
 			// own, since the request's bytes may share the buffer the
 			// transport read them into, which the token would keep.
-			tp = p.newTaskProgress(inst, up.OnProgress)
-			up.OnProgress, up.KeepProgress = tp.onProgress, tp.keep
+			f.tp = p.newTaskProgress(inst, up.OnProgress)
+			up.OnProgress, up.KeepProgress = f.tp.onProgress, f.tp.keep
 			up.ProgressToken = append(json.RawMessage(nil), inv.token...)
 		}
 	}
-	upCtx := callCtx
+	f.upCtx = f.callCtx
 	if grant != nil {
 		tool := ""
 		if call {
 			tool = entry.Original
 		}
-		var span *telemetry.Span
-		upCtx, span = p.upstreamSpan(callCtx, inv.method, tool, rs, grant)
-		if span != nil {
+		f.upCtx, f.span = p.upstreamSpan(f.callCtx, inv.method, tool, rs, grant)
+		if f.span != nil {
 			if call && inv.name != entry.Original {
-				span.SetExportedName(inv.name)
+				f.span.SetExportedName(inv.name)
 			}
 			// The upstream's spans nest under this request's, in the
 			// client's trace.
-			up.Meta = span.Meta(nil)
-			defer func() { span.End(result, rpcErr, err) }()
+			up.Meta = f.span.Meta(nil)
 		}
 	}
 	up.OnServerRequest = slot.watch(up.OnServerRequest)
 	if call && grant != nil {
-		upCtx = p.callerFor(upCtx, inv.req, rs, grant.Instance)
+		f.upCtx = p.callerFor(f.upCtx, inv.req, rs, grant.Instance)
 	}
-	if call && grant != nil && (declaresTasksExtension(inv.req) || extTask) {
-		upCtx = upstream.WithTasksExtension(upCtx) // the upstream may answer with a task
+	if call && grant != nil && (declaresTasksExtension(inv.req) || f.extTask) {
+		f.upCtx = upstream.WithTasksExtension(f.upCtx) // the upstream may answer with a task
 	}
-	raw, derr := to.Do(upCtx, up)
-	for derr != nil && ctx.Err() == nil {
+	f.up = up
+	f.prepared = true
+	return stepOn
+}
+
+// finish takes the upstream's answer to the request (raw, or derr) to the
+// forward's answer. With atOnce it does only what needs no wait: an error,
+// which may offer a login, or a task where none was asked for, waits.
+func (f *forward) finish(raw json.RawMessage, derr error, atOnce bool) step {
+	p, inv, grant, call := f.p, f.inv, f.grant, f.call
+	if atOnce && derr != nil {
+		return stepWaits
+	}
+	for derr != nil && f.ctx.Err() == nil {
 		// A 2026-07-28 client is offered the login the call needs, and the
 		// call is tried again once it accepted; the wait for the person is
 		// not the server's: the call's timeout starts again after it.
-		deadline.pause()
-		again, offer, handled := p.askLogin(ctx, inv.req, server, derr, &loginOffers)
+		f.deadline.pause()
+		again, offer, handled := p.askLogin(f.ctx, inv.req, f.server, derr, &f.loginOffers)
 		if !handled {
-			deadline.reset()
+			f.deadline.reset()
 			break
 		}
 		if !again {
-			return nil, offer, nil
+			return f.answered(offer)
 		}
-		deadline.reset()
-		raw, derr = to.Do(upCtx, up)
+		f.deadline.reset()
+		raw, derr = f.to.Do(f.upCtx, f.up)
 	}
 	if derr != nil {
 		var upstreamErr *upstream.RPCError
 		switch {
 		case errors.As(derr, &upstreamErr):
-			return nil, &jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data}, nil
-		case errors.Is(derr, ErrTimeout) || (ctx.Err() == nil && errors.Is(derr, context.DeadlineExceeded)):
+			return f.answered(&jsonrpc.Error{Code: upstreamErr.Code, Message: upstreamErr.Message, Data: upstreamErr.Data})
+		case errors.Is(derr, ErrTimeout) || (f.ctx.Err() == nil && errors.Is(derr, context.DeadlineExceeded)):
 			hint := inv.hint
 			if hint == "" {
-				hint = "raise " + limit.setting + " if it needs longer"
+				hint = "raise " + f.limit.setting + " if it needs longer"
 			}
-			return nil, errorObject(codeInternal, "%s: no result within %s set by %s (cancelled upstream); %s",
-				inv.subject(server), limit.d, limit.setting, hint), nil
-		case ctx.Err() != nil:
-			return nil, nil, ctx.Err() // the client cancelled; no response is due
+			return f.answered(errorObject(codeInternal, "%s: no result within %s set by %s (cancelled upstream); %s",
+				inv.subject(f.server), f.limit.d, f.limit.setting, hint))
+		case f.ctx.Err() != nil:
+			f.err = f.ctx.Err() // the client cancelled; no response is due
+			return stepAnswered
 		default:
-			if offer := p.loginOffer(ctx, inv.req, server, derr); offer != nil {
-				return nil, offer, nil
+			if offer := p.loginOffer(f.ctx, inv.req, f.server, derr); offer != nil {
+				return f.answered(offer)
 			}
 			var cfg *config.Server
-			if rs != nil {
-				cfg = rs.cfg
-				if why := p.cutByReload(server, rs, derr); why != "" {
-					return nil, errorObject(codeInternal, "%s: %s", inv.label(), why), nil
+			if f.rs != nil {
+				cfg = f.rs.cfg
+				if why := p.cutByReload(f.server, f.rs, derr); why != "" {
+					return f.answered(errorObject(codeInternal, "%s: %s", inv.label(), why))
 				}
 			}
-			return nil, errorObject(codeInternal, "%s: %s", inv.subject(server), p.scrub(cfg, derr.Error())), nil
+			return f.answered(errorObject(codeInternal, "%s: %s", inv.subject(f.server), p.scrub(cfg, derr.Error())))
 		}
 	}
 	taskHandle, rawIsError := false, unread
@@ -451,29 +561,66 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (result json.RawMessa
 			taskHandle = isTaskHandle(raw)
 		}
 	}
-	if call && grant != nil && task == nil && taskHandle {
-		handle, rpcErr := p.taskHandle(*inv, entry.Server, grant.Instance, raw)
-		return handle, rpcErr, nil // a task handle has no content to add notes to, and is never cached
+	if call && grant != nil && f.task == nil && taskHandle {
+		if atOnce {
+			return stepWaits
+		}
+		f.result, f.rpcErr = p.taskHandle(*inv, f.entry.Server, grant.Instance, raw)
+		return stepAnswered // a task handle has no content to add notes to, and is never cached
 	}
-	if extTask && task != nil && taskHandle {
-		tp.drop()
-		created, rpcErr := p.extensionTaskCreated(task, entry.Server, grant.Instance, inv.key, limit, raw)
-		return created, rpcErr, nil
+	if f.extTask && f.task != nil && taskHandle {
+		f.tp.drop()
+		f.result, f.rpcErr = p.extensionTaskCreated(f.task, f.entry.Server, grant.Instance, inv.key, f.limit, raw)
+		return stepAnswered
 	}
-	if task != nil {
-		if created, ok := p.taskCreated(task, tp, entry.Server, grant.Instance, inv.key, limit, raw); ok {
-			if bridgedTask {
-				return extensionHandle(created), nil, nil
+	if f.task != nil {
+		if created, ok := p.taskCreated(f.task, f.tp, f.entry.Server, grant.Instance, inv.key, f.limit, raw); ok {
+			if f.bridgedTask {
+				created = extensionHandle(created)
 			}
-			return created, nil, nil // a CreateTaskResult has no content to add notes to
+			f.result = created // a CreateTaskResult has no content to add notes to
+			return stepAnswered
 		}
 	}
 	if call && grant != nil {
-		raw = leaseNotes(raw, rs, grant, inv.req) // text added to content: isError stays
-		isError = rawIsError
+		raw = leaseNotes(raw, f.rs, grant, inv.req) // text added to content: isError stays
+		f.isError = rawIsError
 	}
-	p.keepResult(slot, raw)
-	return raw, nil, nil
+	p.keepResult(f.slot, raw)
+	f.result = raw
+	return stepAnswered
+}
+
+// end gives back what the forward holds, and counts and audits a
+// tools/call with its answer.
+func (f *forward) end() {
+	p, inv := f.p, f.inv
+	if f.span != nil {
+		f.span.End(f.result, f.rpcErr, f.err)
+	}
+	f.held.release(p)
+	if inv.req != nil && !inv.req.Sessionless() && (f.rs == nil || !f.rs.pool.Stateless()) && !p.sessions.aliveAs(f.bound, inv.req.Session) {
+		// The session ended while the request ran: a lease it took
+		// after the session's leases were ended must not outlive it.
+		// (A sessionless request's lease is its _meta conversation's,
+		// not the session's.) A stateless server's call takes none.
+		p.sessionEnded(inv.key)
+	}
+	if !f.call {
+		return
+	}
+	counted := f.counted
+	if counted == nil {
+		counted = f.entry
+	}
+	if p.opts.Observer == nil && p.audit.Load() == nil {
+		return
+	}
+	elapsed := monoNow() - f.start
+	p.observeCall(counted, elapsed, f.callCtx, f.result, f.rpcErr, f.err, f.isError)
+	if l := p.audit.Load(); l != nil {
+		p.auditCall(l, f.entry, inv.name, *inv, f.decided, time.Now(), elapsed, f.result, f.rpcErr, f.err)
+	}
 }
 
 // holdings are what a call came to hold on its way upstream, each given
