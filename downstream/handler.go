@@ -177,6 +177,26 @@ type Handler interface {
 	SessionClosed(Session)
 }
 
+// Starter is implemented by a Handler that can serve some requests
+// without a goroutine waiting on each: the stdio transport offers it each
+// request on the goroutine that read it, which reads on as soon as Start
+// returns.
+type Starter interface {
+	// Start begins serving req as Handle would and returns true; the
+	// response (nil when none is due, as Handle's) goes to done once, from
+	// whichever goroutine has it, possibly before Start returns. Start
+	// returns false, having done nothing, for a request it leaves to
+	// Handle. It must not block: whatever may wait goes on a goroutine of
+	// its own.
+	Start(ctx context.Context, req *Request, done Completion) bool
+}
+
+// Completion takes the response of a request a Starter serves. Complete
+// must not block, and is called once.
+type Completion interface {
+	Complete(resp *jsonrpc.Message)
+}
+
 // Caller is who req comes from, with its client and claims.
 func (req *Request) Caller() identity.Caller {
 	return identity.Caller{Principal: req.Principal, Client: req.Client, Claims: req.Claims}

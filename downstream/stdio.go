@@ -79,6 +79,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 		workers: workers{idle: make(chan func())}, asks: newOutgoing(),
 	}
 	s.send = s.Notify
+	s.starter, _ = h.(Starter)
 	s.detached = context.WithoutCancel(ctx)
 	writeErr := make(chan error, 1)
 	// More than one request in flight: responses are likely to be
@@ -127,6 +128,7 @@ func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opt
 type stdioSession struct {
 	log     *slog.Logger
 	h       Handler
+	starter Starter // h, when it is one; nil otherwise
 	ob      *lineQueue
 	slots   *slots // one per request in flight, released once its response is written
 	workers workers
@@ -244,8 +246,17 @@ func (s *stdioSession) read(ctx context.Context) {
 				continue // refused: reading goes on
 			}
 			if call := s.start(ctx, &msg, nil); call != nil {
+				req := call.prelude()
+				if req == nil {
+					s.wg.Done() // answered at once
+					continue
+				}
+				if s.starter != nil && s.startCall(call, req) {
+					continue // served without waiting: reading goes on here
+				}
 				s.workers.run(s.follow)
-				call.serve()
+				call.respond(s.handle(call.ctx, req))
+				s.wg.Done()
 				return
 			}
 		default:
@@ -452,6 +463,9 @@ type stdioCall struct {
 	// batch is the batch the request came in, which takes its response;
 	// nil for a request on its own.
 	batch *batchAnswer
+	// completed is set by the response of a call the Handler's Starter
+	// serves (Complete).
+	completed atomic.Bool
 }
 
 // start registers a request and returns the call that serves it, or nil
@@ -551,12 +565,30 @@ func (c *stdioCall) ask(ctx context.Context, method string, params json.RawMessa
 	return s.asks.call(ctx, method, params, s.Notify, func(m *jsonrpc.Message) { s.Notify(m) })
 }
 
-// serve serves the call and sends its response. The call ends (end)
-// before its response is queued: a client may reuse the id the moment it
-// reads the response.
+// serve serves the call on the goroutine it runs on and sends its
+// response.
 func (c *stdioCall) serve() {
+	defer c.s.wg.Done()
+	if req := c.prelude(); req != nil {
+		c.respond(c.s.handle(c.ctx, req))
+	}
+}
+
+// Complete is the response of a call the Handler's Starter serves
+// (Completion); a second is ignored.
+func (c *stdioCall) Complete(resp *jsonrpc.Message) {
+	if c.completed.Swap(true) {
+		return
+	}
+	c.respond(resp)
+	c.s.wg.Done()
+}
+
+// prelude checks the call's request before it is served, and completes
+// the Request the Handler sees; nil when the call was answered (refused)
+// instead.
+func (c *stdioCall) prelude() *Request {
 	s, msg := c.s, c.Msg
-	defer s.wg.Done()
 	initialize := msg.Method == "initialize"
 	if initialize && !s.initialized.CompareAndSwap(initNone, initRunning) {
 		// As over HTTP: a session is initialized once; a second
@@ -564,19 +596,19 @@ func (c *stdioCall) serve() {
 		// the requests already made with them.
 		c.finish(jsonrpc.Failure(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"initialize was already sent on this connection: send it once per connection; to start over, start a new connection")).Encode())
-		return
+		return nil
 	}
 	meta := readMeta(msg.Params)
 	if v := meta.version; v != "" && !protocol.Supported(v) && !initialize {
 		// As over HTTP: a request that names a generation the
 		// server does not speak is refused, with those it does.
 		c.finish(jsonrpc.Failure(msg.ID, unsupportedVersion(msg.ID, v).err).Encode())
-		return
+		return nil
 	}
 	if protocol.Modern(meta.version) && !initialize {
 		if err := checkModernRequest(msg, meta); err != nil {
 			c.finish(jsonrpc.Failure(msg.ID, err).Encode())
-			return
+			return nil
 		}
 	}
 	req := &c.Request
@@ -585,7 +617,15 @@ func (c *stdioCall) serve() {
 	if usesRequests(req) {
 		req.Ask = c.ask
 	}
-	resp := s.handle(c.ctx, req)
+	return req
+}
+
+// respond sends the call's response (nil: none is due). The call ends
+// (end) before its response is queued: a client may reuse the id the
+// moment it reads the response.
+func (c *stdioCall) respond(resp *jsonrpc.Message) {
+	s, msg := c.s, c.Msg
+	initialize := msg.Method == "initialize"
 	if initialize {
 		if resp != nil && resp.Error == nil {
 			s.initialized.Store(initDone)
@@ -604,7 +644,7 @@ func (c *stdioCall) serve() {
 		}
 		// A copy: the session keeps it, and it would otherwise keep the
 		// whole buffer the line was read into (jsonrpc.Reader.ReadOwned).
-		caps := json.RawMessage(bytes.Clone(req.ClientCapabilities))
+		caps := json.RawMessage(bytes.Clone(c.Request.ClientCapabilities))
 		s.caps.Store(&caps)
 		// Open before the answer goes out: a client may send its next
 		// request the moment it reads it.
@@ -653,6 +693,20 @@ func (s *stdioSession) handle(ctx context.Context, req *Request) (resp *jsonrpc.
 		}
 	}()
 	return s.h.Handle(ctx, req)
+}
+
+// startCall offers the Handler's Starter the request of call, whose
+// prelude was done, and reports whether it took it; a panic becomes an
+// internal error response, as in handle.
+func (s *stdioSession) startCall(call *stdioCall, req *Request) (took bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("the handler panicked", "method", clip(req.Msg.Method), "panic", v, "stack", string(debug.Stack()))
+			call.Complete(jsonrpc.Failure(nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error while serving %s", clip(req.Msg.Method))))
+			took = true
+		}
+	}()
+	return s.starter.Start(call.ctx, req, call)
 }
 
 // notified passes a notification to the Handler; a panic is logged, and

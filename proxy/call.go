@@ -164,6 +164,7 @@ type forward struct {
 	loginOffers          int // to a 2026-07-28 client (askLogin)
 	passes, retries      int
 	acquired, prepared   bool // the steps done (acquire, prepare)
+	ended                bool // end ran
 	bridgedTask, extTask bool
 	slot                 *cacheSlot
 	task                 *tasks.Reservation
@@ -594,6 +595,10 @@ func (f *forward) finish(raw json.RawMessage, derr error, atOnce bool) step {
 // end gives back what the forward holds, and counts and audits a
 // tools/call with its answer.
 func (f *forward) end() {
+	if f.ended {
+		return
+	}
+	f.ended = true
 	p, inv := f.p, f.inv
 	if f.span != nil {
 		f.span.End(f.result, f.rpcErr, f.err)

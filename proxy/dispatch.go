@@ -385,11 +385,17 @@ func (p *Proxy) toolsCall(ctx context.Context, req *downstream.Request) *jsonrpc
 	if bad := leaseNameError(req, params.Lease); bad != nil {
 		return bad
 	}
-	inv := invocation{method: "tools/call", name: params.Name, entry: params.Entry, entryIn: st.catalog,
-		params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req}
-	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
-	inv.token = params.Token
+	var inv invocation
+	inv.callOf(req, params, st)
 	return response(p.send(ctx, &inv))
+}
+
+// callOf makes inv the tools/call req, whose params read as params under
+// st's catalog.
+func (inv *invocation) callOf(req *downstream.Request, params callParams, st *state) {
+	*inv = invocation{method: "tools/call", name: params.Name, entry: params.Entry, entryIn: st.catalog,
+		params: req.Msg.Params, args: params.Arguments, task: params.Task, req: req, token: params.Token}
+	inv.key, inv.anonymous = leaseKeyOf(req, params.Lease)
 }
 
 // listen serves subscriptions/listen: an acknowledgement first, then the

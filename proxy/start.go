@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"runtime/debug"
+
+	"github.com/mcp-aggregator/mcp-aggregator/bridge"
+	"github.com/mcp-aggregator/mcp-aggregator/downstream"
+	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
+	"github.com/mcp-aggregator/mcp-aggregator/upstream"
+)
+
+// Start serves req as Handle does, without a goroutine of its own waiting
+// for the upstream (downstream.Starter): a tools/call is taken through the
+// forwarder's steps at once on the transport's goroutine, sent with
+// upstream.Instance.Start, and answered from the goroutine that reads the
+// upstream's answer. Wherever a step would wait (a lease to acquire, a
+// policy that may ask, limits, a task, an error that may offer a login,
+// an upstream over HTTP), the rest goes on a goroutine of its own, the
+// same steps waiting where they wait. Start returns false, having done
+// nothing, for a request Handle is to serve: any other method, a call
+// while tracing (its request span), a call the bridge holds, a call whose
+// params or tool are not ready to go.
+func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstream.Completion) bool {
+	if req.Msg.Method != "tools/call" || p.opts.Tracer != nil || bridge.Bridgeable(req) || invalidLogLevel(req) != nil {
+		return false
+	}
+	st := p.current()
+	params, ok := parseCallParams(req.Msg.Params, st.catalog)
+	if !ok || params.Entry == nil || len(params.Task) > 0 || leaseNameError(req, params.Lease) != nil {
+		return false // answered by Handle, which says why or waits for the catalog
+	}
+	req.Profile = st.requestProfile(req.Caller(), req.View)
+	c := &startedCall{done: done}
+	c.inv.callOf(req, params, st)
+	c.f = forward{p: p, ctx: ctx, inv: &c.inv}
+	c.f.begin()
+	c.start()
+	return true
+}
+
+// startedCall is a tools/call that Start serves: its forward, and where
+// its response goes.
+type startedCall struct {
+	f    forward
+	inv  invocation
+	done downstream.Completion
+}
+
+// start takes the call through the steps that need no wait, and sends it.
+func (c *startedCall) start() {
+	f := &c.f
+	switch f.acquire(true) {
+	case stepAnswered:
+		c.answer()
+		return
+	case stepWaits:
+		go c.wait()
+		return
+	}
+	switch f.prepare(true) {
+	case stepAnswered:
+		c.answer()
+		return
+	case stepWaits:
+		go c.wait()
+		return
+	}
+	inst, ok := f.to.(*upstream.Instance)
+	if !ok || !inst.Start(f.upCtx, f.up, c) {
+		go c.wait()
+	}
+}
+
+// wait serves the rest of the call on the goroutine it runs on, waiting
+// wherever a step waits.
+func (c *startedCall) wait() {
+	defer c.recovered()
+	c.f.run()
+	c.answer()
+}
+
+// Complete takes the upstream's answer (upstream.Completion), on the
+// goroutine that read it.
+func (c *startedCall) Complete(raw json.RawMessage, err error) {
+	defer c.recovered()
+	if c.f.finish(raw, err, true) == stepWaits {
+		go func() {
+			defer c.recovered()
+			c.f.finish(raw, err, false)
+			c.answer()
+		}()
+		return
+	}
+	c.answer()
+}
+
+// answer ends the forward and sends its response, encoded for the
+// request's generation as dispatch encodes it.
+func (c *startedCall) answer() {
+	f := &c.f
+	f.end()
+	c.done.Complete(f.p.encode(c.inv.req, response(f.result, f.rpcErr, f.err)))
+}
+
+// recovered turns a panic while serving the call into an internal error
+// response, as the transports do for Handle, rather than the end of the
+// process; what the call holds is given back.
+func (c *startedCall) recovered() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	f := &c.f
+	f.p.log.Error("the handler panicked", "method", "tools/call", "panic", v, "stack", string(debug.Stack()))
+	f.result, f.err = nil, nil
+	f.rpcErr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error while serving tools/call")
+	c.answer()
+}
