@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/identity"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
@@ -132,6 +133,66 @@ type Request struct {
 	// A handler uses it to bound its work (a call's timeout) without a
 	// context of its own. Nil for requests made outside a transport.
 	Cancel context.CancelCauseFunc
+
+	// watch, when the transport has one, tells of the request's
+	// cancellation (OnCancel).
+	watch *cancelWatch
+}
+
+// Canceler is told that a request was cancelled (Request.OnCancel).
+type Canceler interface {
+	Cancel(cause error)
+}
+
+// OnCancel has c told, once, when the request is cancelled (Cancel, the
+// client's cancellation, the end of its session), with the cause its
+// context then gives; at once, when it was cancelled already. It reports
+// false, having done nothing, when the request's transport does not tell:
+// the caller then watches the request's context. What c.Cancel does must
+// not block. A Starter uses it to give up a request without watching its
+// context (context.AfterFunc costs a call five allocations).
+func (r *Request) OnCancel(c Canceler) bool {
+	if r.watch == nil {
+		return false
+	}
+	r.watch.add(c)
+	return true
+}
+
+// cancelWatch is who is told of a request's cancellation, and whether it
+// came.
+type cancelWatch struct {
+	mu        sync.Mutex
+	c         Canceler
+	cancelled bool
+	cause     error
+}
+
+func (w *cancelWatch) add(c Canceler) {
+	w.mu.Lock()
+	if w.cancelled {
+		w.mu.Unlock()
+		c.Cancel(w.cause)
+		return
+	}
+	w.c = c
+	w.mu.Unlock()
+}
+
+// cancel tells the watcher, once, that the request was cancelled with
+// cause.
+func (w *cancelWatch) cancel(cause error) {
+	w.mu.Lock()
+	if w.cancelled {
+		w.mu.Unlock()
+		return
+	}
+	c := w.c
+	w.cancelled, w.cause, w.c = true, cause, nil
+	w.mu.Unlock()
+	if c != nil {
+		c.Cancel(cause)
+	}
 }
 
 // Sessionless reports whether the request belongs to no session: it speaks

@@ -466,6 +466,16 @@ type stdioCall struct {
 	// completed is set by the response of a call the Handler's Starter
 	// serves (Complete).
 	completed atomic.Bool
+	// cancelCtx ends ctx; Request.Cancel (cancel) also tells the watch.
+	cancelCtx context.CancelCauseFunc
+	watch     cancelWatch
+}
+
+// cancel is the call's Request.Cancel: it ends the call's context, and
+// tells who watches it (Request.OnCancel).
+func (c *stdioCall) cancel(cause error) {
+	c.cancelCtx(cause)
+	c.watch.cancel(context.Cause(c.ctx))
 }
 
 // start registers a request and returns the call that serves it, or nil
@@ -480,11 +490,12 @@ func (s *stdioSession) start(ctx context.Context, msg *jsonrpc.Message, batch *b
 	// otherwise join and leave under its lock: the session cancels its
 	// requests itself when it ends (cancelAll), and one that starts after
 	// ctx ended is cancelled here.
-	c.ctx, c.Cancel = context.WithCancelCause(s.detached)
+	c.ctx, c.cancelCtx = context.WithCancelCause(s.detached)
+	c.Cancel, c.Request.watch = c.cancel, &c.watch
 	s.mu.Lock()
 	if s.calls.get(key) != nil {
 		s.mu.Unlock()
-		c.Cancel(nil)
+		c.cancelCtx(nil)
 		reason := "request id " + string(msg.ID) + " is already in use by a request in flight"
 		s.log.Warn("invalid message from the client", "reason", clip(reason))
 		c.reply(jsonrpc.Failure(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: reason}).Encode())
@@ -673,7 +684,7 @@ func (c *stdioCall) end() {
 	c.s.mu.Lock()
 	c.s.calls.del(keyOf(c.msg.ID)) // read again: a call is smaller without it
 	c.s.mu.Unlock()
-	c.Cancel(nil)
+	c.cancelCtx(nil) // answered: nothing is left for a watch to give up
 }
 
 // Where a stdio connection's initialize stands (stdioSession.initialized).
@@ -758,19 +769,28 @@ func (s *stdioSession) cancel(params []byte) {
 }
 
 func (s *stdioSession) cancelAll() {
-	s.mu.Lock()
-	s.calls.each(func(call *stdioCall) { call.Cancel(nil) })
-	s.mu.Unlock()
+	s.cancelWhere(func(*stdioCall) bool { return true })
 }
 
 func (s *stdioSession) cancelListens() {
+	s.cancelWhere(func(call *stdioCall) bool { return call.msg.Method == "subscriptions/listen" })
+}
+
+// cancelWhere cancels the calls in flight that match, outside the lock: a
+// call's cancellation may answer it at once (Request.OnCancel), and its
+// answer takes the lock to end it.
+func (s *stdioSession) cancelWhere(match func(*stdioCall) bool) {
+	var calls []*stdioCall
 	s.mu.Lock()
 	s.calls.each(func(call *stdioCall) {
-		if call.msg.Method == "subscriptions/listen" {
-			call.Cancel(nil)
+		if match(call) {
+			calls = append(calls, call)
 		}
 	})
 	s.mu.Unlock()
+	for _, call := range calls {
+		call.Cancel(nil)
+	}
 }
 
 // idle waits until no request is in flight, up to limit.

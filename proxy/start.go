@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime/debug"
+	"sync"
 
 	"github.com/mcp-aggregator/mcp-aggregator/bridge"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
@@ -36,6 +37,10 @@ func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstr
 	c.inv.callOf(req, params, st)
 	c.f = forward{p: p, ctx: ctx, inv: &c.inv}
 	c.f.begin()
+	if !req.OnCancel(c) {
+		// A transport that does not tell: its context does.
+		c.unwatch = context.AfterFunc(ctx, func() { c.Cancel(context.Cause(ctx)) })
+	}
 	c.start()
 	return true
 }
@@ -46,6 +51,45 @@ type startedCall struct {
 	f    forward
 	inv  invocation
 	done downstream.Completion
+
+	// mu guards what tells the request in flight upstream of the call's
+	// cancellation (Cancel), which may come before it is sent.
+	mu        sync.Mutex
+	up        *upstream.Started // nil until sent, and when sent with Do
+	cancelled bool
+	cause     error
+	unwatch   func() bool // ends the watch on the request's context; nil: none
+}
+
+// Cancel gives the request in flight upstream up when the call is
+// cancelled (downstream.Canceler): the client's cancellation, the call's
+// deadline, the end of its session.
+func (c *startedCall) Cancel(cause error) {
+	c.mu.Lock()
+	c.cancelled, c.cause = true, cause
+	up := c.up
+	c.mu.Unlock()
+	if up != nil {
+		up.Abort(cause)
+	}
+}
+
+// send sends the call with inst.Start, and has its cancellation give it
+// up; false when it cannot go that way.
+func (c *startedCall) send(inst *upstream.Instance) bool {
+	f := &c.f
+	up := inst.Start(f.upCtx, f.up, c)
+	if up == nil {
+		return false
+	}
+	c.mu.Lock()
+	c.up = up
+	cancelled, cause := c.cancelled, c.cause
+	c.mu.Unlock()
+	if cancelled {
+		up.Abort(cause)
+	}
+	return true
 }
 
 // start takes the call through the steps that need no wait, and sends it.
@@ -68,7 +112,7 @@ func (c *startedCall) start() {
 		return
 	}
 	inst, ok := f.to.(*upstream.Instance)
-	if !ok || !inst.Start(f.upCtx, f.up, c) {
+	if !ok || !c.send(inst) {
 		go c.wait()
 	}
 }
@@ -100,6 +144,9 @@ func (c *startedCall) Complete(raw json.RawMessage, err error) {
 // request's generation as dispatch encodes it.
 func (c *startedCall) answer() {
 	f := &c.f
+	if c.unwatch != nil {
+		c.unwatch()
+	}
 	f.end()
 	c.done.Complete(f.p.encode(c.inv.req, response(f.result, f.rpcErr, f.err)))
 }

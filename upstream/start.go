@@ -15,38 +15,40 @@ type Completion interface {
 }
 
 // Start is Do for a caller that does not wait for the answer: it sends r
-// and returns true, and done.Complete is later called once with what Do
-// would have returned, on the goroutine that has the outcome (most often
-// the one that reads the upstream's answers, which waits meanwhile:
-// Complete must not block). Start itself never waits: it writes what the
-// upstream's stdin takes at once, and leaves the rest of a write to a
-// goroutine of its own, under ctx as Do's write is. ctx bounds the request
-// as it bounds Do's: when it ends first, the upstream is sent
-// notifications/cancelled and done gets ctx's cause.
+// and returns the request in flight, and done.Complete is later called
+// once with what Do would have returned, on the goroutine that has the
+// outcome (most often the one that reads the upstream's answers, which
+// waits meanwhile: Complete must not block). Start itself never waits: it
+// writes what the upstream's stdin takes at once, and leaves the rest of a
+// write to a goroutine of its own, under ctx as Do's write is. Unlike Do's,
+// the request does not watch ctx for its end: the caller gives it up with
+// Abort (as the end of ctx gives up Do's: the upstream is sent
+// notifications/cancelled, and done gets the cause). A request whose ctx
+// has ended already when Start is called is given up at once.
 //
-// Start returns false, having done nothing, for a request it cannot send
+// Start returns nil, having done nothing, for a request it cannot send
 // that way: to an upstream not over stdio (its requests are HTTP
 // exchanges), of the 2026-07-28 generation's rounds or subscriptions, or
 // with KeepProgress. The caller then calls Do.
-func (i *Instance) Start(ctx context.Context, r Request, done Completion) bool {
+func (i *Instance) Start(ctx context.Context, r Request, done Completion) *Started {
 	sc, direct := i.conn.(*stdioConn)
 	if !direct || r.Method == "" || r.KeepProgress != nil {
-		return false
+		return nil
 	}
 	if protocol.Modern(i.protocol) && (multiRound(r.Method) || r.Method == "resources/subscribe" || r.Method == "resources/unsubscribe") {
-		return false
+		return nil
 	}
-	s := &startedCall{i: i, c: sc, ctx: ctx, method: r.Method, done: done}
+	s := &Started{i: i, c: sc, ctx: ctx, method: r.Method, done: done}
 	var params json.RawMessage
 	params, s.progressKey = i.outgoing(ctx, r)
 	_, s.flight = i.flights.begin(ctx, r.Method, r.OnServerRequest, r.Principal, false)
 	sc.start(s, params)
-	return true
+	return s
 }
 
-// startedCall is a request sent with Start, pending until its answer, its
-// context's end or the connection's.
-type startedCall struct {
+// Started is a request sent with Start, pending until its answer, Abort
+// or the connection's end.
+type Started struct {
 	i           *Instance
 	c           *stdioConn
 	ctx         context.Context
@@ -54,26 +56,20 @@ type startedCall struct {
 	done        Completion
 	id          int64
 	flight      uint64
-	progressKey int64       // the progress registration to end; 0: none
-	stop        func() bool // ends the watch on ctx; set before the call is pending
+	progressKey int64 // the progress registration to end; 0: none
 }
 
 // start sends s's request, params already encoded (none when empty). The
 // call is pending before its request goes out, and answered by whoever
 // takes it out of pending: the reader (its answer), fail (the connection's
-// end), abort (ctx's end) or a write that failed.
-func (c *stdioConn) start(s *startedCall, params json.RawMessage) {
+// end), Abort or a write that failed.
+func (c *stdioConn) start(s *Started, params json.RawMessage) {
 	s.id = c.nextID.Add(1)
 	buf := lineBuffers.Get().(*[]byte)
 	line := jsonrpc.AppendRequestLine((*buf)[:0], s.id, s.method, params)
-	// Watched before it is pending, so that answered always finds stop
-	// set; an end of ctx before then finds nothing to abort, and is seen
-	// below.
-	s.stop = context.AfterFunc(s.ctx, s.abort)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
-		s.stop()
 		go func() {
 			<-c.closed // fail takes pending away just before closing it
 			s.finish(nil, c.closedErr())
@@ -83,7 +79,7 @@ func (c *stdioConn) start(s *startedCall, params json.RawMessage) {
 	c.pending[s.id] = waiter{started: s}
 	c.mu.Unlock()
 	if s.ctx.Err() != nil {
-		s.abort()
+		s.Abort(context.Cause(s.ctx))
 		return
 	}
 	n, holding := c.tryWrite(s.ctx, line)
@@ -124,7 +120,7 @@ func (c *stdioConn) tryWrite(ctx context.Context, line []byte) (n int, holding b
 
 // write writes what tryWrite left of line, waiting as Do's write does; a
 // write that fails answers the call with why.
-func (s *startedCall) write(line []byte, buf *[]byte, n int, holding bool) {
+func (s *Started) write(line []byte, buf *[]byte, n int, holding bool) {
 	c := s.c
 	var err error
 	if holding {
@@ -136,7 +132,6 @@ func (s *startedCall) write(line []byte, buf *[]byte, n int, holding bool) {
 	if err != nil {
 		// Part of the request may have gone out: an answer may yet come.
 		if c.abandon(s.id) {
-			s.stop()
 			s.finish(nil, err)
 		}
 		return
@@ -147,25 +142,28 @@ func (s *startedCall) write(line []byte, buf *[]byte, n int, holding bool) {
 	}
 }
 
-// abort gives the call up when its ctx ended first, as Do does: the
-// upstream is told, and the call answered with ctx's cause.
-func (s *startedCall) abort() {
+// Abort gives the request up, as the end of its context gives up Do's:
+// unless it was answered already, the upstream is told, and done gets
+// cause (nil: context.Canceled). It may be called more than once, and
+// from any goroutine.
+func (s *Started) Abort(cause error) {
 	if !s.c.abandon(s.id) {
 		return // answered meanwhile
 	}
-	cause := context.Cause(s.ctx)
+	if cause == nil {
+		cause = context.Canceled
+	}
 	s.c.cancelled(s.id, cause)
 	s.finish(nil, cause)
 }
 
 // answered takes the call's answer (waiter.deliver).
-func (s *startedCall) answered(r reply) {
-	s.stop()
+func (s *Started) answered(r reply) {
 	s.finish(r.result, r.err)
 }
 
 // finish ends what the call held on the instance and hands on its outcome.
-func (s *startedCall) finish(raw json.RawMessage, err error) {
+func (s *Started) finish(raw json.RawMessage, err error) {
 	i := s.i
 	i.flights.end(s.flight)
 	if s.progressKey != 0 {

@@ -356,10 +356,10 @@ func sentID(raw json.RawMessage) (int64, bool) {
 }
 
 // waiter is a pending call: a caller waiting on ch (roundTrip), or a
-// call started without a caller that waits (startedCall).
+// call started without a caller that waits (Started).
 type waiter struct {
 	ch      chan reply
-	started *startedCall
+	started *Started
 }
 
 // waits reports whether w is a pending call (the zero waiter is none).
