@@ -50,11 +50,12 @@ const stdioKey = "stdio"
 // out until in ends (then requests in flight get DrainGrace to finish), out
 // fails, or ctx ends.
 //
-// Concurrency: one goroutine at a time reads, each request is served on a
-// worker, and one goroutine at a time writes, in queue order: the queue's
-// writer, or a worker writing the only response in flight (see writeNow);
-// nothing else writes to out. The reading moves from worker to worker (see
-// read).
+// Concurrency: one goroutine at a time reads; a request the Handler's
+// Starter takes is answered from whichever goroutine completes it, and any
+// other is served on a worker; one goroutine at a time writes, in queue
+// order: the queue's writer, or the goroutine answering the only response
+// in flight (see writeNow); nothing else writes to out. The reading moves
+// from worker to worker (see read).
 func ServeStdio(ctx context.Context, h Handler, in io.Reader, out io.Writer, opts StdioOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -194,7 +195,8 @@ func (s *stdioSession) written(responses int) {
 	}
 }
 
-// read reads the client's messages until one is a request, then passes the
+// read reads the client's messages; a request the Handler's Starter takes
+// is started here, and reading goes on. For any other, it passes the
 // reading on to a worker and serves the request itself. The goroutine that
 // has just read a request is running, while a worker handed the request
 // would first have to be scheduled, with the reader back in read(2) and

@@ -9,8 +9,9 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/upstream"
 )
 
-// Concurrency rule: nothing writes to an upstream on a downstream reader
-// goroutine, and every write to an upstream has a deadline. A client
+// Concurrency rule: nothing waits to write to an upstream on a downstream
+// reader goroutine (a call Start sends writes only what the pipe takes at
+// once), and every write to an upstream has a deadline. A client
 // notification runs on the goroutine that reads the client's connection
 // (over stdio, the only one): a write there to an upstream that stopped
 // reading its stdin would stop every other message of that client. So the
