@@ -286,9 +286,6 @@ func (f *forward) acquire(atOnce bool) step {
 				return stepAnswered
 			}
 		}
-		if atOnce && !rs.pool.Stateless() {
-			return stepWaits // a lease may have to start, or wait for room
-		}
 		if inv.anonymous && !rs.pool.Stateless() && p.anonWarned.CompareAndSwap(false, true) {
 			p.log.Warn("a sessionless client called a stateful server without a lease key; all such calls share one anonymous lease",
 				"server", f.server, "fix", "set _meta[\""+LeaseMetaKey+"\"] to a conversation id")
@@ -325,8 +322,19 @@ func (f *forward) acquire(atOnce bool) step {
 			// (revokeLeases).
 			claim.Owner = holds.leaseOwner(inv.req)
 		}
-		// A shared server's instance is granted at once, or refused at once.
-		grant, aerr := rs.pool.AcquireFor(f.callCtx, inv.key, claim)
+		var (
+			grant *session.Grant
+			aerr  error
+		)
+		if atOnce {
+			var ok bool
+			if grant, aerr, ok = rs.pool.TryAcquireFor(inv.key, claim); !ok {
+				f.deadline.stop()
+				return stepWaits // a lease to start, or room to wait for
+			}
+		} else {
+			grant, aerr = rs.pool.AcquireFor(f.callCtx, inv.key, claim)
+		}
 		if aerr == nil {
 			f.to, f.grant = grant.Instance, grant
 			return f.got()
@@ -381,7 +389,7 @@ func (f *forward) prepare(atOnce bool) step {
 	p, inv, rs, grant, entry, call := f.p, f.inv, f.rs, f.grant, f.entry, f.call
 	bounded := call && grant != nil && f.st.limits.bounds(entry.Settings.MaxInstances)
 	f.bridgedTask = call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
-	if atOnce && (bounded || len(inv.task) > 0 || f.bridgedTask) {
+	if atOnce && (bounded || len(inv.task) > 0 || f.bridgedTask || !f.bindsAtOnce()) {
 		return stepWaits
 	}
 	if bounded {
@@ -500,6 +508,22 @@ func (f *forward) prepare(atOnce bool) step {
 	f.up = up
 	f.prepared = true
 	return stepOn
+}
+
+// bindsAtOnce reports whether binding the call's instance to its session
+// (bindSession) does nothing that waits: the instance is shared, or bound
+// to the session already, or the lease is a conversation's, which follows
+// no subscriptions.
+func (f *forward) bindsAtOnce() bool {
+	req := f.inv.req
+	if f.grant == nil || f.rs.pool.Stateless() || req == nil || req.Sessionless() || req.Session == nil {
+		return true
+	}
+	s := f.bound
+	if s == nil {
+		s = f.p.session(req.Session)
+	}
+	return s.holds(f.grant.Instance)
 }
 
 // finish takes the upstream's answer to the request (raw, or derr) to the

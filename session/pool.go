@@ -323,6 +323,22 @@ func (p *Pool) AcquireFor(ctx context.Context, key Key, c Claim) (*Grant, error)
 	return p.acquireLease(ctx, key, c)
 }
 
+// TryAcquireFor is AcquireFor for a caller that may not wait: a shared
+// instance is granted or refused at once as AcquireFor would; a lease is
+// granted only when its instance serves as it is. ok is false, having
+// done nothing, when the call would have to wait (a lease to start, to
+// reclaim or to wait room for): the caller then calls AcquireFor.
+func (p *Pool) TryAcquireFor(key Key, c Claim) (g *Grant, err error, ok bool) {
+	if p.cfg.Stateless {
+		g, err = p.acquireShared(context.Background())
+		return g, err, true
+	}
+	p.mu.Lock()
+	g = p.useLease(key, c.Owner)
+	p.mu.Unlock()
+	return g, nil, g != nil
+}
+
 // use hands rec out for one call. Callers hold mu.
 func (p *Pool) use(rec *record) *Grant {
 	rec.calls++
