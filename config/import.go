@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -15,16 +16,46 @@ type ImportFile struct {
 	Data []byte
 }
 
+// ImportOptions are the choices of an import beyond its files.
+type ImportOptions struct {
+	// Exclude names servers to leave out, by the id they are read as (the id
+	// problems name them by), in whichever file they are defined. A name that
+	// no server of the files is read as is an error.
+	Exclude []string
+}
+
+// Imported is what an import wrote.
+type Imported struct {
+	YAML     []byte    // the native config; nil when nothing could be written
+	Problems []Problem // what the translation noticed, at the files' own lines
+	// Origins says where each server of YAML is defined, as "FILE line N"
+	// with the file as it was given (for a server several files define, the
+	// last, whose definition YAML holds).
+	Origins map[string]string
+}
+
 // Import rewrites config files of any dialect as one native YAML document, so a user can
 // switch to the native format for good: loading the result gives the same servers as
 // loading the files. Later files replace servers of the same id, as layered --config
 // files do. Comments say where each server came from and what the translation noticed.
 // A file that cannot be read contributes nothing; its problems are returned.
 func Import(files []ImportFile) ([]byte, []Problem) {
+	r := ImportWith(files, ImportOptions{})
+	return r.YAML, r.Problems
+}
+
+// ImportWith is Import with options: the servers it leaves out, and where each
+// server it writes comes from.
+func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 	out := mappingNode(1)
 	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
 	servers := mappingNode(1)
 	index := map[string]int{} // server id -> its key's position in servers.Content
+	origins := map[string]string{}
+	exclude := map[string]bool{} // the ids to leave out -> whether a file defines one
+	for _, id := range opts.Exclude {
+		exclude[id] = false
+	}
 	var (
 		problems []Problem
 		header   = []string{"mcp-aggregator config, written by `mcp-aggregator import` from:"}
@@ -68,13 +99,18 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 		}
 		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
 		problems = append(problems, t.problems.problems...)
-		for _, s := range t.notes {
-			problems = append(problems, s.problems...)
+		var notes []Problem
+		for id, s := range t.notes {
+			if _, out := exclude[id]; !out {
+				notes = append(notes, s.problems...)
+			}
 		}
+		sort.SliceStable(notes, func(i, j int) bool { return notes[i].Line < notes[j].Line })
+		problems = append(problems, notes...)
 		for _, skip := range t.skipped {
 			header = append(header, "  left out: "+skip)
 		}
-		importServers(servers, index, t, f.Name)
+		importServers(servers, index, t, f.Name, exclude, origins)
 		own, merged := mappingPairs(t.root)
 		for _, p := range append(own, merged...) {
 			if p.key == "version" || p.key == "servers" {
@@ -91,6 +127,18 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 			}
 		}
 	}
+	told := map[string]bool{}
+	for _, id := range opts.Exclude {
+		switch {
+		case told[id]:
+		case exclude[id]:
+			header = append(header, fmt.Sprintf("  left out: %s (--exclude)", id))
+		default:
+			problems = append(problems, Problem{Severity: SeverityError, Field: "--exclude",
+				Message: fmt.Sprintf("no server of the files is read as %q; name a server by the id it is read as, which problems and comments give", safeName(id))})
+		}
+		told[id] = true
+	}
 	for _, k := range order {
 		addPair(out, k, 1, sections[k])
 	}
@@ -102,9 +150,9 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	text, err := encodeConfig(out, servers)
 	if err != nil {
 		problems = append(problems, Problem{Severity: SeverityError, Message: "cannot write the YAML: " + err.Error()})
-		return nil, problems
+		return Imported{Problems: problems}
 	}
-	return text, problems
+	return Imported{YAML: text, Problems: problems, Origins: origins}
 }
 
 // encodeConfig writes the document settings (version and the workspace settings) and
@@ -185,12 +233,17 @@ func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
 // in place, each with a comment on where it came from. index holds the position of each
 // id's key in servers.Content, so that finding an earlier definition costs the same for
 // the last server of a large file as for the first.
-func importServers(servers *yaml.Node, index map[string]int, t *translation, file string) {
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]string) {
 	if t.servers == nil || !isMapping(t.servers) {
 		return
 	}
 	own, merged := mappingPairs(t.servers)
 	for _, p := range append(own, merged...) {
+		if _, out := exclude[p.key]; out {
+			exclude[p.key] = true
+			continue
+		}
+		origins[p.key] = fmt.Sprintf("%s line %d", file, p.k.Line)
 		key := scalarNode(p.key, "!!str", p.k.Line)
 		var comment []string
 		if n := t.notes[p.key]; n != nil {

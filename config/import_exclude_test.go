@@ -1,0 +1,44 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestImportExclude: an excluded server is left out of every file that defines
+// it, with its notes, and the header says so; a name no server is read as is an
+// error; Origins says where each written server comes from.
+func TestImportExclude(t *testing.T) {
+	files := []ImportFile{
+		{Name: "dir/a.json", Data: []byte("{\"mcpServers\": {\n  \"keep\": {\"command\": \"npx\"},\n  \"Broken One\": {\"args\": [\"x\"]}\n}}\n")},
+		{Name: "dir/b.json", Data: []byte("{\"mcpServers\": {\n  \"Broken-One\": {\"args\": [\"y\"]},\n\n  \"web\": {\"url\": \"https://example.com/mcp\"}\n}}\n")},
+	}
+	r := ImportWith(files, ImportOptions{Exclude: []string{"Broken-One", "Broken-One"}})
+	require.NotNil(t, r.YAML, render(r.Problems))
+	assert.Empty(t, r.Problems, "the notes of the excluded server go with it")
+	ws, problems := LoadBytes("dir/mcp-aggregator.yaml", r.YAML, envOf(nil))
+	require.NotNil(t, ws, render(problems))
+	var ids []string
+	for _, s := range ws.Servers {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"keep", "web"}, ids)
+	assert.Contains(t, string(r.YAML), "#   left out: Broken-One (--exclude)\n")
+	assert.Equal(t, 1, strings.Count(string(r.YAML), "left out: Broken-One"), "said once")
+	assert.Equal(t, map[string]string{"keep": "dir/a.json line 2", "web": "dir/b.json line 4"}, r.Origins)
+
+	r = ImportWith(files, ImportOptions{Exclude: []string{"Broken One"}})
+	require.NotNil(t, r.YAML)
+	p := problemAt(t, r.Problems, "--exclude")
+	assert.Equal(t, SeverityError, p.Severity)
+	assert.Equal(t, `no server of the files is read as "Broken One"; name a server by the id it is read as, which problems and comments give`, p.Message)
+	assert.Equal(t, "dir/b.json line 2", r.Origins["Broken-One"], "the last file's definition")
+
+	out, problems := Import(files)
+	r = ImportWith(files, ImportOptions{})
+	assert.Equal(t, out, r.YAML)
+	assert.Equal(t, problems, r.Problems)
+}
