@@ -47,7 +47,7 @@ func TestServerWithoutCommandOrURL(t *testing.T) {
 	p := problemAt(t, problems, "command")
 	assert.Equal(t, "bad", p.Server)
 	assert.Equal(t, 5, p.Line)
-	assert.Equal(t, "required, or url: for a remote server; set command to the program that starts the server, or url to its endpoint (e.g. https://example.com/mcp)", p.Message)
+	assert.Equal(t, "required (or url: for a remote server); set command to the program that starts the server, or url to its endpoint, e.g. https://example.com/mcp", p.Message)
 
 	_, problems = loadYAML(t, serverYAML("    transport: stdio\n"), nil)
 	assert.Equal(t, "required for stdio transport; set command to the program that starts the server", problemAt(t, problems, "command").Message)

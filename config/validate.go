@@ -92,7 +92,7 @@ func (s *serverReader) checkTransport() {
 		case chosen:
 			s.errorf(s.srv.Line, "command", "required for stdio transport; set command to the program that starts the server")
 		default: // neither: which of the two the server lacks is not said
-			s.errorf(s.srv.Line, "command", "required, or url: for a remote server; set command to the program that starts the server, or url to its endpoint (e.g. https://example.com/mcp)")
+			s.errorf(s.srv.Line, "command", "required (or url: for a remote server); set command to the program that starts the server, or url to its endpoint, e.g. https://example.com/mcp")
 		}
 		s.checkCwd()
 	default:
