@@ -110,7 +110,7 @@ func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 		for _, skip := range t.skipped {
 			header = append(header, "  left out: "+skip)
 		}
-		importServers(servers, index, t, f.Name, exclude, origins)
+		problems = append(problems, importServers(servers, index, t, f.Name, exclude, origins)...)
 		own, merged := mappingPairs(t.root)
 		for _, p := range append(own, merged...) {
 			if p.key == "version" || p.key == "servers" {
@@ -232,12 +232,27 @@ func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
 // importServers adds t's servers to servers, a later definition replacing an earlier one
 // in place, each with a comment on where it came from. index holds the position of each
 // id's key in servers.Content, so that finding an earlier definition costs the same for
-// the last server of a large file as for the first.
-func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]string) {
+// the last server of a large file as for the first. Servers exclude names are left out
+// (and marked found); a server the file defines twice, which loading it refuses, is an
+// error, not the silent replacement of the first.
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]string) []Problem {
 	if t.servers == nil || !isMapping(t.servers) {
-		return
+		return nil
 	}
+	var problems []Problem
+	first := map[string]int{} // id -> the line of its first definition in this file
 	own, merged := mappingPairs(t.servers)
+	for _, p := range own {
+		if _, out := exclude[p.key]; out {
+			continue
+		}
+		if line, twice := first[p.key]; twice {
+			problems = append(problems, Problem{Severity: SeverityError, File: file, Line: p.k.Line, Server: p.key,
+				Message: fmt.Sprintf("defined again (first on line %d), which loading this file refuses; rename or remove one of them", line)})
+			continue
+		}
+		first[p.key] = p.k.Line
+	}
 	for _, p := range append(own, merged...) {
 		if _, out := exclude[p.key]; out {
 			exclude[p.key] = true
@@ -270,6 +285,7 @@ func importServers(servers *yaml.Node, index map[string]int, t *translation, fil
 		index[p.key] = len(servers.Content)
 		addPairNode(servers, key, p.v)
 	}
+	return problems
 }
 
 // literalValues reports whether a server sets env or header values as plain text, which

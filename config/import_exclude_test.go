@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,4 +42,33 @@ func TestImportExclude(t *testing.T) {
 	r = ImportWith(files, ImportOptions{})
 	assert.Equal(t, out, r.YAML)
 	assert.Equal(t, problems, r.Problems)
+}
+
+// TestImportServerDefinedTwice: a server a file defines twice, which loading the
+// file refuses, is an error of the import, at the second definition, not a
+// silent replacement of the first; excluded, it is left out without one. A
+// server a later file defines again replaces the earlier one, as --config
+// layers do.
+func TestImportServerDefinedTwice(t *testing.T) {
+	for _, tt := range []struct {
+		name, text    string
+		first, second int
+	}{
+		{"a.json", "{\"mcpServers\": {\n  \"a\": {\"command\": \"sh\"},\n  \"a\": {\"command\": \"bash\"}\n}}\n", 2, 3},
+		{"a.yaml", "version: 1\nservers:\n  a: {command: sh}\n  a: {command: bash}\n", 3, 4},
+	} {
+		r := ImportWith([]ImportFile{{Name: tt.name, Data: []byte(tt.text)}}, ImportOptions{})
+		assert.Equal(t, Problem{Severity: SeverityError, File: tt.name, Line: tt.second, Server: "a",
+			Message: fmt.Sprintf("defined again (first on line %d), which loading this file refuses; rename or remove one of them", tt.first)},
+			problemAt(t, r.Problems, ""), tt.name)
+
+		r = ImportWith([]ImportFile{{Name: tt.name, Data: []byte(tt.text)}}, ImportOptions{Exclude: []string{"a"}})
+		assert.Empty(t, r.Problems, tt.name)
+	}
+	r := ImportWith([]ImportFile{
+		{Name: "a.json", Data: []byte(`{"mcpServers": {"a": {"command": "sh"}}}`)},
+		{Name: "b.json", Data: []byte(`{"mcpServers": {"a": {"command": "bash"}}}`)},
+	}, ImportOptions{})
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, map[string]string{"a": "b.json line 1"}, r.Origins)
 }

@@ -29,17 +29,24 @@ func (r ImportReport) Refused() bool { return len(r.Refusal) > 0 }
 //
 // The result is written only when it would run once the variables it reads
 // are set. Any error of the translation (a file or an entry that could not be
-// read, an --exclude that names no server) or of the check that is not the
-// environment's (config.Problem.Environment: a variable not set, an env_file
-// not there yet, which the user provides later) refuses it whole: a config
-// with a server missing or broken looks finished and is not. Each server the
-// check refuses is named, with where it was defined and the two ways out.
+// read, a server a file defines twice, an --exclude that names no server) or
+// of the check that is not the environment's (config.Problem.Environment: a
+// variable not set, an env_file not there yet, which the user provides later)
+// refuses it whole: a config with a server missing or broken looks finished
+// and is not. Each server at fault is named, with where it was defined and
+// the two ways out: fix it there, or leave it out with --exclude.
 // A result with no server is refused too: an empty config written over a
 // watched one would stop every server it runs.
 func ReportImport(translation, checked []config.Problem, origins map[string]string) ImportReport {
 	var r ImportReport
 	failing, unreadable := []string{}, config.HasErrors(translation)
 	seen := map[string]bool{}
+	for _, p := range translation {
+		if p.Severity == config.SeverityError && p.Server != "" && !seen[p.Server] {
+			seen[p.Server] = true
+			failing = append(failing, p.Server)
+		}
+	}
 	for _, p := range checked {
 		if p.Severity == config.SeverityError && p.Environment {
 			p.Severity = config.SeverityWarning

@@ -54,6 +54,12 @@ func TestReportImport(t *testing.T) {
 		{"an error of the translation", []config.Problem{unreadFile}, []config.Problem{notOnPath}, origins, ImportReport{
 			Checked: []config.Problem{unplaced(notOnPath)},
 			Refusal: []string{closing}}},
+		{"a server the translation refuses", []config.Problem{{Severity: config.SeverityError, File: "a.json", Line: 3, Server: "b", Message: "defined again"}}, []config.Problem{noCommand}, origins, ImportReport{
+			Checked: []config.Problem{unplaced(noCommand)},
+			Refusal: []string{
+				`server "b" (from dir/a.json line 3) cannot run as imported: fix it in dir/a.json as the errors above say, or leave it out with --exclude b`,
+				closing,
+			}}},
 		{"an error of the config as a whole", nil, []config.Problem{{Severity: config.SeverityError, Field: "limits.max_concurrent", Message: "bad"}}, origins, ImportReport{
 			Checked: []config.Problem{{Severity: config.SeverityError, Field: "limits.max_concurrent", Message: "bad"}},
 			Refusal: []string{closing}}},
