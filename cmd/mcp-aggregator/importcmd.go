@@ -24,7 +24,7 @@ func importConfigs(args []string, stdout, stderr io.Writer) int {
 	var output string
 	fs.Var(&exclude, "exclude", "leave out the server read as `ID` (repeatable)")
 	fs.StringVar(&output, "output", "", "write the result to `FILE` (replaced whole, and only if the import succeeds) instead of stdout")
-	fs.StringVar(&output, "o", "", "short for --output")
+	fs.StringVar(&output, "o", "", "short for --output `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: mcp-aggregator import [--exclude ID]... [--output FILE] FILE...")
 		fmt.Fprintln(fs.Output(), "FILE: mcpServers JSON (Claude Desktop, Cursor, Claude Code, Gemini CLI), VS Code or TENEX mcp.json,")
