@@ -28,11 +28,20 @@ type ImportOptions struct {
 type Imported struct {
 	YAML     []byte    // the native config; nil when nothing could be written
 	Problems []Problem // what the translation noticed, at the files' own lines
-	// Origins says where each server of YAML is defined, as "FILE line N"
-	// with the file as it was given (for a server several files define, the
-	// last, whose definition YAML holds).
-	Origins map[string]string
+	// Origins says where each server of YAML is defined, by id (for a server
+	// several files define, the last, whose definition YAML holds).
+	Origins map[string]Origin
 }
+
+// Origin is where an imported server is defined: a file as it was given, and
+// the line of the server's name in it.
+type Origin struct {
+	File string
+	Line int
+}
+
+// String is "FILE line N".
+func (o Origin) String() string { return fmt.Sprintf("%s line %d", o.File, o.Line) }
 
 // Import rewrites config files of any dialect as one native YAML document, so a user can
 // switch to the native format for good: loading the result gives the same servers as
@@ -51,7 +60,7 @@ func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
 	servers := mappingNode(1)
 	index := map[string]int{} // server id -> its key's position in servers.Content
-	origins := map[string]string{}
+	origins := map[string]Origin{}
 	exclude := map[string]bool{} // the ids to leave out -> whether a file defines one
 	for _, id := range opts.Exclude {
 		exclude[id] = false
@@ -235,7 +244,7 @@ func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
 // the last server of a large file as for the first. Servers exclude names are left out
 // (and marked found); a server the file defines twice, which loading it refuses, is an
 // error, not the silent replacement of the first.
-func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]string) []Problem {
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]Origin) []Problem {
 	if t.servers == nil || !isMapping(t.servers) {
 		return nil
 	}
@@ -258,7 +267,7 @@ func importServers(servers *yaml.Node, index map[string]int, t *translation, fil
 			exclude[p.key] = true
 			continue
 		}
-		origins[p.key] = fmt.Sprintf("%s line %d", file, p.k.Line)
+		origins[p.key] = Origin{File: file, Line: p.k.Line}
 		key := scalarNode(p.key, "!!str", p.k.Line)
 		var comment []string
 		if n := t.notes[p.key]; n != nil {

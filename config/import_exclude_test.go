@@ -29,14 +29,14 @@ func TestImportExclude(t *testing.T) {
 	assert.Equal(t, []string{"keep", "web"}, ids)
 	assert.Contains(t, string(r.YAML), "#   left out: Broken-One (--exclude)\n")
 	assert.Equal(t, 1, strings.Count(string(r.YAML), "left out: Broken-One"), "said once")
-	assert.Equal(t, map[string]string{"keep": "dir/a.json line 2", "web": "dir/b.json line 4"}, r.Origins)
+	assert.Equal(t, map[string]Origin{"keep": {"dir/a.json", 2}, "web": {"dir/b.json", 4}}, r.Origins)
 
 	r = ImportWith(files, ImportOptions{Exclude: []string{"Broken One"}})
 	require.NotNil(t, r.YAML)
 	p := problemAt(t, r.Problems, "--exclude")
 	assert.Equal(t, SeverityError, p.Severity)
 	assert.Equal(t, `no server of the files is read as "Broken One"; name a server by the id it is read as, which problems and comments give`, p.Message)
-	assert.Equal(t, "dir/b.json line 2", r.Origins["Broken-One"], "the last file's definition")
+	assert.Equal(t, "dir/b.json line 2", r.Origins["Broken-One"].String(), "the last file's definition")
 
 	out, problems := Import(files)
 	r = ImportWith(files, ImportOptions{})
@@ -70,5 +70,5 @@ func TestImportServerDefinedTwice(t *testing.T) {
 		{Name: "b.json", Data: []byte(`{"mcpServers": {"a": {"command": "bash"}}}`)},
 	}, ImportOptions{})
 	assert.Empty(t, r.Problems)
-	assert.Equal(t, map[string]string{"a": "b.json line 1"}, r.Origins)
+	assert.Equal(t, map[string]Origin{"a": {"b.json", 1}}, r.Origins)
 }

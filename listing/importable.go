@@ -37,9 +37,9 @@ func (r ImportReport) Refused() bool { return len(r.Refusal) > 0 }
 // the two ways out: fix it there, or leave it out with --exclude.
 // A result with no server is refused too: an empty config written over a
 // watched one would stop every server it runs.
-func ReportImport(translation, checked []config.Problem, origins map[string]string) ImportReport {
+func ReportImport(translation, checked []config.Problem, origins map[string]config.Origin) ImportReport {
 	var r ImportReport
-	failing, unreadable := []string{}, config.HasErrors(translation)
+	failing, untranslated := []string{}, config.HasErrors(translation)
 	seen := map[string]bool{}
 	for _, p := range translation {
 		if p.Severity == config.SeverityError && p.Server != "" && !seen[p.Server] {
@@ -57,16 +57,15 @@ func ReportImport(translation, checked []config.Problem, origins map[string]stri
 		}
 		r.Checked = append(r.Checked, p)
 	}
-	refused := unreadable || config.HasErrors(r.Checked)
+	refused := untranslated || config.HasErrors(r.Checked)
 	switch {
-	case len(origins) == 0 && unreadable:
+	case len(origins) == 0 && untranslated:
 		r.Refusal = []string{"no server could be read; nothing was written"}
 	case refused:
 		for _, id := range failing {
 			where, fix := "", "fix it in its file"
 			if o, ok := origins[id]; ok {
-				file, _, _ := strings.Cut(o, " line ")
-				where, fix = " (from "+o+")", "fix it in "+file
+				where, fix = " (from "+o.String()+")", "fix it in "+o.File
 			}
 			r.Refusal = append(r.Refusal, inert(fmt.Sprintf("server %q%s cannot run as imported: %s as the errors above say, or leave it out with --exclude %s",
 				id, where, fix, shellWord(id))))

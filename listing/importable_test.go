@@ -19,7 +19,7 @@ func TestReportImport(t *testing.T) {
 	notOnPath := config.Problem{Severity: config.SeverityWarning, File: "mcp-aggregator.yaml", Line: 8, Server: "a", Field: "command", Message: "not found on PATH"}
 	unreadFile := config.Problem{Severity: config.SeverityError, File: "b.json", Line: 1, Message: "invalid JSON"}
 	renamed := config.Problem{Severity: config.SeverityWarning, File: "a.json", Line: 2, Server: "Brave-Search", Message: "read as Brave-Search"}
-	origins := map[string]string{"a": "dir/a.json line 2", "b": "dir/a.json line 3", "my server": "n.yaml line 4"}
+	origins := map[string]config.Origin{"a": {File: "dir/a.json", Line: 2}, "b": {File: "dir/a.json", Line: 3}, "my server": {File: "n.yaml", Line: 4}}
 	asWarning := func(p config.Problem) config.Problem { p.Severity = config.SeverityWarning; return p }
 	unplaced := func(p config.Problem) config.Problem { p.File, p.Line = "", 0; return p }
 
@@ -27,7 +27,7 @@ func TestReportImport(t *testing.T) {
 		name        string
 		translation []config.Problem
 		checked     []config.Problem
-		origins     map[string]string
+		origins     map[string]config.Origin
 		want        ImportReport
 	}{
 		{"clean", nil, nil, origins, ImportReport{}},
@@ -48,7 +48,7 @@ func TestReportImport(t *testing.T) {
 				`server "b" (from dir/a.json line 3) cannot run as imported: fix it in dir/a.json as the errors above say, or leave it out with --exclude b`,
 				closing,
 			}}},
-		{"a server of no known origin", nil, []config.Problem{noCommand}, map[string]string{"a": "x.json line 1"}, ImportReport{
+		{"a server of no known origin", nil, []config.Problem{noCommand}, map[string]config.Origin{"a": {File: "x.json", Line: 1}}, ImportReport{
 			Checked: []config.Problem{unplaced(noCommand)},
 			Refusal: []string{`server "b" cannot run as imported: fix it in its file as the errors above say, or leave it out with --exclude b`, closing}}},
 		{"an error of the translation", []config.Problem{unreadFile}, []config.Problem{notOnPath}, origins, ImportReport{
