@@ -38,6 +38,7 @@ type Imported struct {
 type Origin struct {
 	File string
 	Line int
+	Name string // the name the file gives it, which may not be its id
 }
 
 // String is "FILE line N".
@@ -267,7 +268,19 @@ func importServers(servers *yaml.Node, index map[string]int, t *translation, fil
 			exclude[p.key] = true
 			continue
 		}
-		origins[p.key] = Origin{File: file, Line: p.k.Line}
+		name := p.key
+		if n := t.notes[p.key]; n != nil {
+			name = n.name
+		}
+		if prev, ok := origins[p.key]; ok && prev.File != file && prev.Name != name {
+			// Layered files replace a server by id, meant for a server both name
+			// alike; these two names differ, one of them renamed to the id, so the
+			// two are likely different servers.
+			problems = append(problems, Problem{Severity: SeverityWarning, File: file, Line: p.k.Line, Server: p.key,
+				Message: fmt.Sprintf("%q replaces %q of %s, both read as %q; rename one of them in its file to keep both",
+					safeName(name), safeName(prev.Name), prev, p.key)})
+		}
+		origins[p.key] = Origin{File: file, Line: p.k.Line, Name: name}
 		key := scalarNode(p.key, "!!str", p.k.Line)
 		var comment []string
 		if n := t.notes[p.key]; n != nil {

@@ -29,7 +29,7 @@ func TestImportExclude(t *testing.T) {
 	assert.Equal(t, []string{"keep", "web"}, ids)
 	assert.Contains(t, string(r.YAML), "#   left out: Broken-One (--exclude)\n")
 	assert.Equal(t, 1, strings.Count(string(r.YAML), "left out: Broken-One"), "said once")
-	assert.Equal(t, map[string]Origin{"keep": {"dir/a.json", 2}, "web": {"dir/b.json", 4}}, r.Origins)
+	assert.Equal(t, map[string]Origin{"keep": {"dir/a.json", 2, "keep"}, "web": {"dir/b.json", 4, "web"}}, r.Origins)
 
 	r = ImportWith(files, ImportOptions{Exclude: []string{"Broken One"}})
 	require.NotNil(t, r.YAML)
@@ -70,5 +70,31 @@ func TestImportServerDefinedTwice(t *testing.T) {
 		{Name: "b.json", Data: []byte(`{"mcpServers": {"a": {"command": "bash"}}}`)},
 	}, ImportOptions{})
 	assert.Empty(t, r.Problems)
-	assert.Equal(t, map[string]Origin{"a": {"b.json", 1}}, r.Origins)
+	assert.Equal(t, map[string]Origin{"a": {"b.json", 1, "a"}}, r.Origins)
+}
+
+// TestImportReplacedByARenamedServer: a later file's server that replaces an earlier
+// one of the same id, when one of the two was renamed to that id, is warned about:
+// the two are likely different servers.
+func TestImportReplacedByARenamedServer(t *testing.T) {
+	r := ImportWith([]ImportFile{
+		{Name: "a.json", Data: []byte("{\"mcpServers\": {\n  \"Brave Search\": {\"command\": \"sh\"}\n}}\n")},
+		{Name: "b.json", Data: []byte("{\"mcpServers\": {\n\n  \"Brave-Search\": {\"command\": \"bash\"}\n}}\n")},
+	}, ImportOptions{})
+	require.NotNil(t, r.YAML)
+	require.Len(t, r.Problems, 2, render(r.Problems))
+	assert.Contains(t, r.Problems[0].Message, `"Brave Search" is not a valid server id here`, "the rename's own warning first")
+	assert.Equal(t, Problem{Severity: SeverityWarning, File: "b.json", Line: 3, Server: "Brave-Search",
+		Message: `"Brave-Search" replaces "Brave Search" of a.json line 2, both read as "Brave-Search"; rename one of them in its file to keep both`}, r.Problems[1])
+	assert.Equal(t, Origin{"b.json", 3, "Brave-Search"}, r.Origins["Brave-Search"])
+
+	// Named alike in both, it is the layering of one server: no warning.
+	r = ImportWith([]ImportFile{
+		{Name: "a.json", Data: []byte(`{"mcpServers": {"Brave Search": {"command": "sh"}}}`)},
+		{Name: "b.json", Data: []byte(`{"mcpServers": {"Brave Search": {"command": "bash"}}}`)},
+	}, ImportOptions{})
+	require.Len(t, r.Problems, 2, render(r.Problems))
+	for _, p := range r.Problems {
+		assert.Contains(t, p.Message, "is not a valid server id here")
+	}
 }

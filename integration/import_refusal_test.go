@@ -242,7 +242,8 @@ func TestImportExcludeLeavesAServerOut(t *testing.T) {
 
 // TestImportRenamedServers: names the naming rules refuse are read as valid ids with a
 // warning, and a server already named with a valid id keeps it, whatever comes first;
-// the result runs, so the import succeeds.
+// a renamed server replaced by a later file's is warned about; the result runs, so the
+// import succeeds.
 func TestImportRenamedServers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -255,5 +256,19 @@ func TestImportRenamedServers(t *testing.T) {
 	assert.Equal(t, map[string]any{"version": 1, "servers": map[string]any{
 		"Brave-Search-2": map[string]any{"command": "sh", "args": []any{"renamed"}},
 		"Brave-Search":   map[string]any{"command": "sh", "args": []any{"valid"}},
+	}}, importedYAML(t, res.stdout))
+
+	// A later file's server replaces an earlier one of the same id, as --config layers
+	// do; when their names differ, the replacement is said.
+	writeFile(t, dir, "global.json", "{\"mcpServers\": {\n  \"Brave Search\": {\"command\": \"sh\", \"args\": [\"global\"]}\n}}\n")
+	writeFile(t, dir, "project.json", "{\"mcpServers\": {\n  \"Brave-Search\": {\"command\": \"sh\", \"args\": [\"project\"]}\n}}\n")
+	res = runCLIIn(t, dir, nil, "import", "global.json", "project.json")
+	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+	assert.Equal(t, []string{
+		`warning: global.json:2: server "Brave-Search": "Brave Search" is not a valid server id here (1 to 64 letters, digits, '.', '_' or '-'); it is read as "Brave-Search"`,
+		`warning: project.json:2: server "Brave-Search": "Brave-Search" replaces "Brave Search" of global.json line 2, both read as "Brave-Search"; rename one of them in its file to keep both`,
+	}, stderrLines(res.stderr))
+	assert.Equal(t, map[string]any{"version": 1, "servers": map[string]any{
+		"Brave-Search": map[string]any{"command": "sh", "args": []any{"project"}},
 	}}, importedYAML(t, res.stdout))
 }
