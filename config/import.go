@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -109,14 +108,7 @@ func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 		}
 		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
 		problems = append(problems, t.problems.problems...)
-		var notes []Problem
-		for id, s := range t.notes {
-			if _, out := exclude[id]; !out {
-				notes = append(notes, s.problems...)
-			}
-		}
-		sort.SliceStable(notes, func(i, j int) bool { return notes[i].Line < notes[j].Line })
-		problems = append(problems, notes...)
+		problems = append(problems, t.serverProblems(exclude)...)
 		for _, skip := range t.skipped {
 			header = append(header, "  left out: "+skip)
 		}
@@ -141,8 +133,10 @@ func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 	for _, id := range opts.Exclude {
 		switch {
 		case told[id]:
-		case exclude[id]:
+		case exclude[id] && serverIDPattern.MatchString(id):
 			header = append(header, fmt.Sprintf("  left out: %s (--exclude)", id))
+		case exclude[id]:
+			header = append(header, fmt.Sprintf("  left out: %q (--exclude)", id))
 		default:
 			problems = append(problems, Problem{Severity: SeverityError, Field: "--exclude",
 				Message: fmt.Sprintf("no server of the files is read as %q; name a server by the id it is read as, which problems and comments give", safeName(id))})
@@ -163,6 +157,25 @@ func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 		return Imported{Problems: problems}
 	}
 	return Imported{YAML: text, Problems: problems, Origins: origins}
+}
+
+// serverProblems are what the translation noticed of each server, in the order of the
+// servers, but for the servers exclude names.
+func (t *translation) serverProblems(exclude map[string]bool) []Problem {
+	var problems []Problem
+	if t.servers == nil {
+		return nil
+	}
+	own, merged := mappingPairs(t.servers)
+	told := map[string]bool{}
+	for _, p := range append(own, merged...) {
+		_, out := exclude[p.key]
+		if n := t.notes[p.key]; n != nil && !out && !told[p.key] {
+			told[p.key] = true
+			problems = append(problems, n.problems...)
+		}
+	}
+	return problems
 }
 
 // encodeConfig writes the document settings (version and the workspace settings) and

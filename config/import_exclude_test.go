@@ -98,3 +98,16 @@ func TestImportReplacedByARenamedServer(t *testing.T) {
 		assert.Contains(t, p.Message, "is not a valid server id here")
 	}
 }
+
+// TestImportNotesInServerOrder: what the translation noticed of each server comes in
+// the order of the servers, on one line as on many.
+func TestImportNotesInServerOrder(t *testing.T) {
+	for range 5 { // the order must not come from a map's
+		r := ImportWith([]ImportFile{{Name: "a.json", Data: []byte(`{"mcpServers": {"Z z": {"command": "sh"}, "A a": {"command": "sh"}, "M m": {"command": "sh"}, "B b": {"command": "sh"}}}`)}}, ImportOptions{})
+		var servers []string
+		for _, p := range r.Problems {
+			servers = append(servers, p.Server)
+		}
+		require.Equal(t, []string{"Z-z", "A-a", "M-m", "B-b"}, servers, render(r.Problems))
+	}
+}
