@@ -344,24 +344,28 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 // cancel of its own. It ends when the client leaves: the server ends the
 // HTTP request's context then, and with it a context derived from it. On
 // a connection of Serve over HTTP/1.x, where the connection itself finds
-// the client gone (countedConn.Read), it is derived from the HTTP
-// request's values alone and the connection ends it, until the caller
-// calls unwatch on the connection returned: a child of the HTTP request's
-// context costs that context a map of its children and a channel, made
-// anew for every request. The requests of a batch, served together,
-// derive theirs from the batch's, which ends them with it.
+// the client gone (countedConn.Read), a request whose HTTP context ends
+// only as the one net/http made ends (countedConn.endsAsServed) has a
+// context derived from the HTTP request's values alone, which the
+// connection ends, until the caller calls unwatch on the connection
+// returned: a child of the HTTP request's context costs that context a map
+// of its children and a channel, made anew for every request. A handler in
+// front that narrows the context (a cancel or deadline of its own) gets
+// the child. The requests of a batch, served together, derive theirs from
+// the batch's, which ends them with it.
 func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc, *countedConn) {
 	conn := p.carriedOf().conn
-	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || p.r.TLS != nil || p.r.ProtoMajor != 1 {
-		ctx, cancel := context.WithCancelCause(p.r.Context())
+	parent := p.r.Context()
+	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || !conn.endsAsServed(parent) {
+		ctx, cancel := context.WithCancelCause(parent)
 		return ctx, cancel, nil
 	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(p.r.Context()))
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	if !conn.watch(cancel) {
 		cancel(context.Canceled) // the client left already
 		return ctx, cancel, nil
 	}
-	if p.r.Context().Err() != nil {
+	if parent.Err() != nil {
 		cancel(context.Canceled)
 	}
 	return ctx, cancel, conn
