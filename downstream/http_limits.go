@@ -41,7 +41,11 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request, conn *countedCon
 			// for the client going away, and with it a long response.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
-		r.Body = http.NoBody // read whole: the connection may be kept
+		// Read whole: the connection may be kept. The server, which looks
+		// for what is left of a body before the response as full duplex
+		// does not, would otherwise read the body again to find it empty.
+		_ = rc.EnableFullDuplex()
+		r.Body = http.NoBody
 		return body, nil
 	case isTooBig(err):
 		return nil, tooLarge(limit)
