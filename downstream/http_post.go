@@ -28,7 +28,7 @@ type post struct {
 	// registered; opened is written on the Handle goroutine before the
 	// response is handed over, and read after. from is what r's context
 	// carries (carriedOf), once fromKnown. (The flags share a word, so
-	// that the post, header included, fits in 768 bytes.)
+	// that the post, header included, fits in 896 bytes.)
 	opened, fromKnown bool
 	fresh             *httpSession
 	from              carried
@@ -36,6 +36,11 @@ type post struct {
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
+
+	// decoded is msg when the post's body is one message, decoded into
+	// the post rather than an allocation of its own; a request of a batch
+	// has its msg elsewhere.
+	decoded jsonrpc.Message
 
 	// What serveRequest serves and writes the response with, made with the
 	// post, in one allocation: the request handed to the Handler, the queue
@@ -84,12 +89,13 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.postBatch(w, r, body, acceptJSON, acceptSSE)
 		return
 	}
-	msg, e := decodeMessage(body)
-	if e != nil {
+	p := &post{w: w, r: r, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
+	if e := decodeMessage(&p.decoded, body); e != nil {
 		t.refuse(w, r, e)
 		return
 	}
-	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
+	msg := &p.decoded
+	p.msg = msg
 
 	// The generation is decided per message: 2026-07-28 and later, named in
 	// the header or in _meta, is sessionless.
@@ -126,12 +132,12 @@ func (t *HTTP) rateLimited(w http.ResponseWriter, r *http.Request) *httpError {
 // as the proxy answers it when the call is made.
 const codeRateLimited = -32029
 
-func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
-	msg, de := decodeClient(body, true) // the body is read for this message alone
-	if de != nil {
-		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
+// decodeMessage decodes body, read for this message alone, into msg.
+func decodeMessage(msg *jsonrpc.Message, body []byte) *httpError {
+	if de := decodeClientInto(msg, body); de != nil {
+		return &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
 	}
-	return msg, nil
+	return nil
 }
 
 // postSession serves a message of the session-based generation.
