@@ -41,6 +41,9 @@ type post struct {
 	// the post rather than an allocation of its own; a request of a batch
 	// has its msg elsewhere.
 	decoded jsonrpc.Message
+	// detached is r's context without its cancellation, when the
+	// connection ends the request (requestContext).
+	detached detached
 
 	// What serveRequest serves and writes the response with, made with the
 	// post, in one allocation: the request handed to the Handler, the queue
@@ -366,7 +369,8 @@ func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc
 		ctx, cancel := context.WithCancelCause(parent)
 		return ctx, cancel, nil
 	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	p.detached = detached{parent}
+	ctx, cancel := context.WithCancelCause(&p.detached)
 	if !conn.watch(cancel) {
 		cancel(context.Canceled) // the client left already
 		return ctx, cancel, nil
@@ -376,6 +380,17 @@ func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc
 	}
 	return ctx, cancel, conn
 }
+
+// detached is a context with the values of the one it holds and none of
+// its cancellation or deadline, as context.WithoutCancel's, made with the
+// post rather than allocated: it is only ever the parent of a request's
+// cancellable context (requestContext), which the context package asks
+// for its Done alone, and finds nil.
+type detached struct{ context.Context }
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
 
 // serve runs Handle, then after, and ends the request, key in its session,
 // whatever happens.
