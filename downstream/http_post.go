@@ -171,7 +171,7 @@ func (t *HTTP) postSession(p *post) {
 	case msg.Method == "notifications/cancelled":
 		// Applied here, not passed on: it cancels the request's context.
 		if id := cancelledID(msg.Params); jsonrpc.ValidID(id) {
-			s.cancelRequest(jsonrpc.IDKey(id), msg.Params)
+			s.cancelRequest(keyOf(id), msg.Params)
 		}
 		p.w.WriteHeader(http.StatusAccepted)
 	default: // another notification
@@ -297,7 +297,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		defer stop()
 	}
 
-	var key string // the request's in its session
+	var key callKey // the request's in its session
 	if s != nil {
 		var e *httpError
 		if key, e = s.beginRequest(req.Msg.ID, cancel); e != nil {
@@ -394,7 +394,7 @@ func (*detached) Err() error                  { return nil }
 
 // serve runs Handle, then after, and ends the request, key in its session,
 // whatever happens.
-func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key string, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
+func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key callKey, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
 	if s != nil {
 		defer s.endRequest(key)
 	}
