@@ -235,7 +235,7 @@ func tokenValue(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node, 
 		}
 		val, set := lookupEnv(ref.Value)
 		if !set {
-			r.errorf(ref.Line, field, "host variable %s is not set; export it before starting the gateway", ref.Value)
+			r.envErrorf(ref.Line, field, "host variable %s is not set; export it before starting the gateway", ref.Value)
 			return "", false
 		}
 		return val, true
@@ -250,7 +250,7 @@ func tokenValue(r *reader, lookupEnv func(string) (string, bool), n *yaml.Node, 
 		return "", false
 	}
 	if len(x.missing) > 0 {
-		r.errorf(v.Line, field, "variable %s is not set; export it before starting the gateway", x.missing[0])
+		r.envErrorf(v.Line, field, "variable %s is not set; export it before starting the gateway", x.missing[0])
 		return "", false
 	}
 	if !x.fromEnv {

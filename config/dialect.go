@@ -209,6 +209,21 @@ type translation struct {
 	skipped  []string                // comments for import: what was left out and why
 	ids      map[string]string       // source name -> the id uniqueID gave it
 	suffix   map[string]int          // derived id -> the next -N suffix worth trying
+	valid    map[string]bool         // the valid ids the file's servers are named, kept for them
+}
+
+// keep reserves for each name that is a valid server id that id, so that a name
+// read as a valid one ("Brave Search" as Brave-Search) never takes the id of a
+// server of the file named so, before or after it.
+func (t *translation) keep(names ...string) {
+	for _, name := range names {
+		if serverIDPattern.MatchString(name) {
+			if t.valid == nil {
+				t.valid = map[string]bool{}
+			}
+			t.valid[name] = true
+		}
+	}
 }
 
 // serverNotes is what the translation of one server found.
@@ -285,14 +300,14 @@ func (t *translation) uniqueID(name string) string {
 		t.ids, t.suffix = map[string]string{}, map[string]int{}
 	}
 	unique := id
-	if _, taken := t.notes[id]; taken || id == ReservedServerID {
+	if _, taken := t.notes[id]; taken || id == ReservedServerID || id != name && t.valid[id] {
 		// The suffixes below suffix[id] are all taken (ids are never given back),
 		// so many names that read as one id cost one step each, not one per
 		// name before them.
 		n := max(t.suffix[id], 2)
 		for ; ; n++ {
 			unique = fmt.Sprintf("%s-%d", id, n)
-			if _, taken := t.notes[unique]; !taken {
+			if _, taken := t.notes[unique]; !taken && !t.valid[unique] {
 				break
 			}
 		}

@@ -22,6 +22,11 @@ var holoDeckKeys = []string{
 func translateHoloDeck(fc fileContext, root *yaml.Node) *translation {
 	t := newTranslation(DialectHoloDeck, fc.file, root.Line)
 	tools := deref(topPairs(root)["tools"].v)
+	for _, item := range tools.Content {
+		if f := topPairs(item); scalarText(f["type"].v) == "mcp" {
+			t.keep(scalarText(f["name"].v))
+		}
+	}
 	for i, item := range tools.Content {
 		if !isMapping(item) || scalarText(topPairs(item)["type"].v) != "mcp" {
 			continue // a tool of another kind: the agent's, not ours
@@ -145,6 +150,9 @@ func translateChatagent(fc fileContext, root *yaml.Node) *translation {
 	if list.Kind != yaml.SequenceNode {
 		t.problems.errorf(list.Line, "mcps", "must be a list of MCP servers, each with name: and url:")
 		return t
+	}
+	for _, item := range list.Content {
+		t.keep(scalarText(topPairs(item)["name"].v))
 	}
 	for i, item := range list.Content {
 		f := topPairs(item)

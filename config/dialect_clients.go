@@ -66,7 +66,11 @@ func translateClients(d Dialect, fc fileContext, root *yaml.Node) *translation {
 		return t
 	}
 	own, merged := mappingPairs(p.v)
-	for _, e := range append(own, merged...) {
+	entries := append(own, merged...)
+	for _, e := range entries {
+		t.keep(e.key)
+	}
+	for _, e := range entries {
 		translateClientServer(t, vars, key, e)
 	}
 	return t

@@ -261,13 +261,13 @@ func TestDialectQuirks(t *testing.T) {
 		for _, s := range ws.Servers {
 			ids = append(ids, s.ID)
 		}
-		assert.Equal(t, []string{"my-server", "my-server-2"}, ids)
+		assert.Equal(t, []string{"my-server-2", "my-server"}, ids, "the valid name keeps its id")
 	})
-	t.Run("names that clean to one id take the free suffixes in order", func(t *testing.T) {
+	t.Run("names that clean to one id take the free suffixes in order, around the valid names", func(t *testing.T) {
 		ws, problems := loadYAML(t, `{"mcpServers": {"my server": {"command": "a"}, "my-server-3": {"command": "b"}, "my+server": {"command": "c"},
 			"my/server": {"command": "d"}, "my-server": {"command": "e"}, "my server": {"command": "f"}}}`, nil)
 		require.Nil(t, ws, "a name written twice is an error")
-		assert.Contains(t, render(problems), `server id "my-server" is already defined on line 1`)
+		assert.Contains(t, render(problems), `server id "my-server-2" is already defined on line 1`)
 		ws, problems = loadYAML(t, `{"mcpServers": {"my server": {"command": "a"}, "my-server-3": {"command": "b"}, "my+server": {"command": "c"},
 			"my/server": {"command": "d"}, "my-server": {"command": "e"}}}`, nil)
 		require.NotNil(t, ws, render(problems))
@@ -275,7 +275,7 @@ func TestDialectQuirks(t *testing.T) {
 		for _, s := range ws.Servers {
 			ids[s.Command] = s.ID
 		}
-		assert.Equal(t, map[string]string{"a": "my-server", "b": "my-server-3", "c": "my-server-2", "d": "my-server-4", "e": "my-server-5"}, ids)
+		assert.Equal(t, map[string]string{"a": "my-server-2", "b": "my-server-3", "c": "my-server-4", "d": "my-server-5", "e": "my-server"}, ids, "valid names keep their ids")
 	})
 	t.Run("JSONC comments, trailing commas and escaped slashes", func(t *testing.T) {
 		ws, problems := loadYAML(t, "{\n // c\n \"mcpServers\": {\"a\": {\"command\": \"\\/bin\\/x\", /* c */ \"args\": [\"1\",],},},\n}\n", nil)

@@ -15,16 +15,56 @@ type ImportFile struct {
 	Data []byte
 }
 
+// ImportOptions are the choices of an import beyond its files.
+type ImportOptions struct {
+	// Exclude names servers to leave out, by the id they are read as (the id
+	// problems name them by), in whichever file they are defined. A name that
+	// no server of the files is read as is an error.
+	Exclude []string
+}
+
+// Imported is what an import wrote.
+type Imported struct {
+	YAML     []byte    // the native config; nil when nothing could be written
+	Problems []Problem // what the translation noticed, at the files' own lines
+	// Origins says where each server of YAML is defined, by id (for a server
+	// several files define, the last, whose definition YAML holds).
+	Origins map[string]Origin
+}
+
+// Origin is where an imported server is defined: a file as it was given, and
+// the line of the server's name in it.
+type Origin struct {
+	File string
+	Line int
+	Name string // the name the file gives it, which may not be its id
+}
+
+// String is "FILE line N".
+func (o Origin) String() string { return fmt.Sprintf("%s line %d", o.File, o.Line) }
+
 // Import rewrites config files of any dialect as one native YAML document, so a user can
 // switch to the native format for good: loading the result gives the same servers as
 // loading the files. Later files replace servers of the same id, as layered --config
 // files do. Comments say where each server came from and what the translation noticed.
 // A file that cannot be read contributes nothing; its problems are returned.
 func Import(files []ImportFile) ([]byte, []Problem) {
+	r := ImportWith(files, ImportOptions{})
+	return r.YAML, r.Problems
+}
+
+// ImportWith is Import with options: the servers it leaves out, and where each
+// server it writes comes from.
+func ImportWith(files []ImportFile, opts ImportOptions) Imported {
 	out := mappingNode(1)
 	addPair(out, "version", 1, scalarNode(fmt.Sprint(SupportedVersion), "!!int", 1))
 	servers := mappingNode(1)
 	index := map[string]int{} // server id -> its key's position in servers.Content
+	origins := map[string]Origin{}
+	exclude := map[string]bool{} // the ids to leave out -> whether a file defines one
+	for _, id := range opts.Exclude {
+		exclude[id] = false
+	}
 	var (
 		problems []Problem
 		header   = []string{"mcp-aggregator config, written by `mcp-aggregator import` from:"}
@@ -68,13 +108,11 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 		}
 		header = append(header, fmt.Sprintf("  %s, read as %s", f.Name, d))
 		problems = append(problems, t.problems.problems...)
-		for _, s := range t.notes {
-			problems = append(problems, s.problems...)
-		}
+		problems = append(problems, t.serverProblems(exclude)...)
 		for _, skip := range t.skipped {
 			header = append(header, "  left out: "+skip)
 		}
-		importServers(servers, index, t, f.Name)
+		problems = append(problems, importServers(servers, index, t, f.Name, exclude, origins)...)
 		own, merged := mappingPairs(t.root)
 		for _, p := range append(own, merged...) {
 			if p.key == "version" || p.key == "servers" {
@@ -91,6 +129,20 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 			}
 		}
 	}
+	told := map[string]bool{}
+	for _, id := range opts.Exclude {
+		switch {
+		case told[id]:
+		case exclude[id] && serverIDPattern.MatchString(id):
+			header = append(header, fmt.Sprintf("  left out: %s (--exclude)", id))
+		case exclude[id]:
+			header = append(header, fmt.Sprintf("  left out: %q (--exclude)", id))
+		default:
+			problems = append(problems, Problem{Severity: SeverityError, Field: "--exclude",
+				Message: fmt.Sprintf("no server of the files is read as %q; name a server by the id it is read as, which problems and comments give", safeName(id))})
+		}
+		told[id] = true
+	}
 	for _, k := range order {
 		addPair(out, k, 1, sections[k])
 	}
@@ -102,9 +154,28 @@ func Import(files []ImportFile) ([]byte, []Problem) {
 	text, err := encodeConfig(out, servers)
 	if err != nil {
 		problems = append(problems, Problem{Severity: SeverityError, Message: "cannot write the YAML: " + err.Error()})
-		return nil, problems
+		return Imported{Problems: problems}
 	}
-	return text, problems
+	return Imported{YAML: text, Problems: problems, Origins: origins}
+}
+
+// serverProblems are what the translation noticed of each server, in the order of the
+// servers, but for the servers exclude names.
+func (t *translation) serverProblems(exclude map[string]bool) []Problem {
+	var problems []Problem
+	if t.servers == nil {
+		return nil
+	}
+	own, merged := mappingPairs(t.servers)
+	told := map[string]bool{}
+	for _, p := range append(own, merged...) {
+		_, out := exclude[p.key]
+		if n := t.notes[p.key]; n != nil && !out && !told[p.key] {
+			told[p.key] = true
+			problems = append(problems, n.problems...)
+		}
+	}
+	return problems
 }
 
 // encodeConfig writes the document settings (version and the workspace settings) and
@@ -184,13 +255,45 @@ func encodeYAML(w *bytes.Buffer, n *yaml.Node) error {
 // importServers adds t's servers to servers, a later definition replacing an earlier one
 // in place, each with a comment on where it came from. index holds the position of each
 // id's key in servers.Content, so that finding an earlier definition costs the same for
-// the last server of a large file as for the first.
-func importServers(servers *yaml.Node, index map[string]int, t *translation, file string) {
+// the last server of a large file as for the first. Servers exclude names are left out
+// (and marked found); a server the file defines twice, which loading it refuses, is an
+// error, not the silent replacement of the first.
+func importServers(servers *yaml.Node, index map[string]int, t *translation, file string, exclude map[string]bool, origins map[string]Origin) []Problem {
 	if t.servers == nil || !isMapping(t.servers) {
-		return
+		return nil
 	}
+	var problems []Problem
+	first := map[string]int{} // id -> the line of its first definition in this file
 	own, merged := mappingPairs(t.servers)
+	for _, p := range own {
+		if _, out := exclude[p.key]; out {
+			continue
+		}
+		if line, twice := first[p.key]; twice {
+			problems = append(problems, Problem{Severity: SeverityError, File: file, Line: p.k.Line, Server: p.key,
+				Message: fmt.Sprintf("defined again (first on line %d), which loading this file refuses; rename or remove one of them", line)})
+			continue
+		}
+		first[p.key] = p.k.Line
+	}
 	for _, p := range append(own, merged...) {
+		if _, out := exclude[p.key]; out {
+			exclude[p.key] = true
+			continue
+		}
+		name := p.key
+		if n := t.notes[p.key]; n != nil {
+			name = n.name
+		}
+		if prev, ok := origins[p.key]; ok && prev.File != file && prev.Name != name {
+			// Layered files replace a server by id, meant for a server both name
+			// alike; these two names differ, one of them renamed to the id, so the
+			// two are likely different servers.
+			problems = append(problems, Problem{Severity: SeverityWarning, File: file, Line: p.k.Line, Server: p.key,
+				Message: fmt.Sprintf("%q replaces %q of %s, both read as %q; rename one of them in its file to keep both",
+					safeName(name), safeName(prev.Name), prev, p.key)})
+		}
+		origins[p.key] = Origin{File: file, Line: p.k.Line, Name: name}
 		key := scalarNode(p.key, "!!str", p.k.Line)
 		var comment []string
 		if n := t.notes[p.key]; n != nil {
@@ -217,6 +320,7 @@ func importServers(servers *yaml.Node, index map[string]int, t *translation, fil
 		index[p.key] = len(servers.Content)
 		addPairNode(servers, key, p.v)
 	}
+	return problems
 }
 
 // literalValues reports whether a server sets env or header values as plain text, which

@@ -155,7 +155,7 @@ func TestImportWritesServersOneByOne(t *testing.T) {
 		root, err := decodeJSON(data)
 		require.NoError(t, err)
 		list := mappingNode(1)
-		importServers(list, map[string]int{}, translateClients(DialectMCPServers, fileContext{file: "a.json", dir: "/"}, root), "a.json")
+		importServers(list, map[string]int{}, translateClients(DialectMCPServers, fileContext{file: "a.json", dir: "/"}, root), "a.json", nil, map[string]Origin{})
 		settings := mappingNode(1)
 		addPair(settings, "version", 1, scalarNode("1", "!!int", 1))
 		settings.HeadComment = "written by import"

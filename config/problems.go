@@ -23,6 +23,12 @@ func (l *problemList) errorf(line int, field, format string, args ...any) {
 	l.add(SeverityError, line, field, format, args...)
 }
 
+// envErrorf adds an error that setting a variable clears (Problem.Environment).
+func (l *problemList) envErrorf(line int, field, format string, args ...any) {
+	l.add(SeverityError, line, field, format, args...)
+	l.problems[len(l.problems)-1].Environment = true
+}
+
 func (l *problemList) warnf(line int, field, format string, args ...any) {
 	l.add(SeverityWarning, line, field, format, args...)
 }

@@ -115,7 +115,7 @@ func (r *reader) expand(s string, line int, field string) (text, bool) {
 		return text{}, false
 	}
 	for _, name := range x.missing {
-		r.errorf(line, field, "variable %s (in ${%s}) is not set; export it, %s, or give a default with ${%s:-value}",
+		r.envErrorf(line, field, "variable %s (in ${%s}) is not set; export it, %s, or give a default with ${%s:-value}",
 			name, name, r.envFileHint(), name)
 	}
 	if len(x.missing) > 0 {

@@ -68,15 +68,15 @@ func TestImportRenamesReservedServerID(t *testing.T) {
 	assert.NotNil(t, ws.Server("mcp_admin-2"), string(out))
 }
 
-// TestValidIDTakenByARenamedServer: a valid name read under another id, because an
-// unusable name before it was read as that id, is told so, not called invalid.
-func TestValidIDTakenByARenamedServer(t *testing.T) {
+// TestValidIDKeptFromARenamedServer: a server named with a valid id keeps it, even
+// when an unusable name before it cleans to the same id: that one is read under
+// the next free suffix, and told so.
+func TestValidIDKeptFromARenamedServer(t *testing.T) {
 	ws, problems := loadYAML(t, "{\"mcpServers\": {\n\"Brave Search\": {\"command\": \"node\"},\n\"Brave-Search\": {\"command\": \"npx\"}}}\n", nil)
 	require.NotNil(t, ws, render(problems))
-	assert.Equal(t, "node", ws.Server("Brave-Search").Command)
-	assert.Equal(t, "npx", ws.Server("Brave-Search-2").Command)
+	assert.Equal(t, "npx", ws.Server("Brave-Search").Command)
+	assert.Equal(t, "node", ws.Server("Brave-Search-2").Command)
 	text := render(problems)
-	assert.Contains(t, text, `"Brave Search" is not a valid server id`)
-	assert.Contains(t, text, `"Brave-Search" is read as "Brave-Search-2": another server of this file is already read as "Brave-Search"`)
-	assert.NotContains(t, text, `"Brave-Search" is not a valid server id`)
+	assert.Contains(t, text, `"Brave Search" is not a valid server id here (1 to 64 letters, digits, '.', '_' or '-'); it is read as "Brave-Search-2"`)
+	assert.NotContains(t, text, `"Brave-Search" is`)
 }

@@ -135,7 +135,7 @@ func (r *reader) loadEnvFile(fc fileContext, n *yaml.Node) {
 	data, err := fc.readFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		r.errorf(n.Line, "env_file", "file %s does not exist (paths are relative to the config file's directory); create it or fix the path", shown)
+		r.envErrorf(n.Line, "env_file", "file %s does not exist (paths are relative to the config file's directory); create it or fix the path", shown)
 		return
 	case err != nil:
 		r.errorf(n.Line, "env_file", "cannot read %s (%v); make it a readable regular file", shown, errorCause(err))
@@ -322,7 +322,7 @@ func (s *serverReader) envRef(n *yaml.Node, field string) (string, bool) {
 	}
 	val, ok := s.lookup(v.Value)
 	if !ok {
-		s.errorf(p.v.Line, field, "host variable %s is not set; export it or %s", v.Value, s.envFileHint())
+		s.envErrorf(p.v.Line, field, "host variable %s is not set; export it or %s", v.Value, s.envFileHint())
 		return "", false
 	}
 	s.noteTaken(val)

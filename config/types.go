@@ -184,6 +184,11 @@ type (
 		Tool     string
 		Field    string
 		Message  string
+		// Environment marks an error that is the environment's alone: a
+		// variable the config reads is not set, or an env_file it names does
+		// not exist. Setting the variable (creating the file) clears it; the
+		// config itself needs no change.
+		Environment bool
 	}
 )
 

@@ -86,8 +86,13 @@ func (s *serverReader) checkTransport() {
 
 	switch srv.Transport {
 	case TransportStdio:
-		if srv.Command == "" && !s.problemsFor("command") {
+		_, chosen := s.f["transport"]
+		switch {
+		case srv.Command != "" || s.problemsFor("command"):
+		case chosen:
 			s.errorf(s.srv.Line, "command", "required for stdio transport; set command to the program that starts the server")
+		default: // neither: which of the two the server lacks is not said
+			s.errorf(s.srv.Line, "command", "required (or url: for a remote server); set command to the program that starts the server, or url to its endpoint, e.g. https://example.com/mcp")
 		}
 		s.checkCwd()
 	default:

@@ -457,6 +457,7 @@ func (t *HTTP) Serve(ln net.Listener, handler http.Handler) error {
 		limit.reserve = probeReserve
 		srv.Handler = limit.probesOnly(t.opts.ProbePaths, handler)
 	}
+	srv.Handler = noteServed(srv.Handler)
 	var served net.Listener = limit
 	if t.opts.TLS != nil {
 		// Outermost, so that the server sees *tls.Conn: it then bounds the

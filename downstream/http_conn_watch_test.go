@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,3 +103,96 @@ func TestHTTPClientLeavingEndsItsStream(t *testing.T) {
 	require.NoError(t, c.(*net.TCPConn).Close())
 	assert.ErrorIs(t, recv(t, causes), context.Canceled)
 }
+
+// A handler in front of the endpoint that narrows a request's context, as
+// a handler timeout does, narrows the request's: its cancellation ends the
+// request with its cause, and its deadline is the request's. Only a
+// request whose HTTP context carries nothing but values over the one
+// net/http made is left to its connection to end.
+func TestHTTPRequestKeepsTheContextInFrontOfIt(t *testing.T) {
+	errCut := errors.New("cut short in front of the endpoint")
+	deadline := time.Now().Add(time.Hour).Round(0)
+	cuts := make(chan context.CancelCauseFunc, 1)
+	front := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			switch r.Header.Get("X-Front") {
+			case "cancel":
+				var cut context.CancelCauseFunc
+				ctx, cut = context.WithCancelCause(ctx)
+				defer cut(nil)
+				cuts <- cut
+			case "deadline":
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, deadline)
+				defer cancel()
+			case "value":
+				ctx = context.WithValue(ctx, frontKey{}, true)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+	h, started, causes, release := connWatchFake()
+	deadlines := make(chan time.Time, 4)
+	hold := h.handle
+	h.handle = func(ctx context.Context, req *Request) *jsonrpc.Message {
+		if req.Msg.Method != "initialize" {
+			dl, _ := ctx.Deadline()
+			deadlines <- dl
+		}
+		return hold(ctx, req)
+	}
+	s := serveBehind(t, h, HTTPOptions{}, front)
+	id := s.initialize(t)
+	post := func(front, body string) <-chan *http.Response {
+		req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, id)
+		req.Header.Set("X-Front", front)
+		answered := make(chan *http.Response, 1)
+		go func() {
+			resp, err := s.client.Do(req)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			answered <- resp
+		}()
+		return answered
+	}
+
+	t.Run("cancel", func(t *testing.T) {
+		answered := post("cancel", `{"jsonrpc":"2.0","id":1,"method":"hold"}`)
+		assert.Equal(t, "1", recv(t, started))
+		assert.True(t, recv(t, deadlines).IsZero())
+		recv(t, cuts)(errCut)
+		assert.ErrorIs(t, recv(t, causes), errCut)
+		recv(t, answered)
+	})
+	t.Run("deadline", func(t *testing.T) {
+		answered := post("deadline", `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		assert.True(t, deadline.Equal(recv(t, deadlines)), "the request's deadline is the one in front of it")
+		require.Equal(t, http.StatusOK, recv(t, answered).StatusCode)
+	})
+	t.Run("value", func(t *testing.T) {
+		// A context that only adds values is left to the connection: the
+		// client leaving ends the request, and nothing else does.
+		c := s.dial(t)
+		body := `{"jsonrpc":"2.0","id":3,"method":"hold"}`
+		s.rawPost(t, c, "Accept: application/json, text/event-stream\r\nX-Front: value\r\n"+headerSessionID+": "+id+"\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n", body)
+		assert.Equal(t, "3", recv(t, started))
+		assert.True(t, recv(t, deadlines).IsZero())
+		require.NoError(t, c.Close())
+		assert.ErrorIs(t, recv(t, causes), context.Canceled)
+	})
+	close(release)
+	select {
+	case err := <-causes:
+		t.Fatalf("a request was ended twice: %v", err)
+	default:
+	}
+}
+
+type frontKey struct{}

@@ -41,7 +41,11 @@ func (t *HTTP) readBody(w http.ResponseWriter, r *http.Request, conn *countedCon
 			// for the client going away, and with it a long response.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
-		r.Body = http.NoBody // read whole: the connection may be kept
+		// Read whole: the connection may be kept. The server, which looks
+		// for what is left of a body before the response as full duplex
+		// does not, would otherwise read the body again to find it empty.
+		_ = rc.EnableFullDuplex()
+		r.Body = http.NoBody
 		return body, nil
 	case isTooBig(err):
 		return nil, tooLarge(limit)
@@ -367,6 +371,37 @@ type countedConn struct {
 	watchMu sync.Mutex
 	watcher context.CancelCauseFunc
 	gone    bool
+	// served is the context net/http made for the request of HTTP/1.x
+	// being served, without TLS (noteServed): what ends it is the
+	// connection, and the server, whose BaseContext Serve leaves unset.
+	// Only the goroutine serving the request uses it.
+	served context.Context
+}
+
+// noteServed leaves on its connection the context net/http made for each
+// request of HTTP/1.x on a connection of Serve, without TLS, while next
+// serves it (countedConn.endsAsServed).
+func noteServed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := acceptedOf(r.Context())
+		if c == nil || r.TLS != nil || r.ProtoMajor != 1 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c.served = r.Context()
+		next.ServeHTTP(w, r)
+		c.served = nil
+	})
+}
+
+// endsAsServed reports whether ctx, the context of the request being
+// served on c, ends only as the one net/http made for it ends: it is that
+// context, or one that adds values to it, whose Done is that context's. A
+// handler in front that narrows it (a cancel or a deadline of its own)
+// gives it a Done of its own.
+func (c *countedConn) endsAsServed(ctx context.Context) bool {
+	served := c.served
+	return served != nil && (ctx == served || ctx.Done() == served.Done())
 }
 
 // Read reads from the client. A read that fails other than by a deadline

@@ -28,7 +28,7 @@ type post struct {
 	// registered; opened is written on the Handle goroutine before the
 	// response is handed over, and read after. from is what r's context
 	// carries (carriedOf), once fromKnown. (The flags share a word, so
-	// that the post, header included, fits in 768 bytes.)
+	// that the post, header included, fits in 896 bytes.)
 	opened, fromKnown bool
 	fresh             *httpSession
 	from              carried
@@ -36,6 +36,14 @@ type post struct {
 	// whose client accepts text/event-stream to the batch's stream (false:
 	// the batch is over); nil for any other request.
 	toBatch func(*jsonrpc.Message) bool
+
+	// decoded is msg when the post's body is one message, decoded into
+	// the post rather than an allocation of its own; a request of a batch
+	// has its msg elsewhere.
+	decoded jsonrpc.Message
+	// detached is r's context without its cancellation, when the
+	// connection ends the request (requestContext).
+	detached detached
 
 	// What serveRequest serves and writes the response with, made with the
 	// post, in one allocation: the request handed to the Handler, the queue
@@ -84,12 +92,13 @@ func (t *HTTP) servePost(w http.ResponseWriter, r *http.Request) {
 		t.postBatch(w, r, body, acceptJSON, acceptSSE)
 		return
 	}
-	msg, e := decodeMessage(body)
-	if e != nil {
+	p := &post{w: w, r: r, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
+	if e := decodeMessage(&p.decoded, body); e != nil {
 		t.refuse(w, r, e)
 		return
 	}
-	p := &post{w: w, r: r, msg: msg, acceptJSON: acceptJSON, acceptSSE: acceptSSE, from: from, fromKnown: true}
+	msg := &p.decoded
+	p.msg = msg
 
 	// The generation is decided per message: 2026-07-28 and later, named in
 	// the header or in _meta, is sessionless.
@@ -126,12 +135,12 @@ func (t *HTTP) rateLimited(w http.ResponseWriter, r *http.Request) *httpError {
 // as the proxy answers it when the call is made.
 const codeRateLimited = -32029
 
-func decodeMessage(body []byte) (*jsonrpc.Message, *httpError) {
-	msg, de := decodeClient(body, true) // the body is read for this message alone
-	if de != nil {
-		return nil, &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
+// decodeMessage decodes body, read for this message alone, into msg.
+func decodeMessage(msg *jsonrpc.Message, body []byte) *httpError {
+	if de := decodeClientInto(msg, body); de != nil {
+		return &httpError{status: http.StatusBadRequest, id: de.ID, err: &jsonrpc.Error{Code: de.Code, Message: de.Reason}}
 	}
-	return msg, nil
+	return nil
 }
 
 // postSession serves a message of the session-based generation.
@@ -162,7 +171,7 @@ func (t *HTTP) postSession(p *post) {
 	case msg.Method == "notifications/cancelled":
 		// Applied here, not passed on: it cancels the request's context.
 		if id := cancelledID(msg.Params); jsonrpc.ValidID(id) {
-			s.cancelRequest(jsonrpc.IDKey(id), msg.Params)
+			s.cancelRequest(keyOf(id), msg.Params)
 		}
 		p.w.WriteHeader(http.StatusAccepted)
 	default: // another notification
@@ -288,7 +297,7 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 		defer stop()
 	}
 
-	var key string // the request's in its session
+	var key callKey // the request's in its session
 	if s != nil {
 		var e *httpError
 		if key, e = s.beginRequest(req.Msg.ID, cancel); e != nil {
@@ -344,32 +353,48 @@ func (t *HTTP) serveRequest(p *post, req *Request, s *httpSession, after func(co
 // cancel of its own. It ends when the client leaves: the server ends the
 // HTTP request's context then, and with it a context derived from it. On
 // a connection of Serve over HTTP/1.x, where the connection itself finds
-// the client gone (countedConn.Read), it is derived from the HTTP
-// request's values alone and the connection ends it, until the caller
-// calls unwatch on the connection returned: a child of the HTTP request's
-// context costs that context a map of its children and a channel, made
-// anew for every request. The requests of a batch, served together,
-// derive theirs from the batch's, which ends them with it.
+// the client gone (countedConn.Read), a request whose HTTP context ends
+// only as the one net/http made ends (countedConn.endsAsServed) has a
+// context derived from the HTTP request's values alone, which the
+// connection ends, until the caller calls unwatch on the connection
+// returned: a child of the HTTP request's context costs that context a map
+// of its children and a channel, made anew for every request. A handler in
+// front that narrows the context (a cancel or deadline of its own) gets
+// the child. The requests of a batch, served together, derive theirs from
+// the batch's, which ends them with it.
 func (t *HTTP) requestContext(p *post) (context.Context, context.CancelCauseFunc, *countedConn) {
 	conn := p.carriedOf().conn
-	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || p.r.TLS != nil || p.r.ProtoMajor != 1 {
-		ctx, cancel := context.WithCancelCause(p.r.Context())
+	parent := p.r.Context()
+	if _, batched := p.w.(*bufferedResponse); batched || conn == nil || !conn.endsAsServed(parent) {
+		ctx, cancel := context.WithCancelCause(parent)
 		return ctx, cancel, nil
 	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(p.r.Context()))
+	p.detached = detached{parent}
+	ctx, cancel := context.WithCancelCause(&p.detached)
 	if !conn.watch(cancel) {
 		cancel(context.Canceled) // the client left already
 		return ctx, cancel, nil
 	}
-	if p.r.Context().Err() != nil {
+	if parent.Err() != nil {
 		cancel(context.Canceled)
 	}
 	return ctx, cancel, conn
 }
 
+// detached is a context with the values of the one it holds and none of
+// its cancellation or deadline, as context.WithoutCancel's, made with the
+// post rather than allocated: it is only ever the parent of a request's
+// cancellable context (requestContext), which the context package asks
+// for its Done alone, and finds nil.
+type detached struct{ context.Context }
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
+
 // serve runs Handle, then after, and ends the request, key in its session,
 // whatever happens.
-func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key string, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
+func (t *HTTP) serve(ctx context.Context, req *Request, s *httpSession, key callKey, after func(context.Context, *jsonrpc.Message) *jsonrpc.Message) *jsonrpc.Message {
 	if s != nil {
 		defer s.endRequest(key)
 	}

@@ -132,7 +132,7 @@ func (t *HTTP) resume(r *http.Request, id string) (*httpSession, *httpError) {
 	}
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	s := &httpSession{
-		id: id, ctx: ctx, cancel: cancel, lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc), asks: newOutgoing(),
+		id: id, ctx: ctx, cancel: cancel, lastUsed: time.Now(), inflight: make(map[callKey]context.CancelCauseFunc), asks: newOutgoing(),
 		protocol: st.Version, caps: st.Caps, principal: principal, caller: caller, view: st.View, holder: holder,
 		expires: time.Unix(st.Expires, 0), resumedFrom: st.Replica, sealedInfo: st.Info,
 	}

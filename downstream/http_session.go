@@ -62,8 +62,8 @@ type httpSession struct {
 	closed   bool
 	busy     int // the pieces of work in progress: a busy session is not idle
 	lastUsed time.Time
-	inflight map[string]context.CancelCauseFunc // request id (jsonrpc.IDKey) -> cancel
-	stream   *outbox                            // the open GET stream, or nil
+	inflight map[callKey]context.CancelCauseFunc // request id (keyOf) -> cancel
+	stream   *outbox                             // the open GET stream, or nil
 }
 
 func (t *HTTP) newSession() *httpSession {
@@ -73,7 +73,7 @@ func (t *HTTP) newSession() *httpSession {
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	return &httpSession{
 		id: t.opts.SessionIDPrefix + hex.EncodeToString(b[:]), ctx: ctx, cancel: cancel,
-		lastUsed: time.Now(), inflight: make(map[string]context.CancelCauseFunc), asks: newOutgoing(),
+		lastUsed: time.Now(), inflight: make(map[callKey]context.CancelCauseFunc), asks: newOutgoing(),
 	}
 }
 
@@ -154,24 +154,25 @@ func (s *httpSession) Attached() bool {
 
 // beginRequest begins the request with id, cancelled by cancel when the
 // client sends notifications/cancelled for it and when s ends
-// (cancelRequests). It returns the request's key, for endRequest.
-func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) (string, *httpError) {
-	key := jsonrpc.IDKey(id)
+// (cancelRequests). It returns the request's key, for endRequest: an
+// integer id's costs no string.
+func (s *httpSession) beginRequest(id json.RawMessage, cancel context.CancelCauseFunc) (callKey, *httpError) {
+	key := keyOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[key]; dup && !s.closed {
-		return "", refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+		return callKey{}, refusal(http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"request id %s is already in flight in this session: use a new id for each request", id)
 	}
 	if !s.beginLocked() {
-		return "", sessionGone()
+		return callKey{}, sessionGone()
 	}
 	s.inflight[key] = cancel
 	return key, nil
 }
 
 // endRequest ends the request beginRequest began with key.
-func (s *httpSession) endRequest(key string) {
+func (s *httpSession) endRequest(key callKey) {
 	s.mu.Lock()
 	delete(s.inflight, key)
 	s.mu.Unlock()
@@ -195,7 +196,7 @@ func (s *httpSession) cancelRequests(cause error) {
 }
 
 // cancelRequest applies notifications/cancelled, whose params are params.
-func (s *httpSession) cancelRequest(key string, params json.RawMessage) {
+func (s *httpSession) cancelRequest(key callKey, params json.RawMessage) {
 	s.mu.Lock()
 	cancel := s.inflight[key]
 	s.lastUsed = time.Now()

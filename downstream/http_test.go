@@ -117,16 +117,28 @@ func serveHTTP(t *testing.T, h *httpFake, opts HTTPOptions) *httpServer {
 // context the identity.Caller caller says sent it.
 func serveAs(t *testing.T, h *httpFake, opts HTTPOptions, caller func(r *http.Request) identity.Caller) *httpServer {
 	t.Helper()
+	if caller == nil {
+		return serveBehind(t, h, opts, nil)
+	}
+	return serveBehind(t, h, opts, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), caller(r))))
+		})
+	})
+}
+
+// serveBehind serves the transport at /mcp until the test ends, behind
+// front when set: a handler in front of the endpoint, as the gateway's are.
+func serveBehind(t *testing.T, h *httpFake, opts HTTPOptions, front func(http.Handler) http.Handler) *httpServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	tr := NewHTTP(h, opts)
 	mux := http.NewServeMux()
-	if caller == nil {
+	if front == nil {
 		mux.Handle("/mcp", tr)
 	} else {
-		mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tr.ServeHTTP(w, r.WithContext(identity.WithCaller(r.Context(), caller(r))))
-		}))
+		mux.Handle("/mcp", front(tr))
 	}
 	s := &httpServer{
 		tr: tr, h: h, addr: ln.Addr().String(), url: "http://" + ln.Addr().String() + "/mcp",

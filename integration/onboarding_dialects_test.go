@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,6 +65,7 @@ type dialectFixture struct {
 	broken  string            // the same file with one mistake
 	line    int               // where check reports it
 	parts   []string          // in the error line
+	unset   bool              // the mistake is only a variable not set yet (or its env file not there)
 }
 
 // dialectFixtures are the configs of every client format the aggregator reads. url is
@@ -86,7 +88,7 @@ func dialectFixtures(t *testing.T, url string) []dialectFixture {
 `,
 			tools: []string{"echo", "env"}, calls: map[string]string{"DEMO_TOKEN": "from-claude-desktop"},
 			broken: "{\n  \"mcpServers\": {\n    \"demo\": {\n      " + stdio + ",\n      \"env\": {\"TOKEN\": \"${ONB_NOT_SET_ANYWHERE}\"}\n    }\n  }\n}\n",
-			line:   5, parts: []string{`server "demo"`, "env.TOKEN:", "ONB_NOT_SET_ANYWHERE", "not set"},
+			line:   5, parts: []string{`server "demo"`, "env.TOKEN:", "ONB_NOT_SET_ANYWHERE", "not set"}, unset: true,
 		},
 		{
 			name: "claude-code", file: ".mcp.json", dialect: "mcpServers JSON",
@@ -123,7 +125,7 @@ func dialectFixtures(t *testing.T, url string) []dialectFixture {
 			env:   []string{"ONB_TOKEN=from-vscode-input"},
 			tools: []string{"echo"}, calls: map[string]string{"DEMO_TOKEN": "from-vscode-input"},
 			broken: "{\n  \"servers\": {\n    \"demo\": {\"type\": \"stdio\", \"command\": \"x\",\n      \"envFile\": \"${workspaceFolder}/missing.env\"}\n  }\n}\n",
-			line:   4, parts: []string{`server "demo"`, "envFile:", "does not exist"},
+			line:   4, parts: []string{`server "demo"`, "envFile:", "does not exist"}, unset: true,
 		},
 		{
 			name: "tenex", file: ".tenex/mcp.json", dialect: "TENEX mcp.json",
@@ -235,6 +237,31 @@ func TestOnboardingDialects(t *testing.T) {
 					found = found || strings.HasPrefix(line, prefix) && containsAll(line, fx.parts...)
 				}
 				assert.True(t, found, "no line %q... with %q in:\n%s", prefix, fx.parts, res.stdout)
+			})
+
+			t.Run("mistake imported", func(t *testing.T) {
+				// A variable not set yet is a warning, and the config is written; any
+				// other mistake writes nothing and exits 1, saying what it is.
+				bdir := t.TempDir()
+				broken := writeFile(t, bdir, fx.file, fx.broken)
+				res := runCLIIn(t, bdir, nil, "import", broken)
+				lines := stderrLines(res.stderr)
+				what := fx.parts[len(fx.parts)-1]
+				if fx.unset {
+					assert.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+					assert.True(t, strings.HasPrefix(res.stdout, "# mcp-aggregator config, written by `mcp-aggregator import`"), res.stdout)
+					assert.NotContains(t, res.stderr, "error:")
+					assert.True(t, slices.ContainsFunc(lines, func(l string) bool {
+						return strings.HasPrefix(l, "warning: ") && containsAll(l, fx.parts[0], what)
+					}), "no warning with %q and %q in:\n%s", fx.parts[0], what, res.stderr)
+					return
+				}
+				assert.Equal(t, 1, res.code, "stdout: %s\nstderr: %s", res.stdout, res.stderr)
+				assert.Empty(t, res.stdout)
+				assert.True(t, slices.ContainsFunc(lines, func(l string) bool {
+					return strings.HasPrefix(l, "error: ") && strings.Contains(l, what)
+				}), "no error with %q in:\n%s", what, res.stderr)
+				assert.Contains(t, []string{importRefused, "error: no server could be read; nothing was written"}, lines[len(lines)-1])
 			})
 
 			t.Run("import", func(t *testing.T) {

@@ -131,26 +131,3 @@ two
 		})
 	}
 }
-
-func TestNothingToImport(t *testing.T) {
-	const unread = "no server could be read; nothing was printed"
-	const none = "the files define no server to import (none, or only disabled ones); nothing was printed"
-	one := []*config.Server{{ID: "s"}}
-	tests := []struct {
-		name string
-		ws   *config.Workspace
-		errs int
-		want string
-	}{
-		{"a server", &config.Workspace{Servers: one}, 0, ""},
-		{"a server, and errors of others", &config.Workspace{Servers: one}, 2, ""},
-		{"only a rejected server", &config.Workspace{Rejected: []string{"bad"}}, 1, ""},
-		{"no server", &config.Workspace{}, 0, none},
-		{"no server, and errors", &config.Workspace{}, 1, unread},
-		{"nothing loaded", nil, 0, none},
-		{"nothing loaded, and errors", nil, 3, unread},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, NothingToImport(tt.ws, tt.errs), tt.name)
-	}
-}

@@ -36,8 +36,10 @@ Usage:
   mcp-aggregator client-config CLIENT [--config FILE]... [--name NAME]
                                                            print what to add to CLIENT's config to use this binary
                                                            (claude-code, claude-desktop, cursor, vscode, gemini, codex, inspector)
-  mcp-aggregator import FILE...                            print a client's config (mcpServers JSON, VS Code,
-                                                           TENEX, HoloDeck, chatagent) as mcp-aggregator YAML
+  mcp-aggregator import [--exclude ID]... [--output FILE] FILE...
+                                                           write a client's config (mcpServers JSON, VS Code,
+                                                           TENEX, HoloDeck, chatagent) as mcp-aggregator YAML;
+                                                           nothing, and exit 1, if the result would not run
   mcp-aggregator login SERVER [--config FILE]... [--no-browser]
                                                            log in to a server with auth: {type: oauth}; the
                                                            tokens are kept in the user's config directory;

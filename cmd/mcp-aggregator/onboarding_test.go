@@ -157,7 +157,7 @@ func TestImportOutputEndsWithNewline(t *testing.T) {
 	src := write(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"fs": {"command": "npx", "env": {"KEY": "${IMPORT_UNSET_VAR}", "NOTE": "x\n\u2028"}}}}`)
 	out, errOut, code := runIn(t, dir, "import", src)
 	assert.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "checking the result:\nerror: ")
+	assert.Contains(t, errOut, "checking the result:\nwarning: ", "a variable not set yet is a warning")
 	assert.True(t, strings.HasSuffix(out, "\n"), "%q", out)
 }
 

@@ -44,8 +44,8 @@ func TestUsageErrors(t *testing.T) {
 // disabled ones), or whose servers could not be read, print no config, which written over
 // a watched config would stop every server it runs, and exit 1 saying why.
 func TestImportOfNoServerPrintsNothing(t *testing.T) {
-	const none = "error: the files define no server to import (none, or only disabled ones); nothing was printed\n"
-	const unread = "error: no server could be read; nothing was printed\n"
+	const none = "error: the files define no server to import (none, or only disabled ones); nothing was written\n"
+	const unread = "error: no server could be read; nothing was written\n"
 	dir := t.TempDir()
 	for name, tt := range map[string]struct{ text, want string }{
 		"empty.json":    {`{"mcpServers": {}}`, none},
