@@ -16,13 +16,13 @@ import (
 // for the upstream (downstream.Starter): a tools/call is taken through the
 // forwarder's steps at once on the transport's goroutine, sent with
 // upstream.Instance.Start, and answered from the goroutine that reads the
-// upstream's answer. Wherever a step would wait (a lease to acquire, a
-// policy that may ask, limits, a task, an error that may offer a login,
-// an upstream over HTTP), the rest goes on a goroutine of its own, the
-// same steps waiting where they wait. Start returns false, having done
+// upstream's answer. Wherever a later step would wait (a lease to start, a
+// first call binding its session, instance limits, a task, an error that
+// may offer a login, an upstream over HTTP), the rest goes on a goroutine
+// of its own, the same steps waiting where they wait. Start returns false, having done
 // nothing, for a request Handle is to serve: any other method, a call
 // while tracing (its request span), a call the bridge holds, a call whose
-// params or tool are not ready to go.
+// params or tool are not ready to go, a call a policy may ask about.
 func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstream.Completion) bool {
 	if req.Msg.Method != "tools/call" || p.opts.Tracer != nil || bridge.Bridgeable(req) || invalidLogLevel(req) != nil {
 		return false
@@ -37,11 +37,18 @@ func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstr
 	c.inv.callOf(req, params, st)
 	c.f = forward{p: p, ctx: ctx, inv: &c.inv}
 	c.f.begin()
+	first := c.f.acquire(true)
+	if first == stepWaits && !c.f.admitted {
+		// Nothing was done (a policy that may ask, a tool not exported
+		// as it stands): Handle serves it, on a goroutine the transport
+		// keeps for such requests, not one started for each.
+		return false
+	}
 	if !req.OnCancel(c) {
 		// A transport that does not tell: its context does.
 		c.unwatch = context.AfterFunc(ctx, func() { c.Cancel(context.Cause(ctx)) })
 	}
-	c.start()
+	c.start(first)
 	return true
 }
 
@@ -92,10 +99,11 @@ func (c *startedCall) send(inst *upstream.Instance) bool {
 	return true
 }
 
-// start takes the call through the steps that need no wait, and sends it.
-func (c *startedCall) start() {
+// start takes the call, whose acquire step came to first, through the
+// steps that need no wait, and sends it.
+func (c *startedCall) start(first step) {
 	f := &c.f
-	switch f.acquire(true) {
+	switch first {
 	case stepAnswered:
 		c.answer()
 		return

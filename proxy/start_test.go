@@ -3,12 +3,15 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcp-aggregator/mcp-aggregator/config"
 	"github.com/mcp-aggregator/mcp-aggregator/downstream"
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
@@ -131,4 +134,26 @@ func TestStartProgressCancelAndTimeout(t *testing.T) {
 	resp = done.await(t)
 	require.NotNil(t, resp.Error)
 	assert.Contains(t, resp.Error.Message, "no result within")
+}
+
+// A policy that may ask the user leaves every call to Handle: Start
+// declines it having done nothing, and Handle applies the policy.
+func TestStartLeavesPolicedCallsToHandle(t *testing.T) {
+	p := newTestProxy(t)
+	yaml := strings.Replace(string(baseServers().yaml()), "version: 1\n",
+		"version: 1\npolicy:\n  - name: no-fail\n    when: 'tool == \"demo_fail\"'\n    action: deny\n", 1)
+	ws, problems := config.LoadBytes(filepath.Join(t.TempDir(), "mcp.yaml"), []byte(yaml), nil)
+	require.NotNil(t, ws, "problems: %v", problems)
+	reconcile(t, p, ws)
+	s := fakeSession("start")
+	p.SessionOpened(s)
+	defer p.SessionClosed(s)
+
+	ctx, req, _ := callRequest(s, `{"name":"demo_fail","arguments":{"message":"no"}}`)
+	done := make(completion, 1)
+	require.False(t, p.Start(ctx, req, done))
+	assert.Empty(t, done)
+	resp := p.Handle(ctx, req)
+	require.NotNil(t, resp)
+	assert.Contains(t, string(resp.Result), `denied by policy rule \"no-fail\"`)
 }
