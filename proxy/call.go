@@ -111,17 +111,18 @@ var _ target = (*upstream.Instance)(nil)
 // between sends the request to its new instance), applies the call limits
 // and the deadline, forwards the params raw and maps the one set of
 // errors. It returns the raw result, or a raw JSON-RPC error object; err
-// is set only when the caller went away and no response is due. inv is
-// the request's own, which send changes as it goes (the tool an
-// mcp_call_tool call names, the params as they go up): a pointer, so that
-// a request does not copy its few hundred bytes.
+// is set only when the caller went away and no response is due. send
+// works on a copy of inv, which it changes as it goes (the tool an
+// mcp_call_tool call names, the params as they go up).
 //
 // send takes a forward through its steps on the caller's goroutine,
 // waiting wherever one waits; start (start.go) takes a tools/call through
 // the same steps without waiting, and hands the rest to a goroutine where
 // one would wait.
 func (p *Proxy) send(ctx context.Context, inv *invocation) (json.RawMessage, *jsonrpc.Error, error) {
-	f := forward{p: p, ctx: ctx, inv: inv}
+	// A copy of inv, kept in f: a pointer kept there would move the
+	// caller's inv to the heap, as everything f holds escapes together.
+	f := forward{p: p, ctx: ctx, inv: *inv}
 	f.begin()
 	// One deferred call ends every call, whatever it came to hold: a
 	// deferred call each costs more than the tests in this one.
@@ -135,7 +136,7 @@ func (p *Proxy) send(ctx context.Context, inv *invocation) (json.RawMessage, *js
 type forward struct {
 	p   *Proxy
 	ctx context.Context
-	inv *invocation
+	inv invocation // what send was given, which the steps change as they go
 
 	call     bool // a tools/call
 	st       *state
@@ -222,7 +223,7 @@ func (f *forward) answered(rpcErr *jsonrpc.Error) step {
 // tools/call of a tool the catalog exports as it stands, to a shared
 // server, without a policy that may ask.
 func (f *forward) acquire(atOnce bool) step {
-	p, inv := f.p, f.inv
+	p, inv := f.p, &f.inv
 	for {
 		f.passes++
 		st := p.current()
@@ -386,7 +387,7 @@ func (inv *invocation) resolvesAtOnce(st *state) bool {
 // atOnce it does only what needs no wait: a call bounded by instance
 // limits, or that runs as a task, waits.
 func (f *forward) prepare(atOnce bool) step {
-	p, inv, rs, grant, entry, call := f.p, f.inv, f.rs, f.grant, f.entry, f.call
+	p, inv, rs, grant, entry, call := f.p, &f.inv, f.rs, f.grant, f.entry, f.call
 	bounded := call && grant != nil && f.st.limits.bounds(entry.Settings.MaxInstances)
 	f.bridgedTask = call && grant != nil && len(inv.task) == 0 && p.bridgesTask(inv.req, rs, grant.Instance, entry)
 	if atOnce && (bounded || len(inv.task) > 0 || f.bridgedTask || !f.bindsAtOnce()) {
@@ -530,7 +531,7 @@ func (f *forward) bindsAtOnce() bool {
 // forward's answer. With atOnce it does only what needs no wait: an error,
 // which may offer a login, or a task where none was asked for, waits.
 func (f *forward) finish(raw json.RawMessage, derr error, atOnce bool) step {
-	p, inv, grant, call := f.p, f.inv, f.grant, f.call
+	p, inv, grant, call := f.p, &f.inv, f.grant, f.call
 	if atOnce && derr != nil {
 		return stepWaits
 	}
@@ -623,7 +624,7 @@ func (f *forward) end() {
 		return
 	}
 	f.ended = true
-	p, inv := f.p, f.inv
+	p, inv := f.p, &f.inv
 	if f.span != nil {
 		f.span.End(f.result, f.rpcErr, f.err)
 	}

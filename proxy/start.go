@@ -34,8 +34,8 @@ func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstr
 	}
 	req.Profile = st.requestProfile(req.Caller(), req.View)
 	c := &startedCall{done: done}
-	c.inv.callOf(req, params, st)
-	c.f = forward{p: p, ctx: ctx, inv: &c.inv}
+	c.f.p, c.f.ctx = p, ctx
+	c.f.inv.callOf(req, params, st)
 	c.f.begin()
 	first := c.f.acquire(true)
 	if first == stepWaits && !c.f.admitted {
@@ -56,7 +56,6 @@ func (p *Proxy) Start(ctx context.Context, req *downstream.Request, done downstr
 // its response goes.
 type startedCall struct {
 	f    forward
-	inv  invocation
 	done downstream.Completion
 
 	// mu guards what tells the request in flight upstream of the call's
@@ -156,7 +155,7 @@ func (c *startedCall) answer() {
 		c.unwatch()
 	}
 	f.end()
-	c.done.Complete(f.p.encode(c.inv.req, response(f.result, f.rpcErr, f.err)))
+	c.done.Complete(f.p.encode(f.inv.req, response(f.result, f.rpcErr, f.err)))
 }
 
 // recovered turns a panic while serving the call into an internal error
