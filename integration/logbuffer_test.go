@@ -64,6 +64,33 @@ func (b *logBuffer) waitLine(match func(line string) bool, timeout time.Duration
 	}
 }
 
+// waitLines waits until n complete lines satisfying match have been written, and
+// reports whether they were before timeout.
+func (b *logBuffer) waitLines(n int, match func(line string) bool, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		text, changed := b.buf.String(), b.changed
+		b.mu.Unlock()
+		lines := strings.Split(text, "\n")
+		found := 0
+		for _, line := range lines[:len(lines)-1] { // the last element is an unfinished line
+			if match(line) {
+				found++
+			}
+		}
+		if found >= n {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 // containsLine reports whether a line containing every one of parts has been written.
 func (b *logBuffer) containsLine(parts ...string) bool {
 	for _, line := range strings.Split(b.String(), "\n") {

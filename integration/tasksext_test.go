@@ -220,7 +220,9 @@ func TestTasksExtensionRelayed(t *testing.T) {
 	_, shape = taskShape(t, ac.onTask("tasks/get", lingerID, "conv-1"))
 	assert.Equal(t, "cancelled", shape["status"])
 
-	// The upstream heard of its own ids only, each request naming one.
+	// The upstream heard of its own ids only, each request naming one. Its log
+	// comes through a pipe, and may lag behind its answers: wait for its lines.
+	serverLog.waitLines(5, func(line string) bool { return strings.HasPrefix(line, "taskextserver: tasks/") }, startTimeout)
 	log := serverLog.String()
 	assert.NotContains(t, log, id)
 	assert.NotContains(t, log, lingerID)
@@ -627,5 +629,7 @@ func TestTasksExtensionForOlderSession(t *testing.T) {
 	cancelled := mustResult(t, c.mustRequest("tasks/cancel", map[string]any{"taskId": linger}), "tasks/cancel")
 	assert.Equal(t, linger, cancelled["taskId"])
 	assert.Equal(t, "cancelled", cancelled["status"], "cancelled upstream: %v", cancelled)
-	assert.Contains(t, serverLog.String(), "taskextserver: tasks/cancel ", "the cancel went upstream")
+	// The upstream's log comes through a pipe, and may lag behind its answer.
+	_, went := serverLog.waitLine(func(line string) bool { return strings.HasPrefix(line, "taskextserver: tasks/cancel ") }, startTimeout, nil)
+	assert.True(t, went, "the cancel went upstream; server log:\n%s", serverLog)
 }
