@@ -253,7 +253,9 @@ type Starter interface {
 }
 
 // Completion takes the response of a request a Starter serves. Complete
-// must not block, and is called once.
+// must not block, and is called once. The response is lent: what it holds
+// (its result may still be in the buffer an upstream's answer was read
+// into) is valid until Complete returns, so a transport encodes it there.
 type Completion interface {
 	Complete(resp *jsonrpc.Message)
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime/debug"
@@ -133,10 +134,13 @@ func (c *startedCall) wait() {
 }
 
 // Complete takes the upstream's answer (upstream.Completion), on the
-// goroutine that read it.
+// goroutine that read it. raw is lent: what finish makes of it is encoded
+// into the client's line before Complete returns, and what goes on
+// another goroutine takes a copy.
 func (c *startedCall) Complete(raw json.RawMessage, err error) {
 	defer c.recovered()
 	if c.f.finish(raw, err, true) == stepWaits {
+		raw = bytes.Clone(raw)
 		go func() {
 			defer c.recovered()
 			c.f.finish(raw, err, false)

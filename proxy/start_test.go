@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -16,10 +17,17 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/jsonrpc"
 )
 
-// completion takes what Start answers.
+// completion takes what Start answers: a copy, since the answer is lent.
 type completion chan *jsonrpc.Message
 
-func (c completion) Complete(m *jsonrpc.Message) { c <- m }
+func (c completion) Complete(m *jsonrpc.Message) {
+	if m != nil {
+		kept := *m
+		kept.Result = bytes.Clone(m.Result)
+		m = &kept
+	}
+	c <- m
+}
 
 // await is the one response c gets; it fails the test if none comes.
 func (c completion) await(t *testing.T) *jsonrpc.Message {

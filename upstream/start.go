@@ -9,7 +9,9 @@ import (
 )
 
 // Completion takes the outcome of a request sent with Instance.Start: what
-// Do would have returned for it.
+// Do would have returned for it. The result is lent: it is valid until
+// Complete returns (it is read where the upstream's answer was read), and
+// a Completion that keeps it, or hands it to another goroutine, copies it.
 type Completion interface {
 	Complete(result json.RawMessage, err error)
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +19,8 @@ import (
 // outcomes takes what Started requests complete with.
 type outcomes chan callResult
 
-func (o outcomes) Complete(raw json.RawMessage, err error) { o <- callResult{raw, err} }
+// Complete keeps a copy of raw, which is lent.
+func (o outcomes) Complete(raw json.RawMessage, err error) { o <- callResult{bytes.Clone(raw), err} }
 
 func (o outcomes) await(t *testing.T) callResult {
 	t.Helper()
@@ -137,3 +139,31 @@ func TestStartDoesNotWaitForADeafUpstream(t *testing.T) {
 	requireCloseWithin(t, inst, waitTimeout)
 	testproc.RequireReaped(t, pid)
 }
+
+// A started request's result is lent from the line it was read in, capped
+// at its end: appending to it copies, and leaves what the reader read
+// after it as it was.
+func TestStartedResultIsCappedAtItsEnd(t *testing.T) {
+	t.Parallel()
+	c := &stdioConn{server: "lender", log: newLogRecorder().Logger(), pending: map[int64]waiter{}}
+	got := make(outcomes, 1)
+	var kept json.RawMessage
+	s := &Started{i: &Instance{server: "lender"}, c: c, method: "tools/call", done: completeFunc(func(raw json.RawMessage, err error) {
+		require.NoError(t, err)
+		kept = raw
+		got.Complete(raw, err)
+	}), id: 1}
+	c.pending[1] = waiter{started: s}
+	buf := []byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n" + `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	first := buf[:bytes.IndexByte(buf, '\n')]
+	c.dispatchOne(first)
+	assert.JSONEq(t, `{"a":1}`, string(got.await(t).raw))
+	assert.Equal(t, len(kept), cap(kept), "capped at its end")
+	_ = append(kept, "overwritten"...)
+	assert.Equal(t, "\n"+`{"jsonrpc":"2.0","id":2,"result":{}}`, string(buf[len(first):]), "the next line is left as it was")
+}
+
+// completeFunc is a Completion of a function.
+type completeFunc func(json.RawMessage, error)
+
+func (f completeFunc) Complete(raw json.RawMessage, err error) { f(raw, err) }

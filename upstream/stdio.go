@@ -493,6 +493,15 @@ func (c *stdioConn) dispatchOne(line []byte) {
 			w.deliver(reply{err: msg.Error})
 			return
 		}
+		if w.started != nil {
+			// Completed now, on this goroutine, before line is read over:
+			// the result is lent (Completion), not copied, and capped at
+			// its end, so that appending to it copies rather than writes
+			// over the lines read after it.
+			n := len(msg.Result)
+			w.started.answered(reply{result: msg.Result[:n:n]})
+			return
+		}
 		w.deliver(reply{result: bytes.Clone(msg.Result)})
 	}
 }
