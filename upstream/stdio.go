@@ -24,7 +24,8 @@ import (
 //
 // Concurrency rules:
 //   - One goroutine reads stdout and dispatches; nothing it does blocks on
-//     the upstream or on a caller: responses go to buffered channels,
+//     the upstream or on a caller: responses go to buffered channels, or
+//     to the Completion of a started call, which must not block;
 //     notifications to handlers that must not block, requests to at most
 //     maxServerRequests goroutines.
 //   - Writes take the one write slot (a channel, so a waiting writer gives
