@@ -103,26 +103,28 @@ func (c *startedCall) send(inst *upstream.Instance) bool {
 // steps that need no wait, and sends it.
 func (c *startedCall) start(first step) {
 	f := &c.f
-	switch first {
-	case stepAnswered:
-		c.answer()
-		return
-	case stepWaits:
-		go c.wait()
-		return
-	}
-	switch f.prepare(true) {
-	case stepAnswered:
-		c.answer()
-		return
-	case stepWaits:
-		go c.wait()
+	if c.stopped(first) || c.stopped(f.prepare(true)) {
 		return
 	}
 	inst, ok := f.to.(*upstream.Instance)
 	if !ok || !c.send(inst) {
 		go c.wait()
 	}
+}
+
+// stopped reports whether the call stops at a step that came to s: it is
+// answered now (stepAnswered), or the rest goes on a goroutine of its own
+// (stepWaits).
+func (c *startedCall) stopped(s step) bool {
+	switch s {
+	case stepAnswered:
+		c.answer()
+	case stepWaits:
+		go c.wait()
+	default:
+		return false
+	}
+	return true
 }
 
 // wait serves the rest of the call on the goroutine it runs on, waiting
