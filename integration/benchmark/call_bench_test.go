@@ -31,7 +31,7 @@ const warmCalls = 20
 
 // route is one way from the benchmark client to an echo upstream.
 type route struct {
-	name string // direct, relay, parser, bridge, router, proxied, sealed, policed or audited
+	name string // direct, relay, parser, transports, bridge, router, proxied, sealed, policed or audited
 	c    *conn
 	// hop is the pid of the process between the client and the upstream (the relay, the
 	// bridge or the aggregator); 0 when there is none.
@@ -41,33 +41,38 @@ type route struct {
 }
 
 // BenchmarkCall measures tools/call echo {text} from one client to the raw-JSON echo
-// upstream (echo_test.go) along three routes per pair of transports, which take turns
+// upstream (echo_test.go) along several routes per pair of transports, which take turns
 // within each run:
 //
-//	stdio-stdio  direct   client spawns the upstream, speaks stdio to it
-//	             relay    client spawns a relay, which spawns the upstream and only copies bytes
-//	             parser   as relay, but the hop decodes each message and maps its id
-//	             proxied  client spawns the aggregator over stdio, which spawns the upstream
-//	http-stdio   direct   as in stdio-stdio
-//	             bridge   HTTP to a bridge, which writes each POST body to the upstream's stdin
-//	             router   HTTP to a router, which decodes each POST, maps its id and passes it on
-//	             proxied  HTTP to the aggregator, which spawns the upstream
-//	http-http    direct   HTTP to the upstream serving HTTP
-//	             bridge   HTTP to a bridge, which forwards each request to the upstream
-//	             proxied  HTTP to the aggregator, which speaks HTTP to the upstream
+//	stdio-stdio  direct      client spawns the upstream, speaks stdio to it
+//	             relay       client spawns a relay, which spawns the upstream and only copies bytes
+//	             parser      as relay, but the hop decodes each message and maps its id
+//	             transports  as parser, but through the aggregator's own two stdio transports
+//	             proxied     client spawns the aggregator over stdio, which spawns the upstream
+//	http-stdio   direct      as in stdio-stdio
+//	             bridge      HTTP to a bridge, which writes each POST body to the upstream's stdin
+//	             router      HTTP to a router, which decodes each POST, maps its id and passes it on
+//	             proxied     HTTP to the aggregator, which spawns the upstream
+//	http-http    direct      HTTP to the upstream serving HTTP
+//	             bridge      HTTP to a bridge, which forwards each request to the upstream
+//	             proxied     HTTP to the aggregator, which speaks HTTP to the upstream
 //
 // The relay and the bridge (helper_test.go, bridge_test.go) are the least one more stdio
 // or HTTP hop can cost. The parser (parser_test.go) is the least a stdio hop that reads
 // every message can cost, and the router (router_test.go) the least an HTTP hop in front
 // of a stdio upstream that routes calls can: proxied/parser and proxied/router are the
-// price of what the aggregator does with a call once it has read it. One op is one call on every route. Each run reports, per route,
-// <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
-// in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
-// upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
-// the throughput ratios of that run: proxied/relay or proxied/bridge, proxied/direct, on
-// stdio-stdio proxied/parser and parser/relay, and on http-stdio proxied/router and
-// router/bridge. Read the ratios as the median over -count
-// runs, as benchstat shows them. Recommended: -benchtime=5000x -count=6.
+// price of what the aggregator does with a call once it has read it. The transports hop
+// (transports_test.go) parts that price in two: transports/parser is what the
+// aggregator's stdio transports cost over reading each message, proxied/transports what
+// the aggregator does with a call over its transports. One op is one call on every route.
+// Each run reports, per route, <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the
+// CPU used per call by the process in the middle (<route>-cpu-µs/call), by the client
+// (<route>-client-cpu-µs/call), by the upstream (<route>-upstream-cpu-µs/call) and by all
+// three (<route>-total-cpu-µs/call); and the throughput ratios of that run:
+// proxied/relay or proxied/bridge, proxied/direct, on stdio-stdio proxied/parser,
+// proxied/transports, transports/parser and parser/relay, and on http-stdio
+// proxied/router and router/bridge. Read the ratios as the median over -count runs, as
+// benchstat shows them. Recommended: -benchtime=5000x -count=6.
 func BenchmarkCall(b *testing.B) {
 	client := newHTTPClient()
 	pairs := []struct {
@@ -79,11 +84,13 @@ func BenchmarkCall(b *testing.B) {
 			direct := dialStdio(b, newStderrLog(), env, exe, args...)
 			relay := dialStdio(b, newStderrLog(), env, exe, append([]string{"relay", exe}, args...)...)
 			parser := dialStdio(b, newStderrLog(), env, exe, append([]string{"parser", exe}, args...)...)
+			transports := dialStdio(b, newStderrLog(), env, exe, append([]string{"transports", exe}, args...)...)
 			proxied, _ := dialStdioAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
 			return []route{
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "relay", c: relay, hop: relay.pid},
 				{name: "parser", c: parser, hop: parser.pid},
+				{name: "transports", c: transports, hop: transports.pid},
 				{name: "proxied", c: proxied, hop: proxied.pid},
 			}
 		}},
@@ -238,6 +245,13 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 	if rate["parser"] > 0 && rate["relay"] > 0 {
 		// What reading every message costs a hop, against copying bytes.
 		b.ReportMetric(rate["parser"]/rate["relay"], "parser/relay")
+	}
+	if rate["transports"] > 0 && rate["parser"] > 0 {
+		// What the aggregator's stdio transports cost, against reading every
+		// message, in throughput and in the hop's CPU per call.
+		b.ReportMetric(rate["transports"]/rate["parser"], "transports/parser")
+		b.ReportMetric(float64(hopCPU["transports"])/float64(hopCPU["parser"]), "transports/parser-cpu")
+		b.ReportMetric(float64(hopCPU["proxied"])/float64(hopCPU["transports"]), "proxied/transports-cpu")
 	}
 	if hopCPU["policed"] > 0 && hopCPU["proxied"] > 0 && hopCPU["audited"] > 0 {
 		// What ten rules and the audit log cost the gateway's CPU per call,

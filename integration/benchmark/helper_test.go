@@ -17,6 +17,7 @@ import (
 //	tools N             an mcp-go server with N tools on stdin/stdout (upstream_test.go)
 //	relay CMD ARGS...   starts CMD and copies bytes between it and stdin/stdout
 //	parser CMD ARGS...  starts CMD and passes messages, decoded and with ids mapped (parser_test.go)
+//	transports CMD ARGS...  starts CMD as an upstream and passes requests through the aggregator's two stdio transports alone (transports_test.go)
 //	bridge URL          an HTTP server that forwards each request to URL (bridge_test.go)
 //	bridge CMD ARGS...  an HTTP server that writes each POST body to CMD's stdin (bridge_test.go)
 //	router CMD ARGS...  an HTTP handler that decodes each POST, maps its id and passes it to CMD (router_test.go)
@@ -60,6 +61,8 @@ func serveHelper(args []string) int {
 		err = serveRelay(rest)
 	case role == "parser" && len(rest) > 0:
 		err = serveParser(rest)
+	case role == "transports" && len(rest) > 0:
+		err = serveTransports(rest)
 	case role == "bridge" && len(rest) > 0:
 		err = serveBridge(rest)
 	case role == "router" && len(rest) > 0:
