@@ -52,6 +52,7 @@ type route struct {
 //	http-stdio   direct      as in stdio-stdio
 //	             bridge      HTTP to a bridge, which writes each POST body to the upstream's stdin
 //	             router      HTTP to a router, which decodes each POST, maps its id and passes it on
+//	             transports  as router, but through the aggregator's own HTTP and stdio transports
 //	             proxied     HTTP to the aggregator, which spawns the upstream
 //	http-http    direct      HTTP to the upstream serving HTTP
 //	             bridge      HTTP to a bridge, which forwards each request to the upstream
@@ -61,18 +62,20 @@ type route struct {
 // or HTTP hop can cost. The parser (parser_test.go) is the least a stdio hop that reads
 // every message can cost, and the router (router_test.go) the least an HTTP hop in front
 // of a stdio upstream that routes calls can: proxied/parser and proxied/router are the
-// price of what the aggregator does with a call once it has read it. The transports hop
-// (transports_test.go) parts that price in two: transports/parser is what the
-// aggregator's stdio transports cost over reading each message, proxied/transports what
-// the aggregator does with a call over its transports. One op is one call on every route.
-// Each run reports, per route, <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the
-// CPU used per call by the process in the middle (<route>-cpu-µs/call), by the client
-// (<route>-client-cpu-µs/call), by the upstream (<route>-upstream-cpu-µs/call) and by all
-// three (<route>-total-cpu-µs/call); and the throughput ratios of that run:
-// proxied/relay or proxied/bridge, proxied/direct, on stdio-stdio proxied/parser,
-// proxied/transports, transports/parser and parser/relay, and on http-stdio
-// proxied/router and router/bridge. Read the ratios as the median over -count runs, as
-// benchstat shows them. Recommended: -benchtime=5000x -count=6.
+// price of what the aggregator does with a call once it has read it. The transports hops
+// (transports_test.go) part that price in two: transports/parser (transports/router) is
+// what the aggregator's transports cost over reading each message (decoding each
+// request), proxied/transports what the aggregator does with a call beside its
+// transports. One op is one call on every route. Each run reports, per route,
+// <route>-calls/s, <route>-p50-µs and <route>-p99-µs; the CPU used per call by the process
+// in the middle (<route>-cpu-µs/call), by the client (<route>-client-cpu-µs/call), by the
+// upstream (<route>-upstream-cpu-µs/call) and by all three (<route>-total-cpu-µs/call); and
+// the throughput ratios of that run: proxied/relay or proxied/bridge, proxied/direct, on
+// stdio-stdio proxied/parser, proxied/transports, transports/parser and parser/relay, and
+// on http-stdio proxied/router, proxied/transports, transports/router and router/bridge;
+// the CPU ratios transports/<reference>-cpu and proxied/transports-cpu. Read the ratios as
+// the median over -count runs, as benchstat shows them. Recommended: -benchtime=5000x
+// -count=6.
 func BenchmarkCall(b *testing.B) {
 	client := newHTTPClient()
 	pairs := []struct {
@@ -99,6 +102,7 @@ func BenchmarkCall(b *testing.B) {
 			direct := dialStdio(b, newStderrLog(), env, exe, args...)
 			bridge := startHTTPProcess(b, env, exe, append([]string{"bridge", exe}, args...)...)
 			router := startHTTPProcess(b, env, exe, append([]string{"router", exe}, args...)...)
+			transports := startHTTPProcess(b, env, exe, append([]string{"httptransports", exe}, args...)...)
 			agg := startHTTPAggregator(b, writeConfig(b, renderConfig(echoUpstream(b, "echo"))))
 			// The same with --session-key-file: every request carries a sealed id.
 			sealed := startHTTPProcess(b, nil, binary, "serve", "--config", writeConfig(b, renderConfig(echoUpstream(b, "echo"))),
@@ -112,6 +116,7 @@ func BenchmarkCall(b *testing.B) {
 				{name: "direct", c: direct, upstream: direct.pid},
 				{name: "bridge", c: dialHTTP(b, client, bridge.url), hop: bridge.cmd.Process.Pid},
 				{name: "router", c: dialHTTP(b, client, router.url), hop: router.cmd.Process.Pid},
+				{name: "transports", c: dialHTTP(b, client, transports.url), hop: transports.cmd.Process.Pid},
 				{name: "proxied", c: dialHTTP(b, client, agg.url), hop: agg.cmd.Process.Pid},
 				{name: "sealed", c: dialHTTP(b, client, sealed.url), hop: sealed.cmd.Process.Pid},
 				{name: "policed", c: dialHTTP(b, client, policed.url), hop: policed.cmd.Process.Pid},
@@ -246,11 +251,17 @@ func measureRoutes(b *testing.B, routes []route, inflight int, params json.RawMe
 		// What reading every message costs a hop, against copying bytes.
 		b.ReportMetric(rate["parser"]/rate["relay"], "parser/relay")
 	}
-	if rate["transports"] > 0 && rate["parser"] > 0 {
-		// What the aggregator's stdio transports cost, against reading every
-		// message, in throughput and in the hop's CPU per call.
-		b.ReportMetric(rate["transports"]/rate["parser"], "transports/parser")
-		b.ReportMetric(float64(hopCPU["transports"])/float64(hopCPU["parser"]), "transports/parser-cpu")
+	if rate["transports"] > 0 {
+		// What the aggregator's transports cost, against reading every
+		// message (stdio) or decoding every request (HTTP), in throughput
+		// and in the hop's CPU per call; and what the aggregator does with
+		// a call beside them.
+		for _, ref := range []string{"parser", "router"} {
+			if rate[ref] > 0 {
+				b.ReportMetric(rate["transports"]/rate[ref], "transports/"+ref)
+				b.ReportMetric(float64(hopCPU["transports"])/float64(hopCPU[ref]), "transports/"+ref+"-cpu")
+			}
+		}
 		b.ReportMetric(float64(hopCPU["proxied"])/float64(hopCPU["transports"]), "proxied/transports-cpu")
 	}
 	if hopCPU["policed"] > 0 && hopCPU["proxied"] > 0 && hopCPU["audited"] > 0 {

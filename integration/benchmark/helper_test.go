@@ -18,6 +18,7 @@ import (
 //	relay CMD ARGS...   starts CMD and copies bytes between it and stdin/stdout
 //	parser CMD ARGS...  starts CMD and passes messages, decoded and with ids mapped (parser_test.go)
 //	transports CMD ARGS...  starts CMD as an upstream and passes requests through the aggregator's two stdio transports alone (transports_test.go)
+//	httptransports CMD ARGS...  the same behind the aggregator's HTTP transport (transports_test.go)
 //	bridge URL          an HTTP server that forwards each request to URL (bridge_test.go)
 //	bridge CMD ARGS...  an HTTP server that writes each POST body to CMD's stdin (bridge_test.go)
 //	router CMD ARGS...  an HTTP handler that decodes each POST, maps its id and passes it to CMD (router_test.go)
@@ -63,6 +64,8 @@ func serveHelper(args []string) int {
 		err = serveParser(rest)
 	case role == "transports" && len(rest) > 0:
 		err = serveTransports(rest)
+	case role == "httptransports" && len(rest) > 0:
+		err = serveHTTPTransports(rest)
 	case role == "bridge" && len(rest) > 0:
 		err = serveBridge(rest)
 	case role == "router" && len(rest) > 0:

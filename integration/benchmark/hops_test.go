@@ -10,10 +10,11 @@ import (
 	"github.com/mcp-aggregator/mcp-aggregator/internal/testproc"
 )
 
-// TestReferenceHops checks the stdio hops BenchmarkCall measures the
-// aggregator against: each passes the echo upstream's answers on unchanged,
-// with 16 calls in flight, and leaves no process behind once its client has
-// gone.
+// TestReferenceHops checks the hops in front of a stdio upstream that
+// BenchmarkCall measures the aggregator against: each passes the echo
+// upstream's answers on unchanged, with 16 calls in flight, and leaves no
+// process behind once it is told to end (over stdio, by its client going
+// away; over HTTP, by SIGTERM).
 func TestReferenceHops(t *testing.T) {
 	exe, args, env := helper(t, "echo", "stdio")
 	params := callParams("echo", echoText)
@@ -22,14 +23,28 @@ func TestReferenceHops(t *testing.T) {
 	direct := dialStdio(t, newStderrLog(), env, exe, args...)
 	want, err := direct.request(ctx, "tools/call", params)
 	require.NoError(t, err)
-	for _, role := range []string{"relay", "parser", "transports"} {
-		t.Run(role, func(t *testing.T) {
-			var hop, upstream int
+	client := newHTTPClient()
+	for _, hop := range []struct {
+		role string
+		http bool
+	}{
+		{"relay", false}, {"parser", false}, {"transports", false},
+		{"bridge", true}, {"router", true}, {"httptransports", true},
+	} {
+		t.Run(hop.role, func(t *testing.T) {
+			var hopPID, upstream int
 			t.Run("calls", func(t *testing.T) {
-				c := dialStdio(t, newStderrLog(), env, exe, append([]string{role, exe}, args...)...)
-				hop = c.pid
+				argv := append([]string{hop.role, exe}, args...)
+				var c *conn
+				if hop.http {
+					p := startHTTPProcess(t, env, exe, argv...)
+					hopPID, c = p.cmd.Process.Pid, dialHTTP(t, client, p.url)
+				} else {
+					c = dialStdio(t, newStderrLog(), env, exe, argv...)
+					hopPID = c.pid
+				}
 				var err error
-				upstream, err = childRunning(hop, "echo")
+				upstream, err = childRunning(hopPID, "echo")
 				require.NoError(t, err)
 				got, err := c.request(ctx, "tools/call", params)
 				require.NoError(t, err)
@@ -39,8 +54,8 @@ func TestReferenceHops(t *testing.T) {
 				// An error of the upstream's comes back as the upstream gave it.
 				_, err = c.request(ctx, "no/such/method", json.RawMessage(`{}`))
 				require.ErrorContains(t, err, "method not found")
-			}) // the client is closed as the subtest ends
-			testproc.RequireReaped(t, hop)
+			}) // the hop is told to end as the subtest ends
+			testproc.RequireReaped(t, hopPID)
 			testproc.RequireGone(t, upstream)
 		})
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,10 +33,8 @@ import (
 func serveTransports(command []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := &config.Server{ID: "echo", Stateless: true, Command: command[0], Args: command[1:],
-		Env: map[string]string{helperEnv: "1"}}
-	inst, err := upstream.Start(ctx, srv, upstream.Options{Logger: log})
+	log := helperLog()
+	inst, err := startTransportsUpstream(ctx, command, log)
 	if err != nil {
 		return err
 	}
@@ -48,6 +49,50 @@ func serveTransports(command []string) error {
 		return nil
 	}
 	return err
+}
+
+// serveHTTPTransports is serveTransports over HTTP: the aggregator's HTTP
+// server (downstream.HTTP, its Serve and its MCP endpoint with the Host and
+// Origin checks, sessions included) in front of the same one instance, with
+// no authentication, views or gateway around it. It is the reference for
+// what the aggregator's own handling of a call costs on top of its HTTP and
+// stdio transports, as the router is for what they cost on top of decoding
+// each request.
+func serveHTTPTransports(command []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log := helperLog()
+	inst, err := startTransportsUpstream(ctx, command, log)
+	if err != nil {
+		return err
+	}
+	defer inst.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	edge := downstream.NewHTTP(transportsHop{inst}, downstream.HTTPOptions{Logger: log})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", edge.Endpoint(func(h http.Handler) http.Handler { return h }))
+	go func() {
+		<-ctx.Done()
+		_ = edge.Shutdown(context.Background())
+	}()
+	fmt.Fprintf(os.Stderr, "msg=listening url=http://%s/mcp\n", ln.Addr())
+	return edge.Serve(ln, mux)
+}
+
+// helperLog is the log of the transports hops: warnings and errors, on stderr.
+func helperLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startTransportsUpstream starts command as a stdio upstream, as the
+// aggregator starts a shared one.
+func startTransportsUpstream(ctx context.Context, command []string, log *slog.Logger) (*upstream.Instance, error) {
+	srv := &config.Server{ID: "echo", Stateless: true, Command: command[0], Args: command[1:],
+		Env: map[string]string{helperEnv: "1"}}
+	return upstream.Start(ctx, srv, upstream.Options{Logger: log})
 }
 
 // transportsHop is serveTransports' Handler: every request goes to inst as
