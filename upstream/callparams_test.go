@@ -60,6 +60,31 @@ func TestCallParams(t *testing.T) {
 	}
 }
 
+// Params the call leaves as they are (a tool exported under its own name,
+// no _meta key withheld) go upstream as the very bytes the caller sent,
+// without a copy; any change makes one, and leaves the caller's bytes alone.
+func TestCallParamsUnchangedAreNotCopied(t *testing.T) {
+	params := json.RawMessage(`{ "name" : "t", "arguments":{"a":[1, 2]}, "_meta":{"k":1} }`)
+	args := params[bytes.Index(params, []byte(`{"a"`)):bytes.Index(params, []byte(`, "_meta"`))]
+	r, err := Call{Name: "t", Params: params, Arguments: args, Withhold: withheldForTest}.Request()
+	require.NoError(t, err)
+	assert.Equal(t, string(params), string(r.Params))
+	assert.Same(t, &params[0], &r.Params[0], "unchanged params are not copied")
+
+	before := string(params)
+	for _, call := range []Call{
+		{Name: "u", Params: params, Arguments: args},                                              // renamed
+		{Name: "t", Params: params, Arguments: json.RawMessage(`{"a":[1,2]}`)},                    // other arguments
+		{Name: "t", Params: params, Arguments: args, Withhold: func([]byte) bool { return true }}, // _meta withheld
+		{Name: "t", Params: params},                                                               // arguments left out
+	} {
+		r, err := call.Request()
+		require.NoError(t, err)
+		assert.NotEqual(t, string(params), string(r.Params))
+		assert.Equal(t, before, string(params), "the caller's params are left alone")
+	}
+}
+
 // FuzzCallParams: whatever object a caller sends, the params that go
 // upstream are one valid object with every member but name, arguments,
 // _meta and task as the caller sent it.

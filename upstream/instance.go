@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -461,7 +462,23 @@ func encodeCallParams(call Call) (json.RawMessage, error) {
 		adds[added] = rawjson.Addition{Name: "arguments", Value: call.Arguments}
 		added++
 	}
+	if added == 0 && unchanged(params, changes[:edits]) {
+		// The params go up as they came (a tool exported under its own
+		// name): no copy to make.
+		return params, nil
+	}
 	return rawjson.Rewrite(params, count, adds[:added], changes[:edits]), nil
+}
+
+// unchanged reports whether changes leave obj as it is: each writes the
+// value that stands where it goes.
+func unchanged(obj []byte, changes []rawjson.Change) bool {
+	for _, c := range changes {
+		if c.Value == nil || !bytes.Equal(obj[c.ValueStart:c.ValueEnd], c.Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxCallEdits bounds the members of a tools/call's params that
