@@ -138,6 +138,7 @@ type leaseStatus struct {
 		Instances int    `json:"instances"`
 		Leased    int    `json:"leased"`
 		Spares    int    `json:"spares"`
+		Waiting   int    `json:"waiting"`
 	} `json:"servers"`
 	Leases []struct {
 		Server string `json:"serverId"`
@@ -179,6 +180,24 @@ func leaseWaitSpares(t *testing.T, c *client, server string, want int) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server %q never had %d spares ready: %+v", server, want, leaseStatusOf(t, c).Servers)
+		}
+		time.Sleep(25 * time.Millisecond) // polling a status report: no event to wait on
+	}
+}
+
+// leaseWaitWaiting waits until mcp_status, asked as c's session, reports
+// want calls waiting at a cap for an instance of server.
+func leaseWaitWaiting(t *testing.T, c *client, server string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(leaseWait)
+	for {
+		for _, s := range leaseStatusOf(t, c).Servers {
+			if s.ID == server && s.Waiting == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %q never had %d calls waiting for a lease: %+v", server, want, leaseStatusOf(t, c).Servers)
 		}
 		time.Sleep(25 * time.Millisecond) // polling a status report: no event to wait on
 	}

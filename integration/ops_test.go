@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -104,6 +105,7 @@ type opsStatus struct {
 		Tools     int    `json:"tools"`
 		Instances int    `json:"instances"`
 		Leased    int    `json:"leased"`
+		Waiting   int    `json:"waiting"`
 		Required  bool   `json:"required"`
 	} `json:"servers"`
 	Instances []struct {
@@ -310,4 +312,44 @@ func TestOpsReloadsOnStatus(t *testing.T) {
 	st, _ := opsStatusJSON(t, a)
 	require.Len(t, st.Reloads, 2)
 	assert.Equal(t, []string{"rejected", "ok"}, []string{st.Reloads[0].Outcome, st.Reloads[1].Outcome}, "newest first")
+}
+
+// TestOpsLeaseWaiting: a session's call that waits at lease.max_instances
+// for an instance to lease is counted, as its server's "waiting", in
+// mcp_status, /status.json, the status page and /metrics, until a lease
+// frees and the call goes on; then none is.
+func TestOpsLeaseWaiting(t *testing.T) {
+	t.Parallel()
+	a := serveConfig(t, httpTransport, leaseConfig(leaseBlock("counter", "counter", false,
+		"lease: {max_instances: 1, queue_timeout: 1m}")))
+	a.waitLoaded()
+	holder := a.connect()
+	assert.Equal(t, 1, leaseValue(t, holder, "counter_increment"))
+
+	other := a.connect()
+	waiting := relStartCall(other, "counter_increment", map[string]any{}, nil)
+	leaseWaitWaiting(t, holder, "counter", 1)
+	st, _ := opsStatusJSON(t, a)
+	require.Len(t, st.Servers, 1)
+	assert.Equal(t, 1, st.Servers[0].Waiting, "/status.json")
+	assert.Equal(t, 1.0, opsValue(t, opsScrape(t, a), "mcp_aggregator_lease_waiting", map[string]string{"server": "counter"}))
+	code, _, page := opsGet(t, http.DefaultClient, opsBase(a)+"/status")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, string(page), `<tr data-server="counter"`)
+	row, _, _ := strings.Cut(string(page[bytes.Index(page, []byte(`<tr data-server="counter"`)):]), "</tr>")
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(row), `<td class="num">1</td>`), "the waiting column of the status page: %s", row)
+	select {
+	case o := <-waiting:
+		t.Fatalf("the call went on while the only instance was leased: %+v", o)
+	default:
+	}
+
+	released := leaseCall(t, holder, "mcp_release", map[string]any{"serverId": "counter"})
+	require.False(t, released.IsError, "%s", released.Raw)
+	got, err := leaseDecode(relResult(t, relAwait(t, waiting)))
+	require.NoError(t, err)
+	require.NotNil(t, got.Value)
+	assert.Equal(t, 1, *got.Value, "the waiting session leased a clean instance")
+	leaseWaitWaiting(t, other, "counter", 0)
+	assert.Equal(t, 0.0, opsValue(t, opsScrape(t, a), "mcp_aggregator_lease_waiting", map[string]string{"server": "counter"}))
 }

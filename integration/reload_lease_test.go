@@ -38,7 +38,7 @@ func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	other := r.a.connect()
 	asked := time.Now()
 	waiting := relStartCall(other, "counter_increment", map[string]any{}, nil)
-	time.Sleep(500 * time.Millisecond) // the call reaches the cap and waits there
+	leaseWaitWaiting(t, holder, "counter", 1) // the call reaches the cap and waits there
 	select {
 	case o := <-waiting:
 		t.Fatalf("a second instance was started beyond max_instances: 1, or the session was refused while the holder's lease was quiet: %+v", o)
@@ -54,6 +54,7 @@ func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, time.Since(asked), reclaimIdle, "the waiting session was let in only when the holder's lease turned reclaimable")
 	kept("after max_instances was raised")
+	leaseWaitWaiting(t, holder, "counter", 0)
 	require.NotNil(t, got.Value)
 	assert.Equal(t, 1, *got.Value, "the session kept waiting before leases a clean instance now")
 	otherPID := leasePID(t, other, "counter_pid")
@@ -73,7 +74,7 @@ func TestReloadLeaseSettingsApplyLive(t *testing.T) {
 	assert.ElementsMatch(t, []int{pid, otherPID}, leaseCounterProcesses(t, r.a), "only the leased instances run")
 	third := r.a.connect()
 	thirdCall := relStartCall(third, "counter_increment", map[string]any{}, nil)
-	time.Sleep(500 * time.Millisecond) // the call reaches the cap and waits there
+	leaseWaitWaiting(t, holder, "counter", 1) // the call reaches the cap and waits there
 	select {
 	case o := <-thirdCall:
 		t.Fatalf("a new lease was given beyond the lowered max_instances, or refused while leases were quiet: %+v", o)

@@ -18,6 +18,8 @@ var (
 		"Upstream instances running now, by server and state (shared, leased, spare, draining).", []string{"server", "state"}, nil)
 	leasesDesc = prometheus.NewDesc("mcp_aggregator_leases",
 		"Sessions holding a dedicated instance now, by server.", []string{"server"}, nil)
+	waitingDesc = prometheus.NewDesc("mcp_aggregator_lease_waiting",
+		"Calls of sessions waiting now for an instance to lease, at lease.max_instances or limits.max_instances, by server.", []string{"server"}, nil)
 	upDesc = prometheus.NewDesc("mcp_aggregator_server_up",
 		"1 while the server is running and healthy, 0 while it is down (restarting) or failed to start.", []string{"server"}, nil)
 	toolsDesc = prometheus.NewDesc("mcp_aggregator_exported_tools",
@@ -43,7 +45,7 @@ var instanceStates = []string{"shared", "leased", "spare", "draining"}
 type stateCollector struct{ o *Ops }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sessionsDesc, instancesDesc, leasesDesc, upDesc, toolsDesc, rssDesc, readyDesc, drainingDesc, registryDesc, buildDesc} {
+	for _, d := range []*prometheus.Desc{sessionsDesc, instancesDesc, leasesDesc, waitingDesc, upDesc, toolsDesc, rssDesc, readyDesc, drainingDesc, registryDesc, buildDesc} {
 		ch <- d
 	}
 }
@@ -60,9 +62,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(buildDesc, prometheus.GaugeValue, 1, o.opts.Version)
 
 	type counts struct {
-		roles  map[string]int
-		leases int
-		rss    int64
+		roles   map[string]int
+		leases  int
+		waiting int
+		rss     int64
 	}
 	per := map[string]*counts{}
 	at := func(server string) *counts {
@@ -75,7 +78,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, boolValue(serverState(s.Health) == stateOK), s.ID)
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(s.Tools), s.ID)
 		if serverState(s.Health) != stateFailed {
-			at(s.ID)
+			at(s.ID).waiting = s.Waiting
 		}
 	}
 	for _, in := range st.Instances {
@@ -97,6 +100,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(c.roles[role]), s, role)
 		}
 		ch <- prometheus.MustNewConstMetric(leasesDesc, prometheus.GaugeValue, float64(c.leases), s)
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(c.waiting), s)
 		ch <- prometheus.MustNewConstMetric(rssDesc, prometheus.GaugeValue, float64(c.rss), s)
 	}
 }

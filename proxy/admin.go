@@ -120,7 +120,10 @@ type ServerStatus struct {
 	Instances int    `json:"instances"`
 	Leased    int    `json:"leased,omitempty"`
 	Spares    int    `json:"spares,omitempty"`
-	PID       int    `json:"pid,omitempty"`
+	// Waiting is the calls of sessions waiting at lease.max_instances or
+	// limits.max_instances for an instance to lease.
+	Waiting int `json:"waiting,omitempty"`
+	PID     int `json:"pid,omitempty"`
 }
 
 // serverMode is how s hands out its instances, as mcp_status names it:
@@ -164,7 +167,7 @@ func (p *Proxy) status(cur *state, key session.Key) Status {
 				ss.Health = "down; restarting"
 			}
 		} else {
-			ss.Leased, ss.Spares = stats.Leased, stats.Spares
+			ss.Leased, ss.Spares, ss.Waiting = stats.Leased, stats.Spares, stats.Waiting
 		}
 		st.Servers = append(st.Servers, ss)
 		if pid, ok := rs.pool.Held(key); ok {

@@ -164,6 +164,9 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, c Claim) (*Grant, erro
 			reclaimC = reclaimTimer.C
 		}
 		var done error
+		p.mu.Lock()
+		p.waiting++
+		p.mu.Unlock()
 		select {
 		case <-wait.pool: // a slot freed, or the cap was raised
 		case <-wait.ledger:
@@ -174,6 +177,9 @@ func (p *Pool) acquireLease(ctx context.Context, key Key, c Claim) (*Grant, erro
 		case <-ctx.Done():
 			done = context.Cause(ctx)
 		}
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
 		if reclaimTimer != nil {
 			reclaimTimer.Stop()
 		}

@@ -204,7 +204,10 @@ type Pool struct {
 	// marks keys whose session ended while one was, so that none of them
 	// leases an instance to a session that is gone.
 	acquiring map[Key]int
-	ended     map[Key]bool
+	// waiting counts the Acquire calls waiting at a cap (lease.max_instances,
+	// limits.max_instances) for room to lease.
+	waiting int
+	ended   map[Key]bool
 	// reclaimed marks the keys whose lease was reclaimed (reclaim.go),
 	// with when, until their session is told or ends.
 	reclaimed map[Key]time.Time
@@ -497,16 +500,19 @@ func isDead(inst *upstream.Instance) bool {
 type Stats struct {
 	Live, Leased, Spares int
 	Draining             int // retired instances not yet closed
-	SharedPID            int
-	SharedAlive          bool
-	Down                 string // why the shared instance is down, while it is
+	// Waiting is the sessions' calls waiting at a cap (lease.max_instances,
+	// limits.max_instances) for an instance to lease.
+	Waiting     int
+	SharedPID   int
+	SharedAlive bool
+	Down        string // why the shared instance is down, while it is
 }
 
 // Stats reports the pool's current shape.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Stats{Live: p.live, Leased: len(p.leases), Spares: len(p.spares), Draining: len(p.draining)}
+	s := Stats{Live: p.live, Leased: len(p.leases), Spares: len(p.spares), Draining: len(p.draining), Waiting: p.waiting}
 	if p.shared != nil {
 		s.SharedPID = p.shared.inst.PID()
 		s.SharedAlive = !isDead(p.shared.inst)

@@ -279,6 +279,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 		_, err = pool.Acquire(short, named("b"))
 		require.ErrorIs(t, err, ErrCapReached)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Zero(t, pool.Stats().Waiting, "a wait that ended counts no more")
 	})
 
 	t.Run("a queued session gets the instance a release frees", func(t *testing.T) {
@@ -300,6 +301,9 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 			}
 			got <- g
 		}()
+		// The status counts it as waiting at the cap, and only then is a lease released.
+		require.Eventually(t, func() bool { return pool.Stats().Waiting == 1 }, waitTimeout, time.Millisecond,
+			"the second session never waited at the cap")
 		require.True(t, pool.Release(named("a")))
 		select {
 		case g := <-got:
@@ -312,6 +316,7 @@ func TestMaxInstancesCapsLeases(t *testing.T) {
 			t.Fatal("Acquire did not get the freed capacity")
 		}
 		assert.Equal(t, 1, pool.Stats().Live)
+		assert.Zero(t, pool.Stats().Waiting, "nothing waits once the session leased")
 	})
 }
 
