@@ -565,10 +565,12 @@ func appendProgressToken(b []byte, key int64) []byte {
 	return append(b, '"')
 }
 
-// progressKeyOf is the registration key a progress token (raw JSON) names,
-// or false when it is not one appendProgressToken writes: a string of
-// progressTokenPrefix and a number written as strconv writes it.
+// progressKeyOf is the registration key a progress token (raw JSON, with
+// or without whitespace around it) names, or false when it is not one
+// appendProgressToken writes: a string of progressTokenPrefix and a number
+// written as strconv writes it.
 func progressKeyOf(raw []byte) (int64, bool) {
+	raw = bytes.Trim(raw, " \t\r\n") // JSON's whitespace
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return 0, false
 	}
