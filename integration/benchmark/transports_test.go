@@ -31,24 +31,18 @@ import (
 // top of its two transports, as the parser is for what the transports cost
 // on top of reading each message. It returns when the client's input ends.
 func serveTransports(command []string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	log := helperLog()
-	inst, err := startTransportsUpstream(ctx, command, log)
-	if err != nil {
+	return withTransportsUpstream(command, func(ctx context.Context, h transportsHop, log *slog.Logger) error {
+		in, out, polled, restore := pipeio.PollStdio(os.Stdin, os.Stdout)
+		defer restore()
+		if polled {
+			pipeio.OneProcessor(log)
+		}
+		err := downstream.ServeStdio(ctx, h, in, out, downstream.StdioOptions{Logger: log})
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
 		return err
-	}
-	defer inst.Close()
-	in, out, polled, restore := pipeio.PollStdio(os.Stdin, os.Stdout)
-	defer restore()
-	if polled {
-		pipeio.OneProcessor(log)
-	}
-	err = downstream.ServeStdio(ctx, transportsHop{inst}, in, out, downstream.StdioOptions{Logger: log})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	})
 }
 
 // serveHTTPTransports is serveTransports over HTTP: the aggregator's HTTP
@@ -59,40 +53,39 @@ func serveTransports(command []string) error {
 // stdio transports, as the router is for what they cost on top of decoding
 // each request.
 func serveHTTPTransports(command []string) error {
+	return withTransportsUpstream(command, func(ctx context.Context, h transportsHop, log *slog.Logger) error {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		edge := downstream.NewHTTP(h, downstream.HTTPOptions{Logger: log})
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", edge.Endpoint(func(h http.Handler) http.Handler { return h }))
+		go func() {
+			<-ctx.Done()
+			_ = edge.Shutdown(context.Background())
+		}()
+		fmt.Fprintf(os.Stderr, "msg=listening url=http://%s/mcp\n", ln.Addr())
+		return edge.Serve(ln, mux)
+	})
+}
+
+// withTransportsUpstream starts command as a stdio upstream, as the
+// aggregator starts a shared one, and runs serve with the Handler in front
+// of it until serve returns; ctx ends at SIGTERM or an interrupt. The log
+// (warnings and errors) goes to stderr.
+func withTransportsUpstream(command []string, serve func(ctx context.Context, h transportsHop, log *slog.Logger) error) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	log := helperLog()
-	inst, err := startTransportsUpstream(ctx, command, log)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv := &config.Server{ID: "echo", Stateless: true, Command: command[0], Args: command[1:],
+		Env: map[string]string{helperEnv: "1"}}
+	inst, err := upstream.Start(ctx, srv, upstream.Options{Logger: log})
 	if err != nil {
 		return err
 	}
 	defer inst.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	edge := downstream.NewHTTP(transportsHop{inst}, downstream.HTTPOptions{Logger: log})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", edge.Endpoint(func(h http.Handler) http.Handler { return h }))
-	go func() {
-		<-ctx.Done()
-		_ = edge.Shutdown(context.Background())
-	}()
-	fmt.Fprintf(os.Stderr, "msg=listening url=http://%s/mcp\n", ln.Addr())
-	return edge.Serve(ln, mux)
-}
-
-// helperLog is the log of the transports hops: warnings and errors, on stderr.
-func helperLog() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// startTransportsUpstream starts command as a stdio upstream, as the
-// aggregator starts a shared one.
-func startTransportsUpstream(ctx context.Context, command []string, log *slog.Logger) (*upstream.Instance, error) {
-	srv := &config.Server{ID: "echo", Stateless: true, Command: command[0], Args: command[1:],
-		Env: map[string]string{helperEnv: "1"}}
-	return upstream.Start(ctx, srv, upstream.Options{Logger: log})
+	return serve(ctx, transportsHop{inst}, log)
 }
 
 // transportsHop is serveTransports' Handler: every request goes to inst as
